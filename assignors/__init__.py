@@ -1,0 +1,70 @@
+"""Kafka's partition assignors, in Python, with Kafka's semantics and user-data wire formats.
+
+Layout:
+  types        TopicPartition, Subscription, Assignment (Kafka's ConsumerPartitionAssignor types)
+  _base        the Assignor interface and the input checks every assignor shares
+  range        RangeAssignor                       "range"
+  roundrobin   RoundRobinAssignor                  "roundrobin"
+  sticky       StickyAssignor / CooperativeStickyAssignor on one AbstractStickyAssignor core
+                                                   "sticky", "cooperative-sticky"
+  stream_join  KIP-315 stream-join sticky          "stream-join-sticky"
+  userdata     Kafka's Struct encodings of the assignors' user data
+  quality      spread, moved and withheld partitions of an assignment
+
+Everything public is re-exported here; the underscore modules are private.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Mapping
+
+from ._base import COOPERATIVE, EAGER, Assignor
+from .types import Assignment, AssignorError, Subscription, TopicPartition
+
+# Kafka protocol name -> "module:Class". Classes load on first use so `import assignors` stays cheap.
+_REGISTRY: dict[str, str] = {
+    "range": "range:RangeAssignor",
+    "roundrobin": "roundrobin:RoundRobinAssignor",
+    "sticky": "sticky:StickyAssignor",
+    "cooperative-sticky": "sticky:CooperativeStickyAssignor",
+    "stream-join-sticky": "stream_join:StreamJoinStickyAssignor",
+}
+
+
+class _Registry(Mapping[str, type[Assignor]]):
+    """Read-only mapping of protocol name to assignor class."""
+
+    def __getitem__(self, name: str) -> type[Assignor]:
+        module, cls = _REGISTRY[name].split(":")
+        return getattr(importlib.import_module(f"{__name__}.{module}"), cls)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_REGISTRY)
+
+    def __len__(self) -> int:
+        return len(_REGISTRY)
+
+
+ASSIGNORS: Mapping[str, type[Assignor]] = _Registry()
+
+
+def get_assignor(name: str) -> Assignor:
+    """A new assignor instance for a Kafka protocol name (e.g. ``"cooperative-sticky"``)."""
+    if name not in _REGISTRY:
+        known = ", ".join(_REGISTRY)
+        raise AssignorError(f"unknown assignor {name!r}; known assignors: {known}")
+    return ASSIGNORS[name]()
+
+
+__all__ = [
+    "ASSIGNORS",
+    "COOPERATIVE",
+    "EAGER",
+    "Assignment",
+    "Assignor",
+    "AssignorError",
+    "Subscription",
+    "TopicPartition",
+    "get_assignor",
+]

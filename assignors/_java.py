@@ -1,0 +1,65 @@
+"""Java's orderings, where Kafka's result depends on them.
+
+Kafka's assignors iterate ``HashMap``s keyed by member id and sort member ids with
+``String.compareTo``. Where the iteration order changes the answer (which over-quota members of the
+constrained sticky path keep their extra partition, for example), we reproduce it:
+
+* ``java_string_hash``: ``String.hashCode`` over UTF-16 code units, as a signed 32-bit int.
+* ``hashmap_order``: the iteration order of a ``java.util.HashMap`` filled by ``put`` from empty
+  (table of 16 doubling past a 0.75 load factor; bucket ``(h ^ (h >>> 16)) & (n - 1)``). Keys
+  sharing a bucket iterate in insertion order in Java; we break those ties by ``String.compareTo``
+  so that our result never depends on the caller's dict order (a documented deviation).
+* ``java_sort_key``: ``String.compareTo`` order (UTF-16 code units), equal to Python's order for
+  every string without characters outside the Basic Multilingual Plane.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import lru_cache
+
+
+@lru_cache(maxsize=1 << 16)
+def java_string_hash(s: str) -> int:
+    """``java.lang.String#hashCode`` as a signed int32."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def java_sort_key(s: str) -> bytes | str:
+    """Key that sorts like ``String.compareTo``."""
+    return s if s.isascii() else s.encode("utf-16-be")
+
+
+def _spread(h: int) -> int:
+    h &= 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+def hashmap_capacity(n: int) -> int:
+    """Table size of a ``new HashMap<>()`` after ``n`` puts."""
+    cap = 16
+    while n > cap * 3 // 4:
+        cap *= 2
+    return cap
+
+
+def hashmap_order(keys: Iterable[str]) -> list[str]:
+    """Keys in the order a ``java.util.HashMap<String, ?>`` built by ``put`` iterates them."""
+    keys = list(keys)
+    mask = hashmap_capacity(len(keys)) - 1
+    return sorted(keys, key=lambda k: (_spread(java_string_hash(k)) & mask, java_sort_key(k)))
+
+
+def topic_partition_hash(topic: str, partition: int) -> int:
+    """``TopicPartition#hashCode``: ``31 * (31 + partition) + topic.hashCode()`` as int32."""
+    h = (31 * (31 + partition) + java_string_hash(topic)) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def hash_bucket(h: int, capacity: int) -> int:
+    """Bucket of hash ``h`` in a Java hash table of ``capacity`` slots."""
+    return _spread(h) & (capacity - 1)

@@ -1,0 +1,72 @@
+"""Hypothesis strategies shared by the assignor and simulator tests: groups, subscriptions,
+ownership histories."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from assignors.types import Subscription, TopicPartition
+
+topic_names = st.sampled_from([f"t{i}" for i in range(6)])
+member_ids = st.sampled_from([f"m{i:02d}" for i in range(24)] + ["consumer-a", "consumer-b", "zz"])
+
+
+@st.composite
+def metadata(draw, max_topics: int = 5, max_partitions: int = 12) -> dict[str, int]:
+    """Topics with partition counts (some topics may have zero partitions)."""
+    topics = draw(st.lists(topic_names, min_size=1, max_size=max_topics, unique=True))
+    return {t: draw(st.integers(0, max_partitions)) for t in topics}
+
+
+@st.composite
+def groups(
+    draw,
+    uniform: bool | None = None,
+    with_owned: bool = True,
+    max_members: int = 10,
+    max_topics: int = 5,
+    max_partitions: int = 12,
+) -> tuple[dict[str, int], dict[str, Subscription]]:
+    """A group: metadata plus subscriptions.
+
+    ``uniform``: True -> every member subscribes to the same topics; False -> members draw their
+    own topic sets; None -> either. Owned partitions are a consistent previous assignment
+    (each partition owned at most once), optionally spoiled by a stale duplicate claim.
+    Subscriptions may name topics absent from the metadata (deleted topics).
+    """
+    meta = draw(metadata(max_topics=max_topics, max_partitions=max_partitions))
+    all_topics = sorted(meta) + draw(st.lists(st.sampled_from(["gone1", "gone2"]), max_size=1))
+    members = draw(st.lists(member_ids, min_size=1, max_size=max_members, unique=True))
+    if uniform is None:
+        uniform = draw(st.booleans())
+    common = draw(st.lists(st.sampled_from(all_topics), min_size=1, unique=True))
+    topics_of = {
+        m: (common if uniform else draw(st.lists(st.sampled_from(all_topics), min_size=1, unique=True)))
+        for m in members
+    }
+    owned: dict[str, list[TopicPartition]] = {m: [] for m in members}
+    if with_owned:
+        partitions = [TopicPartition(t, p) for t in sorted(meta) for p in range(meta[t])]
+        partitions += [TopicPartition("gone1", 0)]
+        for tp in partitions:
+            owner = draw(st.sampled_from([None, *members]))
+            if owner is not None:
+                owned[owner].append(tp)
+    generation = {m: draw(st.integers(-1, 5)) for m in members}
+    static = draw(st.booleans())
+    subs = {
+        m: Subscription(
+            topics=topics_of[m],
+            owned_partitions=owned[m],
+            generation=generation[m] if owned[m] else draw(st.sampled_from([-1, generation[m]])),
+            group_instance_id=(f"instance-{m}" if static and draw(st.booleans()) else None),
+        )
+        for m in members
+    }
+    return meta, subs
+
+
+def shuffled(mapping: dict, permutation: list[int]) -> dict:
+    """The same mapping with its keys inserted in another order."""
+    items = list(mapping.items())
+    return dict(items[i] for i in permutation)
