@@ -52,6 +52,10 @@ def groups(
             owner = draw(st.sampled_from([None, *members]))
             if owner is not None:
                 owned[owner].append(tp)
+        if partitions and draw(st.booleans()):
+            # A stale duplicate claim: a member (a zombie) also claims someone else's partition.
+            zombie = draw(st.sampled_from(members))
+            owned[zombie].append(draw(st.sampled_from(partitions)))
     generation = {m: draw(st.integers(-1, 5)) for m in members}
     static = draw(st.booleans())
     subs = {

@@ -1,0 +1,501 @@
+"""Simulation configuration: attrs classes with Kafka's names and defaults, validated on construction.
+
+Durations keep Kafka's millisecond names (``session_timeout_ms``); the simulator works in seconds
+through the ``*_s`` properties. Dotted Kafka names (``"session.timeout.ms"``) are accepted as keys
+when building from a dict (a TOML table), and unknown keys are rejected by name.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from assignors import ASSIGNORS
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot be simulated. One line, naming the field."""
+
+    def __init__(self, field: str, reason: str):
+        self.field = field
+        self.reason = reason
+        super().__init__(f"{field}: {reason}" if field else reason)
+
+    def under(self, prefix: str) -> ConfigError:
+        """The same error with its field path prefixed (``consumer`` + ``session_timeout_ms``)."""
+        return ConfigError(f"{prefix}.{self.field}" if self.field else prefix, self.reason)
+
+
+def _number(field: str, value: Any, *, minimum: float | None = None, strict: bool = False,
+            integer: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(field, f"{value!r} is not a number")
+    if integer and not isinstance(value, int):
+        raise ConfigError(field, f"{value!r} is not an integer")
+    if not math.isfinite(value):
+        raise ConfigError(field, f"{value!r} is not finite")
+    if minimum is not None and (value <= minimum if strict else value < minimum):
+        raise ConfigError(field, f"{value!r} must be {'>' if strict else '>='} {minimum}")
+
+
+def _nonneg(_inst, attribute, value):
+    _number(attribute.name, value, minimum=0)
+
+
+def _positive(_inst, attribute, value):
+    _number(attribute.name, value, minimum=0, strict=True)
+
+
+def _nonneg_int(_inst, attribute, value):
+    _number(attribute.name, value, minimum=0, integer=True)
+
+
+def _positive_int(_inst, attribute, value):
+    _number(attribute.name, value, minimum=1, integer=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Network latency
+
+
+LATENCY_KINDS = ("constant", "uniform", "lognormal")
+
+
+@attrs.frozen
+class Latency:
+    """One-way latency of a link, in milliseconds.
+
+    ``constant``: always ``ms``; ``uniform``: between ``low_ms`` and ``high_ms``; ``lognormal``:
+    median ``ms`` with shape ``sigma`` (heavy right tail, as measured latencies have).
+    """
+
+    kind: str = "constant"
+    ms: float = attrs.field(default=1.0, validator=_nonneg)
+    low_ms: float = attrs.field(default=0.5, validator=_nonneg)
+    high_ms: float = attrs.field(default=2.0, validator=_nonneg)
+    sigma: float = attrs.field(default=0.5, validator=_nonneg)
+
+    def __attrs_post_init__(self):
+        if self.kind not in LATENCY_KINDS:
+            raise ConfigError("kind", f"{self.kind!r} is not one of {', '.join(LATENCY_KINDS)}")
+        if self.kind == "uniform" and self.high_ms < self.low_ms:
+            raise ConfigError("high_ms", f"{self.high_ms} is below low_ms ({self.low_ms})")
+
+    def sample_s(self, rng) -> float:
+        """One latency draw in seconds from the numpy Generator ``rng``."""
+        if self.kind == "constant":
+            return self.ms / 1000.0
+        if self.kind == "uniform":
+            return float(rng.uniform(self.low_ms, self.high_ms)) / 1000.0
+        return float(self.ms * math.exp(self.sigma * rng.standard_normal())) / 1000.0
+
+
+@attrs.frozen
+class NetworkConfig:
+    """The links between members and the coordinator.
+
+    ``member_latency`` overrides ``latency`` per member name. ``drop_probability`` drops any
+    message independently (requests then time out after ``request.timeout.ms``).
+    """
+
+    latency: Latency = attrs.field(factory=Latency)
+    member_latency: dict[str, Latency] = attrs.field(factory=dict)
+    drop_probability: float = attrs.field(default=0.0, validator=_nonneg)
+
+    def __attrs_post_init__(self):
+        if self.drop_probability >= 1:
+            raise ConfigError("drop_probability", f"{self.drop_probability} must be below 1")
+
+    def latency_of(self, member: str) -> Latency:
+        return self.member_latency.get(member, self.latency)
+
+
+# ---------------------------------------------------------------------------------------------
+# Group coordinator (broker side)
+
+
+@attrs.frozen
+class GroupConfig:
+    """Broker settings of the group coordinator (Kafka's ``group.*`` broker configs)."""
+
+    initial_rebalance_delay_ms: float = attrs.field(default=3000, validator=_nonneg)
+    min_session_timeout_ms: float = attrs.field(default=6000, validator=_nonneg)
+    max_session_timeout_ms: float = attrs.field(default=1800000, validator=_nonneg)
+
+    def __attrs_post_init__(self):
+        if self.max_session_timeout_ms < self.min_session_timeout_ms:
+            raise ConfigError(
+                "max_session_timeout_ms",
+                f"{self.max_session_timeout_ms} is below min_session_timeout_ms ({self.min_session_timeout_ms})",
+            )
+
+    @property
+    def initial_rebalance_delay_s(self) -> float:
+        return self.initial_rebalance_delay_ms / 1000.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Consumers
+
+
+def _strategy_list(value) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [s.strip() for s in value.split(",") if s.strip()]
+    return tuple(value)
+
+
+def _check_strategy(_inst, attribute, value):
+    if not value:
+        raise ConfigError(attribute.name, "needs at least one assignor")
+    for name in value:
+        if name not in ASSIGNORS:
+            raise ConfigError(attribute.name, f"{name!r} is not one of {', '.join(ASSIGNORS)}")
+    if len(set(value)) != len(value):
+        raise ConfigError(attribute.name, f"{list(value)} names an assignor twice")
+
+
+@attrs.frozen
+class ConsumerConfig:
+    """One member's client settings (Kafka's consumer configs) and its workload.
+
+    ``static``: the member sets ``group.instance.id`` (KIP-345) to its name.
+    ``capacity``: records/s it can process; ``revoke_cost_ms`` / ``assign_cost_ms``: time its
+    rebalance listener spends per revoked / assigned partition (commit, state restore).
+    ``topics``: its subscription (empty = every topic of the scenario).
+    ``sticky_user_data_version``: 1 = KIP-341 (with generation); 0 = the pre-KIP-341 layout
+    that an old client sends (only meaningful for the eager ``sticky`` assignor).
+    """
+
+    session_timeout_ms: float = attrs.field(default=45000, validator=_positive)
+    heartbeat_interval_ms: float = attrs.field(default=3000, validator=_positive)
+    max_poll_interval_ms: float = attrs.field(default=300000, validator=_positive)
+    partition_assignment_strategy: tuple[str, ...] = attrs.field(
+        default=("range", "cooperative-sticky"), converter=_strategy_list, validator=_check_strategy
+    )
+    static: bool = False
+    capacity: float = attrs.field(default=10000.0, validator=_positive)
+    revoke_cost_ms: float = attrs.field(default=0.0, validator=_nonneg)
+    assign_cost_ms: float = attrs.field(default=0.0, validator=_nonneg)
+    topics: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    request_timeout_ms: float = attrs.field(default=30000, validator=_positive)
+    retry_backoff_ms: float = attrs.field(default=100, validator=_nonneg)
+    metadata_max_age_ms: float = attrs.field(default=300000, validator=_positive)
+    auto_commit_interval_ms: float = attrs.field(default=5000, validator=_positive)
+    sticky_user_data_version: int = attrs.field(default=1)
+    rack: str | None = None
+
+    def __attrs_post_init__(self):
+        if self.heartbeat_interval_ms >= self.session_timeout_ms:
+            raise ConfigError(
+                "heartbeat_interval_ms",
+                f"{self.heartbeat_interval_ms:g} must be below session_timeout_ms ({self.session_timeout_ms:g})",
+            )
+        if self.sticky_user_data_version not in (0, 1):
+            raise ConfigError("sticky_user_data_version", f"{self.sticky_user_data_version!r} is not 0 or 1")
+        if not isinstance(self.static, bool):
+            raise ConfigError("static", f"{self.static!r} is not true or false")
+
+    @property
+    def session_timeout_s(self) -> float:
+        return self.session_timeout_ms / 1000.0
+
+    @property
+    def heartbeat_interval_s(self) -> float:
+        return self.heartbeat_interval_ms / 1000.0
+
+    @property
+    def max_poll_interval_s(self) -> float:
+        return self.max_poll_interval_ms / 1000.0
+
+    @property
+    def request_timeout_s(self) -> float:
+        return self.request_timeout_ms / 1000.0
+
+    @property
+    def retry_backoff_s(self) -> float:
+        return self.retry_backoff_ms / 1000.0
+
+    @property
+    def metadata_max_age_s(self) -> float:
+        return self.metadata_max_age_ms / 1000.0
+
+    @property
+    def auto_commit_interval_s(self) -> float:
+        return self.auto_commit_interval_ms / 1000.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Topics and assignor cost
+
+
+@attrs.frozen
+class TopicConfig:
+    """A topic: partition count and production rate per partition (records/s)."""
+
+    name: str
+    partitions: int = attrs.field(validator=_nonneg_int)
+    rate: float = attrs.field(default=100.0, validator=_nonneg)
+
+    def __attrs_post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError("name", f"{self.name!r} is not a non-empty string")
+
+
+COST_MODES = ("zero", "fixed:SECONDS", "model", "measured")
+
+
+@attrs.frozen
+class AssignorCost:
+    """Simulated time the leader spends computing an assignment.
+
+    ``zero``; ``fixed:S`` (S seconds); ``model``: ``model_base_s + model_per_partition_s * P +
+    model_per_member_s * N`` (deterministic); ``measured``: the real CPU time of our assignor
+    times ``measured_factor`` (the only use of wall time in the simulator, so not replayable).
+    """
+
+    mode: str = "zero"
+    model_base_s: float = attrs.field(default=0.001, validator=_nonneg)
+    model_per_partition_s: float = attrs.field(default=2e-6, validator=_nonneg)
+    model_per_member_s: float = attrs.field(default=2e-5, validator=_nonneg)
+    measured_factor: float = attrs.field(default=1.0, validator=_nonneg)
+
+    def __attrs_post_init__(self):
+        self.fixed_s  # validates
+
+    @property
+    def fixed_s(self) -> float | None:
+        mode = self.mode
+        if mode in ("zero", "model", "measured"):
+            return None
+        if isinstance(mode, str) and mode.startswith("fixed:"):
+            try:
+                value = float(mode.split(":", 1)[1])
+            except ValueError:
+                value = -1.0
+            if value >= 0 and math.isfinite(value):
+                return value
+            raise ConfigError("mode", f"{mode!r}: fixed needs a number of seconds >= 0, e.g. fixed:2.5")
+        raise ConfigError("mode", f"{mode!r} is not one of {', '.join(COST_MODES)}")
+
+    def cost_s(self, partitions: int, members: int, measured_s: float) -> float:
+        fixed = self.fixed_s
+        if fixed is not None:
+            return fixed
+        if self.mode == "zero":
+            return 0.0
+        if self.mode == "model":
+            return (self.model_base_s + self.model_per_partition_s * partitions
+                    + self.model_per_member_s * members)
+        return measured_s * self.measured_factor
+
+
+# ---------------------------------------------------------------------------------------------
+# The whole simulation
+
+
+@attrs.frozen
+class SimConfig:
+    """Everything one run needs apart from the timeline.
+
+    ``members``: how many members start at t=0 (named ``c000``, ``c001``, ...), all with
+    ``consumer``, except names listed in ``member_overrides`` (a dict of consumer fields).
+    ``elide_heartbeats``: skip idle heartbeats whose effect is computed exactly (needed at scale).
+    ``max_duration_s``: hard stop of simulated time.
+    """
+
+    topics: tuple[TopicConfig, ...] = attrs.field(converter=tuple)
+    members: int = attrs.field(default=3, validator=_nonneg_int)
+    consumer: ConsumerConfig = attrs.field(factory=ConsumerConfig)
+    member_overrides: dict[str, dict] = attrs.field(factory=dict)
+    group: GroupConfig = attrs.field(factory=GroupConfig)
+    network: NetworkConfig = attrs.field(factory=NetworkConfig)
+    assignor_cost: AssignorCost = attrs.field(factory=AssignorCost)
+    elide_heartbeats: bool = True
+    max_duration_s: float = attrs.field(default=7200.0, validator=_positive)
+
+    def __attrs_post_init__(self):
+        if not self.topics:
+            raise ConfigError("topics", "needs at least one topic")
+        names = [t.name for t in self.topics]
+        if len(set(names)) != len(names):
+            raise ConfigError("topics", f"topic names repeat: {names}")
+        for name in self.member_overrides:
+            try:
+                cfg = self.consumer_for(name)
+            except ConfigError as e:
+                raise e.under(f"member_overrides.{name}") from None
+            self._check_consumer(cfg, f"member_overrides.{name}")
+        self._check_consumer(self.consumer, "consumer")
+
+    def _check_consumer(self, cfg: ConsumerConfig, where: str) -> None:
+        g = self.group
+        if cfg.session_timeout_ms < g.min_session_timeout_ms:
+            raise ConfigError(
+                f"{where}.session_timeout_ms",
+                f"{cfg.session_timeout_ms:g} is below group.min.session.timeout.ms ({g.min_session_timeout_ms:g})",
+            )
+        if cfg.session_timeout_ms > g.max_session_timeout_ms:
+            raise ConfigError(
+                f"{where}.session_timeout_ms",
+                f"{cfg.session_timeout_ms:g} is above group.max.session.timeout.ms ({g.max_session_timeout_ms:g})",
+            )
+        known = {t.name for t in self.topics}
+        for t in cfg.topics:
+            if t not in known:
+                raise ConfigError(f"{where}.topics", f"{t!r} is not a topic of the scenario ({', '.join(sorted(known))})")
+
+    def consumer_for(self, name: str, extra: Mapping[str, Any] | None = None) -> ConsumerConfig:
+        """The consumer config of member ``name`` (defaults, its override, then ``extra``)."""
+        fields = dict(self.member_overrides.get(name, {}))
+        if extra:
+            fields.update(extra)
+        if not fields:
+            return self.consumer
+        return _evolve(self.consumer, fields)
+
+    def partitions_per_topic(self) -> dict[str, int]:
+        return {t.name: t.partitions for t in self.topics}
+
+
+# ---------------------------------------------------------------------------------------------
+# Building from plain dicts (TOML)
+
+
+def _key(k: str) -> str:
+    return k.replace(".", "_").replace("-", "_")
+
+
+def _fields_of(cls) -> dict[str, attrs.Attribute]:
+    return {a.name: a for a in attrs.fields(cls)}
+
+
+def _evolve(cfg, changes: Mapping[str, Any]):
+    fields = _fields_of(type(cfg))
+    clean = {}
+    for k, v in changes.items():
+        name = _key(k)
+        if name not in fields:
+            raise ConfigError(k, f"unknown key; allowed: {', '.join(fields)}")
+        clean[name] = v
+    try:
+        return attrs.evolve(cfg, **clean)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as e:
+        raise ConfigError("", str(e)) from None
+
+
+def build(cls, data: Mapping[str, Any] | Any, where: str):
+    """An instance of the attrs class ``cls`` from a plain dict, errors prefixed with ``where``."""
+    if isinstance(data, cls):
+        return data
+    if not isinstance(data, Mapping):
+        raise ConfigError(where, f"expected a table, got {data!r}")
+    fields = _fields_of(cls)
+    kwargs = {}
+    for k, v in data.items():
+        name = _key(k)
+        if name not in fields:
+            raise ConfigError(f"{where}.{k}" if where else k, f"unknown key; allowed: {', '.join(fields)}")
+        kwargs[name] = v
+    try:
+        return cls(**kwargs)
+    except ConfigError as e:
+        raise e.under(where) if where else e from None
+    except TypeError as e:
+        raise ConfigError(where, str(e)) from None
+
+
+def _latency(data, where: str) -> Latency:
+    if isinstance(data, int | float) and not isinstance(data, bool):
+        return Latency(kind="constant", ms=float(data))
+    return build(Latency, data, where)
+
+
+def sim_config_from_dict(data: Mapping[str, Any], where: str = "") -> SimConfig:
+    """A SimConfig from a dict shaped like the scenario TOML (see ``sim.scenario``)."""
+    def at(name: str) -> str:
+        return f"{where}.{name}" if where else name
+
+    allowed = _fields_of(SimConfig)
+    for k in data:
+        if _key(k) not in allowed:
+            raise ConfigError(at(k), f"unknown key; allowed: {', '.join(allowed)}")
+    d = {_key(k): v for k, v in data.items()}
+    kwargs: dict[str, Any] = {}
+    if "topics" in d:
+        topics = d["topics"]
+        if not isinstance(topics, list | tuple):
+            raise ConfigError(at("topics"), "expected a list of tables")
+        kwargs["topics"] = tuple(build(TopicConfig, t, at(f"topics[{i}]")) for i, t in enumerate(topics))
+    else:
+        raise ConfigError(at("topics"), "missing; give at least one [[topics]] table")
+    for name in ("members", "elide_heartbeats", "max_duration_s"):
+        if name in d:
+            kwargs[name] = d[name]
+    if "consumer" in d:
+        kwargs["consumer"] = build(ConsumerConfig, d["consumer"], at("consumer"))
+    if "group" in d:
+        kwargs["group"] = build(GroupConfig, d["group"], at("group"))
+    if "assignor_cost" in d:
+        cost = d["assignor_cost"]
+        if isinstance(cost, str):
+            cost = {"mode": cost}
+        kwargs["assignor_cost"] = build(AssignorCost, cost, at("assignor_cost"))
+    if "network" in d:
+        net = d["network"]
+        if not isinstance(net, Mapping):
+            raise ConfigError(at("network"), "expected a table")
+        nallowed = _fields_of(NetworkConfig)
+        nkw: dict[str, Any] = {}
+        for k, v in net.items():
+            name = _key(k)
+            if name not in nallowed:
+                raise ConfigError(at(f"network.{k}"), f"unknown key; allowed: {', '.join(nallowed)}")
+            if name == "latency":
+                nkw[name] = _latency(v, at("network.latency"))
+            elif name == "member_latency":
+                if not isinstance(v, Mapping):
+                    raise ConfigError(at("network.member_latency"), "expected a table of member name -> latency")
+                nkw[name] = {m: _latency(x, at(f"network.member_latency.{m}")) for m, x in v.items()}
+            else:
+                nkw[name] = v
+        kwargs["network"] = build(NetworkConfig, nkw, at("network"))
+    if "member_overrides" in d:
+        mo = d["member_overrides"]
+        if not isinstance(mo, Mapping):
+            raise ConfigError(at("member_overrides"), "expected a table of member name -> consumer fields")
+        kwargs["member_overrides"] = {str(k): dict(v) for k, v in mo.items()}
+    try:
+        return SimConfig(**kwargs)
+    except ConfigError as e:
+        raise (e.under(where) if where else e) from None
+
+
+def to_flat_dict(obj, prefix: str = "") -> dict[str, Any]:
+    """Flatten an attrs config into ``{"consumer.session_timeout_ms": 45000, ...}`` (JSON types)."""
+    out: dict[str, Any] = {}
+
+    def walk(value, key):
+        if attrs.has(type(value)):
+            for a in attrs.fields(type(value)):
+                walk(getattr(value, a.name), f"{key}.{a.name}" if key else a.name)
+        elif isinstance(value, Mapping):
+            if not value:
+                out[key] = "{}"
+            for k, v in value.items():
+                walk(v, f"{key}.{k}")
+        elif isinstance(value, tuple | list):
+            if value and attrs.has(type(value[0])):
+                for i, v in enumerate(value):
+                    walk(v, f"{key}[{i}]")
+            else:
+                out[key] = ",".join(map(str, value))
+        else:
+            out[key] = value
+
+    walk(obj, prefix)
+    return out

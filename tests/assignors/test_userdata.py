@@ -1,0 +1,141 @@
+"""User-data wire formats: byte-exact encodings, V0/V1 compatibility, corrupt bytes handled."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from assignors import Subscription, get_assignor
+from assignors import TopicPartition as TP
+from assignors._java import hashmap_order, java_string_hash
+from assignors.userdata import (
+    UserDataError,
+    cooperative_generation,
+    decode_cooperative_user_data,
+    decode_sticky_user_data,
+    encode_cooperative_user_data,
+    encode_sticky_user_data,
+    sticky_member_data,
+)
+
+
+def test_java_string_hash_matches_known_values():
+    """String.hashCode: known Java values, including int32 overflow and non-BMP characters."""
+    assert java_string_hash("") == 0
+    assert java_string_hash("a") == 97
+    assert java_string_hash("t0") == 3644
+    assert java_string_hash("hello") == 99162322
+    assert java_string_hash("polygenelubricants") == -2147483648  # a famous Integer.MIN_VALUE hash
+    assert java_string_hash("\U0001F600") == 31 * 0xD83D + 0xDE00  # surrogate pair
+
+
+def test_hashmap_order_is_bucket_order():
+    """HashMap iteration follows buckets, not insertion or alphabetical order ("bb" -> 0, "a" -> 1)."""
+    assert hashmap_order(["a", "bb"]) == ["bb", "a"]
+
+
+def test_sticky_v1_bytes_exact():
+    """V1 layout: ARRAY[topic STRING, ARRAY[INT32]] then INT32 generation, big-endian."""
+    data = encode_sticky_user_data([TP("t0", 0), TP("t0", 1)], 5)
+    assert data == bytes.fromhex("00000001" "0002" "7430" "00000002" "00000000" "00000001" "00000005")
+
+
+def test_sticky_topics_grouped_in_java_hashmap_order():
+    """Topics are grouped as Kafka's groupPartitionsByTopic (a HashMap) iterates them."""
+    data = encode_sticky_user_data([TP("a", 3), TP("bb", 1), TP("a", 0)], None)
+    assert data == bytes.fromhex("00000002" "0002" "6262" "00000001" "00000001" "0001" "61" "00000002" "00000003" "00000000")
+
+
+def test_v0_bytes_decode_without_generation():
+    """V0 bytes (KIP-54, no generation) decode with generation None; V1 with its generation."""
+    parts = [TP("x", 2), TP("y", 0)]
+    v0 = encode_sticky_user_data(parts, None)
+    v1 = encode_sticky_user_data(parts, 9)
+    assert v1 == v0 + struct.pack(">i", 9)
+    assert sorted(decode_sticky_user_data(v0).partitions) == parts
+    assert decode_sticky_user_data(v0).generation is None
+    assert decode_sticky_user_data(v1).generation == 9
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\x00\x00",  # truncated array size
+        bytes.fromhex("ffffffff"),  # negative array size
+        bytes.fromhex("00000001" "0005" "74"),  # string longer than the bytes
+        bytes.fromhex("00000001" "ffff"),  # negative string length
+        bytes.fromhex("00000001" "0001" "74" "00000003" "00000000"),  # partitions truncated
+        bytes.fromhex("7fffffff"),  # absurd array size
+    ],
+)
+def test_corrupt_bytes_mean_owns_nothing(data):
+    """Unreadable StickyAssignor bytes: the strict decoder raises UserDataError, the leader's
+    reading is 'owns nothing, generation -1'."""
+    with pytest.raises(UserDataError):
+        decode_sticky_user_data(data)
+    md = sticky_member_data(data)
+    assert md.partitions == [] and md.generation == -1
+
+
+def test_no_user_data_means_no_generation():
+    """No bytes (a member that never had an assignment): nothing owned and no generation."""
+    assert sticky_member_data(None).generation is None
+    assert sticky_member_data(b"").partitions == []
+
+
+def test_cooperative_user_data():
+    """CooperativeStickyAssignor sends its generation as one INT32; short bytes read as -1."""
+    assert encode_cooperative_user_data(7) == b"\x00\x00\x00\x07"
+    assert decode_cooperative_user_data(b"\xff\xff\xff\xfe") == -2
+    assert cooperative_generation(b"\x01") == -1
+    assert cooperative_generation(None) is None
+
+
+def test_invalid_utf8_decodes_with_replacement():
+    """Invalid UTF-8 in a topic name decodes with replacement characters, as java.lang.String does."""
+    data = bytes.fromhex("00000001" "0002" "ff61" "00000001" "00000004")
+    (tp,) = decode_sticky_user_data(data).partitions
+    assert tp.partition == 4 and tp.topic.endswith("a")
+
+
+@given(st.binary(max_size=200))
+def test_any_bytes_decode_or_fail_cleanly(data):
+    """Any bytes either decode or raise UserDataError, and the leader's reading never raises."""
+    try:
+        decode_sticky_user_data(data)
+    except UserDataError:
+        pass
+    sticky_member_data(data)
+    cooperative_generation(data)
+
+
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "topic-ü"]), st.integers(0, 2**31 - 1))), st.integers(-1, 2**31 - 1))
+def test_sticky_round_trip(pairs, generation):
+    """Encoding then decoding gives back the partitions (grouped by topic) and the generation."""
+    parts = [TP(t, p) for t, p in pairs]
+    md = decode_sticky_user_data(encode_sticky_user_data(parts, generation))
+    assert sorted(md.partitions) == sorted(parts)
+    assert md.generation == generation
+
+
+@given(st.binary(max_size=64), st.binary(max_size=64))
+def test_leader_survives_garbage_user_data(a, b):
+    """A group whose members send garbage user data still gets a complete assignment."""
+    subs = {"m1": Subscription(["t"], user_data=a), "m2": Subscription(["t"], user_data=b)}
+    for name in ("sticky", "cooperative-sticky"):
+        result = get_assignor(name).assign({"t": 5}, subs)
+        assert sorted(tp.partition for x in result.values() for tp in x.partitions) == [0, 1, 2, 3, 4]
+
+
+def test_member_side_sticky_sends_last_assignment_and_generation():
+    """StickyAssignor's member side sends no user data before its first assignment, then V1 bytes
+    of its last assignment and generation (what KIP-341 protects against zombies with)."""
+    from assignors import Assignment
+
+    a = get_assignor("sticky")
+    assert a.subscription_user_data(None, -1) is None
+    a.on_assignment(Assignment([TP("t0", 0), TP("t0", 1)]), 5)
+    assert a.subscription_user_data(None, None) == encode_sticky_user_data([TP("t0", 0), TP("t0", 1)], 5)
