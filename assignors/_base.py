@@ -92,7 +92,7 @@ def _checked_subscriptions(subscriptions: Mapping[str, Subscription]) -> dict[st
                 if not isinstance(topic, str):
                     raise AssignorError(f"subscriptions[{member!r}].topics: {topic!r} is not a string")
             checked_topics.add(sub.topics)
-        if not all(type(tp) is TopicPartition for tp in sub.owned_partitions):
+        if not all(isinstance(tp, TopicPartition) for tp in sub.owned_partitions):
             bad = next(tp for tp in sub.owned_partitions if not isinstance(tp, TopicPartition))
             raise AssignorError(f"subscriptions[{member!r}].owned_partitions: {bad!r} is not a TopicPartition")
         if sub.user_data is not None and not isinstance(sub.user_data, bytes | bytearray | memoryview):

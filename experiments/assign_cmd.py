@@ -1,0 +1,206 @@
+"""`rebalance-sim assign`: run one assignor on a JSON description of a group.
+
+Input (a file, or - for stdin)::
+
+    {
+      "assignor": "cooperative-sticky",            # optional; --assignor overrides
+      "topics": {"orders": 6, "payments": 3},      # partitions per topic
+      "members": {
+        "consumer-1": {"topics": ["orders", "payments"],
+                       "owned": ["orders-0", "orders-1"],   # or [["orders", 0], ...]
+                       "generation": 4,                      # optional, default -1
+                       "group_instance_id": "host-1",        # optional (KIP-345)
+                       "epoch": 3,                           # optional, stream-join-sticky
+                       "user_data_hex": "0000..."},          # optional: raw bytes instead
+        "consumer-2": {"topics": ["orders"]}
+      }
+    }
+
+Each member's user data is what that assignor's member side would send after owning ``owned``
+in ``generation`` (eager sticky: V1 bytes; cooperative-sticky: the generation and the owned
+partitions in the subscription), unless ``user_data_hex`` gives the bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import attrs
+
+from assignors import Assignment, AssignorError, Subscription, TopicPartition, get_assignor
+from assignors.quality import assignment_quality
+from assignors.stream_join import encode_assignment_user_data
+
+
+class InputError(ValueError):
+    """A malformed `assign` input; the message names the field."""
+
+
+def _partition(field: str, value: Any) -> TopicPartition:
+    if isinstance(value, str):
+        topic, sep, num = value.rpartition("-")
+        if sep and topic and num.isdigit():
+            return TopicPartition(topic, int(num))
+    elif isinstance(value, list) and len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], int):
+        return TopicPartition(value[0], value[1])
+    raise InputError(f'{field}: {value!r} is not a partition ("topic-N" or ["topic", N])')
+
+
+def _int(field: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"{field}: expected an integer, got {value!r}")
+    return value
+
+
+def build_group(doc: Any, assignor_name: str | None) -> tuple[str, dict[str, int], dict[str, Subscription]]:
+    """Parse the JSON document into (assignor name, metadata, subscriptions)."""
+    if not isinstance(doc, dict):
+        raise InputError("input: expected a JSON object with 'topics' and 'members'")
+    unknown = set(doc) - {"assignor", "topics", "members"}
+    if unknown:
+        raise InputError(f"input: unknown field {sorted(unknown)[0]!r} (allowed: assignor, topics, members)")
+    name = assignor_name or doc.get("assignor")
+    if not isinstance(name, str):
+        raise InputError("assignor: missing; give it in the input or with --assignor")
+    topics = doc.get("topics")
+    if not isinstance(topics, dict):
+        raise InputError("topics: expected an object of topic name -> partition count")
+    metadata = {}
+    for t, n in topics.items():
+        if _int(f"topics.{t}", n) < 0:
+            raise InputError(f"topics.{t}: partition count {n} is negative")
+        metadata[t] = n
+    members = doc.get("members")
+    if not isinstance(members, dict) or not members:
+        raise InputError("members: expected a non-empty object of member id -> member")
+    subs = {}
+    allowed = {"topics", "owned", "generation", "group_instance_id", "epoch", "user_data_hex"}
+    for member, spec in members.items():
+        where = f"members.{member}"
+        if not isinstance(spec, dict):
+            raise InputError(f"{where}: expected an object")
+        extra = set(spec) - allowed
+        if extra:
+            raise InputError(f"{where}: unknown field {sorted(extra)[0]!r} (allowed: {', '.join(sorted(allowed))})")
+        sub_topics = spec.get("topics")
+        if not isinstance(sub_topics, list) or not all(isinstance(t, str) for t in sub_topics):
+            raise InputError(f"{where}.topics: expected a list of topic names")
+        owned = [_partition(f"{where}.owned[{i}]", v) for i, v in enumerate(spec.get("owned", []))]
+        generation = _int(f"{where}.generation", spec.get("generation", -1))
+        instance_id = spec.get("group_instance_id")
+        if instance_id is not None and not isinstance(instance_id, str):
+            raise InputError(f"{where}.group_instance_id: expected a string")
+        if "user_data_hex" in spec:
+            try:
+                user_data = bytes.fromhex(spec["user_data_hex"])
+            except (TypeError, ValueError):
+                raise InputError(f"{where}.user_data_hex: not a hex string") from None
+        else:
+            user_data = _member_user_data(name, owned, generation, spec, where)
+        subs[member] = Subscription(
+            topics=sub_topics,
+            user_data=user_data,
+            owned_partitions=owned,
+            group_instance_id=instance_id,
+            generation=generation,
+        )
+    return name, metadata, subs
+
+
+def _member_user_data(name: str, owned, generation: int, spec: dict, where: str) -> bytes | None:
+    """What the member side of ``name`` sends after owning ``owned`` in ``generation``."""
+    member_side = get_assignor(name)
+    if owned or generation >= 0:
+        assignment_data = None
+        if name == "stream-join-sticky":
+            assignment_data = encode_assignment_user_data(_int(f"{where}.epoch", spec.get("epoch", generation)))
+        member_side.on_assignment(Assignment(owned, assignment_data), generation)
+    return member_side.subscription_user_data(None, None)
+
+
+def _ranges(nums: list[int]) -> str:
+    out = []
+    start = prev = None
+    for n in nums:
+        if start is None:
+            start = prev = n
+        elif n == prev + 1:
+            prev = n
+        else:
+            out.append(f"{start}" if start == prev else f"{start}-{prev}")
+            start = prev = n
+    if start is not None:
+        out.append(f"{start}" if start == prev else f"{start}-{prev}")
+    return ",".join(out)
+
+
+def format_partitions(parts: list[TopicPartition]) -> str:
+    by_topic: dict[str, list[int]] = {}
+    for tp in sorted(parts):
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    return " ".join(f"{t}[{_ranges(ps)}]" for t, ps in by_topic.items()) or "-"
+
+
+def run(args) -> int:
+    try:
+        if args.input == "-":
+            text = sys.stdin.read()
+            source = "<stdin>"
+        else:
+            source = args.input
+            with open(args.input, encoding="utf-8") as f:
+                text = f.read()
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise InputError(f"{source}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+        name, metadata, subs = build_group(doc, args.assignor)
+        result = get_assignor(name).assign(metadata, subs)
+    except OSError as e:
+        print(f"rebalance-sim assign: {args.input}: {e.strerror}", file=sys.stderr)
+        return 2
+    except (InputError, AssignorError) as e:
+        print(f"rebalance-sim assign: {e}", file=sys.stderr)
+        return 2
+    q = assignment_quality(metadata, subs, result)
+    if args.json:
+        json.dump(
+            {
+                "assignor": name,
+                "assignment": {m: [str(tp) for tp in a.partitions] for m, a in result.items()},
+                "user_data_hex": {m: a.user_data.hex() for m, a in result.items() if a.user_data},
+                "quality": attrs.asdict(q),
+            },
+            sys.stdout,
+            indent=2,
+        )
+        print()
+        return 0
+    width = max(len(m) for m in result)
+    print(f"assignor: {name}")
+    print(f"{'member':<{width}}  count  partitions")
+    for m in sorted(result):
+        a = result[m]
+        print(f"{m:<{width}}  {len(a.partitions):>5}  {format_partitions(a.partitions)}")
+    print(
+        f"\npartitions {q.partitions}, assigned {q.assigned}, withheld {q.withheld}; "
+        f"per member min {q.min_count}, max {q.max_count}, spread {q.spread}; "
+        f"previously owned kept {q.kept}, moved {q.moved}"
+    )
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "assign",
+        help="run an assignor on a JSON group description and show the assignment and its quality",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("input", help="JSON file describing the group, or - for stdin")
+    p.add_argument("--assignor", help="assignor name (overrides the input's 'assignor')")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=run)

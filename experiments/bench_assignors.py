@@ -1,0 +1,205 @@
+"""`rebalance-sim bench assignors`: wall time, peak memory and quality of every assignor at scale.
+
+Each case is a group shape (members x partitions, uniform or two subscription groups) run twice
+per assignor: a fresh assignment (nobody owns anything) and a reassignment after one member left
+(everyone else reports what the fresh assignment gave it, one generation later, the way each
+assignor's member side reports it). Wall time is the median of ``--repeat`` runs; peak memory is
+measured in one extra run under ``tracemalloc`` (Python and numpy allocations) so that tracing
+does not slow the timed runs.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+
+from assignors import ASSIGNORS, Assignment, Subscription, get_assignor
+from assignors.quality import assignment_quality
+from assignors.stream_join import decode_assignment_user_data, encode_assignment_user_data
+
+from .atomic import atomic_write_text
+
+
+@attrs.frozen
+class Case:
+    """A group shape: ``topics`` x ``partitions_per_topic``, ``members``; ``split`` gives the
+    second half of the members only the first half of the topics (two subscription groups)."""
+
+    name: str
+    members: int
+    topics: int
+    partitions_per_topic: int
+    split: bool = False
+
+    @property
+    def partitions(self) -> int:
+        return self.topics * self.partitions_per_topic
+
+
+CASES = [
+    Case("10 x 100", 10, 10, 10),
+    Case("2100 x 2100", 2100, 1, 2100),
+    Case("1000 x 10,000", 1000, 10, 1000),
+    Case("2000 x 1,000,000", 2000, 500, 2000),
+    Case("500 x 20,000 two groups", 500, 40, 500, split=True),
+]
+QUICK_CASES = [CASES[0], CASES[1], Case("200 x 2,000 two groups", 200, 20, 100, split=True)]
+# range and roundrobin are also benchmarked at the issue's 10,000 x 1,000,000 target.
+RANGE_ROUNDROBIN_CASES = [Case("10,000 x 1,000,000", 10_000, 100, 10_000)]
+
+
+def _group(case: Case) -> tuple[dict[str, int], dict[str, list[str]]]:
+    names = [f"topic-{i:03d}" for i in range(case.topics)]
+    metadata = dict.fromkeys(names, case.partitions_per_topic)
+    half = names[: max(1, case.topics // 2)]
+    topics_of = {
+        f"consumer-{i:05d}": (half if case.split and i >= case.members // 2 else names)
+        for i in range(case.members)
+    }
+    return metadata, topics_of
+
+
+def _fresh_subscriptions(topics_of: dict[str, list[str]]) -> dict[str, Subscription]:
+    return {m: Subscription(ts) for m, ts in topics_of.items()}
+
+
+def _next_round(name: str, topics_of, result: dict[str, Assignment], generation: int, leaver: str):
+    """Subscriptions of the survivors, as each one's member side of ``name`` would send them."""
+    subs = {}
+    for m, ts in topics_of.items():
+        if m == leaver:
+            continue
+        member_side = get_assignor(name)
+        member_side.on_assignment(result[m], generation)
+        subs[m] = Subscription(
+            ts,
+            user_data=member_side.subscription_user_data(None, None),
+            owned_partitions=result[m].partitions,
+            generation=generation,
+        )
+    return subs
+
+
+def _time(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
+    times = []
+    out = None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def _peak_mib(fn: Callable[[], object]) -> float:
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+
+
+def bench_case(name: str, case: Case, repeat: int, measure_memory: bool = True) -> list[dict]:
+    metadata, topics_of = _group(case)
+    fresh_subs = _fresh_subscriptions(topics_of)
+    rows = []
+    assignor = get_assignor(name)
+    wall, fresh = _time(lambda: assignor.assign(metadata, fresh_subs), repeat)
+    rows.append(_row(name, case, "fresh", wall, metadata, fresh_subs, fresh,
+                     _peak_mib(lambda: assignor.assign(metadata, fresh_subs)) if measure_memory else None))
+    generation = 1
+    leaver = next(iter(topics_of))
+    if name == "stream-join-sticky":
+        generation = decode_assignment_user_data(fresh[leaver].user_data or encode_assignment_user_data(0))
+    subs = _next_round(name, topics_of, fresh, generation, leaver)
+    wall, again = _time(lambda: assignor.assign(metadata, subs), repeat)
+    rows.append(_row(name, case, "one member left", wall, metadata, subs, again,
+                     _peak_mib(lambda: assignor.assign(metadata, subs)) if measure_memory else None))
+    return rows
+
+
+def _row(name, case, mode, wall, metadata, subs, result, peak) -> dict:
+    q = assignment_quality(metadata, subs, result)
+    return {
+        "assignor": name,
+        "case": case.name,
+        "members": len(subs),
+        "partitions": case.partitions,
+        "mode": mode,
+        "wall_s": wall,
+        "peak_mib": peak,
+        "spread": q.spread,
+        "moved": q.moved,
+        "withheld": q.withheld,
+    }
+
+
+COLUMNS = ["assignor", "case", "mode", "members", "partitions", "wall_s", "peak_mib", "spread", "moved", "withheld"]
+
+
+def _fmt(row: dict, col: str) -> str:
+    v = row[col]
+    if v is None:
+        return "-"
+    if col == "wall_s":
+        return f"{v * 1000:.1f} ms" if v < 1 else f"{v:.2f} s"
+    if col == "peak_mib":
+        return f"{v:.0f} MiB" if v >= 10 else f"{v:.1f} MiB"
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def markdown_table(rows: list[dict]) -> str:
+    head = "| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS) + "\n"
+    return head + "".join("| " + " | ".join(_fmt(r, c) for c in COLUMNS) + " |\n" for r in rows)
+
+
+def run(args) -> int:
+    names = args.assignor or list(ASSIGNORS)
+    unknown = [n for n in names if n not in ASSIGNORS]
+    if unknown:
+        print(f"rebalance-sim bench assignors: unknown assignor {unknown[0]!r}; known: {', '.join(ASSIGNORS)}", file=sys.stderr)
+        return 2
+    cases = QUICK_CASES if args.quick else CASES
+    plan = [(n, c) for n in names for c in cases]
+    if not args.quick:
+        plan += [(n, c) for n in names if n in ("range", "roundrobin") for c in RANGE_ROUNDROBIN_CASES]
+    rows: list[dict] = []
+    for i, (name, case) in enumerate(plan, 1):
+        print(f"[{i}/{len(plan)}] {name:<20} {case.name}", file=sys.stderr, flush=True)
+        rows.extend(bench_case(name, case, args.repeat, measure_memory=not args.no_memory))
+    table = markdown_table(rows)
+    print(table)
+    if args.out:
+        header = (
+            "# Assignor benchmark\n\n"
+            f"`rebalance-sim bench assignors{' --quick' if args.quick else ''}`, median of {args.repeat} runs, "
+            "peak memory from one tracemalloc run. Machine: "
+            f"{_machine()}.\n\n"
+        )
+        atomic_write_text(Path(args.out), header + table)
+        print(f"written to {args.out}", file=sys.stderr)
+    return 0
+
+
+def _machine() -> str:
+    import os
+    import platform
+
+    return f"{os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def register(bench_subparsers) -> None:
+    p = bench_subparsers.add_parser("assignors", help="time every assignor on groups up to 2000 x 1,000,000",
+                                    description=__doc__)
+    p.add_argument("--assignor", action="append", help="only this assignor (repeatable)")
+    p.add_argument("--quick", action="store_true", help="small cases only (seconds)")
+    p.add_argument("--repeat", type=int, default=3, help="timed runs per measurement (median)")
+    p.add_argument("--no-memory", action="store_true", help="skip the tracemalloc run")
+    p.add_argument("--out", default=None, help="also write the table (markdown) to this file")
+    p.set_defaults(func=run)

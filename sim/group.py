@@ -1,0 +1,621 @@
+"""The group coordinator as a sans-I/O state machine (Kafka's classic ``GroupCoordinator`` and
+``GroupMetadata``).
+
+Theory of operation. Everything that changes the group's state lives here, and nothing here knows
+about trio, the network or the clock: the actor calls ``handle(now, sender, message)``,
+``on_timer(now, key, at)`` or ``on_control(now, sender, note)`` and gets back a list of effects
+(see ``sim.messages``): messages to send, timers to arm, events and intervals to record.
+
+States (GroupMetadata): Empty -> PreparingRebalance -> CompletingRebalance -> Stable, and Dead.
+``TRANSITIONS`` lists the legal moves; ``_transition`` enforces them.
+
+- PreparingRebalance is the JoinGroup barrier. It completes when every member has rejoined and
+  no MEMBER_ID_REQUIRED member is pending, or when the rebalance timeout (the largest
+  max.poll.interval.ms of the members) expires; dynamic members that did not rejoin are removed.
+  From Empty the barrier first waits group.initial.rebalance.delay.ms, extended while new
+  members keep arriving (``InitialDelayedJoin``).
+- CompletingRebalance waits for the leader's SyncGroup. Members that have not sent SyncGroup
+  within the rebalance timeout are removed and a new rebalance starts (KAFKA-13213).
+- Heartbeats answer REBALANCE_IN_PROGRESS while preparing, UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION
+  / FENCED_INSTANCE_ID for stale callers; a member whose session expires is removed.
+- Static members (KIP-345): a known group.instance.id rejoining with a new member id replaces the
+  old one (fenced); in Stable it gets its previous assignment without a rebalance. Static members
+  are removed only by session expiry (they never send LeaveGroup in this simulator).
+
+Idle heartbeat elision: a member whose heartbeat would only answer NONE in a Stable group is
+marked ``quiet`` (granted in a heartbeat response) and is considered alive without heartbeats.
+When the group leaves Stable the coordinator sends every quiet member a ``Wake`` note; a member
+that stops (crash, pause, network fault) sends ``Unquiet`` with the arrival time of its last
+heartbeat, so the session expiry is exactly what real heartbeats would have produced.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from assignors import Assignment, Subscription
+
+from . import messages as m
+from .config import GroupConfig
+
+EMPTY = "Empty"
+PREPARING_REBALANCE = "PreparingRebalance"
+COMPLETING_REBALANCE = "CompletingRebalance"
+STABLE = "Stable"
+DEAD = "Dead"
+
+# GroupMetadata.validPreviousStates, as data.
+TRANSITIONS: dict[str, tuple[str, ...]] = {
+    EMPTY: (PREPARING_REBALANCE,),
+    PREPARING_REBALANCE: (COMPLETING_REBALANCE, EMPTY, DEAD),
+    COMPLETING_REBALANCE: (PREPARING_REBALANCE, STABLE, DEAD),
+    STABLE: (PREPARING_REBALANCE, DEAD),
+    DEAD: (),
+}
+
+
+class IllegalTransition(RuntimeError):
+    """A transition that GroupMetadata would refuse; always a simulator bug."""
+
+
+@attrs.define(slots=True, eq=False)
+class MemberMeta:
+    """What the coordinator knows of one member (GroupMetadata's MemberMetadata)."""
+
+    member_id: str
+    client: str                      # network address of the member's client
+    group_instance_id: str | None
+    protocols: tuple[tuple[str, Subscription], ...]
+    session_timeout_s: float
+    rebalance_timeout_s: float
+    awaiting_join: bool = False
+    awaiting_sync: bool = False
+    assignment: Assignment = attrs.field(factory=Assignment)
+    last_heartbeat: float = 0.0
+    quiet: bool = False
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(n for n, _ in self.protocols)
+
+
+class GroupCoordinator:
+    """Kafka's classic group state machine for one group. Sans-I/O: see the module docstring."""
+
+    def __init__(self, config: GroupConfig, elide_heartbeats: bool = True):
+        self.config = config
+        self.elide = elide_heartbeats
+        self.state = EMPTY
+        self.generation = 0
+        self.protocol: str | None = None
+        self.leader: str | None = None
+        self.members: dict[str, MemberMeta] = {}     # insertion order = join order
+        self.static_members: dict[str, str] = {}     # group.instance.id -> member id
+        self.pending_members: set[str] = set()       # KIP-394: told MEMBER_ID_REQUIRED
+        self.pending_sync: set[str] = set()
+        self.protocol_counts: dict[str, int] = {}
+        self.timers: dict[tuple, float] = {}
+        self.quiet_epoch = 0
+        self._next_id = 0
+        self._new_member_added = False
+        self._initial_remaining_s = 0.0
+        self._rebalance_open = False
+        self.out: list[tuple] = []
+        self.last_assigned_generation = 0
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _emit(self, *effect) -> None:
+        self.out.append(effect)
+
+    def _event(self, kind: str, member: str | None = None, detail: str = "") -> None:
+        self.out.append(("event", kind, member, self.generation, detail))
+
+    def _timer(self, key: tuple, at: float | None) -> None:
+        if at is None:
+            self.timers.pop(key, None)
+        else:
+            self.timers[key] = at
+        self.out.append(("timer", key, at))
+
+    def _drain(self) -> list[tuple]:
+        out, self.out = self.out, []
+        return out
+
+    def _transition(self, new: str) -> None:
+        if new not in TRANSITIONS[self.state]:
+            raise IllegalTransition(f"group cannot go from {self.state} to {new}")
+        self.state = new
+
+    def _reply(self, meta_or_client, msg) -> None:
+        client = meta_or_client.client if isinstance(meta_or_client, MemberMeta) else meta_or_client
+        self._emit("send", client, msg)
+
+    @property
+    def rebalance_timeout_s(self) -> float:
+        return max((mm.rebalance_timeout_s for mm in self.members.values()), default=0.0)
+
+    # ------------------------------------------------------------------ entry points
+
+    def handle(self, now: float, sender: str, msg) -> list[tuple]:
+        """React to a request from the member client ``sender``."""
+        if isinstance(msg, m.HeartbeatRequest):
+            self._on_heartbeat(now, sender, msg)
+        elif isinstance(msg, m.JoinGroupRequest):
+            self._on_join(now, sender, msg)
+        elif isinstance(msg, m.SyncGroupRequest):
+            self._on_sync(now, sender, msg)
+        elif isinstance(msg, m.LeaveGroupRequest):
+            self._on_leave(now, sender, msg)
+        elif isinstance(msg, m.OffsetCommitRequest):
+            self._on_commit(now, sender, msg)
+        else:
+            raise TypeError(f"coordinator cannot handle {msg!r}")
+        return self._drain()
+
+    def on_timer(self, now: float, key: tuple, at: float) -> list[tuple]:
+        if self.timers.get(key) != at:
+            return []  # re-armed or cancelled since
+        del self.timers[key]
+        kind = key[0]
+        if kind == "expire":
+            self._on_session_expiry(now, key[1])
+        elif kind == "join":
+            self._on_join_timer(now)
+        elif kind == "sync":
+            self._on_sync_expiry(now)
+        elif kind == "pending":
+            if key[1] in self.pending_members:
+                self.pending_members.discard(key[1])
+                self._event("member_removed", None, f"member_id={key[1]} reason=pending_expired")
+                if self.state == PREPARING_REBALANCE:
+                    self._maybe_complete_join(now)
+        return self._drain()
+
+    def on_control(self, now: float, sender: str, note) -> list[tuple]:
+        if isinstance(note, m.Unquiet):
+            meta = self.members.get(note.member_id)
+            if meta is not None and meta.quiet:
+                meta.quiet = False
+                meta.last_heartbeat = min(note.last_arrival, now)
+                self._schedule_expiry(meta)
+                if meta.last_heartbeat + meta.session_timeout_s <= now:
+                    self._on_session_expiry(now, meta.member_id)
+        return self._drain()
+
+    # ------------------------------------------------------------------ membership helpers
+
+    def _new_member_id(self, client: str) -> str:
+        self._next_id += 1
+        return f"{client}-{self._next_id:06d}"
+
+    def _add_member(self, now: float, meta: MemberMeta) -> None:
+        self.members[meta.member_id] = meta
+        for name in meta.names():
+            self.protocol_counts[name] = self.protocol_counts.get(name, 0) + 1
+        if meta.group_instance_id is not None:
+            self.static_members[meta.group_instance_id] = meta.member_id
+        if self.leader is None:
+            self.leader = meta.member_id
+        meta.last_heartbeat = now
+        self._event("member_added", meta.client, f"member_id={meta.member_id}")
+
+    def _update_protocols(self, meta: MemberMeta, protocols) -> None:
+        for name in meta.names():
+            self.protocol_counts[name] -= 1
+        meta.protocols = protocols
+        for name in meta.names():
+            self.protocol_counts[name] = self.protocol_counts.get(name, 0) + 1
+
+    def _remove_member(self, now: float, member_id: str, reason: str) -> MemberMeta:
+        meta = self.members.pop(member_id)
+        for name in meta.names():
+            self.protocol_counts[name] -= 1
+            if not self.protocol_counts[name]:
+                del self.protocol_counts[name]
+        if meta.group_instance_id is not None and self.static_members.get(meta.group_instance_id) == member_id:
+            del self.static_members[meta.group_instance_id]
+        self.pending_sync.discard(member_id)
+        self.timers.pop(("expire", member_id), None)
+        if self.leader == member_id:
+            self.leader = next(iter(self.members), None)
+        self._event("member_removed", meta.client, f"member_id={member_id} reason={reason}")
+        return meta
+
+    def _supports(self, names: tuple[str, ...], existing: MemberMeta | None) -> bool:
+        """GroupMetadata.supportsProtocols: a joiner must share a protocol with every other member."""
+        if not names:
+            return False
+        own = set(existing.names()) if existing is not None else set()
+        n = len(self.members) - (existing is not None)
+        if n == 0:
+            return True
+        return any(self.protocol_counts.get(name, 0) - (name in own) == n for name in names)
+
+    def _schedule_expiry(self, meta: MemberMeta) -> None:
+        self._timer(("expire", meta.member_id), meta.last_heartbeat + meta.session_timeout_s)
+
+    def _wake_quiet_members(self, now: float) -> None:
+        """Idle heartbeats stop being idle: every quiet member heartbeats for real again."""
+        if not self.elide:
+            return
+        woken = [mm for mm in self.members.values() if mm.quiet]
+        if not woken:
+            return
+        self.quiet_epoch += 1
+        for mm in woken:
+            mm.quiet = False
+            mm.last_heartbeat = now  # refined by the member's Unquiet note
+            self._schedule_expiry(mm)
+            self._emit("control", mm.client, m.Wake(self.quiet_epoch))
+
+    # ------------------------------------------------------------------ rebalance
+
+    def _prepare_rebalance(self, now: float, reason: str) -> None:
+        """GroupCoordinator.prepareRebalance."""
+        if self.state == COMPLETING_REBALANCE:
+            # resetAndPropagateAssignmentError: members waiting in SyncGroup learn it now.
+            for mm in self.members.values():
+                if mm.awaiting_sync:
+                    mm.awaiting_sync = False
+                    self._reply(mm, m.SyncGroupResponse(m.REBALANCE_IN_PROGRESS))
+        self.pending_sync.clear()
+        self._timer(("sync",), None)
+        was_empty = self.state == EMPTY
+        self._transition(PREPARING_REBALANCE)
+        self._wake_quiet_members(now)
+        if not self._rebalance_open:
+            self._rebalance_open = True
+            self._emit("open", "rebalance", None, None, None)
+        self._event("rebalance_start", None, reason)
+        if was_empty:
+            delay = self.config.initial_rebalance_delay_s
+            self._initial_remaining_s = max(self.rebalance_timeout_s - delay, 0.0)
+            self._new_member_added = False
+            self._join_mode = "initial"
+            self._timer(("join",), now + min(delay, self.rebalance_timeout_s) if self.rebalance_timeout_s else now + delay)
+        else:
+            self._join_mode = "normal"
+            self._timer(("join",), now + self.rebalance_timeout_s)
+
+    def _maybe_prepare_rebalance(self, now: float, reason: str) -> None:
+        if self.state in (STABLE, COMPLETING_REBALANCE, EMPTY):
+            self._prepare_rebalance(now, reason)
+
+    def _all_joined(self) -> bool:
+        return not self.pending_members and all(mm.awaiting_join for mm in self.members.values())
+
+    def _maybe_complete_join(self, now: float) -> None:
+        """DelayedJoin.tryComplete (the initial delay never completes early)."""
+        if self.state == PREPARING_REBALANCE and self._join_mode == "normal" and self._all_joined():
+            self._complete_join(now)
+
+    def _on_join_timer(self, now: float) -> None:
+        if self.state != PREPARING_REBALANCE:
+            return
+        if self._join_mode == "initial":
+            # InitialDelayedJoin: extend while new members arrive, within the rebalance timeout.
+            delay = self.config.initial_rebalance_delay_s
+            if self._new_member_added and self._initial_remaining_s > 0:
+                step = min(delay, self._initial_remaining_s)
+                self._initial_remaining_s = max(self._initial_remaining_s - delay, 0.0)
+                self._new_member_added = False
+                self._timer(("join",), now + step)
+                return
+        self._complete_join(now)
+
+    def _complete_join(self, now: float) -> None:
+        """GroupCoordinator.onCompleteJoin."""
+        self._timer(("join",), None)
+        for mm in list(self.members.values()):
+            if not mm.awaiting_join and mm.group_instance_id is None:
+                self._remove_member(now, mm.member_id, "not_rejoined")
+        joined = [mm for mm in self.members.values() if mm.awaiting_join]
+        if not joined:
+            # Nobody rejoined: the group empties (initNextGeneration with no members).
+            for mm in list(self.members.values()):
+                self._remove_member(now, mm.member_id, "not_rejoined")
+            self.generation += 1
+            self.protocol = None
+            self._transition(EMPTY)
+            self._close_rebalance()
+            self._event("empty")
+            return
+        if self.leader is None or not self.members[self.leader].awaiting_join:
+            self.leader = joined[0].member_id  # maybeElectNewJoinedLeader
+        self.generation += 1
+        self.protocol = self._select_protocol()
+        self._transition(COMPLETING_REBALANCE)
+        self._event("join_complete", None,
+                    f"members={len(self.members)} protocol={self.protocol} leader={self.members[self.leader].client}")
+        all_members = tuple((mm.member_id, self._subscription_of(mm)) for mm in self.members.values())
+        for mm in self.members.values():
+            self.pending_sync.add(mm.member_id)
+            if not mm.awaiting_join:
+                continue
+            mm.awaiting_join = False
+            is_leader = mm.member_id == self.leader
+            self._reply(mm, m.JoinGroupResponse(
+                m.NONE, self.generation, self.protocol, self.leader, mm.member_id,
+                all_members if is_leader else ()))
+            mm.last_heartbeat = now
+            self._schedule_expiry(mm)
+        self._timer(("sync",), now + self.rebalance_timeout_s)
+
+    def _subscription_of(self, mm: MemberMeta) -> Subscription:
+        for name, sub in mm.protocols:
+            if name == self.protocol:
+                return sub
+        raise AssertionError("selected protocol not supported by a member")
+
+    def _select_protocol(self) -> str:
+        """GroupMetadata.selectProtocol: candidates supported by all; each votes its favourite.
+        Ties (a HashMap order in Kafka) go to the leader's preference."""
+        n = len(self.members)
+        candidates = {name for name, c in self.protocol_counts.items() if c == n}
+        votes: dict[str, int] = {}
+        for mm in self.members.values():
+            for name in mm.names():
+                if name in candidates:
+                    votes[name] = votes.get(name, 0) + 1
+                    break
+        best = max(votes.values())
+        leader_pref = self.members[self.leader].names()
+        return min((name for name, v in votes.items() if v == best), key=leader_pref.index)
+
+    def _close_rebalance(self) -> None:
+        if self._rebalance_open:
+            self._rebalance_open = False
+            self._emit("close", "rebalance", None, None, None)
+
+    # ------------------------------------------------------------------ JoinGroup
+
+    def _on_join(self, now: float, client: str, req: m.JoinGroupRequest) -> None:
+        if self.state == DEAD:
+            self._reply(client, m.JoinGroupResponse(m.COORDINATOR_NOT_AVAILABLE))
+            return
+        names = tuple(n for n, _ in req.protocols)
+        existing = self.members.get(req.member_id)
+        if not self._supports(names, existing):
+            self._reply(client, m.JoinGroupResponse(m.INCONSISTENT_GROUP_PROTOCOL, member_id=req.member_id))
+            self._event("join_rejected", client, "INCONSISTENT_GROUP_PROTOCOL")
+            return
+        if req.member_id == "":
+            if req.group_instance_id is not None:
+                self._static_join(now, client, req)
+                return
+            # KIP-394: a dynamic member first gets its id, then rejoins with it.
+            member_id = self._new_member_id(client)
+            self.pending_members.add(member_id)
+            self._timer(("pending", member_id), now + req.session_timeout_s)
+            self._reply(client, m.JoinGroupResponse(m.MEMBER_ID_REQUIRED, member_id=member_id))
+            return
+        if req.member_id in self.pending_members:
+            self.pending_members.discard(req.member_id)
+            self._timer(("pending", req.member_id), None)
+            self._add_and_rebalance(now, client, req, req.member_id, "new member joined")
+            return
+        if existing is None:
+            self._reply(client, m.JoinGroupResponse(m.UNKNOWN_MEMBER_ID, member_id=req.member_id))
+            return
+        if req.group_instance_id is not None and self.static_members.get(req.group_instance_id) != req.member_id:
+            self._reply(client, m.JoinGroupResponse(m.FENCED_INSTANCE_ID, member_id=req.member_id))
+            return
+        existing.client = client
+        if self.state == PREPARING_REBALANCE:
+            self._update_protocols(existing, req.protocols)
+            existing.awaiting_join = True
+            self._maybe_complete_join(now)
+        elif self.state == COMPLETING_REBALANCE:
+            if existing.protocols == req.protocols:
+                # Lost JoinGroup response: return the current generation again.
+                self._reply(existing, self._join_response_for(existing))
+            else:
+                self._update_protocols(existing, req.protocols)
+                existing.awaiting_join = True
+                self._prepare_rebalance(now, f"member {client} changed its metadata")
+        elif self.state == STABLE:
+            if existing.member_id == self.leader or existing.protocols != req.protocols:
+                # The leader's JoinGroup always forces a rebalance (metadata changes it noticed).
+                self._update_protocols(existing, req.protocols)
+                existing.awaiting_join = True
+                self._prepare_rebalance(now, f"member {client} rejoined ({req.reason or 'metadata changed'})")
+            else:
+                self._reply(existing, self._join_response_for(existing))
+        else:  # EMPTY with a known member cannot happen: members are removed on the way to Empty.
+            self._reply(client, m.JoinGroupResponse(m.UNKNOWN_MEMBER_ID, member_id=req.member_id))
+
+    def _join_response_for(self, mm: MemberMeta) -> m.JoinGroupResponse:
+        return m.JoinGroupResponse(m.NONE, self.generation, self.protocol, self.leader or "", mm.member_id, (),
+                                   skip_assignment=mm.member_id == self.leader)
+
+    def _add_and_rebalance(self, now: float, client: str, req: m.JoinGroupRequest, member_id: str,
+                           reason: str) -> None:
+        meta = MemberMeta(member_id, client, req.group_instance_id, req.protocols,
+                          req.session_timeout_s, req.rebalance_timeout_s, awaiting_join=True)
+        self._add_member(now, meta)
+        self._new_member_added = True
+        if self.state == PREPARING_REBALANCE:
+            self._maybe_complete_join(now)
+        else:
+            self._prepare_rebalance(now, f"{reason}: {client}")
+
+    def _static_join(self, now: float, client: str, req: m.JoinGroupRequest) -> None:
+        """doStaticNewMemberJoin / updateStaticMemberAndRebalance (KIP-345)."""
+        old_id = self.static_members.get(req.group_instance_id)
+        new_id = self._new_member_id(client)
+        if old_id is None:
+            self._add_and_rebalance(now, client, req, new_id, "static member joined")
+            return
+        old = self.members.pop(old_id)
+        self.pending_sync.discard(old_id)
+        self.timers.pop(("expire", old_id), None)
+        if old.awaiting_join:
+            self._reply(old.client, m.JoinGroupResponse(m.FENCED_INSTANCE_ID, member_id=old_id))
+        if old.awaiting_sync:
+            self._reply(old.client, m.SyncGroupResponse(m.FENCED_INSTANCE_ID))
+        self._event("member_fenced", old.client, f"member_id={old_id} replaced_by={new_id}")
+        old.member_id = new_id
+        old.client = client
+        old.awaiting_sync = False
+        old.quiet = False
+        old.last_heartbeat = now
+        self.members[new_id] = old
+        self.static_members[req.group_instance_id] = new_id
+        if self.leader == old_id:
+            self.leader = new_id
+        if self.state == STABLE and old.protocols == req.protocols:
+            # Same assignment, no rebalance; the member syncs and gets it back.
+            self._schedule_expiry(old)
+            self._reply(old, self._join_response_for(old))
+            self._event("static_rejoin", client, f"member_id={new_id}")
+        else:
+            self._update_protocols(old, req.protocols)
+            old.awaiting_join = True
+            if self.state == PREPARING_REBALANCE:
+                self._maybe_complete_join(now)
+            else:
+                self._prepare_rebalance(now, f"static member {client} rejoined")
+
+    # ------------------------------------------------------------------ SyncGroup
+
+    def _check_member(self, mid: str, instance_id: str | None, generation: int) -> str | None:
+        mm = self.members.get(mid)
+        if mm is None:
+            if instance_id is not None and instance_id in self.static_members:
+                return m.FENCED_INSTANCE_ID
+            return m.UNKNOWN_MEMBER_ID
+        if instance_id is not None and self.static_members.get(instance_id) != mid:
+            return m.FENCED_INSTANCE_ID
+        if generation != self.generation:
+            return m.ILLEGAL_GENERATION
+        return None
+
+    def _on_sync(self, now: float, client: str, req: m.SyncGroupRequest) -> None:
+        err = self._check_member(req.member_id, req.group_instance_id, req.generation)
+        if err is not None:
+            self._reply(client, m.SyncGroupResponse(err))
+            return
+        mm = self.members[req.member_id]
+        mm.client = client
+        if self.state == PREPARING_REBALANCE:
+            self._reply(mm, m.SyncGroupResponse(m.REBALANCE_IN_PROGRESS))
+            return
+        self.pending_sync.discard(mm.member_id)
+        if not self.pending_sync:
+            self._timer(("sync",), None)
+        if self.state == STABLE:
+            self._reply(mm, m.SyncGroupResponse(m.NONE, mm.assignment))
+            return
+        # CompletingRebalance
+        mm.awaiting_sync = True
+        if mm.member_id != self.leader:
+            return
+        assignments = dict(req.assignments)
+        seen: dict = {}
+        for mid, a in assignments.items():
+            for tp in a.partitions:
+                if tp in seen:
+                    self._emit("violation", f"generation {self.generation}: {tp} assigned to both "
+                               f"{seen[tp]} and {mid}")
+                seen[tp] = mid
+        for mid, mmx in self.members.items():
+            mmx.assignment = assignments.get(mid, Assignment())
+        self.last_assigned_generation = self.generation
+        for mmx in self.members.values():
+            if mmx.awaiting_sync:
+                mmx.awaiting_sync = False
+                self._reply(mmx, m.SyncGroupResponse(m.NONE, mmx.assignment))
+        self._transition(STABLE)
+        self._close_rebalance()
+        self._event("stable", None, f"members={len(self.members)}")
+
+    def _on_sync_expiry(self, now: float) -> None:
+        """KAFKA-13213: members that never sent SyncGroup are removed, then a new rebalance."""
+        if self.state not in (COMPLETING_REBALANCE, STABLE) or not self.pending_sync:
+            return
+        for mid in sorted(self.pending_sync, key=list(self.members).index):
+            self._remove_member(now, mid, "not_synced")
+        self.pending_sync.clear()
+        if self.members:
+            self._prepare_rebalance(now, "members failed to sync within the rebalance timeout")
+        else:
+            self._transition(PREPARING_REBALANCE)
+            self._complete_join(now)
+
+    # ------------------------------------------------------------------ heartbeats, leave, commit
+
+    def _on_heartbeat(self, now: float, client: str, req: m.HeartbeatRequest) -> None:
+        mm = self.members.get(req.member_id)
+        if mm is None:
+            err = m.FENCED_INSTANCE_ID if (req.group_instance_id in self.static_members) else m.UNKNOWN_MEMBER_ID
+            self._reply(client, m.HeartbeatResponse(err, received_at=now))
+            return
+        if req.group_instance_id is not None and self.static_members.get(req.group_instance_id) != req.member_id:
+            self._reply(client, m.HeartbeatResponse(m.FENCED_INSTANCE_ID, received_at=now))
+            return
+        mm.client = client
+        mm.last_heartbeat = now
+        if req.generation != self.generation:
+            err = m.ILLEGAL_GENERATION
+        elif self.state == PREPARING_REBALANCE:
+            err = m.REBALANCE_IN_PROGRESS
+        else:
+            err = m.NONE
+        quiet = None
+        if (err == m.NONE and self.elide and self.state == STABLE
+                and mm.member_id not in self.pending_sync):
+            mm.quiet = True
+            quiet = self.quiet_epoch
+            self._timer(("expire", mm.member_id), None)
+        else:
+            self._schedule_expiry(mm)
+        self._reply(mm, m.HeartbeatResponse(err, quiet, received_at=now))
+
+    def _on_session_expiry(self, now: float, member_id: str) -> None:
+        mm = self.members.get(member_id)
+        if mm is None or mm.quiet or mm.awaiting_join or mm.awaiting_sync:
+            return  # MemberMetadata.shouldKeepAlive
+        if mm.last_heartbeat + mm.session_timeout_s > now:
+            self._schedule_expiry(mm)
+            return
+        self._remove_member(now, member_id, "session_expired")
+        self._after_removal(now, f"member {mm.client} session expired")
+
+    def _after_removal(self, now: float, reason: str) -> None:
+        """GroupCoordinator.removeMemberAndUpdateGroup."""
+        if self.state in (STABLE, COMPLETING_REBALANCE):
+            if self.members:
+                self._prepare_rebalance(now, reason)
+            else:
+                self._prepare_rebalance(now, reason)
+                self._complete_join(now)
+        elif self.state == PREPARING_REBALANCE:
+            if not self.members and not self.pending_members:
+                self._complete_join(now)
+            else:
+                self._maybe_complete_join(now)
+
+    def _on_leave(self, now: float, client: str, req: m.LeaveGroupRequest) -> None:
+        mm = self.members.get(req.member_id)
+        if mm is None:
+            if req.member_id in self.pending_members:
+                self.pending_members.discard(req.member_id)
+                self._reply(client, m.LeaveGroupResponse(m.NONE))
+                self._maybe_complete_join(now)
+                return
+            self._reply(client, m.LeaveGroupResponse(m.UNKNOWN_MEMBER_ID))
+            return
+        if req.group_instance_id is not None and self.static_members.get(req.group_instance_id) != req.member_id:
+            self._reply(client, m.LeaveGroupResponse(m.FENCED_INSTANCE_ID))
+            return
+        self._reply(client, m.LeaveGroupResponse(m.NONE))
+        self._remove_member(now, req.member_id, "left")
+        self._after_removal(now, f"member {client} left ({req.reason})")
+
+    def _on_commit(self, now: float, client: str, req: m.OffsetCommitRequest) -> None:
+        """GroupCoordinator.handleCommitOffsets (validation only; offsets are not stored)."""
+        if self.state == COMPLETING_REBALANCE and req.member_id in self.members:
+            err = m.REBALANCE_IN_PROGRESS
+        else:
+            err = self._check_member(req.member_id, req.group_instance_id, req.generation) or m.NONE
+        self._reply(client, m.OffsetCommitResponse(err))

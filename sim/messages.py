@@ -1,0 +1,138 @@
+"""Protocol messages between members and the coordinator (Kafka's classic group protocol), the
+simulator's own control notes, and the effects that the sans-I/O cores return.
+
+Messages are small frozen classes; fields keep Kafka's names. Error codes are Kafka's ``Errors``
+names as strings. Control notes are not protocol messages: they let the simulator skip idle
+heartbeats without changing what either side observes (see ``sim.member`` on elision).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from assignors import Assignment, Subscription
+
+# Kafka's Errors (the subset the classic group protocol uses).
+NONE = "NONE"
+MEMBER_ID_REQUIRED = "MEMBER_ID_REQUIRED"
+UNKNOWN_MEMBER_ID = "UNKNOWN_MEMBER_ID"
+ILLEGAL_GENERATION = "ILLEGAL_GENERATION"
+REBALANCE_IN_PROGRESS = "REBALANCE_IN_PROGRESS"
+INCONSISTENT_GROUP_PROTOCOL = "INCONSISTENT_GROUP_PROTOCOL"
+FENCED_INSTANCE_ID = "FENCED_INSTANCE_ID"
+COORDINATOR_NOT_AVAILABLE = "COORDINATOR_NOT_AVAILABLE"
+
+COORDINATOR = "coordinator"  # the coordinator's address on the simulated network
+
+
+@attrs.frozen(slots=True)
+class JoinGroupRequest:
+    """JoinGroup v5+: ``protocols`` is the member's assignor list in preference order, each with
+    the Subscription (ConsumerProtocol metadata) it sends for that assignor."""
+
+    member_id: str
+    group_instance_id: str | None
+    protocols: tuple[tuple[str, Subscription], ...]
+    session_timeout_s: float
+    rebalance_timeout_s: float
+    reason: str = ""
+
+
+@attrs.frozen(slots=True)
+class JoinGroupResponse:
+    """``members`` is filled for the leader only (its input to the assignor).
+    ``skip_assignment``: a static leader that rejoined a Stable group must not reassign (KIP-814)."""
+
+    error: str
+    generation: int = -1
+    protocol: str | None = None
+    leader: str = ""
+    member_id: str = ""
+    members: tuple[tuple[str, Subscription], ...] = ()
+    skip_assignment: bool = False
+
+
+@attrs.frozen(slots=True)
+class SyncGroupRequest:
+    member_id: str
+    generation: int
+    group_instance_id: str | None
+    assignments: tuple[tuple[str, Assignment], ...] = ()
+
+
+@attrs.frozen(slots=True)
+class SyncGroupResponse:
+    error: str
+    assignment: Assignment | None = None
+
+
+@attrs.frozen(slots=True)
+class HeartbeatRequest:
+    member_id: str
+    generation: int
+    group_instance_id: str | None
+
+
+@attrs.frozen(slots=True)
+class HeartbeatResponse:
+    """``quiet_epoch`` (simulator only): set when the coordinator lets the member elide its idle
+    heartbeats from now on; the member accepts only if no Wake with a newer epoch reached it."""
+
+    error: str
+    quiet_epoch: int | None = None
+    received_at: float = 0.0
+
+
+@attrs.frozen(slots=True)
+class LeaveGroupRequest:
+    member_id: str
+    group_instance_id: str | None
+    reason: str = ""
+
+
+@attrs.frozen(slots=True)
+class LeaveGroupResponse:
+    error: str
+
+
+@attrs.frozen(slots=True)
+class OffsetCommitRequest:
+    member_id: str
+    generation: int
+    group_instance_id: str | None
+    partitions: int
+
+
+@attrs.frozen(slots=True)
+class OffsetCommitResponse:
+    error: str
+
+
+# ---- simulator control notes (zero delay, never dropped; not part of Kafka's protocol) ----
+
+
+@attrs.frozen(slots=True)
+class Wake:
+    """Coordinator -> member: its heartbeats are no longer idle (the group left Stable)."""
+
+    epoch: int
+
+
+@attrs.frozen(slots=True)
+class Unquiet:
+    """Member -> coordinator: it heartbeats for real again (or stopped); ``last_arrival`` is when
+    its last elided heartbeat reached the coordinator."""
+
+    member_id: str
+    last_arrival: float
+
+
+# ---- effects returned by the cores ----
+# Plain tuples, for speed at scale:
+#   ("send", to, message)                      put a message on the network
+#   ("control", to, note)                      deliver a control note now
+#   ("timer", key, at)                         (re)arm timer ``key`` at time ``at``; None cancels
+#   ("event", kind, member, generation, detail)  an ``events`` row
+#   ("open", kind, member, topic, partition)   start an interval
+#   ("close", kind, member, topic, partition)  end it
+#   ("violation", text)                        a broken invariant

@@ -1,0 +1,82 @@
+"""`rebalance-sim assign` and `rebalance-sim bench assignors`: output and clean input errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from experiments.bench_assignors import Case, bench_case
+from experiments.cli import main
+
+GROUP = {
+    "assignor": "cooperative-sticky",
+    "topics": {"orders": 6},
+    "members": {
+        "c1": {"topics": ["orders"], "owned": ["orders-0", "orders-1", "orders-2"], "generation": 3},
+        "c2": {"topics": ["orders"], "owned": [["orders", 3], ["orders", 4], ["orders", 5]], "generation": 3},
+        "c3": {"topics": ["orders"]},
+    },
+}
+
+
+def run_cli(tmp_path, doc, *extra, capsys):
+    path = tmp_path / "group.json"
+    path.write_text(json.dumps(doc) if not isinstance(doc, str) else doc)
+    code = main(["assign", str(path), *extra])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_assign_json_reports_assignment_and_quality(tmp_path, capsys):
+    """JSON output carries each member's partitions and the quality figures (withheld, moved)."""
+    code, out, _ = run_cli(tmp_path, GROUP, "--json", capsys=capsys)
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["assignment"] == {"c1": ["orders-0", "orders-1"], "c2": ["orders-3", "orders-4"], "c3": []}
+    assert doc["quality"]["withheld"] == 2 and doc["quality"]["moved"] == 2 and doc["quality"]["kept"] == 4
+
+
+def test_assign_table_for_eager_sticky_uses_user_data(tmp_path, capsys):
+    """Eager sticky gets ownership through user data built from 'owned', so it stays sticky."""
+    code, out, _ = run_cli(tmp_path, GROUP, "--assignor", "sticky", capsys=capsys)
+    assert code == 0
+    lines = {line.split()[0]: line for line in out.splitlines() if line.startswith("c")}
+    assert "orders[0-1]" in lines["c1"] and "orders[3-4]" in lines["c2"]
+    assert "orders[2,5]" in lines["c3"]
+
+
+@pytest.mark.parametrize(
+    ("doc", "needle"),
+    [
+        ("{not json", "invalid JSON at line 1"),
+        ({**GROUP, "assignor": "fair"}, "unknown assignor 'fair'; known assignors: range"),
+        ({**GROUP, "topics": {"orders": -1}}, "topics.orders: partition count -1 is negative"),
+        ({**GROUP, "members": {"c1": {"topics": "orders", "x": 1}}}, "members.c1: unknown field 'x'"),
+        ({**GROUP, "members": {"c1": {"topics": ["orders"], "owned": ["orders"]}}}, "members.c1.owned[0]"),
+        ({**GROUP, "members": {"c1": {"topics": ["orders"], "generation": "3"}}}, "members.c1.generation"),
+        ({**GROUP, "extra": 1}, "input: unknown field 'extra'"),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_field(tmp_path, capsys, doc, needle):
+    """Malformed input exits 2 with one line on stderr that names the field, never a traceback."""
+    code, out, err = run_cli(tmp_path, doc, capsys=capsys)
+    assert code == 2 and out == ""
+    assert needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_missing_file(capsys):
+    """A missing input file is a one-line error."""
+    assert main(["assign", "/nonexistent/group.json"]) == 2
+    assert "No such file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["range", "roundrobin", "sticky", "cooperative-sticky", "stream-join-sticky"])
+def test_bench_rows_measure_both_modes(name):
+    """A bench case yields a fresh and a one-member-left row with timings and balanced results."""
+    rows = bench_case(name, Case("tiny", 6, 3, 4), repeat=1, measure_memory=True)
+    assert [r["mode"] for r in rows] == ["fresh", "one member left"]
+    assert rows[1]["members"] == 5
+    assert all(r["wall_s"] > 0 and r["peak_mib"] is not None for r in rows)
+    if name in ("sticky", "cooperative-sticky", "stream-join-sticky"):
+        assert rows[1]["moved"] == 0  # survivors keep what they had
