@@ -403,3 +403,26 @@ def test_member_returns_with_stale_generation():
     assert result["current"] == tps("t", 0, 1)
     assert TP("t", 3) in result["returning"]
     assert TP("t", 2) not in result["returning"]  # still owned by "current": withheld this round
+
+
+@pytest.mark.parametrize("kind", ["sticky", "cooperative-sticky"])
+@given(data=groups(with_owned=False))
+@settings(max_examples=60)
+def test_settled_group_stays_put(kind, data):
+    """Stickiness: once a group has settled, rebalancing it again with the same members and
+    topics moves nothing (both the constrained and the general path)."""
+    meta, raw = data
+    a = get_assignor(kind)
+    subs = _materialise(kind, meta, raw)
+    result = a.assign(meta, subs)
+    for generation in (1, 2):
+        subs = {
+            m: sticky_sub(kind, s.topics, result[m].partitions, generation) for m, s in raw.items()
+        }
+        again = a.assign(meta, subs)
+        if generation == 1:
+            result = again  # cooperative may still be handing over withheld partitions
+            continue
+        assert {m: sorted(x.partitions) for m, x in again.items()} == {
+            m: sorted(x.partitions) for m, x in result.items()
+        }
