@@ -83,17 +83,16 @@ class StickyResult:
 # ---------------------------------------------------------------------------------------------
 
 
-def _claims_from_runs(layout: TopicLayout, runs) -> np.ndarray:
-    parts = []
-    for topic, arr in runs:
-        r = layout.rank.get(topic)
-        arr = np.asarray(arr, dtype=np.int64)
-        if r is None:
-            parts.append(np.full(arr.shape, -1, dtype=np.int64))
-        else:
-            ok = (arr >= 0) & (arr < layout.counts[r])
-            parts.append(np.where(ok, arr + layout.offsets[r], -1))
-    return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+def _claims_from_member_data(layout: TopicLayout, md: StickyMemberData) -> np.ndarray:
+    """Global indices of the partitions in eager sticky user data (-1 where invalid)."""
+    if not md.topics:
+        return np.empty(0, dtype=np.int64)
+    rank = np.array([layout.rank.get(t, -1) for t in md.topics], dtype=np.int64)
+    value_rank = np.repeat(rank, md.counts)
+    nums = md.numbers
+    safe_rank = np.maximum(value_rank, 0)
+    ok = (value_rank >= 0) & (nums >= 0) & (nums < layout.counts[safe_rank] if layout.counts.size else False)
+    return np.where(ok, nums + (layout.offsets[safe_rank] if layout.offsets.size > 1 else 0), -1)
 
 
 def _resolve_claims(
@@ -629,7 +628,7 @@ class StickyAssignor(_AbstractStickyAssignor):
 
     def _member_data(self, layout: TopicLayout, sub: Subscription) -> _MemberData:
         md: StickyMemberData = sticky_member_data(sub.user_data)
-        return _MemberData(_claims_from_runs(layout, md.runs), md.generation)
+        return _MemberData(_claims_from_member_data(layout, md), md.generation)
 
 
 class CooperativeStickyAssignor(_AbstractStickyAssignor):

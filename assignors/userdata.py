@@ -46,20 +46,29 @@ class UserDataError(AssignorError):
 class StickyMemberData:
     """A member's previous assignment as its user data states it.
 
-    ``runs`` holds ``(topic, partitions)`` pairs in wire order (partitions as an int64 array);
-    ``generation`` is None when the bytes carry none (V0 or no user data).
+    ``topics[i]`` holds ``counts[i]`` partitions; ``numbers`` is every partition number in wire
+    order (int64), so ``runs`` splits it by topic. ``generation`` is None when the bytes carry
+    none (V0 or no user data).
     """
 
-    runs: tuple[tuple[str, np.ndarray], ...]
+    topics: tuple[str, ...]
+    counts: np.ndarray
+    numbers: np.ndarray
     generation: int | None
+
+    @property
+    def runs(self) -> list[tuple[str, np.ndarray]]:
+        bounds = np.concatenate(([0], np.cumsum(self.counts))).tolist()
+        return [(t, self.numbers[bounds[i]:bounds[i + 1]]) for i, t in enumerate(self.topics)]
 
     @property
     def partitions(self) -> list[TopicPartition]:
         return [TopicPartition(t, int(p)) for t, parts in self.runs for p in parts]
 
 
-NO_MEMBER_DATA = StickyMemberData(runs=(), generation=None)
-UNREADABLE_MEMBER_DATA = StickyMemberData(runs=(), generation=DEFAULT_GENERATION)
+_EMPTY = np.empty(0, dtype=np.int64)
+NO_MEMBER_DATA = StickyMemberData(topics=(), counts=_EMPTY, numbers=_EMPTY, generation=None)
+UNREADABLE_MEMBER_DATA = StickyMemberData(topics=(), counts=_EMPTY, numbers=_EMPTY, generation=DEFAULT_GENERATION)
 
 
 def _group_by_topic(partitions: Sequence[TopicPartition]) -> list[tuple[str, list[int]]]:
@@ -99,19 +108,12 @@ class _Reader:
 
     __slots__ = ("buf", "pos")
 
-    def __init__(self, buf: bytes):
+    def __init__(self, buf: bytes, pos: int = 0):
         self.buf = buf
-        self.pos = 0
+        self.pos = pos
 
     def remaining(self) -> int:
         return len(self.buf) - self.pos
-
-    def int16(self) -> int:
-        if self.remaining() < 2:
-            raise UserDataError("truncated: INT16 past the end of the user data")
-        (v,) = _I16.unpack_from(self.buf, self.pos)
-        self.pos += 2
-        return v
 
     def int32(self) -> int:
         if self.remaining() < 4:
@@ -120,51 +122,88 @@ class _Reader:
         self.pos += 4
         return v
 
-    def array_size(self) -> int:
-        n = self.int32()
-        if n < 0:
-            raise UserDataError(f"array size {n} cannot be negative")
-        if n > self.remaining():
-            raise UserDataError(f"array of size {n} but only {self.remaining()} bytes left")
-        return n
 
-    def string(self) -> str:
-        n = self.int16()
-        if n < 0:
-            raise UserDataError(f"string length {n} cannot be negative")
-        if n > self.remaining():
-            raise UserDataError(f"string of length {n} but only {self.remaining()} bytes left")
-        s = self.buf[self.pos:self.pos + n].decode("utf-8", errors="replace")
-        self.pos += n
-        return s
+def _read_previous_assignment(buf: bytes) -> tuple[tuple[str, ...], list[int], list[int], int]:
+    """Scan ``previous_assignment``: topics, where each topic's INT32 partitions start, their
+    counts, and the position after the array. Partition values are gathered later in one step."""
+    n = len(buf)
+    if n < 4:
+        raise UserDataError("truncated: INT32 past the end of the user data")
+    (size,) = _I32.unpack_from(buf, 0)
+    pos = 4
+    if size < 0:
+        raise UserDataError(f"array size {size} cannot be negative")
+    if size > n - pos:
+        raise UserDataError(f"array of size {size} but only {n - pos} bytes left")
+    names: dict[bytes, str] = {}
+    topics, starts, counts = [], [], []
+    unpack16, unpack32 = _I16.unpack_from, _I32.unpack_from
+    for _ in range(size):
+        if n - pos < 2:
+            raise UserDataError("truncated: INT16 past the end of the user data")
+        (length,) = unpack16(buf, pos)
+        pos += 2
+        if length < 0:
+            raise UserDataError(f"string length {length} cannot be negative")
+        if length > n - pos:
+            raise UserDataError(f"string of length {length} but only {n - pos} bytes left")
+        raw = buf[pos:pos + length]
+        topic = names.get(raw)
+        if topic is None:
+            # Invalid UTF-8 becomes U+FFFD, as java.lang.String decodes it.
+            topic = names[raw] = raw.decode("utf-8", errors="replace")
+        pos += length
+        if n - pos < 4:
+            raise UserDataError("truncated: INT32 past the end of the user data")
+        (count,) = unpack32(buf, pos)
+        pos += 4
+        if count < 0:
+            raise UserDataError(f"array size {count} cannot be negative")
+        if 4 * count > n - pos:
+            raise UserDataError(f"truncated: {count} INT32 values but only {n - pos} bytes left")
+        topics.append(topic)
+        starts.append(pos)
+        counts.append(count)
+        pos += 4 * count
+    return tuple(topics), starts, counts, pos
 
-    def int32_array(self) -> np.ndarray:
-        n = self.array_size()
-        if 4 * n > self.remaining():
-            raise UserDataError(f"truncated: {n} INT32 values but only {self.remaining()} bytes left")
-        arr = np.frombuffer(self.buf, dtype=">i4", count=n, offset=self.pos).astype(np.int64)
-        self.pos += 4 * n
-        return arr
+
+def _gather_int32(buf: bytes, starts: list[int], counts: list[int]) -> np.ndarray:
+    """All big-endian INT32 values of the runs, concatenated, in one vectorised gather."""
+    counts_a = np.asarray(counts, dtype=np.int64)
+    total = int(counts_a.sum())
+    if total == 0:
+        return _EMPTY
+    first = np.repeat(np.asarray(starts, dtype=np.int64) - 4 * (np.cumsum(counts_a) - counts_a), counts_a)
+    pos = first + 4 * np.arange(total, dtype=np.int64)
+    b = np.frombuffer(buf, dtype=np.uint8)
+    words = (
+        (b[pos].astype(np.uint32) << 24)
+        | (b[pos + 1].astype(np.uint32) << 16)
+        | (b[pos + 2].astype(np.uint32) << 8)
+        | b[pos + 3].astype(np.uint32)
+    )
+    return words.view(np.int32).astype(np.int64)
 
 
-def _read_previous_assignment(r: _Reader) -> tuple[tuple[str, np.ndarray], ...]:
-    runs = []
-    for _ in range(r.array_size()):
-        topic = r.string()
-        runs.append((topic, r.int32_array()))
-    return tuple(runs)
+def _member_data(buf: bytes, with_generation: bool) -> StickyMemberData:
+    topics, starts, counts, pos = _read_previous_assignment(buf)
+    generation = _Reader(buf, pos).int32() if with_generation else None
+    return StickyMemberData(
+        topics=topics,
+        counts=np.asarray(counts, dtype=np.int64),
+        numbers=_gather_int32(buf, starts, counts),
+        generation=generation,
+    )
 
 
 def decode_sticky_user_data(data: bytes) -> StickyMemberData:
     """Read StickyAssignor user data, V1 first then V0; raises ``UserDataError`` if neither reads."""
     data = bytes(data)
     try:
-        r = _Reader(data)
-        runs = _read_previous_assignment(r)
-        return StickyMemberData(runs=runs, generation=r.int32())
+        return _member_data(data, with_generation=True)
     except UserDataError:
-        r = _Reader(data)
-        return StickyMemberData(runs=_read_previous_assignment(r), generation=None)
+        return _member_data(data, with_generation=False)
 
 
 def sticky_member_data(data: bytes | None) -> StickyMemberData:
