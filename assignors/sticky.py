@@ -360,6 +360,13 @@ class _GeneralBuilder:
                 consumers_of[t].append(self.rank[m])
         self.consumers_of = {t: np.array(sorted(set(c)), dtype=np.int64) for t, c in consumers_of.items()}
         self.max_size = {m: sum(partitions_per_topic[t] for t in set(self.topics_of[m])) for m in self.members}
+        self.max_size_arr = np.array([self.max_size[m] for m in self.members], dtype=np.int64)
+        # Members with the same subscription share isBalanced's per-topic bound.
+        groups: dict[tuple[str, ...], int] = {}
+        self.group_of = np.array(
+            [groups.setdefault(tuple(self.topics_of[m]), len(groups)) for m in self.members], dtype=np.int64
+        )
+        self.group_topics = list(groups)
         self.current = {m: list(owned.get(m, [])) for m in self.members}
         self.owner: dict[TopicPartition, str] = {}
         for m in self.members:
@@ -374,6 +381,10 @@ class _GeneralBuilder:
         self.sorted_topics = sorted(partitions_per_topic, key=lambda t: (n_cons[t], java_sort_key(t)))
         self.topic_order = {t: i for i, t in enumerate(self.sorted_topics)}
         self._balanced_cache: bool | None = None
+        # topic -> member -> partitions of that topic the member holds (for isBalanced)
+        self.held: dict[str, dict[str, int]] = {}
+        # (member, topic) that proved the assignment unbalanced last time; usually still does
+        self._witness: tuple[str, str] | None = None
 
     # -- helpers ---------------------------------------------------------------------------
     def _size(self, m: str) -> int:
@@ -393,7 +404,25 @@ class _GeneralBuilder:
         self.current[m].append(tp)
         self.owner[tp] = m
         self.sizes[self.rank[m]] += 1
+        holders = self.held.setdefault(tp.topic, {})
+        holders[m] = holders.get(m, 0) + 1
         self._balanced_cache = None
+
+    def _take(self, tp: TopicPartition, m: str) -> None:
+        self.current[m].remove(tp)
+        self.sizes[self.rank[m]] -= 1
+        holders = self.held[tp.topic]
+        holders[m] -= 1
+        if not holders[m]:
+            del holders[m]
+        self._balanced_cache = None
+
+    def _rebuild_held(self) -> None:
+        self.held = {}
+        for m in self.members:
+            for tp in self.current[m]:
+                holders = self.held.setdefault(tp.topic, {})
+                holders[m] = holders.get(m, 0) + 1
 
     # -- Kafka's steps ---------------------------------------------------------------------
     def build(self) -> dict[str, list[TopicPartition]]:
@@ -410,6 +439,7 @@ class _GeneralBuilder:
                     assigned.add(tp)
             self.current[m] = kept
             self.sizes[self.rank[m]] = len(kept)
+        self._rebuild_held()
         all_sorted = [TopicPartition(t, p) for t in self.sorted_topics for p in range(self.ppt[t])]
         unassigned = [tp for tp in all_sorted if tp not in assigned]
         self._balance(all_sorted, unassigned)
@@ -445,6 +475,7 @@ class _GeneralBuilder:
                     self.current[m] = parts
                 self.owner = pre_owner
                 self.sizes = pre_sizes
+                self._rebuild_held()
 
     def _can_participate(self, m: str, fixed_topics: set[str]) -> bool:
         size = self._size(m)
@@ -453,40 +484,56 @@ class _GeneralBuilder:
         return any(tp.topic not in fixed_topics for tp in self.current[m])
 
     def _is_balanced(self) -> bool:
-        if self._balanced_cache is not None:
-            return self._balanced_cache
-        self._balanced_cache = result = self._compute_balanced()
-        return result
+        """Kafka's ``isBalanced``: counts differ by at most one, or no member below its maximum
+        could take a partition of its topics from a member holding at least two more.
+
+        Kafka rescans every partition on each call; we cache the answer until the next move,
+        and recheck the last (member, topic) that proved imbalance before a full scan.
+        """
+        if self._balanced_cache is None:
+            self._balanced_cache = self._compute_balanced()
+        return self._balanced_cache
+
+    def _topic_max(self, topic: str) -> int:
+        """Largest assignment among the active holders of ``topic``'s partitions (-1: none)."""
+        sizes, rank, active = self.sizes, self.rank, self.active
+        best = -1
+        for m in self.held.get(topic, ()):
+            r = rank[m]
+            if active[r] and sizes[r] > best:
+                best = int(sizes[r])
+        return best
+
+    def _violates(self, m: str, topic: str, topic_max: int | None = None) -> bool:
+        r = self.rank[m]
+        s = int(self.sizes[r])
+        if not self.active[r] or s == self.max_size[m]:
+            return False
+        return (self._topic_max(topic) if topic_max is None else topic_max) > s + 1
 
     def _compute_balanced(self) -> bool:
         act = self.active
-        sizes = self.sizes
         if not act.any():
             return True
-        active_sizes = sizes[act]
+        active_sizes = self.sizes[act]
         if int(active_sizes.min()) >= int(active_sizes.max()) - 1:
             return True
-        # Largest assignment among the holders of each topic's partitions.
-        topic_max: dict[str, int] = {}
-        for m in self.members:
-            r = self.rank[m]
-            if not act[r]:
-                continue
-            s = int(sizes[r])
-            for t in {tp.topic for tp in self.current[m]}:
-                if topic_max.get(t, -1) < s:
-                    topic_max[t] = s
-        for m in self.members:
-            r = self.rank[m]
-            if not act[r]:
-                continue
-            s = int(sizes[r])
-            if s == self.max_size[m]:
-                continue
-            for t in self.topics_of[m]:
-                if topic_max.get(t, -1) > s + 1:
-                    return False
-        return True
+        if self._witness is not None and self._violates(*self._witness):
+            return False
+        topic_max = {t: self._topic_max(t) for t in self.held}
+        group_max = np.array(
+            [max((topic_max.get(t, -1) for t in topics), default=-1) for topics in self.group_topics],
+            dtype=np.int64,
+        )
+        sizes = self.sizes
+        violating = act & (sizes != self.max_size_arr) & (group_max[self.group_of] > sizes + 1)
+        if not violating.any():
+            self._witness = None
+            return True
+        m = self.members[int(np.argmax(violating))]
+        s = int(sizes[self.rank[m]])
+        self._witness = (m, next(t for t in self.topics_of[m] if topic_max.get(t, -1) > s + 1))
+        return False
 
     def _perform_reassignments(self, partitions: list[TopicPartition]) -> bool:
         performed = False
@@ -520,8 +567,7 @@ class _GeneralBuilder:
         actual = self.movements.actual_partition_to_move(tp, old, new)
         old = self.owner[actual]
         self.movements.move(actual, old, new)
-        self.current[old].remove(actual)
-        self.sizes[self.rank[old]] -= 1
+        self._take(actual, old)
         self._give(actual, new)
 
 
