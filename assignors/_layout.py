@@ -13,8 +13,9 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from ._base import member_sort_key
 from ._java import java_sort_key
-from .types import TopicPartition
+from .types import Subscription, TopicPartition
 
 
 @contextmanager
@@ -82,3 +83,43 @@ class TopicLayout:
         tps = self.to_tps(np.asarray(partition_of_slot, dtype=np.int64)[order])
         bounds = np.searchsorted(member_of_slot[order], np.arange(len(members) + 1)).tolist()
         return {m: tps[bounds[i]:bounds[i + 1]] for i, m in enumerate(members)}
+
+
+def sorted_members(subscriptions: dict[str, Subscription]) -> list[str]:
+    """Member ids in Kafka's ``MemberInfo`` order (static by instance id, then dynamic by id)."""
+    return sorted(subscriptions, key=lambda m: member_sort_key(m, subscriptions[m]))
+
+
+def subscribers_per_topic(
+    layout: TopicLayout, members: Sequence[str], subscriptions: dict[str, Subscription]
+) -> list[np.ndarray]:
+    """For each topic of ``layout`` (by rank), the ascending positions in ``members`` of the
+    members subscribed to it. Shared by the range and round-robin assignors."""
+    # Groups tend to have a handful of distinct subscriptions. Working per distinct topic list
+    # rather than per (member, topic) keeps 10,000 members x 100 topics off the Python loop.
+    positions_of: dict[tuple[str, ...], list[int]] = {}
+    for position, member in enumerate(members):
+        positions_of.setdefault(subscriptions[member].topics, []).append(position)
+    blocks: list[np.ndarray] = []
+    blocks_of_topic: list[list[int]] = [[] for _ in layout.topics]
+    rank = layout.rank
+    for block, (topics, positions) in enumerate(positions_of.items()):
+        blocks.append(np.array(positions, dtype=np.int64))
+        for r in {rank[t] for t in topics if t in rank}:
+            blocks_of_topic[r].append(block)
+    # Topics with the same subscribers share one array.
+    cache: dict[tuple[int, ...], np.ndarray] = {}
+    out = []
+    for block_ids in blocks_of_topic:
+        key = tuple(block_ids)
+        subscribers = cache.get(key)
+        if subscribers is None:
+            if len(block_ids) == 1:
+                subscribers = blocks[block_ids[0]]
+            elif block_ids:
+                subscribers = np.sort(np.concatenate([blocks[b] for b in block_ids]))
+            else:
+                subscribers = np.empty(0, dtype=np.int64)
+            cache[key] = subscribers
+        out.append(subscribers)
+    return out

@@ -29,12 +29,10 @@ million partitions spends most of its time building the ``TopicPartition`` objec
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
-from ._base import EAGER, Assignor, member_sort_key
-from ._layout import TopicLayout
+from ._base import EAGER, Assignor
+from ._layout import TopicLayout, sorted_members, subscribers_per_topic
 from .types import Assignment, Subscription
 
 
@@ -66,43 +64,3 @@ class RangeAssignor(Assignor):
         # Slots are every partition of every topic, in global index order.
         owned = layout.group_by_member(members, member_of_slot, np.arange(layout.total))
         return {m: Assignment(tps) for m, tps in owned.items()}
-
-
-def sorted_members(subscriptions: dict[str, Subscription]) -> list[str]:
-    """Member ids in Kafka's ``MemberInfo`` order (static by instance id, then dynamic by id)."""
-    return sorted(subscriptions, key=lambda m: member_sort_key(m, subscriptions[m]))
-
-
-def subscribers_per_topic(
-    layout: TopicLayout, members: Sequence[str], subscriptions: dict[str, Subscription]
-) -> list[np.ndarray]:
-    """For each topic of ``layout`` (by rank), the ascending positions in ``members`` of the
-    members subscribed to it. Shared with the round-robin assignor."""
-    # Groups tend to have a handful of distinct subscriptions. Working per distinct topic list
-    # rather than per (member, topic) keeps 10,000 members x 100 topics off the Python loop.
-    positions_of: dict[tuple[str, ...], list[int]] = {}
-    for position, member in enumerate(members):
-        positions_of.setdefault(subscriptions[member].topics, []).append(position)
-    blocks: list[np.ndarray] = []
-    blocks_of_topic: list[list[int]] = [[] for _ in layout.topics]
-    rank = layout.rank
-    for block, (topics, positions) in enumerate(positions_of.items()):
-        blocks.append(np.array(positions, dtype=np.int64))
-        for r in {rank[t] for t in topics if t in rank}:
-            blocks_of_topic[r].append(block)
-    # Topics with the same subscribers share one array.
-    cache: dict[tuple[int, ...], np.ndarray] = {}
-    out = []
-    for block_ids in blocks_of_topic:
-        key = tuple(block_ids)
-        subscribers = cache.get(key)
-        if subscribers is None:
-            if len(block_ids) == 1:
-                subscribers = blocks[block_ids[0]]
-            elif block_ids:
-                subscribers = np.sort(np.concatenate([blocks[b] for b in block_ids]))
-            else:
-                subscribers = np.empty(0, dtype=np.int64)
-            cache[key] = subscribers
-        out.append(subscribers)
-    return out

@@ -33,8 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import EAGER, Assignor
-from ._layout import TopicLayout
-from .range import sorted_members, subscribers_per_topic
+from ._layout import TopicLayout, sorted_members, subscribers_per_topic
 from .types import Assignment, Subscription
 
 
