@@ -7,8 +7,8 @@ import importlib
 import sys
 
 # Modules that add top-level subcommands, and those that add `bench` targets.
-COMMAND_MODULES = ["experiments.assign_cmd"]
-BENCH_MODULES = ["experiments.bench_assignors"]
+COMMAND_MODULES = ["experiments.run_cmd", "experiments.assign_cmd"]
+BENCH_MODULES = ["experiments.bench_assignors", "experiments.bench_sim"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,49 @@
+"""The simulator: a Kafka consumer group's rebalances as trio actors in virtual time.
+
+Layout:
+  config      SimConfig and its parts (Kafka's names and defaults), ConfigError
+  scenario    Scenario = SimConfig + timeline of actions, from a dict or TOML file
+  group       the coordinator's classic group state machine (sans-I/O core)
+  member      the consumer's ConsumerCoordinator logic (sans-I/O core)
+  kernel      the deterministic input queue and the trio loop; actors drive the cores
+  network     latency, drops, delay spikes, one-way partitions
+  recorder    events / intervals rows and Parquet output
+  metrics     every metric, computed from events and intervals in one place
+  invariants  run-level checks
+  run         run_scenario -> RunResult
+
+Typical use::
+
+    from sim import Scenario, run_scenario
+    result = run_scenario(Scenario.from_toml("my.toml"), seed=1, out_dir="out/run1")
+    result.summary["rebalance_time_max_s"]
+"""
+
+from .config import (
+    AssignorCost,
+    ConfigError,
+    ConsumerConfig,
+    GroupConfig,
+    Latency,
+    NetworkConfig,
+    SimConfig,
+    TopicConfig,
+)
+from .run import InvariantViolation, RunResult, run_scenario
+from .scenario import ACTIONS, Scenario
+
+__all__ = [
+    "ACTIONS",
+    "AssignorCost",
+    "ConfigError",
+    "ConsumerConfig",
+    "GroupConfig",
+    "InvariantViolation",
+    "Latency",
+    "NetworkConfig",
+    "RunResult",
+    "Scenario",
+    "SimConfig",
+    "TopicConfig",
+    "run_scenario",
+]

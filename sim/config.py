@@ -263,7 +263,7 @@ class AssignorCost:
     measured_factor: float = attrs.field(default=1.0, validator=_nonneg)
 
     def __attrs_post_init__(self):
-        self.fixed_s  # validates
+        _ = self.fixed_s  # validates the mode string
 
     @property
     def fixed_s(self) -> float | None:

@@ -73,6 +73,7 @@ class MemberMeta:
     assignment: Assignment = attrs.field(factory=Assignment)
     last_heartbeat: float = 0.0
     quiet: bool = False
+    hold_quiet: bool = False
 
     def names(self) -> tuple[str, ...]:
         return tuple(n for n, _ in self.protocols)
@@ -92,6 +93,7 @@ class GroupCoordinator:
         self.static_members: dict[str, str] = {}     # group.instance.id -> member id
         self.pending_members: set[str] = set()       # KIP-394: told MEMBER_ID_REQUIRED
         self.pending_sync: set[str] = set()
+        self.n_awaiting = 0                          # members whose JoinGroup waits in the barrier
         self.protocol_counts: dict[str, int] = {}
         self.timers: dict[tuple, float] = {}
         self.quiet_epoch = 0
@@ -174,9 +176,14 @@ class GroupCoordinator:
     def on_control(self, now: float, sender: str, note) -> list[tuple]:
         if isinstance(note, m.Unquiet):
             meta = self.members.get(note.member_id)
-            if meta is not None and meta.quiet:
+            if meta is not None and note.hold is not None:
+                meta.hold_quiet = note.hold
+            if meta is not None and meta.quiet and (note.last_arrival is not None or note.hold):
+                # a member that stopped before our quiet grant reached it: its last heartbeat
+                # was the one we granted on
                 meta.quiet = False
-                meta.last_heartbeat = min(note.last_arrival, now)
+                if note.last_arrival is not None:
+                    meta.last_heartbeat = min(note.last_arrival, now)
                 self._schedule_expiry(meta)
                 if meta.last_heartbeat + meta.session_timeout_s <= now:
                     self._on_session_expiry(now, meta.member_id)
@@ -188,8 +195,16 @@ class GroupCoordinator:
         self._next_id += 1
         return f"{client}-{self._next_id:06d}"
 
+    def _await(self, meta: MemberMeta) -> None:
+        """The member's JoinGroup now waits in the barrier (counted, so the check stays O(1))."""
+        if not meta.awaiting_join:
+            meta.awaiting_join = True
+            self.n_awaiting += 1
+
     def _add_member(self, now: float, meta: MemberMeta) -> None:
         self.members[meta.member_id] = meta
+        if meta.awaiting_join:
+            self.n_awaiting += 1
         for name in meta.names():
             self.protocol_counts[name] = self.protocol_counts.get(name, 0) + 1
         if meta.group_instance_id is not None:
@@ -208,6 +223,8 @@ class GroupCoordinator:
 
     def _remove_member(self, now: float, member_id: str, reason: str) -> MemberMeta:
         meta = self.members.pop(member_id)
+        if meta.awaiting_join:
+            self.n_awaiting -= 1
         for name in meta.names():
             self.protocol_counts[name] -= 1
             if not self.protocol_counts[name]:
@@ -282,7 +299,7 @@ class GroupCoordinator:
             self._prepare_rebalance(now, reason)
 
     def _all_joined(self) -> bool:
-        return not self.pending_members and all(mm.awaiting_join for mm in self.members.values())
+        return not self.pending_members and self.n_awaiting == len(self.members)
 
     def _maybe_complete_join(self, now: float) -> None:
         """DelayedJoin.tryComplete (the initial delay never completes early)."""
@@ -333,6 +350,7 @@ class GroupCoordinator:
             if not mm.awaiting_join:
                 continue
             mm.awaiting_join = False
+            self.n_awaiting -= 1
             is_leader = mm.member_id == self.leader
             self._reply(mm, m.JoinGroupResponse(
                 m.NONE, self.generation, self.protocol, self.leader, mm.member_id,
@@ -403,7 +421,7 @@ class GroupCoordinator:
         existing.client = client
         if self.state == PREPARING_REBALANCE:
             self._update_protocols(existing, req.protocols)
-            existing.awaiting_join = True
+            self._await(existing)
             self._maybe_complete_join(now)
         elif self.state == COMPLETING_REBALANCE:
             if existing.protocols == req.protocols:
@@ -411,13 +429,13 @@ class GroupCoordinator:
                 self._reply(existing, self._join_response_for(existing))
             else:
                 self._update_protocols(existing, req.protocols)
-                existing.awaiting_join = True
+                self._await(existing)
                 self._prepare_rebalance(now, f"member {client} changed its metadata")
         elif self.state == STABLE:
             if existing.member_id == self.leader or existing.protocols != req.protocols:
                 # The leader's JoinGroup always forces a rebalance (metadata changes it noticed).
                 self._update_protocols(existing, req.protocols)
-                existing.awaiting_join = True
+                self._await(existing)
                 self._prepare_rebalance(now, f"member {client} rejoined ({req.reason or 'metadata changed'})")
             else:
                 self._reply(existing, self._join_response_for(existing))
@@ -470,7 +488,7 @@ class GroupCoordinator:
             self._event("static_rejoin", client, f"member_id={new_id}")
         else:
             self._update_protocols(old, req.protocols)
-            old.awaiting_join = True
+            self._await(old)
             if self.state == PREPARING_REBALANCE:
                 self._maybe_complete_join(now)
             else:
@@ -562,7 +580,7 @@ class GroupCoordinator:
         else:
             err = m.NONE
         quiet = None
-        if (err == m.NONE and self.elide and self.state == STABLE
+        if (err == m.NONE and self.elide and self.state == STABLE and not req.last and not mm.hold_quiet
                 and mm.member_id not in self.pending_sync):
             mm.quiet = True
             quiet = self.quiet_epoch

@@ -68,9 +68,13 @@ class SyncGroupResponse:
 
 @attrs.frozen(slots=True)
 class HeartbeatRequest:
+    """``last`` (simulator only): the sender stopped right after sending it, so the coordinator
+    must not let it elide further heartbeats."""
+
     member_id: str
     generation: int
     group_instance_id: str | None
+    last: bool = False
 
 
 @attrs.frozen(slots=True)
@@ -124,7 +128,8 @@ class Unquiet:
     its last elided heartbeat reached the coordinator."""
 
     member_id: str
-    last_arrival: float
+    last_arrival: float | None
+    hold: bool | None = None  # True: the member stopped (grant nothing more); False: it runs again
 
 
 # ---- effects returned by the cores ----

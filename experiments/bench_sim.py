@@ -1,0 +1,85 @@
+"""``rebalance-sim bench sim``: wall time, simulated messages per second and peak memory of the
+simulator on large groups (issue 3 targets on a 2-core machine)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+
+from sim import Scenario, run_scenario
+
+
+def _scenario(name: str, members: int, partitions: int, action: dict) -> Scenario:
+    return Scenario.from_dict({
+        "name": name, "members": members,
+        "topics": [{"name": "events", "partitions": partitions, "rate": 1.0}],
+        "consumer": {"partition_assignment_strategy": ["cooperative-sticky"]},
+        "timeline": [action],
+    })
+
+
+def cases(quick: bool) -> list[tuple[str, Scenario, float | None]]:
+    """(label, scenario, wall-time target in seconds or None)."""
+    add = {"action": "add_members", "at_s": 60.0}
+    crash = {"action": "crash", "at_s": 60.0, "member": "c0001"}
+    if quick:
+        return [
+            ("210x210 coop add one", _scenario("bench-add", 210, 210, add), None),
+            ("1000x10000 coop crash", _scenario("bench-crash", 1000, 10000, dict(crash, member="c001")), None),
+            ("scale-out 100 members", _scenario("bench-growth", 100, 1000, add), None),
+            ("scale-out 1000 members", _scenario("bench-growth", 1000, 10000, add), None),
+        ]
+    return [
+        ("2100x2100 coop add one", _scenario("bench-add", 2100, 2100, add), 10.0),
+        ("10000x100000 coop crash", _scenario("bench-crash", 10000, 100000, crash), 120.0),
+        ("scale-out 100 members", _scenario("bench-growth", 100, 1000, add), None),
+        ("scale-out 1000 members", _scenario("bench-growth", 1000, 10000, add), None),
+        ("scale-out 10000 members", _scenario("bench-growth", 10000, 100000, add), None),
+    ]
+
+
+def _peak_rss_mib() -> float:
+    # ru_maxrss is KiB on Linux; it is the process peak so far (monotone across cases)
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def cmd_bench_sim(args) -> int:
+    rows = []
+    for label, sc, target in cases(args.quick):
+        t0 = time.perf_counter()
+        result = run_scenario(sc, seed=0, raise_on_violation=False)
+        wall = time.perf_counter() - t0
+        s = result.summary
+        row = {"case": label, "wall_s": round(wall, 2), "sim_wall_s": s["wall_s"], "messages": s["messages"],
+               "messages_per_s": round(s["messages"] / s["wall_s"]) if s["wall_s"] else None,
+               "peak_rss_mib": round(_peak_rss_mib()), "target_s": target,
+               "ok": (target is None or wall <= target) and not result.invariant_violations,
+               "rounds": s["rounds_total"], "rebalance_s": round(s["rebalance_time_max_s"], 3)}
+        rows.append(row)
+        if not args.json:
+            print(f"{label:<28} wall {wall:7.2f}s  (simulation {s['wall_s']:.2f}s, rest = metrics/tables)  "
+                  f"messages {s['messages']:>8,}  {row['messages_per_s'] or 0:>8,}/s  "
+                  f"peak RSS {row['peak_rss_mib']:>6,} MiB"
+                  + (f"  target <= {target:g}s {'OK' if row['ok'] else 'MISSED'}" if target else ""),
+                  flush=True)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    return 0 if all(r["ok"] for r in rows) else 1
+
+
+def register(bench_subparsers) -> None:
+    """Add the ``sim`` target to the ``bench`` subcommand's subparsers (``rebalance-sim bench sim``)."""
+    p = bench_subparsers.add_parser("sim", help="simulator speed and memory on large groups")
+    p.add_argument("--quick", action="store_true", help="a smaller set of cases (seconds)")
+    p.add_argument("--json", action="store_true", help="print JSON rows")
+    p.set_defaults(func=cmd_bench_sim)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="bench_sim")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", action="store_true")
+    sys.exit(cmd_bench_sim(parser.parse_args()))

@@ -1,0 +1,209 @@
+"""Built-in named scenarios and scenario loading (a name or a TOML file, plus ``key=value``
+overrides).
+
+Each built-in has a one-line description and parameters with defaults (members, partitions,
+assignor, at_s, ...). An override ``key=value`` sets a parameter of the built-in, or, with a dotted
+key, any field of the scenario table (``consumer.session_timeout_ms=10000``,
+``group.initial_rebalance_delay_ms=0``, ``network.latency.ms=5``, ``assignor_cost=fixed:2``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from sim import ConfigError, Scenario
+
+
+@attrs.frozen
+class Builtin:
+    name: str
+    description: str
+    params: dict[str, Any]
+    build: Callable[[dict[str, Any]], dict]
+
+
+def _base(p: dict, **consumer) -> dict:
+    cons = {"partition_assignment_strategy": p["assignor"]}
+    cons.update(consumer)
+    return {
+        "members": p["members"],
+        "topics": [{"name": "events", "partitions": p["partitions"], "rate": p["rate"]}],
+        "consumer": cons,
+    }
+
+
+def _scale_out(p):
+    return {**_base(p), "timeline": [{"action": "add_members", "at_s": p["at_s"], "count": p["count"]}]}
+
+
+def _scale_in(p):
+    return {**_base(p), "timeline": [{"action": "remove_members", "at_s": p["at_s"], "count": p["count"]}]}
+
+
+def _crash(p):
+    return {**_base(p), "timeline": [{"action": "crash", "at_s": p["at_s"], "member": p["member"]}]}
+
+
+def _bounce(static: bool):
+    def build(p):
+        return {**_base(p, static=static),
+                "timeline": [{"action": "rolling_restart", "at_s": p["at_s"], "down_s": p["down_s"],
+                              "gap_s": p["gap_s"]}]}
+    return build
+
+
+def _gc_pause(p):
+    return {**_base(p), "timeline": [{"action": "pause", "at_s": p["at_s"], "member": p["member"],
+                                      "duration_s": p["duration_s"]}]}
+
+
+def _upgrade(p):
+    second = p["at_s"] + p["members"] * (p["down_s"] + p["gap_s"]) + p["gap_s"]
+    return {**_base(p),
+            "timeline": [
+                {"action": "rolling_restart", "at_s": p["at_s"], "down_s": p["down_s"], "gap_s": p["gap_s"],
+                 "assignors": ["range", "cooperative-sticky"]},
+                {"action": "rolling_restart", "at_s": second, "down_s": p["down_s"], "gap_s": p["gap_s"],
+                 "assignors": ["cooperative-sticky"]},
+            ]}
+
+
+def _stream_join(p):
+    d = _base(p, assign_cost_ms=p["restore_ms"])
+    d["topics"] = [{"name": "left", "partitions": p["partitions"], "rate": p["rate"]},
+                   {"name": "right", "partitions": p["partitions"], "rate": p["rate"]}]
+    d["timeline"] = [{"action": "add_members", "at_s": p["at_s"], "count": p["count"]}]
+    return d
+
+
+def _slow_assignor(p):
+    return {**_scale_out(p), "assignor_cost": f"fixed:{p['cost_s']}"}
+
+
+_COMMON = {"members": 6, "partitions": 24, "rate": 100.0, "assignor": ["cooperative-sticky"], "at_s": 60.0}
+
+BUILTINS: dict[str, Builtin] = {b.name: b for b in [
+    Builtin("scale-out", "one member joins a stable group", {**_COMMON, "count": 1}, _scale_out),
+    Builtin("scale-in", "one member leaves gracefully (LeaveGroup)", {**_COMMON, "count": 1}, _scale_in),
+    Builtin("crash", "one member dies without LeaveGroup; noticed after session.timeout.ms",
+            {**_COMMON, "member": "c001"}, _crash),
+    Builtin("rolling-bounce-dynamic", "every member restarts in turn, dynamic membership",
+            {**_COMMON, "down_s": 10.0, "gap_s": 20.0}, _bounce(False)),
+    Builtin("rolling-bounce-static", "every member restarts in turn within session.timeout.ms, static "
+            "membership (KIP-345)", {**_COMMON, "down_s": 10.0, "gap_s": 20.0}, _bounce(True)),
+    Builtin("gc-pause-zombie", "a member pauses past its session timeout and resumes as a zombie (KIP-341)",
+            {**_COMMON, "assignor": ["sticky"], "member": "c001", "duration_s": 60.0}, _gc_pause),
+    Builtin("eager-to-cooperative-upgrade", "two rolling bounces: range -> [range, cooperative-sticky] -> "
+            "cooperative-sticky", {**_COMMON, "assignor": ["range"], "down_s": 5.0, "gap_s": 20.0}, _upgrade),
+    Builtin("stream-join-restore", "co-partitioned topics with the stream-join sticky assignor (KIP-315); "
+            "a new member restores state", {**_COMMON, "assignor": ["stream-join-sticky"], "count": 1,
+                                             "restore_ms": 2000.0}, _stream_join),
+    Builtin("slow-assignor", "scale-out with a leader whose assignment takes cost_s seconds",
+            {**_COMMON, "assignor": ["range"], "count": 1, "cost_s": 20.0}, _slow_assignor),
+]}
+
+
+def parse_value(text: str) -> Any:
+    """``"3"`` -> 3, ``"2.5"`` -> 2.5, ``"true"`` -> True, anything else stays a string."""
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(f"--set {item}", "expected key=value")
+        key, value = item.split("=", 1)
+        key = key.strip()
+        if not key:
+            raise ConfigError(f"--set {item}", "empty key")
+        out[key] = value
+    return out
+
+
+def _set_path(data: dict, key: str, value: Any) -> None:
+    parts = key.split(".")
+    cur = data
+    for part in parts[:-1]:
+        nxt = cur.get(part)
+        if nxt is None:
+            nxt = cur[part] = {}
+        if not isinstance(nxt, dict):
+            raise ConfigError(key, f"{part!r} is not a table")
+        cur = nxt
+    last = parts[-1]
+    if last in ("partition_assignment_strategy", "partition.assignment.strategy") and isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    cur[last] = value
+
+
+def builtin_dict(name: str, overrides: Mapping[str, str] | None = None) -> dict:
+    """The scenario table of built-in ``name`` with ``overrides`` applied."""
+    b = BUILTINS[name]
+    params = dict(b.params)
+    dotted = {}
+    for key, raw in (overrides or {}).items():
+        if key in params:
+            value = parse_value(raw) if isinstance(raw, str) else raw
+            if key == "assignor":
+                value = [v.strip() for v in str(raw).split(",") if v.strip()] if isinstance(raw, str) else list(raw)
+            elif isinstance(params[key], float) and isinstance(value, int):
+                value = float(value)
+            elif type(params[key]) is not type(value) and not isinstance(params[key], list):
+                raise ConfigError(key, f"{raw!r} is not a {type(params[key]).__name__} "
+                                  f"(parameters of {name}: {', '.join(params)})")
+            params[key] = value
+        elif "." in key or key in ("assignor_cost", "elide_heartbeats", "max_duration_s"):
+            dotted[key] = raw
+        else:
+            raise ConfigError(key, f"unknown parameter of {name}; allowed: {', '.join(params)}, "
+                              "or a dotted field such as consumer.session_timeout_ms")
+    data = b.build(params)
+    data["name"] = name
+    data["description"] = b.description
+    for key, raw in dotted.items():
+        _set_path(data, key, parse_value(raw) if isinstance(raw, str) else raw)
+    return data
+
+
+def load_scenario(name_or_path: str, overrides: Mapping[str, str] | Iterable[str] | None = None) -> Scenario:
+    """A built-in by name, or a TOML scenario file, with ``key=value`` overrides.
+
+    Errors are ``ConfigError`` naming the file (if any), the field and the allowed values.
+    """
+    if overrides is None:
+        overrides = {}
+    elif not isinstance(overrides, Mapping):
+        overrides = parse_overrides(overrides)
+    if name_or_path in BUILTINS:
+        return Scenario.from_dict(builtin_dict(name_or_path, overrides))
+    if name_or_path.endswith(".toml") or os.path.sep in name_or_path or os.path.exists(name_or_path):
+        import tomllib
+        try:
+            with open(name_or_path, "rb") as f:
+                data = tomllib.load(f)
+        except FileNotFoundError:
+            raise ConfigError(name_or_path, "no such scenario file") from None
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(name_or_path, f"not valid TOML: {e}") from None
+        data.setdefault("name", os.path.splitext(os.path.basename(name_or_path))[0])
+        try:
+            for key, raw in overrides.items():
+                _set_path(data, key, parse_value(raw) if isinstance(raw, str) else raw)
+            return Scenario.from_dict(data)
+        except ConfigError as e:
+            raise ConfigError(f"{name_or_path}: {e.field}" if e.field else name_or_path, e.reason) from None
+    raise ConfigError("scenario", f"{name_or_path!r} is neither a TOML file nor a built-in "
+                      f"({', '.join(BUILTINS)})")

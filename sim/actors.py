@@ -1,0 +1,182 @@
+"""The thin trio actors: they deliver inputs to the sans-I/O cores and carry out the effects.
+
+- ``CoordinatorActor`` drives ``sim.group.GroupCoordinator``.
+- ``MemberActor`` drives one client's ``sim.member.Member`` (a new core per process start, so a
+  restart loses all in-memory state, as a real restart does) and holds inputs back while the
+  process is paused.
+- ``Director`` plays the scenario's timeline.
+"""
+
+from __future__ import annotations
+
+from . import messages as m
+from .group import GroupCoordinator
+from .kernel import Actor
+from .member import Member
+from .scenario import (
+    AddMembers,
+    AddPartitions,
+    Crash,
+    CreateTopic,
+    DelaySpike,
+    DeleteTopic,
+    NetworkPartition,
+    Pause,
+    RemoveMembers,
+    RollingRestart,
+    action_to_dict,
+)
+
+
+class CoordinatorActor(Actor):
+    def __init__(self, kernel, core: GroupCoordinator):
+        super().__init__(kernel, m.COORDINATOR)
+        self.core = core
+
+    def deliver(self, now, kind, sender, payload):
+        if kind == "msg":
+            effects = self.core.handle(now, sender, payload)
+        elif kind == "timer":
+            effects = self.core.on_timer(now, payload[0], payload[1])
+        else:
+            effects = self.core.on_control(now, sender, payload)
+        self.apply(now, effects)
+
+
+class MemberActor(Actor):
+    """One client process. Lifecycle notes: ("start", config, topics), ("crash",), ("close",),
+    ("pause",), ("resume",)."""
+
+    def __init__(self, kernel, name: str, runner):
+        super().__init__(kernel, name)
+        self.runner = runner
+        self.core: Member | None = None
+        self.starting = False
+        self.held: list[tuple] = []
+
+    def deliver(self, now, kind, sender, payload):
+        core = self.core
+        if kind == "control" and isinstance(payload, tuple):
+            op = payload[0]
+            if op == "start":
+                if core is not None and core.alive:
+                    self.apply(now, core.crash(now))
+                self.held.clear()
+                self.core = self.runner.new_core(self, payload[1], payload[2])
+                self.apply(now, self.core.start(now))
+            elif core is None:
+                return
+            elif op == "crash":
+                self.held.clear()
+                self.apply(now, core.crash(now))
+            elif op == "close":
+                if core.paused_at is not None:
+                    self.held.append((kind, sender, payload))
+                else:
+                    self.apply(now, core.close(now))
+            elif op == "pause":
+                self.apply(now, core.pause(now))
+            elif op == "resume":
+                self.apply(now, core.resume(now))
+                held, self.held = self.held, []
+                for k, s, p in held:
+                    self.deliver(now, k, s, p)
+            return
+        if core is None:
+            return
+        if core.paused_at is not None:
+            self.held.append((kind, sender, payload))
+            return
+        if kind == "msg":
+            effects = core.handle(now, payload)
+        elif kind == "timer":
+            effects = core.on_timer(now, payload[0], payload[1])
+        else:
+            effects = core.on_control(now, payload)
+        self.apply(now, effects)
+
+
+class Director(Actor):
+    """Plays the timeline: each action is a timer of its own; rolling restarts and pauses
+    schedule their later steps as further timers."""
+
+    def __init__(self, kernel, runner, timeline):
+        super().__init__(kernel, "director")
+        self.runner = runner
+        self.timeline = timeline
+        self.pending = 0
+        for i, action in enumerate(timeline):
+            self._later(action.at_s, ("action", i))
+
+    def _later(self, at: float, what: tuple) -> None:
+        self.pending += 1
+        self.kernel.push(at, self, self.name, "timer", what)
+
+    def _note(self, member: str, note) -> None:
+        self.kernel.push(self.kernel.now, self, member, "control", note)
+        self.kernel.dirty = True
+
+    def _trigger(self, now: float, member: str | None, detail: str) -> None:
+        self.kernel.recorder.event(now, self.rank, self.next_seq(), "trigger", member, None, detail)
+        self.kernel.dirty = True
+
+    def deliver(self, now, kind, sender, payload):
+        self.pending -= 1
+        what = payload[0]
+        r = self.runner
+        if what == "action":
+            self._run_action(now, payload[1], self.timeline[payload[1]])
+        elif what == "resume":
+            self._note(payload[1], ("resume",))
+        elif what == "stop":
+            name, graceful = payload[1], payload[2]
+            self._trigger(now, name, f"rolling_restart stop {'graceful' if graceful else 'crash'}")
+            self._note(name, ("close",) if graceful else ("crash",))
+        elif what == "start":
+            name, extra = payload[1], payload[2]
+            self._trigger(now, name, "rolling_restart start")
+            r.start_member(self, name, extra)
+        elif what == "link_fault":
+            for name in r.member_names(alive_only=True) if payload[1] is None else [payload[1]]:
+                self._note(name, "link_fault")
+
+    def _run_action(self, now: float, index: int, a) -> None:
+        r = self.runner
+        desc = " ".join(f"{k}={v}" for k, v in action_to_dict(a).items() if k != "at_s" and v not in (None, {}, []))
+        if isinstance(a, AddMembers):
+            for _ in range(a.count):
+                name = r.next_member_name()
+                self._trigger(now, name, desc)
+                r.start_member(self, name, a.overrides)
+        elif isinstance(a, RemoveMembers):
+            names = list(a.members) if a.members is not None else r.member_names(alive_only=True)[-a.count:]
+            for name in names:
+                self._trigger(now, name, desc)
+                self._note(name, ("close",))
+        elif isinstance(a, Crash):
+            self._trigger(now, a.member, desc)
+            self._note(a.member, ("crash",))
+        elif isinstance(a, Pause):
+            self._trigger(now, a.member, desc)
+            self._note(a.member, ("pause",))
+            self._later(now + a.duration_s, ("resume", a.member))
+        elif isinstance(a, RollingRestart):
+            names = list(a.members) if a.members is not None else r.member_names(alive_only=True)
+            extra = {}
+            if a.assignors is not None:
+                extra["partition_assignment_strategy"] = list(a.assignors)
+            if a.static is not None:
+                extra["static"] = a.static
+            self._trigger(now, None, desc)
+            for i, name in enumerate(names):
+                t_stop = now + i * (a.down_s + a.gap_s)
+                self._later(t_stop, ("stop", name, a.graceful))
+                self._later(t_stop + a.down_s, ("start", name, extra))
+        elif isinstance(a, AddPartitions | CreateTopic | DeleteTopic):
+            self._trigger(now, None, desc)
+            for name in r.member_names(alive_only=True):
+                self._note(name, "metadata_changed")
+        elif isinstance(a, NetworkPartition | DelaySpike):
+            self._trigger(now, a.member, desc)
+            self._later(now, ("link_fault", a.member))
+            self._later(now + a.duration_s, ("link_fault", a.member))

@@ -1,0 +1,88 @@
+"""Invariants checked after every run, from its events and intervals (the cores check the
+per-round ones while running: duplicate assignment in a generation, cooperative hand-over,
+generations going back).
+
+- no partition is owned by two members at once unless one of them is a zombie (removed by the
+  coordinator and not yet aware of it); double processing happens only with a zombie;
+- the coordinator's generations only increase;
+- every partition is owned by a live processing member once the last fault is over (the run
+  ended settled).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections import defaultdict
+
+import pyarrow as pa
+
+_MEMBER_ID = re.compile(r"member_id=(\S+)")
+
+
+class _Zombies:
+    """Answers "was this client a zombie at time t?" from the events."""
+
+    def __init__(self, events: list[tuple]):
+        self.syncs: dict[str, list[tuple[float, str]]] = defaultdict(list)
+        self.removed: dict[str, float] = {}
+        for t, kind, member, _gen, detail in events:
+            if kind == "sync_received" and member:
+                mm = _MEMBER_ID.search(detail or "")
+                if mm:
+                    self.syncs[member].append((t, mm.group(1)))
+            elif kind in ("member_removed", "member_fenced"):
+                mm = _MEMBER_ID.search(detail or "")
+                if mm and mm.group(1) not in self.removed:
+                    self.removed[mm.group(1)] = t
+
+    def zombie(self, client: str, t: float) -> bool:
+        syncs = self.syncs.get(client, [])
+        i = bisect.bisect_right(syncs, (t, "\uffff")) - 1
+        if i < 0:
+            return False
+        removed_at = self.removed.get(syncs[i][1])
+        return removed_at is not None and removed_at <= t
+
+
+def check_run(events_t: pa.Table, intervals_t: pa.Table, *, settled: bool, cooperative: bool) -> list[str]:
+    """Violations (strings) of the run-level invariants."""
+    out: list[str] = []
+    cols = ["t", "kind", "member", "generation", "detail"]
+    events = list(zip(*[events_t.column(c).to_pylist() for c in cols], strict=True))
+    zombies = _Zombies(events)
+
+    last_gen = None
+    for t, kind, _m, gen, _d in events:
+        if kind == "join_complete":
+            if last_gen is not None and gen <= last_gen:
+                out.append(f"t={t:.6f}: generation went from {last_gen} to {gen}")
+            last_gen = gen
+
+    icol = ["kind", "member", "topic", "partition", "start", "end"]
+    intervals = list(zip(*[intervals_t.column(c).to_pylist() for c in icol], strict=True))
+    owned: dict[tuple, list] = defaultdict(list)
+    for kind, member, topic, partition, s, e in intervals:
+        if kind == "owned":
+            owned[(topic, partition)].append((s, e, member))
+        elif kind == "double_processing":
+            members = (member or "").split(",")
+            if not any(zombies.zombie(mm, s) for mm in members):
+                out.append(f"t={s:.6f}: {topic}-{partition} processed by {member} at once and none is a zombie")
+    for (topic, partition), rows in owned.items():
+        if len(rows) < 2:
+            continue
+        rows.sort()
+        for i, (_s, e, member) in enumerate(rows):
+            for s2, _e2, member2 in rows[i + 1:]:
+                if s2 >= e:
+                    break
+                if member2 == member:
+                    continue
+                if not (zombies.zombie(member, s2) or zombies.zombie(member2, s2)):
+                    out.append(f"t={s2:.6f}: {topic}-{partition} owned by {member} and {member2} at once "
+                               f"({'cooperative' if cooperative else 'eager'} group)")
+    if not settled:
+        out.append("the group did not settle after the last timeline action "
+                   "(some partition never got a live processing owner, or a rebalance never ended)")
+    return out

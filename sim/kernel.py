@@ -1,0 +1,159 @@
+"""The simulation kernel: one deterministic queue of timed inputs, delivered to trio actors.
+
+Every input (a network message, a timer, a control note) is a heap entry keyed by
+``(time, sender_rank, sender_seq)``. The kernel pops every entry due at the earliest time, hands
+each actor its entries in key order, and waits until all those actors have handled them before it
+looks at the queue again (so zero-delay replies form the next batch at the same instant). Actors
+only touch their own state and talk through the kernel, so trio's scheduling order (shuffled on
+purpose among tasks that wake at the same instant) cannot change any result: ties are broken by the
+key, as SimPy breaks them by event id.
+
+Time is trio's MockClock with ``autojump_threshold=0``: when every actor waits, the kernel's
+``sleep_until`` jumps the clock to the next entry. The kernel passes the entry's own time to the
+actors instead of reading the clock back, so float rounding of the clock never leaks into results.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable
+
+import numpy as np
+import trio
+
+
+class Actor:
+    """Base of the thin trio actors: an inbox, a seeded random stream, and effect handling."""
+
+    def __init__(self, kernel: Kernel, name: str):
+        self.kernel = kernel
+        self.name = name
+        self.rank = kernel.register(self)
+        self.rng = kernel.rng_for(self.rank)
+        self.seq = 0
+        self._send, self._recv = trio.open_memory_channel(math.inf)
+
+    def next_seq(self) -> int:
+        self.seq += 1
+        return self.seq
+
+    def deliver(self, now: float, kind: str, sender: str, payload) -> None:
+        raise NotImplementedError
+
+    def apply(self, now: float, effects: list[tuple]) -> None:
+        """Carry out a core's effects (see ``sim.messages``)."""
+        k = self.kernel
+        rec = k.recorder
+        for eff in effects:
+            op = eff[0]
+            if op == "send":
+                k.network.send(self, eff[1], eff[2], now, eff[3] if len(eff) > 3 else None)
+            elif op == "timer":
+                if eff[2] is not None:
+                    k.push(eff[2], self, self.name, "timer", (eff[1], eff[2]))
+            elif op == "control":
+                k.push(now, self, eff[1], "control", eff[2])
+            elif op == "event":
+                rec.event(now, self.rank, self.next_seq(), eff[1], eff[2], eff[3], eff[4])
+            elif op == "open":
+                rec.open(now, eff[1], eff[2], eff[3], eff[4])
+            elif op == "close":
+                rec.close(now, eff[1], eff[2], eff[3], eff[4])
+            elif op == "violation":
+                rec.violation(now, eff[1])
+            else:
+                raise ValueError(f"unknown effect {eff!r}")
+        if effects:
+            k.dirty = True
+
+    async def run(self) -> None:
+        async for now, items in self._recv:
+            try:
+                for _t, _rank, _seq, kind, sender, payload in items:
+                    self.deliver(now, kind, sender, payload)
+            finally:
+                self.kernel._actor_done()
+
+
+class Kernel:
+    """Heap of timed inputs plus the trio loop that delivers them (see the module docstring)."""
+
+    def __init__(self, seed: int, recorder, max_time: float):
+        self.recorder = recorder
+        self.max_time = max_time
+        self.network = None  # set by the runner
+        self._seed = np.random.SeedSequence(seed)
+        self._heap: list[tuple] = []
+        self._actors: dict[str, Actor] = {}
+        self._ranks: list[Actor] = []
+        self._nursery: trio.Nursery | None = None
+        self._pending = 0
+        self._done: trio.Event | None = None
+        self.now = 0.0
+        self.dirty = False
+        self.messages = 0
+        self.batches = 0
+        self.after_batch: Callable[[float], bool] | None = None  # returns True to stop
+
+    # ---- actors
+
+    def register(self, actor: Actor) -> int:
+        if actor.name in self._actors:
+            raise ValueError(f"duplicate actor {actor.name}")
+        self._actors[actor.name] = actor
+        self._ranks.append(actor)
+        if self._nursery is not None:
+            self._nursery.start_soon(actor.run)
+        return len(self._ranks) - 1
+
+    def rng_for(self, rank: int) -> np.random.Generator:
+        """The rank-th child of the run's SeedSequence (what ``SeedSequence.spawn`` would give)."""
+        child = np.random.SeedSequence(self._seed.entropy, spawn_key=self._seed.spawn_key + (rank,))
+        return np.random.default_rng(child)
+
+    def actor(self, name: str) -> Actor:
+        return self._actors[name]
+
+    def has_actor(self, name: str) -> bool:
+        return name in self._actors
+
+    # ---- the queue
+
+    def push(self, at: float, sender: Actor, dest: str, kind: str, payload) -> None:
+        if at < self.now:
+            at = self.now
+        heapq.heappush(self._heap, (at, sender.rank, sender.next_seq(), kind, sender.name, payload, dest))
+
+    def _actor_done(self) -> None:
+        self._pending -= 1
+        if self._pending == 0 and self._done is not None:
+            self._done.set()
+
+    async def run(self) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            for a in self._ranks:
+                nursery.start_soon(a.run)
+            heap = self._heap
+            while heap:
+                t = heap[0][0]
+                if t > self.max_time:
+                    break
+                if t > self.now:
+                    await trio.sleep_until(t)
+                    self.now = t
+                batch: dict[str, list] = {}
+                while heap and heap[0][0] == t:
+                    at, rank, seq, kind, sender, payload, dest = heapq.heappop(heap)
+                    batch.setdefault(dest, []).append((at, rank, seq, kind, sender, payload))
+                self.batches += 1
+                self._pending = len(batch)
+                self._done = trio.Event()
+                for dest, items in batch.items():
+                    self._actors[dest]._send.send_nowait((t, items))
+                await self._done.wait()
+                if self.after_batch is not None and self.after_batch(t):
+                    break
+            for a in self._ranks:
+                a._send.close()

@@ -1,0 +1,81 @@
+"""The simulated network between members and the coordinator: latency, drops, delay spikes and
+one-way partitions.
+
+Latency is drawn from the *sender's* own numpy Generator, so one actor's traffic never shifts
+another actor's draws. Fault windows are known before the run (they come from the timeline), so
+whether a link is cut at a given instant is a pure function of time.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from .config import NetworkConfig
+from .messages import COORDINATOR
+
+TO_COORDINATOR = "to_coordinator"
+FROM_COORDINATOR = "from_coordinator"
+BOTH = "both"
+DIRECTIONS = (TO_COORDINATOR, FROM_COORDINATOR, BOTH)
+
+
+@attrs.frozen
+class LinkFault:
+    """During [start, end): a cut (``extra_s`` None) or an added delay on member<->coordinator
+    links of ``member`` (None = every member) in ``direction``."""
+
+    start: float
+    end: float
+    member: str | None
+    direction: str = BOTH
+    extra_s: float | None = None
+
+    def applies(self, member: str, to_coordinator: bool, t: float) -> bool:
+        if not (self.start <= t < self.end):
+            return False
+        if self.member is not None and self.member != member:
+            return False
+        if self.direction == BOTH:
+            return True
+        return (self.direction == TO_COORDINATOR) == to_coordinator
+
+
+class Network:
+    """Puts messages on the kernel's queue at ``sent_at + latency`` unless dropped."""
+
+    def __init__(self, kernel, config: NetworkConfig, faults: list[LinkFault] = ()):
+        self.kernel = kernel
+        self.config = config
+        self.cuts = [f for f in faults if f.extra_s is None]
+        self.spikes = [f for f in faults if f.extra_s is not None]
+        self.sent = 0
+        self.dropped = 0
+
+    def lossy(self) -> bool:
+        """Whether messages can vanish at random (idle heartbeats then cannot be elided)."""
+        return self.config.drop_probability > 0
+
+    def send(self, sender, dest: str, msg, now: float, sent_at: float | None = None) -> None:
+        base = now if sent_at is None else sent_at
+        to_coord = dest == COORDINATOR
+        member = sender.name if to_coord else dest
+        self.sent += 1
+        for f in self.cuts:
+            if f.applies(member, to_coord, base):
+                self.dropped += 1
+                return
+        rng = sender.rng
+        if self.config.drop_probability > 0 and rng.random() < self.config.drop_probability:
+            self.dropped += 1
+            return
+        delay = self.config.latency_of(member).sample_s(rng)
+        for f in self.spikes:
+            if f.applies(member, to_coord, base):
+                delay += f.extra_s
+        at = base + delay
+        if at < now:
+            at = now
+        self.kernel.push(at, sender, dest, "msg", msg)
+
+    def sample_latency(self, member: str, rng) -> float:
+        return self.config.latency_of(member).sample_s(rng)

@@ -1,0 +1,314 @@
+"""``run_scenario``: build the actors for a scenario, run them in virtual time, record, measure."""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+import math
+import os
+import sys
+import time
+from importlib import metadata as importlib_metadata
+from typing import Any
+
+import attrs
+import pyarrow as pa
+import trio
+import trio.testing
+
+from .actors import CoordinatorActor, Director, MemberActor
+from .config import ConfigError, to_flat_dict
+from .group import EMPTY, STABLE, GroupCoordinator
+from .invariants import check_run
+from .kernel import Kernel
+from .member import Member
+from .metrics import compute_metrics
+from .network import LinkFault, Network
+from .recorder import Recorder, write_parquet_atomic
+from .scenario import (
+    AddPartitions,
+    CreateTopic,
+    DelaySpike,
+    DeleteTopic,
+    NetworkPartition,
+    Scenario,
+    action_to_dict,
+    member_names,
+)
+
+TAIL_S = 1.0
+
+
+class InvariantViolation(AssertionError):
+    """A run broke one of the simulator's invariants (``result.invariant_violations`` says which)."""
+
+    def __init__(self, result: RunResult):
+        self.result = result
+        first = result.invariant_violations[0]
+        super().__init__(f"{len(result.invariant_violations)} invariant violation(s) in run "
+                         f"{result.run_id}; first: {first}")
+
+
+@attrs.frozen
+class RunResult:
+    """The outcome of one run.
+
+    ``summary``: flat JSON-serializable dict of run metrics; ``episodes``: one flat dict per
+    rebalance episode; ``events`` / ``intervals`` / ``runs``: the pyarrow tables also written as
+    Parquet; ``invariant_violations``: list of strings (empty for a healthy run).
+    """
+
+    run_id: str
+    summary: dict
+    episodes: list
+    events: pa.Table
+    intervals: pa.Table
+    runs: pa.Table
+    invariant_violations: list
+
+
+class MetadataHistory:
+    """Topic partition counts over simulated time, known before the run from the timeline."""
+
+    def __init__(self, scenario: Scenario):
+        current = scenario.config.partitions_per_topic()
+        self.times = [0.0]
+        self.states = [dict(current)]
+        self.created = {(t, p): 0.0 for t, n in current.items() for p in range(n)}
+        self.deleted: dict[tuple[str, int], float] = {}
+        self.rates = {t.name: t.rate for t in scenario.config.topics}
+        for a in scenario.timeline:
+            if isinstance(a, AddPartitions):
+                old = current.get(a.topic, 0)
+                current[a.topic] = old + a.count
+                for p in range(old, old + a.count):
+                    self.created[(a.topic, p)] = a.at_s
+            elif isinstance(a, CreateTopic):
+                current[a.topic] = a.partitions
+                self.rates[a.topic] = a.rate
+                for p in range(a.partitions):
+                    self.created[(a.topic, p)] = a.at_s
+            elif isinstance(a, DeleteTopic):
+                for p in range(current.pop(a.topic, 0)):
+                    self.deleted[(a.topic, p)] = a.at_s
+            else:
+                continue
+            self.times.append(a.at_s)
+            self.states.append(dict(current))
+
+    def at(self, t: float) -> tuple[int, dict[str, int]]:
+        i = bisect.bisect_right(self.times, t) - 1
+        return i, self.states[i]
+
+
+def run_id_for(scenario: Scenario, seed: int) -> str:
+    blob = json.dumps({"config": to_flat_dict(scenario.config), "seed": seed, "name": scenario.name,
+                       "timeline": [action_to_dict(a) for a in scenario.timeline]},
+                      sort_keys=True, default=str)
+    return f"{scenario.name}-s{seed}-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib_metadata.version(dist)
+    except importlib_metadata.PackageNotFoundError:
+        return "unknown"
+
+
+class _Runner:
+    def __init__(self, scenario: Scenario, seed: int, progress: bool):
+        self.scenario = scenario
+        self.config = scenario.config
+        self.seed = seed
+        self.progress = progress
+        self.recorder = Recorder()
+        self.world = MetadataHistory(scenario)
+        self.kernel = Kernel(seed, self.recorder, self.config.max_duration_s)
+        faults = []
+        for a in scenario.timeline:
+            if isinstance(a, NetworkPartition):
+                faults.append(LinkFault(a.at_s, a.at_s + a.duration_s, a.member, a.direction))
+            elif isinstance(a, DelaySpike):
+                faults.append(LinkFault(a.at_s, a.at_s + a.duration_s, a.member, "both", a.extra_ms / 1000.0))
+        self.network = Network(self.kernel, self.config.network, faults)
+        self.kernel.network = self.network
+        self.elide = self.config.elide_heartbeats and not self.network.lossy()
+        self.coordinator = GroupCoordinator(self.config.group, self.elide)
+        CoordinatorActor(self.kernel, self.coordinator)
+        initial, self.width = member_names(self.config, scenario.timeline)
+        self.members: dict[str, MemberActor] = {}
+        self.subscribed_topics: set[str] = set()
+        self.director = Director(self.kernel, self, scenario.timeline)
+        for name in initial:
+            self.start_member(self.director, name, {})
+        self.kernel.after_batch = self._after_batch
+        self.settled = False
+        self._probe: MemberActor | None = None
+        self._last_progress = time.monotonic()
+
+    # ---- used by the director and actors
+
+    def next_member_name(self) -> str:
+        return f"c{len(self.members):0{self.width}d}"
+
+    def member_names(self, alive_only: bool = False) -> list[str]:
+        return sorted(n for n, a in self.members.items()
+                      if not alive_only or (a.core is not None and a.core.alive))
+
+    def start_member(self, director: Director, name: str, extra: dict) -> None:
+        if name not in self.members:
+            self.members[name] = MemberActor(self.kernel, name, self)
+        self.members[name].starting = True
+        try:
+            cfg = self.config.consumer_for(name, extra)
+        except ConfigError as e:
+            raise e.under(f"member {name}") from None
+        topics = cfg.topics or tuple(t.name for t in self.config.topics)
+        self.subscribed_topics.update(topics)
+        self.kernel.push(self.kernel.now, director, name, "control", ("start", cfg, topics))
+        self.kernel.dirty = True
+
+    def new_core(self, actor: MemberActor, cfg, topics) -> Member:
+        actor.starting = False
+        rng = actor.rng
+        lat = self.config.network.latency_of(actor.name)
+        return Member(actor.name, cfg, topics, lambda: self.world.at(self.kernel.now),
+                      lambda: lat.sample_s(rng), self.config.assignor_cost, self.elide)
+
+    # ---- settling (the end of an episode)
+
+    def _is_settled(self, t: float) -> bool:
+        c = self.coordinator
+        if c.state == EMPTY and not c.members and not c.pending_members and not any(
+                a.starting or (a.core is not None and a.core.alive) for a in self.members.values()):
+            return True  # nobody left: nothing can be owned
+        if c.state != STABLE or c.pending_sync or c.pending_members:
+            return False
+        probe = self._probe
+        if probe is not None and (probe.starting or (probe.core is not None and probe.core.alive
+                                                      and not probe.core.settled)):
+            return False
+        alive = []
+        for a in self.members.values():
+            core = a.core
+            if a.starting:
+                self._probe = a
+                return False
+            if core is None or not core.alive:
+                continue
+            if not core.settled or core.member_id not in c.members or core.generation != c.generation:
+                self._probe = a
+                return False
+            alive.append(core)
+        if len(alive) != len(c.members):
+            return False
+        _, meta = self.world.at(t)
+        topics = set()
+        for core in alive:
+            topics.update(core.topics)
+        total = sum(meta.get(tp, 0) for tp in topics)
+        owned = 0
+        for core in alive:
+            for tp in core.owned:
+                if tp.partition < meta.get(tp.topic, 0):
+                    owned += 1
+        return owned == total
+
+    def _after_batch(self, t: float) -> bool:
+        k = self.kernel
+        if self.progress and time.monotonic() - self._last_progress > 1.0:
+            self._last_progress = time.monotonic()
+            print(f"\r  simulated {t:9.2f}s  messages {self.network.sent:>9,}  members "
+                  f"{len(self.coordinator.members):>6,}  state {self.coordinator.state:<20}",
+                  end="", file=sys.stderr, flush=True)
+        if not k.dirty:
+            return False
+        k.dirty = False
+        settled = self._is_settled(t)
+        if settled != self.settled:
+            self.settled = settled
+            self.recorder.event(t, self.director.rank, self.director.next_seq(),
+                                "settled" if settled else "unsettled", None, self.coordinator.generation, "")
+        return settled and self.director.pending == 0 and not (k._heap and k._heap[0][0] <= t)
+
+    # ---- the run
+
+    def run(self) -> tuple[float, bool]:
+        clock = trio.testing.MockClock(autojump_threshold=0)
+        trio.run(self.kernel.run, clock=clock)
+        if self.progress:
+            print(file=sys.stderr)
+        # observed for one more second after the last input, so final ownership shows as intervals
+        end = self.kernel.now + TAIL_S
+        return end, self.settled and self.director.pending == 0
+
+    def partitions_alive(self, end: float) -> dict[tuple[str, int], tuple[float, float]]:
+        out = {}
+        for tp, created in self.world.created.items():
+            if tp[0] not in self.subscribed_topics:
+                continue
+            stop = min(self.world.deleted.get(tp, math.inf), end)
+            if stop > created:
+                out[tp] = (created, stop)
+        return out
+
+
+def run_scenario(scenario: Scenario, seed: int = 0, out_dir: str | os.PathLike | None = None,
+                 progress: bool = False, *, raise_on_violation: bool = True) -> RunResult:
+    """Run ``scenario`` with ``seed`` in virtual time and measure it.
+
+    Returns a ``RunResult`` (``summary``, ``episodes``, ``events``, ``intervals``, ``runs``,
+    ``invariant_violations``). With ``out_dir``, writes ``events.parquet``,
+    ``intervals.parquet`` and ``runs.parquet`` there, each atomically (temp file, then
+    ``os.replace``). The same scenario and seed give byte-identical events and intervals files
+    (unless the assignor cost mode is ``measured``). ``progress`` prints simulated time to stderr.
+    If an invariant is broken the files are still written, then ``InvariantViolation`` is raised
+    (``raise_on_violation=False`` returns the result instead).
+    """
+    wall0 = time.perf_counter()
+    runner = _Runner(scenario, seed, progress)
+    end, settled = runner.run()
+    wall = time.perf_counter() - wall0
+    run_id = run_id_for(scenario, seed)
+    rec = runner.recorder
+    rec.finish(end, runner.partitions_alive(end))
+    events = rec.events_table(run_id)
+    intervals = rec.intervals_table(run_id)
+    violations = [f"t={t:.6f}: {text}" for t, text in sorted(rec.violations)]
+    violations += check_run(events, intervals, settled=settled,
+                            cooperative=any(a.core is not None and a.core.protocol == "COOPERATIVE"
+                                            for a in runner.members.values()))
+    episodes, summary = compute_metrics(events, intervals, scenario.config, runner.world.rates)
+    summary = {
+        "run_id": run_id,
+        "scenario": scenario.name,
+        "seed": seed,
+        "simulated_s": end,
+        "settled_at_end": settled,
+        "messages": runner.network.sent,
+        "messages_dropped": runner.network.dropped,
+        "wall_s": round(wall, 3),
+        "messages_per_wall_s": round(runner.network.sent / wall, 1) if wall > 0 else None,
+        "invariant_violations": len(violations),
+        **summary,
+    }
+    row: dict[str, Any] = {"run_id": run_id, "scenario": scenario.name, "seed": seed,
+                           "version_rebalance_sim": _version("rebalance-sim"),
+                           "version_trio": trio.__version__, "version_pyarrow": pa.__version__,
+                           "timeline": json.dumps([action_to_dict(a) for a in scenario.timeline],
+                                                  default=str)}
+    row.update({f"config.{k}": (v if isinstance(v, bool | int | float) or v is None else str(v))
+                for k, v in to_flat_dict(scenario.config).items()})
+    row.update({f"summary.{k}": v for k, v in summary.items()})
+    row["violations"] = json.dumps(violations)
+    runs = pa.Table.from_pylist([row])
+    result = RunResult(run_id, summary, episodes, events, intervals, runs, violations)
+    if out_dir is not None:
+        out = os.fspath(out_dir)
+        write_parquet_atomic(events, os.path.join(out, "events.parquet"))
+        write_parquet_atomic(intervals, os.path.join(out, "intervals.parquet"))
+        write_parquet_atomic(runs, os.path.join(out, "runs.parquet"))
+    if violations and raise_on_violation:
+        raise InvariantViolation(result)
+    return result

@@ -1,0 +1,63 @@
+"""Configuration: Kafka's defaults, validation with one-line errors naming the field."""
+
+from __future__ import annotations
+
+import pytest
+
+from sim import ConfigError, ConsumerConfig, GroupConfig, Scenario, SimConfig, TopicConfig
+from sim.config import sim_config_from_dict
+
+
+def test_kafka_defaults():
+    """Defaults are Kafka's: 45 s session, 3 s heartbeat, 5 min poll interval, [range,
+    cooperative-sticky], 3 s initial delay, 6 s / 30 min session bounds."""
+    c, g = ConsumerConfig(), GroupConfig()
+    assert (c.session_timeout_ms, c.heartbeat_interval_ms, c.max_poll_interval_ms) == (45000, 3000, 300000)
+    assert c.partition_assignment_strategy == ("range", "cooperative-sticky")
+    assert (g.initial_rebalance_delay_ms, g.min_session_timeout_ms, g.max_session_timeout_ms) == (3000, 6000, 1800000)
+
+
+def test_session_timeout_below_broker_minimum_names_the_field():
+    """A session timeout under group.min.session.timeout.ms is rejected, naming the field."""
+    with pytest.raises(ConfigError) as e:
+        SimConfig(topics=[TopicConfig("t", 1)], consumer=ConsumerConfig(session_timeout_ms=1000,
+                                                                         heartbeat_interval_ms=500))
+    assert str(e.value) == "consumer.session_timeout_ms: 1000 is below group.min.session.timeout.ms (6000)"
+
+
+def test_heartbeat_must_be_below_session_timeout():
+    """heartbeat.interval.ms must be below session.timeout.ms."""
+    with pytest.raises(ConfigError, match="heartbeat_interval_ms"):
+        ConsumerConfig(heartbeat_interval_ms=45000)
+
+
+@pytest.mark.parametrize("data,field", [
+    ({"topics": [{"name": "t", "partitions": 1}], "consumer": {"sesion_timeout_ms": 1}}, "consumer.sesion_timeout_ms"),
+    ({"topics": [{"name": "t", "partitions": -1}]}, "topics[0].partitions"),
+    ({"topics": [{"name": "t", "partitions": 1}], "consumer": {"partition.assignment.strategy": ["nope"]}},
+     "consumer.partition_assignment_strategy"),
+    ({"topics": [{"name": "t", "partitions": 1}], "network": {"latency": {"kind": "gamma"}}}, "network.latency.kind"),
+    ({"topics": [{"name": "t", "partitions": 1}], "assignor_cost": "fixed:abc"}, "assignor_cost.mode"),
+    ({"topics": [{"name": "t", "partitions": 1}], "bogus": 1}, "bogus"),
+])
+def test_bad_values_name_their_field(data, field):
+    """Unknown keys and invalid values are rejected with the field path in the message."""
+    with pytest.raises(ConfigError) as e:
+        sim_config_from_dict(data)
+    assert e.value.field == field
+    assert "\n" not in str(e.value)
+
+
+def test_dotted_kafka_names_accepted():
+    """Kafka's dotted names work as keys ("session.timeout.ms")."""
+    cfg = sim_config_from_dict({"topics": [{"name": "t", "partitions": 1}],
+                                "consumer": {"session.timeout.ms": 10000}})
+    assert cfg.consumer.session_timeout_s == 10.0
+
+
+def test_timeline_action_errors_name_position():
+    """A bad timeline action names its index and field."""
+    with pytest.raises(ConfigError) as e:
+        Scenario.from_dict({"topics": [{"name": "t", "partitions": 1}],
+                            "timeline": [{"action": "explode", "at_s": 1}]})
+    assert e.value.field == "timeline[0].action"
