@@ -35,10 +35,10 @@ import time
 from collections.abc import Callable
 
 from assignors import COOPERATIVE, EAGER, Assignment, Subscription, TopicPartition, get_assignor
+from assignors.userdata import encode_sticky_user_data
 
 from . import messages as m
 from .config import AssignorCost, ConsumerConfig
-from .userdata import sticky_v0_user_data
 
 UNJOINED = "UNJOINED"
 PREPARING_REBALANCE = "PREPARING_REBALANCE"
@@ -300,7 +300,7 @@ class Member:
         out = []
         for name, a in self.assignors.items():
             if name == "sticky" and self.config.sticky_user_data_version == 0:
-                ud = None if self.last_assignment is None else sticky_v0_user_data(self.last_assignment)
+                ud = None if self.last_assignment is None else encode_sticky_user_data(self.last_assignment, None)
             else:
                 ud = a.subscription_user_data(self.last_assignment, self.assignment_generation)
             out.append((name, Subscription(self.topics, ud, owned, self.instance_id,
