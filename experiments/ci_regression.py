@@ -1,0 +1,239 @@
+"""`rebalance-sim experiment ci-regression`: a small deterministic suite compared with a baseline.
+
+The suite runs a few built-in scenarios x assignors x fixed seeds with the deterministic ``model``
+assignor cost, so every metric below is a pure function of the code: any change is a behaviour
+change. Each metric of each run is compared with the committed baseline
+(``results/baseline/ci-regression.csv``); a move beyond the tolerance (relative, with an absolute
+floor for values near zero) in either direction fails the run, naming the metric, the run and
+both values. ``--update-baseline`` rewrites the baseline on purpose.
+
+Outputs (``--out``, default ``results/ci``): ``metrics.csv`` (this commit), ``comparison.csv``
+(every metric with baseline, current, change and verdict), one PNG per metric comparing baseline
+and current per run, and ``summary.md``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import sys
+from pathlib import Path
+
+import attrs
+
+from .atomic import atomic_write_bytes, atomic_write_text
+
+# (scenario, assignor); "default" keeps the scenario's own assignor list (the upgrade scenario
+# changes it mid-run).
+SUITE = [
+    *((s, a) for s in ("scale-out", "crash", "rolling-bounce-static", "rolling-bounce-dynamic")
+      for a in ("range", "sticky", "cooperative-sticky")),
+    ("gc-pause-zombie", "sticky"),
+    ("eager-to-cooperative-upgrade", "default"),
+    ("slow-assignor", "range"),
+]
+SEEDS = [1, 2]
+PARAMS = {"members": "8", "partitions": "32", "assignor_cost": "model"}
+
+# Deterministic per-run metrics compared with the baseline (names of the simulator's summary).
+METRICS = [
+    "rebalance_time_total_s",
+    "rebalance_time_max_s",
+    "rounds_total",
+    "unassigned_partition_s",
+    "unassigned_max_s",
+    "stop_the_world_s",
+    "double_processing_partition_s",
+    "throughput_loss_records",
+    "peak_lag_records",
+]
+KEY = ["scenario", "assignor", "seed"]
+DEFAULT_BASELINE = Path("results/baseline/ci-regression.csv")
+DEFAULT_OUT = Path("results/ci")
+
+
+@attrs.frozen
+class Finding:
+    """One metric of one run compared with the baseline."""
+
+    scenario: str
+    assignor: str
+    seed: int
+    metric: str
+    baseline: float | None
+    current: float | None
+    status: str  # ok | moved | new | missing
+
+    def describe(self) -> str:
+        run = f"{self.scenario} / {self.assignor} / seed {self.seed}"
+        if self.status == "new":
+            return f"{self.metric} of {run}: not in the baseline (current {self.current:g})"
+        if self.status == "missing":
+            return f"{self.metric} of {run}: in the baseline ({self.baseline:g}) but not produced now"
+        change = _relative(self.baseline, self.current)
+        pct = "" if change is None else f" ({change:+.1%})"
+        return f"{self.metric} of {run}: baseline {self.baseline:g}, now {self.current:g}{pct}"
+
+
+def _relative(baseline: float | None, current: float | None) -> float | None:
+    if baseline is None or current is None or baseline == 0:
+        return None
+    return (current - baseline) / abs(baseline)
+
+
+def run_suite(progress: bool = True) -> list[dict]:
+    """Run every (scenario, assignor, seed) of the suite; one row of metrics each."""
+    from sim import run_scenario
+
+    from .scenarios import load_scenario
+
+    rows = []
+    plan = [(s, a, seed) for s, a in SUITE for seed in SEEDS]
+    for i, (scenario, assignor, seed) in enumerate(plan, 1):
+        if progress:
+            print(f"[{i}/{len(plan)}] {scenario} {assignor} seed {seed}", file=sys.stderr, flush=True)
+        params = dict(PARAMS) if assignor == "default" else {**PARAMS, "assignor": assignor}
+        sc = load_scenario(scenario, params)
+        summary = run_scenario(sc, seed=seed).summary
+        rows.append({"scenario": scenario, "assignor": assignor, "seed": seed,
+                     **{m: float(summary[m]) for m in METRICS}})
+    return rows
+
+
+def to_csv(rows: list[dict]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=KEY + METRICS, lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: (repr(v) if isinstance(v, float) else v) for k, v in r.items()})
+    return buf.getvalue()
+
+
+def read_csv(path: Path) -> list[dict]:
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = []
+        for i, r in enumerate(csv.DictReader(f), 2):
+            try:
+                rows.append({"scenario": r["scenario"], "assignor": r["assignor"], "seed": int(r["seed"]),
+                             **{m: float(r[m]) for m in METRICS if r.get(m) not in (None, "")}})
+            except (KeyError, ValueError) as e:
+                raise ValueError(f"{path}: line {i}: bad or missing column ({e})") from None
+        return rows
+
+
+def compare(baseline: list[dict], current: list[dict], rel_tol: float, abs_tol: float) -> list[Finding]:
+    """Every metric of every run, judged against the baseline."""
+    def key(r):
+        return (r["scenario"], r["assignor"], r["seed"])
+
+    base = {key(r): r for r in baseline}
+    cur = {key(r): r for r in current}
+    findings = []
+    for k in sorted(set(base) | set(cur)):
+        for metric in METRICS:
+            b = base.get(k, {}).get(metric)
+            c = cur.get(k, {}).get(metric)
+            if b is None and c is None:
+                continue
+            if b is None:
+                status = "new"
+            elif c is None:
+                status = "missing"
+            else:
+                status = "ok" if math.isclose(b, c, rel_tol=rel_tol, abs_tol=abs_tol) else "moved"
+            findings.append(Finding(*k, metric, b, c, status))
+    return findings
+
+
+def _plot(findings: list[Finding], out: Path) -> list[Path]:
+    """One PNG per metric: baseline and current value of every run, side by side."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    paths = []
+    for metric in METRICS:
+        rows = [f for f in findings if f.metric == metric]
+        if not rows:
+            continue
+        labels = [f"{f.scenario}\n{f.assignor} s{f.seed}" for f in rows]
+        x = np.arange(len(rows))
+        fig, ax = plt.subplots(figsize=(max(8, 0.45 * len(rows)), 4.2))
+        ax.bar(x - 0.2, [f.baseline or 0 for f in rows], 0.4, label="baseline", color="#9ecae1")
+        ax.bar(x + 0.2, [f.current or 0 for f in rows], 0.4, label="this commit", color="#3182bd")
+        for xi, f in zip(x, rows, strict=True):
+            if f.status != "ok":
+                ax.annotate("moved" if f.status == "moved" else f.status, (xi, max(f.baseline or 0, f.current or 0)),
+                            ha="center", va="bottom", color="#d62728", fontsize=8)
+        ax.set_xticks(x, labels, rotation=90, fontsize=7)
+        unit = "s" if metric.endswith("_s") else ("records" if "records" in metric else "count")
+        ax.set_ylabel(f"{metric} ({unit})")
+        ax.set_title(f"{metric}: baseline vs this commit (ci-regression suite)")
+        ax.legend()
+        fig.tight_layout()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=90)
+        plt.close(fig)
+        path = out / f"{metric}.png"
+        atomic_write_bytes(path, buf.getvalue())
+        paths.append(path)
+    return paths
+
+
+def _summary_md(findings: list[Finding], rel_tol: float) -> str:
+    bad = [f for f in findings if f.status != "ok"]
+    lines = ["# ci-regression", "", f"{len(findings)} metric values compared, tolerance {rel_tol:.0%}; "
+             f"{len(bad)} outside it.", ""]
+    lines += [f"- {f.describe()}" for f in bad]
+    lines += ["", "Figures: " + ", ".join(f"`{m}.png`" for m in METRICS)]
+    return "\n".join(lines) + "\n"
+
+
+def run(args) -> int:
+    out = Path(args.out)
+    baseline_path = Path(args.baseline)
+    rows = run_suite(progress=not args.quiet)
+    atomic_write_text(out / "metrics.csv", to_csv(rows))
+    if args.update_baseline:
+        atomic_write_text(baseline_path, to_csv(rows))
+        print(f"baseline rewritten: {baseline_path} ({len(rows)} runs)")
+        return 0
+    if not baseline_path.exists():
+        print(f"rebalance-sim experiment ci-regression: no baseline at {baseline_path} "
+              "(create it with --update-baseline)", file=sys.stderr)
+        return 2
+    try:
+        baseline = read_csv(baseline_path)
+    except ValueError as e:
+        print(f"rebalance-sim experiment ci-regression: {e}", file=sys.stderr)
+        return 2
+    findings = compare(baseline, rows, args.tolerance, args.abs_tolerance)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["scenario", "assignor", "seed", "metric", "baseline", "current", "change", "status"])
+    for f in findings:
+        change = _relative(f.baseline, f.current)
+        w.writerow([f.scenario, f.assignor, f.seed, f.metric, f.baseline, f.current,
+                    "" if change is None else f"{change:.6f}", f.status])
+    atomic_write_text(out / "comparison.csv", buf.getvalue())
+    _plot(findings, out)
+    atomic_write_text(out / "summary.md", _summary_md(findings, args.tolerance))
+    bad = [f for f in findings if f.status != "ok"]
+    for f in bad:
+        print(f"REGRESSION {f.describe()}", file=sys.stderr)
+    print(f"ci-regression: {len(findings) - len(bad)} of {len(findings)} metric values within "
+          f"{args.tolerance:.0%} of the baseline; figures in {out}/")
+    return 1 if bad else 0
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--out", default=str(DEFAULT_OUT), help="where metrics, comparison and plots go")
+    p.add_argument("--baseline", default=str(DEFAULT_BASELINE), help="baseline CSV to compare with")
+    p.add_argument("--update-baseline", action="store_true", help="rewrite the baseline with this run")
+    p.add_argument("--tolerance", type=float, default=0.02, help="relative tolerance (default 0.02 = 2%%)")
+    p.add_argument("--abs-tolerance", type=float, default=1e-3,
+                   help="absolute tolerance for values near zero (default 0.001)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
