@@ -1,0 +1,191 @@
+"""Aggregation of a sweep with PySpark DataFrames: per-run metrics, percentiles across seeds,
+and the distribution of per-partition unassigned windows.
+
+Inputs (one directory per run, see ``experiments.sweep``): the simulator's ``runs.parquet`` (its
+``summary.*`` columns are the run's metrics, defined once in ``sim.metrics``), its
+``intervals.parquet``, and the sweep's ``episodes.parquet`` and ``point.parquet``.
+
+Outputs (``aggregate(...)`` writes them as Parquet and CSV, each file atomically):
+
+``runs``     one row per run: the parameter point, seed, the summary metrics, and the unassigned
+             partition-seconds and max window recomputed here from ``intervals`` (the
+             ``*_from_intervals`` columns; ``intervals_match`` says they agree with the summary).
+``points``   one row per parameter point: ``<metric>_median``, ``_p90``, ``_max`` across seeds
+             (exact percentiles, linear interpolation between order statistics, as numpy's
+             default) and ``seeds``.
+``windows``  one row per unassigned window inside a rebalance episode (formation excluded):
+             point, seed, topic, partition, episode, ``window_s``. Parquet only (it can be large).
+``window_quantiles``  per point: count, partitions touched, p50 / p90 / p99 / max of ``window_s``.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from .atomic import atomic_write_bytes
+
+# The per-run metrics summarised across seeds: (summary column, Spark type).
+METRICS: tuple[tuple[str, str], ...] = (
+    ("rebalance_time_total_s", "double"),
+    ("rebalance_time_max_s", "double"),
+    ("rounds_total", "long"),
+    ("unassigned_partition_s", "double"),
+    ("unassigned_max_s", "double"),
+    ("throughput_loss_records", "double"),
+    ("stop_the_world_s", "double"),
+    ("peak_lag_records", "double"),
+    ("double_processing_partition_s", "double"),
+    ("episodes", "long"),
+)
+# Extra per-run columns kept in the runs table (not summarised).
+EXTRA: tuple[tuple[str, str], ...] = (
+    ("formation_s", "double"),
+    ("invariant_violations", "long"),
+    ("wall_s", "double"),
+    ("messages", "long"),
+)
+STATS = (("median", 0.5), ("p90", 0.9))
+NOT_POINT = {"run_id", "seed", "spec"}
+# Tolerance of the intervals-vs-summary check: both sides sum the same floats, in other orders.
+MATCH_TOL = 1e-6
+
+
+def _glob(sweep_dir: Path, name: str) -> str:
+    return str(Path(sweep_dir).resolve() / "runs" / "*" / name)
+
+
+def load_runs(spark, sweep_dir: Path):
+    """point.parquet joined with the simulator's summary metrics: one row per run."""
+    from pyspark.sql import functions as F
+
+    points = spark.read.parquet(_glob(sweep_dir, "point.parquet"))
+    wanted = METRICS + EXTRA
+    schema = ", ".join(["`run_id` string"] + [f"`summary.{m}` {t}" for m, t in wanted])
+    runs = spark.read.schema(schema).parquet(_glob(sweep_dir, "runs.parquet"))
+    runs = runs.select("run_id", *[F.col(f"`summary.{m}`").alias(m) for m, _ in wanted])
+    return points.drop("spec").join(runs, "run_id", "inner")
+
+
+def point_columns(runs_df) -> list[str]:
+    """The columns that identify a parameter point (everything the sweep put in point.parquet)."""
+    known = {m for m, _ in METRICS + EXTRA} | NOT_POINT
+    return [c for c in runs_df.columns if c not in known]
+
+
+def unassigned_windows(spark, sweep_dir: Path, runs_df):
+    """Unassigned intervals clipped to each rebalance episode (formation excluded), with points."""
+    from pyspark.sql import functions as F
+
+    intervals = (spark.read.schema("run_id string, kind string, member string, topic string, "
+                                   "partition long, start double, `end` double")
+                 .parquet(_glob(sweep_dir, "intervals.parquet"))
+                 .where(F.col("kind") == "unassigned")
+                 .select("run_id", "topic", "partition", "start", "end"))
+    episodes = (spark.read.schema("run_id string, episode long, start_s double, end_s double")
+                .parquet(_glob(sweep_dir, "episodes.parquet"))
+                .where(F.col("episode") > 0))
+    i, e = intervals.alias("i"), episodes.alias("e")
+    clipped = (i.join(e, (F.col("i.run_id") == F.col("e.run_id"))
+                      & (F.col("i.end") > F.col("e.start_s")) & (F.col("i.start") < F.col("e.end_s")))
+               .select(F.col("i.run_id").alias("run_id"), "topic", "partition", "episode",
+                       (F.least(F.col("i.end"), F.col("e.end_s"))
+                        - F.greatest(F.col("i.start"), F.col("e.start_s"))).alias("window_s"))
+               .where(F.col("window_s") > 0))
+    cols = point_columns(runs_df)
+    return clipped.join(runs_df.select("run_id", "seed", *cols), "run_id", "inner")
+
+
+def per_run(runs_df, windows_df):
+    """Runs with the unassigned metrics recomputed from intervals, and whether they match."""
+    from pyspark.sql import functions as F
+
+    # Per episode first: the summary's max window is the largest of the episodes' maxima.
+    recomputed = (windows_df.groupBy("run_id")
+                  .agg(F.sum("window_s").alias("unassigned_partition_s_from_intervals"),
+                       F.max("window_s").alias("unassigned_max_s_from_intervals")))
+    out = runs_df.join(recomputed, "run_id", "left").fillna(
+        0.0, ["unassigned_partition_s_from_intervals", "unassigned_max_s_from_intervals"])
+
+    def close(a, b):
+        return F.abs(F.col(a) - F.col(b)) <= F.lit(MATCH_TOL) * F.greatest(F.lit(1.0), F.abs(F.col(b)))
+
+    return out.withColumn(
+        "intervals_match",
+        close("unassigned_partition_s_from_intervals", "unassigned_partition_s")
+        & close("unassigned_max_s_from_intervals", "unassigned_max_s"))
+
+
+def per_point(runs_df, metrics: Sequence[str] | None = None):
+    """Median, p90 and max across seeds of every metric, per parameter point."""
+    from pyspark.sql import functions as F
+
+    metrics = list(metrics or [m for m, _ in METRICS])
+    aggs = [F.count("seed").alias("seeds")]
+    for m in metrics:
+        x = F.col(m).cast("double")
+        for name, q in STATS:
+            aggs.append(F.percentile(x, F.lit(q)).alias(f"{m}_{name}"))
+        aggs.append(F.max(x).alias(f"{m}_max"))
+    cols = point_columns(runs_df)
+    return runs_df.groupBy(*cols).agg(*aggs).orderBy(*cols)
+
+
+def window_quantiles(windows_df, runs_df):
+    """Per point: how many windows, partitions touched (per run, summed), and window quantiles."""
+    from pyspark.sql import functions as F
+
+    cols = point_columns(runs_df)
+    w = F.col("window_s")
+    touched = (windows_df.select(*cols, "run_id", "episode", "topic", "partition").distinct()
+               .groupBy(*cols).agg(F.count(F.lit(1)).alias("partitions_touched")))
+    q = (windows_df.groupBy(*cols)
+         .agg(F.count(F.lit(1)).alias("windows"),
+              F.percentile(w, F.lit(0.5)).alias("window_p50_s"),
+              F.percentile(w, F.lit(0.9)).alias("window_p90_s"),
+              F.percentile(w, F.lit(0.99)).alias("window_p99_s"),
+              F.max(w).alias("window_max_s")))
+    return q.join(touched, cols, "inner").orderBy(*cols)
+
+
+def _write(table: pa.Table, out_dir: Path, name: str, csv: bool = True) -> None:
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="zstd")
+    atomic_write_bytes(out_dir / f"{name}.parquet", buf.getvalue())
+    if csv:
+        buf = io.BytesIO()
+        pacsv.write_csv(table, buf)
+        atomic_write_bytes(out_dir / f"{name}.csv", buf.getvalue())
+
+
+def _to_arrow(df) -> pa.Table:
+    return df.toArrow()
+
+
+def aggregate(spark, sweep_dir: str | Path, out_dir: str | Path | None = None) -> dict[str, pa.Table]:
+    """Aggregate every complete run under ``sweep_dir/runs``; write the tables to ``out_dir``
+    (default ``sweep_dir/aggregate``). Returns them as pyarrow Tables, sorted deterministically."""
+    sweep_dir = Path(sweep_dir)
+    out_dir = Path(out_dir) if out_dir is not None else sweep_dir / "aggregate"
+    runs_df = load_runs(spark, sweep_dir).cache()
+    cols = point_columns(runs_df)
+    windows_df = unassigned_windows(spark, sweep_dir, runs_df).cache()
+    tables = {
+        "runs": _to_arrow(per_run(runs_df, windows_df).orderBy(*cols, "seed")),
+        "points": _to_arrow(per_point(runs_df)),
+        "window_quantiles": _to_arrow(window_quantiles(windows_df, runs_df)),
+        "windows": _to_arrow(windows_df.select(*cols, "seed", "run_id", "episode", "topic",
+                                               "partition", "window_s")
+                             .orderBy(*cols, "seed", "episode", "topic", "partition", "window_s")),
+    }
+    windows_df.unpersist()
+    runs_df.unpersist()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, table in tables.items():
+        _write(table, out_dir, name, csv=(name != "windows"))
+    return tables

@@ -1,0 +1,255 @@
+"""Figures of an experiment (matplotlib, Agg backend): each function writes one PNG and returns
+its one-line caption.
+
+Inputs are small pandas DataFrames from ``experiments.aggregate`` (``points``, ``windows``) and
+single runs' ``intervals`` tables (ownership timeline, throughput). Units are in every axis label.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from .atomic import atomic_write_bytes  # noqa: E402
+
+# One colour per assignor, the same in every figure: eager ones warm, cooperative cool.
+ASSIGNOR_COLORS = {
+    "range": "#d62728",
+    "roundrobin": "#ff7f0e",
+    "sticky": "#9467bd",
+    "cooperative-sticky": "#1f77b4",
+    "stream-join-sticky": "#2ca02c",
+}
+MEMBERSHIP_STYLE = {"dynamic": "-", "static": "--"}
+DPI = 110
+
+
+def color(assignor: str) -> str:
+    return ASSIGNOR_COLORS.get(assignor, "#555555")
+
+
+def save(fig, path: Path) -> Path:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
+    plt.close(fig)
+    atomic_write_bytes(Path(path), buf.getvalue())
+    return Path(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Ownership timeline
+
+
+def ownership_timeline(runs: Sequence[tuple[str, pd.DataFrame]], path: Path, window: tuple[float, float],
+                       trigger_s: float | None = None) -> str:
+    """Side-by-side panels, one per (title, intervals) run: partition on y, time on x, a bar per
+    owner (coloured by member) and red where the partition is unassigned."""
+    fig, axes = plt.subplots(1, len(runs), figsize=(6.2 * len(runs), 4.6), sharey=True, squeeze=False)
+    lo, hi = window
+    members = sorted({m for _, iv in runs for m in iv.loc[iv["kind"] == "owned", "member"].dropna()})
+    cmap = plt.get_cmap("tab20")
+    member_color = {m: cmap(i % 20) for i, m in enumerate(members)}
+    for ax, (title, iv) in zip(axes[0], runs, strict=True):
+        iv = iv[(iv["end"] > lo) & (iv["start"] < hi) & iv["topic"].notna()]
+        parts = sorted({(t, int(p)) for t, p in zip(iv["topic"], iv["partition"], strict=True)})
+        row = {tp: i for i, tp in enumerate(parts)}
+        for kind, alpha in (("owned", 0.9), ("unassigned", 1.0)):
+            sub = iv[iv["kind"] == kind]
+            for r in sub.itertuples():
+                y = row.get((r.topic, int(r.partition)))
+                if y is None:
+                    continue
+                s, e = max(r.start, lo), min(r.end, hi)
+                c = "#e41a1c" if kind == "unassigned" else member_color[r.member]
+                h = 0.8 if kind == "owned" else 0.5
+                ax.broken_barh([(s, e - s)], (y - h / 2, h), facecolors=c, alpha=alpha, linewidth=0)
+        if trigger_s is not None:
+            ax.axvline(trigger_s, color="black", linestyle=":", linewidth=1)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlim(lo, hi)
+        ax.set_xlabel("simulated time (s)")
+        ax.set_ylim(-0.7, max(len(parts), 1) - 0.3)
+        if ax is axes[0][0]:
+            step = max(1, len(parts) // 12)
+            ax.set_yticks(range(0, len(parts), step))
+            ax.set_yticklabels([f"{t}-{p}" for t, p in parts][::step], fontsize=7)
+            ax.set_ylabel("partition")
+    handles = [plt.Rectangle((0, 0), 1, 1, color="#e41a1c")]
+    labels = ["unassigned"]
+    for m in members[:8]:
+        handles.append(plt.Rectangle((0, 0), 1, 1, color=member_color[m]))
+        labels.append(f"owned by {m}")
+    if len(members) > 8:
+        handles.append(plt.Rectangle((0, 0), 1, 1, color="white"))
+        labels.append(f"... {len(members)} members")
+    if trigger_s is not None:
+        handles.append(plt.Line2D([0], [0], color="black", linestyle=":"))
+        labels.append("trigger")
+    fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 6), fontsize=8,
+               bbox_to_anchor=(0.5, 1.08), frameon=False)
+    save(fig, path)
+    return ("Ownership of each partition over time (colour = owning member, red = no member "
+            "processing it), eager vs cooperative, same group and trigger.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Unassigned windows
+
+
+def window_cdf(windows: pd.DataFrame, path: Path, facet: str = "scenario", line: str = "assignor",
+               where: str = "") -> str:
+    """Empirical CDF of per-partition unassigned windows, one panel per ``facet`` value."""
+    facets = sorted(windows[facet].unique()) if len(windows) else []
+    fig, axes = plt.subplots(1, max(1, len(facets)), figsize=(4.6 * max(1, len(facets)), 3.8),
+                             sharey=True, squeeze=False)
+    for ax, f in zip(axes[0], facets, strict=False):
+        sub = windows[windows[facet] == f]
+        for name in sorted(sub[line].unique(), key=_assignor_order):
+            x = np.sort(sub.loc[sub[line] == name, "window_s"].to_numpy())
+            if x.size == 0:
+                continue
+            y = np.arange(1, x.size + 1) / x.size
+            ax.step(x, y, where="post", color=color(name), label=f"{name} (n={x.size:,})")
+        ax.set_xscale("log")
+        ax.set_title(str(f), fontsize=10)
+        ax.set_xlabel("unassigned window (s, log scale)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7, loc="lower right")
+    axes[0][0].set_ylabel("fraction of windows ≤ x")
+    save(fig, path)
+    return (f"CDF of per-partition unassigned windows inside rebalance episodes{where}: how long "
+            "a partition waits for a new owner.")
+
+
+def _assignor_order(name: str) -> int:
+    order = list(ASSIGNOR_COLORS)
+    return order.index(name) if name in order else len(order)
+
+
+# ---------------------------------------------------------------------------------------------
+# Metrics vs group size
+
+
+def metric_vs_size(points: pd.DataFrame, metric: str, ylabel: str, path: Path, facet: str = "scenario",
+                   size: str = "members", logy: bool = True, caption: str = "") -> str:
+    """Median across seeds (line) with the p90 (thin band top), per assignor and membership, vs
+    group size; one panel per ``facet`` value."""
+    facets = sorted(points[facet].unique())
+    fig, axes = plt.subplots(1, len(facets), figsize=(4.6 * len(facets), 3.9), squeeze=False)
+    has_membership = "membership" in points.columns
+    for ax, f in zip(axes[0], facets, strict=True):
+        sub = points[points[facet] == f]
+        groups = sub.groupby(["assignor", "membership"] if has_membership else ["assignor"])
+        for key, g in sorted(groups, key=lambda kv: (_assignor_order(_first(kv[0])), str(kv[0]))):
+            g = g.sort_values(size)
+            assignor = _first(key)
+            style = MEMBERSHIP_STYLE.get(key[1], "-") if has_membership else "-"
+            label = f"{assignor}, {key[1]}" if has_membership else assignor
+            med = g[f"{metric}_median"].to_numpy(dtype=float)
+            p90 = g[f"{metric}_p90"].to_numpy(dtype=float)
+            x = g[size].to_numpy(dtype=float)
+            ax.plot(x, med, style, marker="o", markersize=3.5, color=color(assignor), label=label)
+            ax.fill_between(x, med, p90, color=color(assignor), alpha=0.12, linewidth=0)
+        ax.set_xscale("log")
+        if logy:
+            ax.set_yscale("symlog", linthresh=0.1)
+        ax.set_title(str(f), fontsize=10)
+        ax.set_xlabel("group size (members, log scale)")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].set_ylabel(ylabel)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
+    fig.tight_layout()
+    save(fig, path)
+    return caption or f"{ylabel} vs group size: median across seeds, shaded up to the p90."
+
+
+def _first(key):
+    return key[0] if isinstance(key, tuple) else key
+
+
+# ---------------------------------------------------------------------------------------------
+# Throughput around a rebalance
+
+
+def throughput_curve(intervals: pd.DataFrame, rate_per_partition: float, partitions: int,
+                     lo: float, hi: float, step_s: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    """Records/s being processed at each time: the production rate of every partition that some
+    live member is processing (not the catch-up of the lag afterwards)."""
+    t = np.arange(lo, hi + step_s, step_s)
+    unassigned = np.zeros_like(t)
+    ua = intervals[intervals["kind"] == "unassigned"]
+    for s, e in zip(ua["start"].to_numpy(), ua["end"].to_numpy(), strict=True):
+        unassigned += (t >= s) & (t < e)
+    return t, rate_per_partition * (partitions - unassigned)
+
+
+def throughput(curves: Sequence[tuple[str, np.ndarray, np.ndarray]], path: Path, total_rate: float,
+               trigger_s: float | None, title: str) -> str:
+    fig, ax = plt.subplots(figsize=(8.5, 3.8))
+    for name, t, y in curves:
+        ax.plot(t, y / 1000.0, color=color(name), label=name, linewidth=1.4,
+                linestyle="--" if name.startswith("cooperative") else "-")
+    ax.axhline(total_rate / 1000.0, color="grey", linewidth=0.8, linestyle=":", label="production rate")
+    if trigger_s is not None:
+        ax.axvline(trigger_s, color="black", linestyle=":", linewidth=1, label="trigger")
+    ax.set_xlabel("simulated time (s)")
+    ax.set_ylabel("records processed (thousand/s)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="lower left")
+    save(fig, path)
+    return ("Group throughput around one rebalance: records/s of the partitions being processed "
+            "(catch-up of the backlog afterwards not drawn).")
+
+
+# ---------------------------------------------------------------------------------------------
+# Leader assignment time
+
+
+def assignment_time(timings: pd.DataFrame, path: Path, x: str = "partitions", facet: str = "members",
+                    title_fmt: str = "{} members") -> str:
+    """Wall time of one leader assignment vs partitions, per assignor, one panel per group size."""
+    facets = sorted(timings[facet].unique())
+    fig, axes = plt.subplots(1, len(facets), figsize=(4.4 * len(facets), 3.8), sharey=True, squeeze=False)
+    for ax, f in zip(axes[0], facets, strict=True):
+        sub = timings[timings[facet] == f]
+        for name in sorted(sub["assignor"].unique(), key=_assignor_order):
+            g = sub[sub["assignor"] == name].sort_values(x)
+            ax.plot(g[x], g["assign_s"], marker="o", markersize=3.5, color=color(name), label=name)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(title_fmt.format(f"{f:,}"), fontsize=10)
+        ax.set_xlabel("partitions (log scale)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left")
+    axes[0][0].set_ylabel("leader assignment time (s, log scale)")
+    save(fig, path)
+    return ("Wall time of one leader assignment (rebalance after one member left) vs partitions, "
+            "per assignor, measured by calling our assignors directly.")
+
+
+def share_of_rebalance(df: pd.DataFrame, path: Path) -> str:
+    """Share of the rebalance spent in the leader's assignment, vs group size, per assignor."""
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    for name in sorted(df["assignor"].unique(), key=_assignor_order):
+        g = df[df["assignor"] == name].sort_values("members")
+        ax.plot(g["members"], 100.0 * g["assign_share"], marker="o", color=color(name), label=name)
+    ax.set_xscale("log")
+    ax.set_xlabel("group size (members, log scale)")
+    ax.set_ylabel("assignment share of rebalance (%)")
+    ax.set_ylim(0, 100)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    save(fig, path)
+    return ("Share of the end-to-end rebalance time spent computing the assignment on the leader "
+            "(simulated with the measured assignor cost).")

@@ -1,0 +1,523 @@
+"""Sweeps: a grid of scenario parameters x assignors x seeds, run as Spark tasks, resumable.
+
+Grid file (TOML)::
+
+    # Which simulations to run: every combination of scenarios x assignors x [vary] x seeds.
+    name = "my-sweep"                          # optional, used in progress lines
+    scenarios = ["crash", "scale-out"]         # built-in names or scenario TOML paths
+                                               # (relative paths are relative to this file)
+    assignors = ["range", "cooperative-sticky"]   # optional; omitted = each scenario's own
+    seeds = 3                                  # N (seeds 0..N-1) or an explicit list [0, 7, 9]
+
+    [set]                                      # overrides applied to every run
+    partitions = 60
+
+    [vary]                                     # one list per key; the lists are crossed
+    members = [10, 100]
+    static = [false, true]
+
+``[set]`` and ``[vary]`` keys are the scenario loader's overrides (``key=value``, see
+``rebalance-sim list``); dotted keys (``consumer.session_timeout_ms``) are allowed. Every point
+is loaded and validated before anything runs; an error names the file, the field and what is
+allowed, in one line.
+
+Output layout of ``rebalance-sim sweep GRID --out DIR``::
+
+    DIR/grid.toml                  the grid as given
+    DIR/runs/<run_id>/             one directory per run, written atomically:
+        events.parquet intervals.parquet runs.parquet   (the simulator's tables)
+        point.parquet              run_id, seed, scenario, assignor and the [vary] values
+    DIR/aggregate/                 see ``experiments.aggregate``
+
+``run_id`` is the simulator's own (scenario name, seed and a hash of the full configuration), so a
+run directory is complete exactly when it exists (``atomic_directory``), and a rerun skips it: a
+killed sweep resumes where it stopped, without losing or duplicating rows.
+
+On a real cluster (``--master`` or ``SPARK_REMOTE``), DIR must be on a filesystem that the
+executors and the driver share.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import shutil
+import sys
+import threading
+import time
+import tomllib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+RUN_FILES = ("events.parquet", "intervals.parquet", "runs.parquet", "episodes.parquet", "point.parquet")
+GRID_KEYS = ("name", "scenarios", "assignors", "seeds", "set", "vary")
+RESULT_SCHEMA = "run_id string, status string, wall_s double, error string"
+
+
+class GridError(ValueError):
+    """A grid file that cannot be run: one line naming the file and the field."""
+
+
+@attrs.frozen
+class RunSpec:
+    """One simulation of a sweep: a scenario with overrides and a seed, at one parameter point.
+
+    ``point`` holds the values that identify the parameter point (scenario, assignor and every
+    ``[vary]`` key); aggregation groups runs by it across seeds.
+    """
+
+    scenario: str
+    overrides: tuple[str, ...]
+    seed: int
+    point: tuple[tuple[str, Any], ...]
+    run_id: str = ""
+    cost: float = 0.0   # rough relative cost, to start the biggest runs first
+
+    def to_json(self) -> str:
+        return json.dumps({"scenario": self.scenario, "overrides": list(self.overrides),
+                           "seed": self.seed, "point": [list(kv) for kv in self.point]},
+                          sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str, run_id: str = "") -> RunSpec:
+        d = json.loads(text)
+        return cls(d["scenario"], tuple(d["overrides"]), d["seed"],
+                   tuple((k, v) for k, v in d["point"]), run_id)
+
+
+@attrs.frozen
+class Grid:
+    """A parsed grid file (see the module docstring)."""
+
+    scenarios: tuple[str, ...]
+    seeds: tuple[int, ...]
+    assignors: tuple[str, ...] | None = None
+    set: Mapping[str, Any] = attrs.field(factory=dict)
+    vary: Mapping[str, Sequence[Any]] = attrs.field(factory=dict)
+    name: str = "sweep"
+    source: str = "<grid>"
+
+
+# ---------------------------------------------------------------------------------------------
+# Grid files
+
+
+def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """TOML dotted keys arrive as nested tables: ``consumer.static = x`` -> ``{"consumer.static": x}``."""
+    out = {}
+    for k, v in table.items():
+        key = f"{prefix}.{k}" if prefix else k
+        if isinstance(v, Mapping):
+            out.update(_flatten(v, key))
+        else:
+            out[key] = v
+    return out
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, bool | int | float | str)
+
+
+def load_grid(path: str | os.PathLike) -> Grid:
+    """Parse and check a grid file; raises ``GridError`` naming the file and the field."""
+    path = Path(path)
+    where = str(path)
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise GridError(f"{where}: no such file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise GridError(f"{where}: not valid TOML: {e}") from None
+    return grid_from_dict(data, where, base_dir=path.parent)
+
+
+def grid_from_dict(data: Mapping[str, Any], where: str = "<grid>", base_dir: Path | None = None) -> Grid:
+    """A ``Grid`` from the parsed TOML document (see the module docstring for the fields)."""
+    def fail(field: str, reason: str) -> GridError:
+        return GridError(f"{where}: {field}: {reason}")
+
+    for k in data:
+        if k not in GRID_KEYS:
+            raise fail(k, f"unknown key; allowed: {', '.join(GRID_KEYS)}")
+    name = data.get("name", Path(where).stem if where != "<grid>" else "sweep")
+    if not isinstance(name, str) or not name:
+        raise fail("name", f"{name!r} is not a non-empty string")
+
+    scenarios = data.get("scenarios")
+    if scenarios is None:
+        raise fail("scenarios", "missing; give a list of built-in scenario names or TOML paths")
+    if isinstance(scenarios, str):
+        scenarios = [scenarios]
+    if not isinstance(scenarios, list) or not scenarios or not all(isinstance(s, str) and s for s in scenarios):
+        raise fail("scenarios", f"{scenarios!r} is not a non-empty list of scenario names or paths")
+    resolved = []
+    for s in scenarios:
+        if s.endswith(".toml") and base_dir is not None and not os.path.isabs(s):
+            s = str((base_dir / s).resolve())
+        resolved.append(s)
+    if len(set(resolved)) != len(resolved):
+        raise fail("scenarios", f"{scenarios!r} names a scenario twice")
+
+    assignors = data.get("assignors")
+    if assignors is not None:
+        from assignors import ASSIGNORS
+
+        if isinstance(assignors, str):
+            assignors = [assignors]
+        if not isinstance(assignors, list) or not assignors:
+            raise fail("assignors", f"{assignors!r} is not a non-empty list; allowed: {', '.join(ASSIGNORS)}")
+        for a in assignors:
+            if a not in ASSIGNORS:
+                raise fail("assignors", f"{a!r} is not one of {', '.join(ASSIGNORS)}")
+        if len(set(assignors)) != len(assignors):
+            raise fail("assignors", f"{assignors!r} names an assignor twice")
+        assignors = tuple(assignors)
+
+    seeds = data.get("seeds", 1)
+    if isinstance(seeds, int) and not isinstance(seeds, bool):
+        if seeds < 1:
+            raise fail("seeds", f"{seeds} must be >= 1 (a count) or a list of seeds")
+        seeds = list(range(seeds))
+    if (not isinstance(seeds, list) or not seeds
+            or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)):
+        raise fail("seeds", f"{seeds!r} is not a count >= 1 or a non-empty list of integers >= 0")
+    if len(set(seeds)) != len(seeds):
+        raise fail("seeds", f"{seeds!r} repeats a seed")
+
+    fixed = data.get("set", {})
+    if not isinstance(fixed, Mapping):
+        raise fail("set", "expected a table of key = value overrides")
+    fixed = _flatten(fixed)
+    for k, v in fixed.items():
+        if not _scalar(v):
+            raise fail(f"set.{k}", f"{v!r} is not a string, number or boolean")
+
+    vary = data.get("vary", {})
+    if not isinstance(vary, Mapping):
+        raise fail("vary", "expected a table of key = [values]")
+    vary = _flatten(vary)
+    for k, values in vary.items():
+        if not isinstance(values, list) or not values:
+            raise fail(f"vary.{k}", f"{values!r} is not a non-empty list of values")
+        for v in values:
+            if not _scalar(v):
+                raise fail(f"vary.{k}", f"{v!r} is not a string, number or boolean")
+        kinds = {type(v) for v in values}
+        if len(kinds) > 1 and kinds != {int, float}:
+            raise fail(f"vary.{k}", f"{values!r} mixes types; use one type per key")
+        if len(set(values)) != len(values):
+            raise fail(f"vary.{k}", f"{values!r} repeats a value")
+        if k in fixed:
+            raise fail(f"vary.{k}", "is also in [set]; give it in one place")
+        if k in ("scenario", "assignor", "seed"):
+            raise fail(f"vary.{k}", f"use the top-level '{k}s' list instead")
+    if "assignor" in fixed and assignors is not None:
+        raise fail("set.assignor", "conflicts with the top-level 'assignors' list")
+    return Grid(scenarios=tuple(resolved), seeds=tuple(seeds), assignors=assignors,
+                set=fixed, vary={k: tuple(v) for k, v in vary.items()}, name=name, source=where)
+
+
+def _override(key: str, value: Any) -> str:
+    if isinstance(value, bool):
+        value = "true" if value else "false"
+    return f"{key}={value}"
+
+
+def _column(key: str) -> str:
+    """A grid key as a column name (no dots: Spark treats dots as struct access)."""
+    return key.replace(".", "_").replace("-", "_")
+
+
+def expand(grid: Grid) -> list[RunSpec]:
+    """Every run of ``grid``, loaded and validated, with its ``run_id``; raises ``GridError``."""
+    specs = []
+    keys = list(grid.vary)
+    for scenario in grid.scenarios:
+        for assignor in grid.assignors or (None,):
+            for values in itertools.product(*(grid.vary[k] for k in keys)):
+                overrides = [_override(k, v) for k, v in grid.set.items()]
+                overrides += [_override(k, v) for k, v in zip(keys, values, strict=True)]
+                if assignor is not None:
+                    overrides.append(_override("assignor", assignor))
+                point = [("scenario", _scenario_label(scenario)), ("assignor", assignor or "")]
+                point += [(_column(k), v) for k, v in zip(keys, values, strict=True)]
+                for seed in grid.seeds:
+                    specs.append(RunSpec(scenario, tuple(overrides), seed, tuple(point)))
+    return resolve(specs, grid.source)
+
+
+def _scenario_label(scenario: str) -> str:
+    return Path(scenario).stem if scenario.endswith(".toml") else scenario
+
+
+def resolve(specs: Iterable[RunSpec], where: str = "<grid>") -> list[RunSpec]:
+    """Load every spec's scenario on the driver: validates it and fills ``run_id`` and ``cost``."""
+    out = []
+    seen: dict[str, RunSpec] = {}
+    cache: dict[tuple, Any] = {}
+    for spec in specs:
+        key = (spec.scenario, spec.overrides)
+        if key not in cache:
+            try:
+                cache[key] = load_run_scenario(spec)
+            except Exception as e:  # the loader's errors name the field; add the file
+                raise GridError(f"{where}: {_describe(spec)}: {_one_line(e)}") from None
+        scenario = cache[key]
+        run_id = run_id_of(scenario, spec.seed)
+        if run_id in seen:
+            raise GridError(f"{where}: {_describe(spec)} and {_describe(seen[run_id])} give the same "
+                            f"simulation; remove one")
+        resolved = attrs.evolve(spec, run_id=run_id, cost=_cost(scenario))
+        seen[run_id] = resolved
+        out.append(resolved)
+    return out
+
+
+def _describe(spec: RunSpec) -> str:
+    return f"scenario {spec.scenario!r}" + (f" with {', '.join(spec.overrides)}" if spec.overrides else "")
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0] if text else type(e).__name__
+
+
+# ---------------------------------------------------------------------------------------------
+# The simulator, as seen from a sweep (the only place that knows its API)
+
+
+def load_run_scenario(spec: RunSpec):
+    """The scenario object of ``spec`` (built-in name or TOML path, plus overrides)."""
+    from experiments.scenarios import load_scenario
+
+    return load_scenario(spec.scenario, list(spec.overrides))
+
+
+def run_id_of(scenario, seed: int) -> str:
+    """The simulator's run id for (scenario, seed): its name, the seed and a config hash."""
+    try:
+        from sim.run import run_id_for
+    except ImportError:  # pragma: no cover - older simulator: hash the repr
+        blob = repr(scenario).encode()
+        return f"{getattr(scenario, 'name', 'run')}-s{seed}-{hashlib.sha256(blob).hexdigest()[:10]}"
+    return run_id_for(scenario, seed)
+
+
+def _cost(scenario) -> float:
+    """Rough relative cost of a run: members times the rebalances its timeline causes (a dynamic
+    member's restart is two: leave and rejoin). Only used to start the biggest runs first."""
+    config = getattr(scenario, "config", None)
+    try:
+        members = config.members
+        partitions = sum(t.partitions for t in config.topics)
+    except AttributeError:
+        return 0.0
+    rebalances = 1.0
+    for action in getattr(scenario, "timeline", ()):
+        restarted = getattr(action, "down_s", None)
+        if restarted is None:
+            continue
+        n = len(action.members) if getattr(action, "members", None) else members
+        static = action.static if getattr(action, "static", None) is not None else config.consumer.static
+        rebalances += n * (0.2 if static else 2.0)
+    return (members + partitions / 20) * rebalances
+
+
+def run_one(spec: RunSpec, out_dir: Path) -> tuple[str, str]:
+    """Run one simulation into ``out_dir`` (a fresh directory); returns (status, detail)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sim import run_scenario
+
+    scenario = load_run_scenario(spec)
+    try:
+        result = run_scenario(scenario, seed=spec.seed, out_dir=out_dir, raise_on_violation=False)
+    except TypeError:  # a simulator without the keyword: it raises on violations instead
+        result = run_scenario(scenario, seed=spec.seed, out_dir=out_dir)
+    row = {"run_id": spec.run_id, "seed": spec.seed, **dict(spec.point), "spec": spec.to_json()}
+    pq.write_table(pa.Table.from_pylist([row]), out_dir / "point.parquet")
+    pq.write_table(episodes_table(spec.run_id, result.episodes), out_dir / "episodes.parquet")
+    violations = list(getattr(result, "invariant_violations", []) or [])
+    if violations:
+        return "violations", f"{len(violations)} invariant violation(s); first: {violations[0]}"
+    return "ok", ""
+
+
+def episodes_table(run_id: str, episodes: list[dict]):
+    """The run's episodes as a table with stable types: every number as float64, except
+    ``episode`` and counts (int64), so that Spark reads all runs with one schema."""
+    import pyarrow as pa
+
+    keys: list[str] = []
+    for ep in episodes:
+        keys += [k for k in ep if k not in keys]
+    columns = {"run_id": pa.array([run_id] * len(episodes), pa.string())}
+    for k in keys:
+        values = [ep.get(k) for ep in episodes]
+        present = [v for v in values if v is not None]
+        if all(isinstance(v, bool) for v in present) and present:
+            typ = pa.bool_()
+        elif k in ("episode", "rounds", "members_revoking", "partitions_revoked", "partitions_touched"):
+            typ = pa.int64()
+        elif all(isinstance(v, int | float) and not isinstance(v, bool) for v in present):
+            typ = pa.float64()
+            values = [None if v is None else float(v) for v in values]
+        else:
+            typ = pa.string()
+            values = [None if v is None else str(v) for v in values]
+        columns[k] = pa.array(values, typ)
+    return pa.table(columns)
+
+
+# ---------------------------------------------------------------------------------------------
+# Running a sweep
+
+
+def run_dir(out: Path, run_id: str) -> Path:
+    return Path(out) / "runs" / run_id
+
+
+def is_complete(path: Path) -> bool:
+    """A run directory is complete when it exists (it is renamed into place whole) with its files."""
+    return path.is_dir() and all((path / f).is_file() for f in RUN_FILES)
+
+
+def clean_partial(out: Path) -> int:
+    """Remove temporary run directories left by a killed sweep; returns how many."""
+    runs = Path(out) / "runs"
+    if not runs.is_dir():
+        return 0
+    n = 0
+    for p in runs.iterdir():
+        if p.name.startswith(".") and p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+            n += 1
+        elif p.is_dir() and not is_complete(p):  # not written by us: never trust it
+            shutil.rmtree(p, ignore_errors=True)
+            n += 1
+    return n
+
+
+class _Task:
+    """The mapInPandas function: each input row is one run; each output row its status."""
+
+    def __init__(self, out: str, runner: Callable[[RunSpec, Path], tuple[str, str]] | None = None):
+        self.out = out
+        self.runner = runner
+
+    def __call__(self, batches: Iterator) -> Iterator:
+        import pandas as pd
+
+        from experiments.atomic import atomic_directory
+
+        runner = self.runner or run_one
+        for batch in batches:
+            rows = []
+            for run_id, spec_json in zip(batch["run_id"], batch["spec"], strict=True):
+                spec = RunSpec.from_json(spec_json, run_id)
+                target = run_dir(Path(self.out), run_id)
+                t0 = time.perf_counter()
+                if is_complete(target):
+                    rows.append((run_id, "skipped", 0.0, ""))
+                    continue
+                try:
+                    with atomic_directory(target) as tmp:
+                        status, detail = runner(spec, Path(tmp))
+                except Exception as e:  # one failed run must not sink the sweep; it is reported
+                    status, detail = "failed", f"{type(e).__name__}: {_one_line(e)}"
+                rows.append((run_id, status, time.perf_counter() - t0, detail))
+            yield pd.DataFrame(rows, columns=["run_id", "status", "wall_s", "error"])
+
+
+class _Progress:
+    """Counts complete run directories from the driver while the Spark job runs; the estimate of
+    the time left weighs runs by their rough cost (the biggest run first)."""
+
+    def __init__(self, out: Path, specs: list[RunSpec], label: str, stream=None, every_s: float = 2.0):
+        self.out = out
+        self.cost = {s.run_id: max(s.cost, 1.0) for s in specs}
+        self.label = label
+        self.stream = stream or sys.stderr
+        self.every_s = every_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self.t0 = time.monotonic()
+        self.done0 = self.complete()
+        self._last = -1
+
+    def complete(self) -> set[str]:
+        return {r for r in self.cost if is_complete(run_dir(self.out, r))}
+
+    def line(self, done: set[str]) -> str:
+        total = len(self.cost)
+        elapsed = time.monotonic() - self.t0
+        new_cost = sum(self.cost[r] for r in done - self.done0)
+        left_cost = sum(c for r, c in self.cost.items() if r not in done)
+        eta = f", ~{elapsed / new_cost * left_cost:.0f} s left" if new_cost and left_cost else ""
+        return f"{self.label}: {len(done)}/{total} runs complete ({elapsed:.0f} s{eta})"
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every_s):
+            done = self.complete()
+            if len(done) != self._last:
+                self._last = len(done)
+                print(self.line(done), file=self.stream, flush=True)
+
+    def __enter__(self):
+        print(self.line(self.done0) + (" (resuming)" if self.done0 else ""), file=self.stream, flush=True)
+        self._last = len(self.done0)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str | None = None,
+              label: str = "sweep", stream=None,
+              runner: Callable[[RunSpec, Path], tuple[str, str]] | None = None):
+    """Run every spec not yet complete under ``out/runs`` as one Spark task each.
+
+    Returns a pandas DataFrame (run_id, status, wall_s, error) with one row per spec; complete
+    runs are reported as ``skipped``. ``runner`` replaces ``run_one`` (tests).
+    """
+    import pandas as pd
+
+    from experiments.spark import get_spark
+
+    out = Path(out).resolve()
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    clean_partial(out)
+    todo = [s for s in specs if not is_complete(run_dir(out, s.run_id))]
+    done = pd.DataFrame({"run_id": [s.run_id for s in specs if s not in todo],
+                         "status": "skipped", "wall_s": 0.0, "error": ""})
+    if not todo:
+        print(f"{label}: all {len(specs)} runs already complete", file=stream or sys.stderr)
+        return done
+    spark = get_spark(master)
+    # Biggest runs first, one run per Spark partition: the tail of the job stays short.
+    todo.sort(key=lambda s: (-s.cost, s.run_id))
+    pdf = pd.DataFrame({"slot": range(len(todo)), "run_id": [s.run_id for s in todo],
+                        "spec": [s.to_json() for s in todo], "seed": [s.seed for s in todo]})
+    df = spark.createDataFrame(pdf).repartitionByRange(len(todo), "slot")
+    task = _Task(str(out), runner)
+    with _Progress(out, list(specs), label, stream):
+        result = df.mapInPandas(task, RESULT_SCHEMA).toArrow().to_pandas()
+    return pd.concat([done, result], ignore_index=True)
+
+
+def report_failures(status, stream=None) -> int:
+    """Print failed and violating runs; returns the number of failed runs."""
+    stream = stream or sys.stderr
+    bad = status[status["status"].isin(["failed", "violations"])]
+    for row in bad.itertuples():
+        print(f"  {row.status}: {row.run_id}: {row.error}", file=stream)
+    return int((status["status"] == "failed").sum())

@@ -1,0 +1,205 @@
+"""Sweeps: grid files, fan-out on Spark, atomic run directories, and resuming a killed sweep."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from experiments.aggregate import aggregate
+from experiments.experiment_cmd import cmd_sweep
+from experiments.sweep import GridError, expand, is_complete, load_grid, run_sweep
+
+# 2 assignors x 2 group sizes x 2 seeds = 8 small runs (a crash 5 s in, 8 partitions).
+GRID = textwrap.dedent("""
+    name = "tiny"
+    scenarios = ["crash"]
+    assignors = ["range", "cooperative-sticky"]
+    seeds = 2
+
+    [set]
+    partitions = 8
+    at_s = 5.0
+    "network.latency.kind" = "lognormal"
+
+    [vary]
+    members = [3, 4]
+""")
+# Columns that measure the machine, not the simulation.
+WALL_COLUMNS = {"wall_s"}
+
+
+def _grid(tmp_path: Path, text: str = GRID, name: str = "grid.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _tables(out: Path) -> dict:
+    return {name: pq.read_table(out / "aggregate" / f"{name}.parquet").drop_columns(
+        [c for c in WALL_COLUMNS if c in pq.read_table(out / "aggregate" / f"{name}.parquet").column_names])
+        for name in ("runs", "points", "window_quantiles", "windows")}
+
+
+@pytest.fixture(scope="module")
+def reference(spark, tmp_path_factory):
+    """The tiny grid swept once, start to finish, and aggregated."""
+    tmp = tmp_path_factory.mktemp("ref")
+    specs = expand(load_grid(_grid(tmp)))
+    out = tmp / "out"
+    status = run_sweep(specs, out)
+    aggregate(spark, out)
+    return specs, out, status
+
+
+def test_grid_expands_to_every_combination(tmp_path):
+    """A grid expands to scenarios x assignors x [vary] x seeds runs, each with a distinct run id."""
+    specs = expand(load_grid(_grid(tmp_path)))
+    assert len(specs) == 8
+    assert len({s.run_id for s in specs}) == 8
+    points = {tuple(sorted(dict(s.point).items())) for s in specs}
+    assert len(points) == 4
+    assert {s.seed for s in specs} == {0, 1}
+
+
+def test_run_ids_are_stable(tmp_path):
+    """The same grid gives the same run ids (a hash of the configuration and seed) every time."""
+    a = [s.run_id for s in expand(load_grid(_grid(tmp_path)))]
+    b = [s.run_id for s in expand(load_grid(_grid(tmp_path, name="again.toml")))]
+    assert a == b
+
+
+def test_sweep_writes_complete_run_directories(reference):
+    """Every run of a sweep ends as one complete directory with the simulator's tables and the point."""
+    specs, out, status = reference
+    assert set(status["status"]) == {"ok"}
+    dirs = sorted(p.name for p in (out / "runs").iterdir())
+    assert dirs == sorted(s.run_id for s in specs)
+    for s in specs:
+        assert is_complete(out / "runs" / s.run_id)
+    points = pq.read_table(out / "aggregate" / "points.parquet")
+    assert points.num_rows == 4
+    assert set(points.column("seeds").to_pylist()) == {2}
+
+
+def test_aggregate_matches_simulator_summaries(reference):
+    """Unassigned partition-seconds and max window recomputed by Spark from the intervals equal the
+    simulator's own per-run summary, for every run of a real sweep."""
+    _, out, _ = reference
+    runs = pq.read_table(out / "aggregate" / "runs.parquet").to_pylist()
+    assert len(runs) == 8
+    for r in runs:
+        assert r["intervals_match"], r
+        assert r["unassigned_partition_s_from_intervals"] == pytest.approx(r["unassigned_partition_s"])
+        assert r["unassigned_max_s_from_intervals"] == pytest.approx(r["unassigned_max_s"])
+
+
+def test_rerun_skips_complete_runs(reference):
+    """Rerunning a finished sweep runs nothing again: every run is reported as skipped."""
+    specs, out, _ = reference
+    status = run_sweep(specs, out)
+    assert set(status["status"]) == {"skipped"}
+    assert len(status) == len(specs)
+
+
+def test_resume_after_partial_loss_gives_the_same_tables(spark, reference, tmp_path):
+    """With some run directories missing and a half-written temporary one left behind, a rerun
+    completes exactly the missing runs and the final tables equal the uninterrupted sweep's."""
+    specs, ref_out, _ = reference
+    out = tmp_path / "out"
+    shutil.copytree(ref_out / "runs", out / "runs")
+    lost = [s.run_id for s in specs[::3]]
+    for run_id in lost:
+        shutil.rmtree(out / "runs" / run_id)
+    half = out / "runs" / f".{lost[0]}.abc123.tmp"
+    half.mkdir()
+    (half / "events.parquet").write_bytes(b"PAR1 truncated")
+    status = run_sweep(specs, out)
+    ran = set(status.loc[status["status"] == "ok", "run_id"])
+    assert ran == set(lost)
+    assert not half.exists()
+    aggregate(spark, out)
+    ref, got = _tables(ref_out), _tables(out)
+    for name in ref:
+        assert got[name].equals(ref[name]), name
+
+
+def test_killed_sweep_resumes_to_the_same_tables(spark, reference, tmp_path):
+    """A sweep process killed (SIGKILL, JVM and workers included) once its first runs are written
+    leaves only complete run directories, and a rerun yields exactly the uninterrupted tables."""
+    specs, ref_out, _ = reference
+    grid = _grid(tmp_path)
+    out = tmp_path / "out"
+    code = ("import argparse, sys; from experiments.experiment_cmd import cmd_sweep; "
+            f"sys.exit(cmd_sweep(argparse.Namespace(grid={str(grid)!r}, out={str(out)!r}, master=None)))")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            runs = out / "runs"
+            if runs.is_dir() and any(is_complete(p) for p in runs.iterdir()):
+                break
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    survivors = [p for p in (out / "runs").iterdir() if not p.name.startswith(".")]
+    assert all(is_complete(p) for p in survivors)
+    assert 1 <= len(survivors)
+    status = run_sweep(specs, out)
+    assert (status["status"] == "skipped").sum() == len(survivors)
+    aggregate(spark, out)
+    ref, got = _tables(ref_out), _tables(out)
+    for name in ref:
+        assert got[name].equals(ref[name]), name
+
+
+BAD_GRIDS = [
+    ("scenarioz = ['crash']", "scenarioz"),
+    ("seeds = 2", "scenarios"),
+    ("scenarios = ['crash']\nassignors = ['rnage']", "assignors"),
+    ("scenarios = ['crash']\nseeds = -1", "seeds"),
+    ("scenarios = ['crash']\nseeds = [1, 1]", "seeds"),
+    ("scenarios = ['crash']\n[vary]\nmembers = 3", "vary.members"),
+    ("scenarios = ['crash']\n[vary]\nmembers = [3, 'x']", "vary.members"),
+    ("scenarios = ['crash']\n[vary]\nmembers = []", "vary.members"),
+    ("scenarios = ['crash']\n[set]\nmembers = [1]", "set.members"),
+    ("scenarios = ['crash']\n[set]\nmembers = 'many'", "members"),
+    ("scenarios = ['crash']\n[set]\nbogus = 1", "bogus"),
+    ("scenarios = ['crash']\n[set]\n\"consumer.session_timeout_ms\" = 1000", "session_timeout_ms"),
+    ("scenarios = ['no-such-scenario']", "scenario"),
+    ("scenarios = ['crash'", "not valid TOML"),
+]
+
+
+@pytest.mark.parametrize(("text", "field"), BAD_GRIDS)
+def test_bad_grid_errors_name_the_file_and_field(tmp_path, text, field):
+    """A bad grid file fails before anything runs, with one line naming the file and the field."""
+    path = _grid(tmp_path, text, "bad.toml")
+    with pytest.raises(GridError) as e:
+        expand(load_grid(path))
+    message = str(e.value)
+    assert "\n" not in message
+    assert str(path) in message
+    assert field in message
+
+
+def test_sweep_command_reports_a_bad_grid_in_one_line(tmp_path, capsys):
+    """`rebalance-sim sweep` on a bad grid exits 2 with a one-line error and no traceback."""
+    path = _grid(tmp_path, "scenarios = ['crash']\nassignors = ['nope']", "bad.toml")
+    code = cmd_sweep(argparse.Namespace(grid=str(path), out=str(tmp_path / "o"), master=None))
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert err.count("\n") == 0 and "assignors" in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()
