@@ -7,7 +7,7 @@ import importlib
 import sys
 
 # Modules that add top-level subcommands, and those that add `bench` targets.
-COMMAND_MODULES = ["experiments.run_cmd", "experiments.assign_cmd"]
+COMMAND_MODULES = ["experiments.run_cmd", "experiments.experiment_cmd", "experiments.assign_cmd"]
 BENCH_MODULES = ["experiments.bench_assignors", "experiments.bench_sim"]
 
 
