@@ -79,21 +79,43 @@ def format_result(result, scenario) -> str:
     return "\n".join(parts)
 
 
+EXIT_OK, EXIT_VIOLATIONS, EXIT_BAD_INPUT, EXIT_PARTIAL, EXIT_INTERNAL = 0, 1, 2, 3, 4
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split())
+    return text if isinstance(e, ConfigError | AssignorError) else f"{type(e).__name__}: {text}"
+
+
 def cmd_run(args) -> int:
+    """Exit 0: fine; 1: invariant violations; 2: bad input (one line on stderr); 3: stopped by
+    --max-wall or --max-events (partial results); 4: an internal error (one line, a bug)."""
+    for flag, value in (("--max-wall", args.max_wall), ("--max-events", args.max_events)):
+        if value is not None and not value > 0:
+            print(f"rebalance-sim run: {flag}: {value} must be > 0", file=sys.stderr)
+            return EXIT_BAD_INPUT
     try:
         scenario = load_scenario(args.scenario, args.set or [])
     except (ConfigError, AssignorError) as e:
-        print(f"rebalance-sim run: {e}", file=sys.stderr)
-        return 2
+        print(f"rebalance-sim run: {_one_line(e)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (OSError, ValueError, TypeError, KeyError, RecursionError, MemoryError) as e:
+        print(f"rebalance-sim run: {args.scenario}: {_one_line(e)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         result = run_scenario(scenario, seed=args.seed, out_dir=args.out, progress=not args.json,
-                              raise_on_violation=False)
+                              raise_on_violation=False, max_wall_s=args.max_wall, max_events=args.max_events)
     except (ConfigError, AssignorError) as e:
-        print(f"rebalance-sim run: {e}", file=sys.stderr)
-        return 2
+        print(f"rebalance-sim run: {_one_line(e)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except OSError as e:
-        print(f"rebalance-sim run: cannot write results: {e}", file=sys.stderr)
-        return 2
+        print(f"rebalance-sim run: cannot write results: {_one_line(e)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as e:  # a simulator bug: still one line, never a traceback
+        print(f"rebalance-sim run: internal error (please report with the scenario and seed): "
+              f"{_one_line(e)}", file=sys.stderr)
+        return EXIT_INTERNAL
+    partial = result.summary.get("partial")
     if args.json:
         print(json.dumps({"summary": result.summary, "episodes": result.episodes,
                           "invariant_violations": result.invariant_violations}, indent=2, default=str))
@@ -101,7 +123,12 @@ def cmd_run(args) -> int:
         print(format_result(result, scenario))
         if args.out:
             print(f"\nwrote {os.path.join(args.out, 'events.parquet')}, intervals.parquet, runs.parquet")
-    return 1 if result.invariant_violations else 0
+    if partial:
+        line = f"PARTIAL: the run stopped early ({result.summary['partial_reason']}); results cover only that much"
+        print(line, file=sys.stderr if args.json else sys.stdout)
+    if result.invariant_violations:
+        return EXIT_VIOLATIONS
+    return EXIT_PARTIAL if partial else EXIT_OK
 
 
 def cmd_timeline(args) -> int:
@@ -186,13 +213,20 @@ def register(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  rebalance-sim run scale-out --set members=12 --set assignor=range\n"
                "  rebalance-sim run crash --set consumer.session_timeout_ms=10000 --json\n"
-               "  rebalance-sim run my-scenario.toml --seed 3 --out out/run1")
+               "  rebalance-sim run my-scenario.toml --seed 3 --out out/run1\n"
+               "  rebalance-sim run crash --set members=2000 --max-wall 60\n\n"
+               "exit status: 0 ok, 1 invariant violations, 2 bad input, 3 partial (a bound was hit), "
+               "4 internal error")
     p.add_argument("scenario", help="built-in name or path to a .toml file")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a parameter (repeatable), e.g. members=12 or consumer.static=true")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--out", metavar="DIR", help="write events/intervals/runs Parquet files here")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.add_argument("--max-wall", type=float, metavar="SECONDS",
+                   help="stop after this much wall time; results are kept and marked partial (exit 3)")
+    p.add_argument("--max-events", type=int, metavar="N",
+                   help="stop after N simulation inputs (messages, timers); results marked partial (exit 3)")
     p.set_defaults(func=cmd_run)
 
     t = subparsers.add_parser("timeline", help="draw partition ownership over time from a run directory")

@@ -198,8 +198,10 @@ def load_scenario(name_or_path: str, overrides: Mapping[str, str] | Iterable[str
                 data = tomllib.load(f)
         except FileNotFoundError:
             raise ConfigError(name_or_path, "no such scenario file") from None
-        except tomllib.TOMLDecodeError as e:
-            raise ConfigError(name_or_path, f"not valid TOML: {e}") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            raise ConfigError(name_or_path, f"not valid TOML: {' '.join(str(e).split())}") from None
+        except OSError as e:
+            raise ConfigError(name_or_path, f"cannot read: {e.strerror or e}") from None
         data.setdefault("name", os.path.splitext(os.path.basename(name_or_path))[0])
         try:
             for key, raw in overrides.items():

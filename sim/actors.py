@@ -17,10 +17,12 @@ from .scenario import (
     AddMembers,
     AddPartitions,
     Crash,
+    CrashLeader,
     CreateTopic,
     DelaySpike,
     DeleteTopic,
     NetworkPartition,
+    PacketLoss,
     Pause,
     RemoveMembers,
     RollingRestart,
@@ -34,6 +36,7 @@ class CoordinatorActor(Actor):
         self.core = core
 
     def deliver(self, now, kind, sender, payload):
+        self.core.input_rank = self.input_rank
         if kind == "msg":
             effects = self.core.handle(now, sender, payload)
         elif kind == "timer":
@@ -53,6 +56,7 @@ class MemberActor(Actor):
         self.core: Member | None = None
         self.starting = False
         self.held: list[tuple] = []
+        self.poll_rng = None  # the client's poll-loop stream (see sim.member), made on first start
 
     def deliver(self, now, kind, sender, payload):
         core = self.core
@@ -108,6 +112,16 @@ class Director(Actor):
         for i, action in enumerate(timeline):
             self._later(action.at_s, ("action", i))
 
+    def crash_leader_at(self, at: float, phase: str) -> None:
+        """A watched phase was reached: crash the leader at ``at``."""
+        self.pending -= 1
+        self._later(at, ("crash_leader", phase))
+
+    def drop_watch(self, now: float, phase: str) -> None:
+        self.pending -= 1
+        self.kernel.recorder.event(now, self.rank, self.next_seq(), "watch_dropped", None, None,
+                                   f"crash_leader phase={phase}: the group settled without reaching it")
+
     def _later(self, at: float, what: tuple) -> None:
         self.pending += 1
         self.kernel.push(at, self, self.name, "timer", what)
@@ -136,6 +150,14 @@ class Director(Actor):
             name, extra = payload[1], payload[2]
             self._trigger(now, name, "rolling_restart start")
             r.start_member(self, name, extra)
+        elif what == "crash_leader":
+            leader = r.coordinator.leader
+            meta = r.coordinator.members.get(leader) if leader is not None else None
+            if meta is None:
+                self._trigger(now, None, f"crash_leader phase={payload[1]}: no leader")
+            else:
+                self._trigger(now, meta.client, f"crash_leader phase={payload[1]} member_id={leader}")
+                self._note(meta.client, ("crash",))
         elif what == "link_fault":
             for name in r.member_names(alive_only=True) if payload[1] is None else [payload[1]]:
                 self._note(name, "link_fault")
@@ -149,13 +171,17 @@ class Director(Actor):
                 self._trigger(now, name, desc)
                 r.start_member(self, name, a.overrides)
         elif isinstance(a, RemoveMembers):
-            names = list(a.members) if a.members is not None else r.member_names(alive_only=True)[-a.count:]
+            alive = r.member_names(alive_only=True)
+            names = list(a.members) if a.members is not None else (alive[-a.count:] if a.count else [])
             for name in names:
                 self._trigger(now, name, desc)
                 self._note(name, ("close",))
         elif isinstance(a, Crash):
             self._trigger(now, a.member, desc)
             self._note(a.member, ("crash",))
+        elif isinstance(a, CrashLeader):
+            self.pending += 1  # until the watch fires or is dropped (see _Runner.watches)
+            r.watches.append(a)
         elif isinstance(a, Pause):
             self._trigger(now, a.member, desc)
             self._note(a.member, ("pause",))
@@ -176,7 +202,7 @@ class Director(Actor):
             self._trigger(now, None, desc)
             for name in r.member_names(alive_only=True):
                 self._note(name, "metadata_changed")
-        elif isinstance(a, NetworkPartition | DelaySpike):
+        elif isinstance(a, NetworkPartition | DelaySpike | PacketLoss):
             self._trigger(now, a.member, desc)
             self._later(now, ("link_fault", a.member))
             self._later(now + a.duration_s, ("link_fault", a.member))

@@ -141,10 +141,38 @@ class GroupConfig:
 # Consumers
 
 
+# Bounds on sizes, so a typo cannot ask for a run that exhausts memory before it starts.
+MAX_MEMBERS = 1_000_000
+MAX_PARTITIONS_PER_TOPIC = 10_000_000
+
+
 def _strategy_list(value) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [s.strip() for s in value.split(",") if s.strip()]
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ConfigError("partition_assignment_strategy", f"{value!r} is not a list of assignor names")
     return tuple(value)
+
+
+def names_tuple(field: str):
+    """A converter: one name or a list of names -> tuple of str (errors name ``field``)."""
+    def convert(value) -> tuple[str, ...]:
+        if isinstance(value, str):
+            return (value,)
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) and v for v in value):
+            raise ConfigError(field, f"{value!r} is not a name or a list of names")
+        return tuple(value)
+    return convert
+
+
+def optional_str(_inst, attribute, value):
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(attribute.name, f"{value!r} is not a string")
+
+
+def boolean(_inst, attribute, value):
+    if not isinstance(value, bool):
+        raise ConfigError(attribute.name, f"{value!r} is not true or false")
 
 
 def _check_strategy(_inst, attribute, value):
@@ -162,8 +190,11 @@ class ConsumerConfig:
     """One member's client settings (Kafka's consumer configs) and its workload.
 
     ``static``: the member sets ``group.instance.id`` (KIP-345) to its name.
-    ``capacity``: records/s it can process; ``revoke_cost_ms`` / ``assign_cost_ms``: time its
-    rebalance listener spends per revoked / assigned partition (commit, state restore).
+    ``capacity``: records/s it can process; ``max_poll_records``: the most records one poll()
+    returns (Kafka's max.poll.records), so a batch takes at most ``max_poll_records / capacity``
+    seconds, and the poll loop reacts to a rebalance only between batches (see ``sim.member``).
+    ``revoke_cost_ms`` / ``assign_cost_ms``: time its rebalance listener spends per revoked /
+    assigned partition (commit, state restore).
     ``topics``: its subscription (empty = every topic of the scenario).
     ``sticky_user_data_version``: 1 = KIP-341 (with generation); 0 = the pre-KIP-341 layout
     that an old client sends (only meaningful for the eager ``sticky`` assignor).
@@ -177,21 +208,29 @@ class ConsumerConfig:
     )
     static: bool = False
     capacity: float = attrs.field(default=10000.0, validator=_positive)
+    max_poll_records: int = attrs.field(default=500, validator=_positive_int)
     revoke_cost_ms: float = attrs.field(default=0.0, validator=_nonneg)
     assign_cost_ms: float = attrs.field(default=0.0, validator=_nonneg)
-    topics: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    topics: tuple[str, ...] = attrs.field(default=(), converter=names_tuple("topics"))
     request_timeout_ms: float = attrs.field(default=30000, validator=_positive)
     retry_backoff_ms: float = attrs.field(default=100, validator=_nonneg)
     metadata_max_age_ms: float = attrs.field(default=300000, validator=_positive)
     auto_commit_interval_ms: float = attrs.field(default=5000, validator=_positive)
     sticky_user_data_version: int = attrs.field(default=1)
-    rack: str | None = None
+    rack: str | None = attrs.field(default=None, validator=optional_str)
 
     def __attrs_post_init__(self):
         if self.heartbeat_interval_ms >= self.session_timeout_ms:
             raise ConfigError(
                 "heartbeat_interval_ms",
                 f"{self.heartbeat_interval_ms:g} must be below session_timeout_ms ({self.session_timeout_ms:g})",
+            )
+        if self.max_poll_records / self.capacity >= self.max_poll_interval_ms / 1000.0:
+            raise ConfigError(
+                "max_poll_records",
+                f"{self.max_poll_records} records at capacity {self.capacity:g}/s take "
+                f"{self.max_poll_records / self.capacity:g} s per batch, not below "
+                f"max_poll_interval_ms ({self.max_poll_interval_ms:g}): every poll would time out",
             )
         if self.sticky_user_data_version not in (0, 1):
             raise ConfigError("sticky_user_data_version", f"{self.sticky_user_data_version!r} is not 0 or 1")
@@ -237,6 +276,11 @@ class TopicConfig:
 
     name: str
     partitions: int = attrs.field(validator=_nonneg_int)
+
+    @partitions.validator
+    def _not_too_many(self, attribute, value):
+        if value > MAX_PARTITIONS_PER_TOPIC:
+            raise ConfigError(attribute.name, f"{value} is above the simulator's limit of {MAX_PARTITIONS_PER_TOPIC:,}")
     rate: float = attrs.field(default=100.0, validator=_nonneg)
 
     def __attrs_post_init__(self):
@@ -308,12 +352,17 @@ class SimConfig:
 
     topics: tuple[TopicConfig, ...] = attrs.field(converter=tuple)
     members: int = attrs.field(default=3, validator=_nonneg_int)
+
+    @members.validator
+    def _not_too_many(self, attribute, value):
+        if value > MAX_MEMBERS:
+            raise ConfigError(attribute.name, f"{value} is above the simulator's limit of {MAX_MEMBERS:,}")
     consumer: ConsumerConfig = attrs.field(factory=ConsumerConfig)
     member_overrides: dict[str, dict] = attrs.field(factory=dict)
     group: GroupConfig = attrs.field(factory=GroupConfig)
     network: NetworkConfig = attrs.field(factory=NetworkConfig)
     assignor_cost: AssignorCost = attrs.field(factory=AssignorCost)
-    elide_heartbeats: bool = True
+    elide_heartbeats: bool = attrs.field(default=True, validator=boolean)
     max_duration_s: float = attrs.field(default=7200.0, validator=_positive)
 
     def __attrs_post_init__(self):
@@ -322,15 +371,18 @@ class SimConfig:
         names = [t.name for t in self.topics]
         if len(set(names)) != len(names):
             raise ConfigError("topics", f"topic names repeat: {names}")
-        for name in self.member_overrides:
+        for name, fields in self.member_overrides.items():
+            if not isinstance(fields, Mapping):
+                raise ConfigError(f"member_overrides.{name}", f"expected a table of consumer fields, got {fields!r}")
             try:
                 cfg = self.consumer_for(name)
             except ConfigError as e:
                 raise e.under(f"member_overrides.{name}") from None
-            self._check_consumer(cfg, f"member_overrides.{name}")
-        self._check_consumer(self.consumer, "consumer")
+            self.check_consumer(cfg, f"member_overrides.{name}")
+        self.check_consumer(self.consumer, "consumer")
 
-    def _check_consumer(self, cfg: ConsumerConfig, where: str) -> None:
+    def check_consumer(self, cfg: ConsumerConfig, where: str) -> None:
+        """Checks of a consumer config that need the whole SimConfig (broker limits, topics)."""
         g = self.group
         if cfg.session_timeout_ms < g.min_session_timeout_ms:
             raise ConfigError(
@@ -468,6 +520,9 @@ def sim_config_from_dict(data: Mapping[str, Any], where: str = "") -> SimConfig:
         mo = d["member_overrides"]
         if not isinstance(mo, Mapping):
             raise ConfigError(at("member_overrides"), "expected a table of member name -> consumer fields")
+        for k, v in mo.items():
+            if not isinstance(v, Mapping):
+                raise ConfigError(at(f"member_overrides.{k}"), f"expected a table of consumer fields, got {v!r}")
         kwargs["member_overrides"] = {str(k): dict(v) for k, v in mo.items()}
     try:
         return SimConfig(**kwargs)

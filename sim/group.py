@@ -103,6 +103,7 @@ class GroupCoordinator:
         self._rebalance_open = False
         self.out: list[tuple] = []
         self.last_assigned_generation = 0
+        self.input_rank = -1  # kernel rank of the input being handled (set by the actor)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -263,7 +264,7 @@ class GroupCoordinator:
             mm.quiet = False
             mm.last_heartbeat = now  # refined by the member's Unquiet note
             self._schedule_expiry(mm)
-            self._emit("control", mm.client, m.Wake(self.quiet_epoch))
+            self._emit("control", mm.client, m.Wake(self.quiet_epoch, self.input_rank))
 
     # ------------------------------------------------------------------ rebalance
 
@@ -566,10 +567,12 @@ class GroupCoordinator:
         mm = self.members.get(req.member_id)
         if mm is None:
             err = m.FENCED_INSTANCE_ID if (req.group_instance_id in self.static_members) else m.UNKNOWN_MEMBER_ID
-            self._reply(client, m.HeartbeatResponse(err, received_at=now))
+            self._reply(client, m.HeartbeatResponse(err, received_at=now, member_id=req.member_id,
+                                                     generation=req.generation))
             return
         if req.group_instance_id is not None and self.static_members.get(req.group_instance_id) != req.member_id:
-            self._reply(client, m.HeartbeatResponse(m.FENCED_INSTANCE_ID, received_at=now))
+            self._reply(client, m.HeartbeatResponse(m.FENCED_INSTANCE_ID, received_at=now,
+                                                     member_id=req.member_id, generation=req.generation))
             return
         mm.client = client
         mm.last_heartbeat = now
@@ -587,7 +590,8 @@ class GroupCoordinator:
             self._timer(("expire", mm.member_id), None)
         else:
             self._schedule_expiry(mm)
-        self._reply(mm, m.HeartbeatResponse(err, quiet, received_at=now))
+        self._reply(mm, m.HeartbeatResponse(err, quiet, received_at=now, member_id=req.member_id,
+                                             generation=req.generation))
 
     def _on_session_expiry(self, now: float, member_id: str) -> None:
         mm = self.members.get(member_id)
@@ -636,4 +640,4 @@ class GroupCoordinator:
             err = m.REBALANCE_IN_PROGRESS
         else:
             err = self._check_member(req.member_id, req.group_instance_id, req.generation) or m.NONE
-        self._reply(client, m.OffsetCommitResponse(err))
+        self._reply(client, m.OffsetCommitResponse(err, req.seq))

@@ -3,7 +3,8 @@ per-round ones while running: duplicate assignment in a generation, cooperative 
 generations going back).
 
 - no partition is owned by two members at once unless one of them is a zombie (removed by the
-  coordinator and not yet aware of it); double processing happens only with a zombie;
+  coordinator, or left out of the group's current generation, and not yet aware of it); double
+  processing happens only with a zombie;
 - the coordinator's generations only increase;
 - every partition is owned by a live processing member once the last fault is over (the run
   ended settled).
@@ -21,12 +22,19 @@ _MEMBER_ID = re.compile(r"member_id=(\S+)")
 
 
 class _Zombies:
-    """Answers "was this client a zombie at time t?" from the events."""
+    """Answers "was this client a zombie at time t?" from the events.
+
+    A zombie holds a stale generation without knowing it (KIP-341): the coordinator removed or
+    fenced the member id it last synced with, or the group completed a generation that the client
+    never joined (a static member that missed the join barrier stays in the group but is left
+    out of the new generation)."""
 
     def __init__(self, events: list[tuple]):
         self.syncs: dict[str, list[tuple[float, str]]] = defaultdict(list)
         self.removed: dict[str, float] = {}
-        for t, kind, member, _gen, detail in events:
+        self.joined: dict[str, list[tuple[float, int]]] = defaultdict(list)
+        self.completed: list[tuple[float, int]] = []
+        for t, kind, member, gen, detail in events:
             if kind == "sync_received" and member:
                 mm = _MEMBER_ID.search(detail or "")
                 if mm:
@@ -35,6 +43,10 @@ class _Zombies:
                 mm = _MEMBER_ID.search(detail or "")
                 if mm and mm.group(1) not in self.removed:
                     self.removed[mm.group(1)] = t
+            elif kind == "join_received" and member:
+                self.joined[member].append((t, gen))
+            elif kind == "join_complete":
+                self.completed.append((t, gen))
 
     def zombie(self, client: str, t: float) -> bool:
         syncs = self.syncs.get(client, [])
@@ -42,7 +54,14 @@ class _Zombies:
         if i < 0:
             return False
         removed_at = self.removed.get(syncs[i][1])
-        return removed_at is not None and removed_at <= t
+        if removed_at is not None and removed_at <= t:
+            return True
+        j = bisect.bisect_right(self.completed, (t, float("inf"))) - 1
+        if j < 0:
+            return False
+        joins = self.joined.get(client, [])
+        k = bisect.bisect_right(joins, (t, float("inf"))) - 1
+        return k < 0 or joins[k][1] < self.completed[j][1]
 
 
 def check_run(events_t: pa.Table, intervals_t: pa.Table, *, settled: bool, cooperative: bool) -> list[str]:

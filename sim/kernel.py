@@ -32,6 +32,7 @@ class Actor:
         self.rank = kernel.register(self)
         self.rng = kernel.rng_for(self.rank)
         self.seq = 0
+        self.input_rank = -1  # sender rank of the input being delivered (ties are ordered by it)
         self._send, self._recv = trio.open_memory_channel(math.inf)
 
     def next_seq(self) -> int:
@@ -70,7 +71,8 @@ class Actor:
     async def run(self) -> None:
         async for now, items in self._recv:
             try:
-                for _t, _rank, _seq, kind, sender, payload in items:
+                for _t, rank, _seq, kind, sender, payload in items:
+                    self.input_rank = rank
                     self.deliver(now, kind, sender, payload)
             finally:
                 self.kernel._actor_done()
@@ -94,6 +96,7 @@ class Kernel:
         self.dirty = False
         self.messages = 0
         self.batches = 0
+        self.delivered = 0  # inputs handed to actors (the unit of --max-events)
         self.after_batch: Callable[[float], bool] | None = None  # returns True to stop
 
     # ---- actors
@@ -107,10 +110,11 @@ class Kernel:
             self._nursery.start_soon(actor.run)
         return len(self._ranks) - 1
 
-    def rng_for(self, rank: int) -> np.random.Generator:
-        """The rank-th child of the run's SeedSequence (what ``SeedSequence.spawn`` would give)."""
-        child = np.random.SeedSequence(self._seed.entropy, spawn_key=self._seed.spawn_key + (rank,))
-        return np.random.default_rng(child)
+    def rng_for(self, rank: int, stream: int | None = None) -> np.random.Generator:
+        """The rank-th child of the run's SeedSequence (what ``SeedSequence.spawn`` would give);
+        with ``stream``, that child's own ``stream``-th child (a second stream of the same actor)."""
+        key = self._seed.spawn_key + (rank,) + (() if stream is None else (stream,))
+        return np.random.default_rng(np.random.SeedSequence(self._seed.entropy, spawn_key=key))
 
     def actor(self, name: str) -> Actor:
         return self._actors[name]
@@ -148,6 +152,7 @@ class Kernel:
                     at, rank, seq, kind, sender, payload, dest = heapq.heappop(heap)
                     batch.setdefault(dest, []).append((at, rank, seq, kind, sender, payload))
                 self.batches += 1
+                self.delivered += sum(len(items) for items in batch.values())
                 self._pending = len(batch)
                 self._done = trio.Event()
                 for dest, items in batch.items():

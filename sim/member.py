@@ -18,7 +18,25 @@ effects (``sim.messages``). It never reads the clock: ``now`` is passed in.
   remotely with REBALANCE_IN_PROGRESS / UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION.
 - Pause (GC, debugger): the actor withholds every input until resume; the member then carries
   on with stale state: the KIP-341 zombie, which keeps processing until a heartbeat or commit
-  tells it that it was removed.
+  tells it that it was removed, and until its next poll() after that.
+
+The poll loop. KafkaConsumer.poll() runs the group protocol (ConsumerCoordinator.poll) between
+batches of at most max.poll.records. The heartbeat thread and the network callbacks only *flag*
+things (rejoin needed, generation reset, SyncGroup done); the poll thread acts on them at its next
+poll(): EAGER revocation and JoinGroup (onJoinPrepare), onPartitionsLost after fencing, and
+onJoinComplete after SyncGroup (assignment, COOPERATIVE revocation and the follow-up JoinGroup).
+Kafka defines this mechanism, not its timing; our model of the timing is:
+
+- a batch takes ``max_poll_records / capacity`` seconds while the member has a backlog (lag it
+  inherited with new partitions or built up while stalled or paused, or production above its
+  capacity); when it keeps up, batches shrink with the load: ``max_poll_records / capacity *
+  rate / capacity`` (continuous at rate = capacity); a member with nothing to process polls at
+  once;
+- a flag raised while the poll thread is processing is handled after a delay drawn uniformly
+  from [0, batch time), from the member's own random stream (a child of its actor's stream, so
+  latency draws never shift it);
+- EAGER onJoinPrepare marks every partition pending revocation (nothing more is processed) and
+  waits for its offset commit before onPartitionsRevoked and JoinGroup (KAFKA-13310).
 
 Heartbeat elision. In Stable, a heartbeat answered NONE changes nothing, so once the
 coordinator grants it (``HeartbeatResponse.quiet_epoch``) the member stops sending them and
@@ -32,7 +50,9 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+
+import numpy as np
 
 from assignors import COOPERATIVE, EAGER, Assignment, Subscription, TopicPartition, get_assignor
 from assignors.userdata import encode_sticky_user_data
@@ -60,14 +80,44 @@ def rebalance_protocol(assignor_names) -> str:
     return COOPERATIVE if COOPERATIVE in common else EAGER
 
 
+class Handoffs:
+    """When each partition was last given up by a member, shared by the members of one run, so a
+    new owner knows how much lag it inherits (production since then).
+
+    Members of one instant run in any order, so a read at ``now`` must not see a release made at
+    that same instant: each partition keeps its last two release times.
+    """
+
+    def __init__(self, created: Callable[[TopicPartition], float] = lambda tp: 0.0):
+        self._created = created
+        self._released: dict[TopicPartition, tuple[float, float]] = {}
+
+    def release(self, tp: TopicPartition, t: float) -> None:
+        prev = self._released.get(tp)
+        if prev is None:
+            self._released[tp] = (self._created(tp), t)
+        elif prev[1] != t:
+            self._released[tp] = (prev[1], t)
+
+    def since(self, tp: TopicPartition, now: float) -> float:
+        """Since when nobody has processed ``tp`` (as seen at ``now``)."""
+        prev = self._released.get(tp)
+        if prev is None:
+            return self._created(tp)
+        return prev[1] if prev[1] < now else prev[0]
+
+
 class Member:
     """A consumer client in a group. See the module docstring."""
 
     def __init__(self, name: str, config: ConsumerConfig, topics: tuple[str, ...],
                  metadata: Callable[[], tuple[int, dict[str, int]]],
                  sample_latency: Callable[[], float], assignor_cost: AssignorCost,
-                 elide_heartbeats: bool = True):
+                 elide_heartbeats: bool = True, *, rates: Mapping[str, float] | None = None,
+                 handoffs: Handoffs | None = None, poll_rng: np.random.Generator | None = None,
+                 rank: int = 0):
         self.name = name
+        self.rank = rank                        # the client's rank in the kernel's tie order
         self.config = config
         self.topics = tuple(topics)
         self._metadata = metadata              # () -> (version, partitions_per_topic)
@@ -77,6 +127,9 @@ class Member:
         self.assignors = {n: get_assignor(n) for n in config.partition_assignment_strategy}
         self.protocol = rebalance_protocol(config.partition_assignment_strategy)
         self.instance_id = name if config.static else None
+        self._rates = rates or {}               # production rate per partition of each topic
+        self._handoffs = handoffs
+        self._poll_rng = poll_rng if poll_rng is not None else np.random.default_rng(0)
 
         self.state = UNJOINED
         self.member_id = ""
@@ -92,6 +145,7 @@ class Member:
         self.alive = False
         self.failed = False
         self.closing = False
+        self.close_requested = False
         self.paused_at: float | None = None
         self.busy = False
         self._after_busy: Callable[[float], None] | None = None
@@ -99,13 +153,22 @@ class Member:
         self.started_at = 0.0
         # heartbeat thread
         self.hb_enabled = False
-        self.hb_in_flight = False
+        self.hb_in_flight = 0                   # heartbeats sent and not answered (pipelined)
         self.last_hb_sent = 0.0
+        self.hb_anchor = 0.0
+        self.hb_n = 1
         self.quiet = False
         self.quiet_epoch_seen = 0
         self.quiet_phase = 0.0
         self.quiet_arrival = 0.0
         self.sync_in_flight = False
+        # poll thread
+        self.rate_owned = 0.0                   # records/s produced into the owned partitions
+        self.backlog = 0.0                      # records owned but not yet processed (fluid)
+        self._backlog_t = 0.0
+        self.pending_assignment: tuple[int, Assignment] | None = None  # SyncGroup done, not polled
+        self.commit_seq = 0
+        self.prepare_commit: int | None = None  # EAGER onJoinPrepare waits for this commit
         self.timers: dict[tuple, float] = {}
         self.out: list[tuple] = []
 
@@ -132,12 +195,27 @@ class Member:
             self.timers[key] = at
             self.out.append(("timer", key, at))
 
-    def _set_owned(self, add=(), remove=()) -> None:
+    def _set_owned(self, now: float, add=(), remove=()) -> None:
+        self._advance(now)
+        rates = self._rates
+        before = self.rate_owned
         for tp in remove:
             self.owned.discard(tp)
+            self.rate_owned -= rates.get(tp.topic, 0.0)
             self.out.append(("close", "owned", self.name, tp.topic, tp.partition))
+            if self._handoffs is not None:
+                self._handoffs.release(tp, now)
+        if remove:
+            if not self.owned:
+                self.rate_owned = 0.0
+            # the backlog leaves with its partitions, in proportion to their production
+            self.backlog = self.backlog * self.rate_owned / before if before > 0 and self.owned else 0.0
         for tp in add:
             self.owned.add(tp)
+            rate = rates.get(tp.topic, 0.0)
+            self.rate_owned += rate
+            if self._handoffs is not None:
+                self.backlog += rate * max(0.0, now - self._handoffs.since(tp, now))
             self.out.append(("open", "owned", self.name, tp.topic, tp.partition))
 
     @property
@@ -148,7 +226,44 @@ class Member:
     def settled(self) -> bool:
         """Stable, nothing pending, processing (used for the episode end)."""
         return (self.alive and self.state == STABLE and not self.rejoin_needed and not self.busy
-                and self.paused_at is None)
+                and self.paused_at is None and self.pending_assignment is None)
+
+    # ------------------------------------------------------------------ poll loop timing
+
+    def _advance(self, now: float) -> None:
+        """Integrate the fluid backlog up to ``now`` (call before anything that changes it)."""
+        dt = now - self._backlog_t
+        if dt <= 0:
+            return
+        self._backlog_t = now
+        if self.processing:
+            if self.backlog > 0 or self.rate_owned > self.config.capacity:
+                self.backlog = max(0.0, self.backlog + (self.rate_owned - self.config.capacity) * dt)
+        else:
+            self.backlog += self.rate_owned * dt
+
+    def batch_s(self, now: float) -> float:
+        """How long the batch being processed at ``now`` takes (see the module docstring)."""
+        self._advance(now)
+        if not self.owned:
+            return 0.0
+        cap = self.config.capacity
+        full = self.config.max_poll_records / cap
+        if self.backlog > 0 or self.rate_owned >= cap:
+            return full
+        return full * self.rate_owned / cap
+
+    def _wake_poll(self, now: float) -> None:
+        """Something the poll thread handles in poll() was flagged by another thread: it acts at
+        the end of the current batch (a draw from [0, batch time)), at once if it is idle, or when
+        its running callback returns."""
+        if not self.processing or ("poll",) in self.timers:
+            return
+        batch = self.batch_s(now)
+        if batch <= 0:
+            self._poll(now)
+        else:
+            self._timer(("poll",), now + batch * float(self._poll_rng.random()))
 
     # ------------------------------------------------------------------ lifecycle (from the director)
 
@@ -171,18 +286,27 @@ class Member:
         return self._drain()
 
     def close(self, now: float) -> list[tuple]:
-        """KafkaConsumer.close: revoke (commit) what it owns, then LeaveGroup if dynamic."""
+        """KafkaConsumer.close: revoke (commit) what it owns, then LeaveGroup if dynamic. The
+        application calls it from the poll thread, so never in the middle of a callback."""
+        self._close(now)
+        return self._drain()
+
+    def _close(self, now: float) -> None:
         if not self.alive or self.closing:
-            return []
+            return
+        if self.busy:
+            self.close_requested = True
+            return
         self.closing = True
         self._event("close")
         if self.generation >= 0 and self.owned:
-            self._send(m.OffsetCommitRequest(self.member_id, self.generation, self.instance_id, len(self.owned)))
+            self.commit_seq += 1
+            self._send(m.OffsetCommitRequest(self.member_id, self.generation, self.instance_id,
+                                             len(self.owned), self.commit_seq))
             cost = self.config.revoke_cost_ms / 1000.0 * len(self.owned)
             self._run_callback(now, "revoke", cost, self._finish_close)
         else:
             self._finish_close(now)
-        return self._drain()
 
     def _finish_close(self, now: float) -> None:
         self._stop_heartbeats(now)
@@ -193,7 +317,9 @@ class Member:
         self._die(now)
 
     def _die(self, now: float) -> None:
-        self._set_owned(remove=sorted(self.owned))
+        self._set_owned(now, remove=sorted(self.owned))
+        self.pending_assignment = None
+        self.prepare_commit = None
         if self.busy:
             self.busy = False
             self.out.append(("close", "stalled", self.name, None, None))
@@ -210,6 +336,7 @@ class Member:
         if not self.alive or self.paused_at is not None:
             return []
         self._stop_heartbeats(now)
+        self._advance(now)
         self.paused_at = now
         self._event("pause")
         self.out.append(("open", "paused", self.name, None, None))
@@ -220,6 +347,7 @@ class Member:
         if self.paused_at is None:
             return []
         paused_for = now - self.paused_at
+        self._advance(now)
         self.paused_at = None
         self.out.append(("close", "paused", self.name, None, None))
         self._event("resume", f"paused_for={paused_for:.3f}s")
@@ -227,11 +355,11 @@ class Member:
             self.out.append(("control", m.COORDINATOR, m.Unquiet(self.member_id, None, hold=False)))
         if self.hb_enabled and paused_for >= self.config.max_poll_interval_s and self.state != UNJOINED:
             self._poll_timeout(now)
-        elif self.hb_enabled and not self.hb_in_flight:
+        elif self.hb_enabled:
             self._timer(("hb",), now)  # overdue: the heartbeat thread sends at once
         if self.state == STABLE:
             self._arm_commit(now)
-        self._poll(now)
+        self._wake_poll(now)
         return self._drain()
 
     def change_assignors(self, names) -> None:
@@ -247,8 +375,25 @@ class Member:
             self.join_reason = reason
 
     def _poll(self, now: float) -> None:
-        """What KafkaConsumer.poll does when the poll thread is free: (re)join if needed."""
-        if not self.processing or not self.rejoin_needed:
+        """What KafkaConsumer.poll does when the poll thread gets to it (ConsumerCoordinator.poll):
+        complete a finished SyncGroup (onJoinComplete), then (re)join if needed."""
+        self._timer(("poll",), None)
+        if not self.processing:
+            return
+        if self.close_requested:
+            self.close_requested = False
+            self._close(now)
+            return
+        if self.pending_assignment is not None:
+            generation, assignment = self.pending_assignment
+            self.pending_assignment = None
+            if generation == self.generation and self.state == STABLE:
+                self._on_join_complete(now, assignment)
+                return  # it polls again itself
+            # joinGroupIfNeeded: the heartbeat thread reset the generation before the callback ran
+            self._event("sync_discarded", f"generation {generation} reset before onJoinComplete")
+            self._request_rejoin("generation reset before the rebalance callback")
+        if not self.rejoin_needed:
             return
         if self.state in (UNJOINED, STABLE):
             self._join_prepare(now)
@@ -267,16 +412,53 @@ class Member:
 
     def _join_prepare(self, now: float) -> None:
         """ConsumerCoordinator.onJoinPrepare, then JoinGroup."""
-        if self.owned and self.generation >= 0 and self.protocol == EAGER:
-            self._commit(now, "onJoinPrepare")  # maybeAutoCommitOffsetsSync, still Stable
+        eager_commit = self.owned and self.generation >= 0 and self.protocol == EAGER and self.state == STABLE
+        self._event("join_prepare", f"{self.join_reason} owned={len(self.owned)}")
+        self._timer(("commit",), None)
+        if eager_commit:
+            # KAFKA-13310: mark every partition pending revocation (no more records), commit, and
+            # wait for the commit (bounded by the rebalance timeout) before revoking. The member
+            # is still Stable meanwhile, so its heartbeat thread keeps going.
+            self.commit_seq += 1
+            self.prepare_commit = self.commit_seq
+            self._send(m.OffsetCommitRequest(self.member_id, self.generation, self.instance_id,
+                                             len(self.owned), self.commit_seq))
+            self._advance(now)
+            self.busy = True
+            self._after_busy = None
+            self.out.append(("open", "stalled", self.name, None, None))
+            self._timer(("prepare_commit",), now + min(self.config.request_timeout_s,
+                                                       self.config.max_poll_interval_s))
+            return
+        self._enter_preparing()
+        self._join_prepare_revoke(now)
+
+    def _enter_preparing(self) -> None:
+        """initiateJoinGroup: PREPARING_REBALANCE, where the heartbeat thread stays disabled."""
         self.state = PREPARING_REBALANCE  # joining; no second onJoinPrepare meanwhile
         self.hb_enabled = False
         self._timer(("hb",), None)
-        self._timer(("commit",), None)
+        self._timer(("hb_timeout",), None)
+
+    def _prepare_commit_done(self, now: float, error: str | None) -> None:
+        """The onJoinPrepare commit returned (or timed out): revoke, or lose if fenced meanwhile."""
+        self.prepare_commit = None
+        self._timer(("prepare_commit",), None)
+        if error is not None:
+            self._event("commit_failed", f"onJoinPrepare: {error}")
+            if error in (m.UNKNOWN_MEMBER_ID, m.ILLEGAL_GENERATION) and self.generation >= 0:
+                self._reset_generation(f"commit failed: {error}")
+        self._advance(now)
+        self.busy = False
+        self.out.append(("close", "stalled", self.name, None, None))
+        self._enter_preparing()
+        self._join_prepare_revoke(now)
+
+    def _join_prepare_revoke(self, now: float) -> None:
         if self.owned and self.generation < 0:
             lost = sorted(self.owned)
             self._event("partitions_lost", f"count={len(lost)}")
-            self._set_owned(remove=lost)
+            self._set_owned(now, remove=lost)
             self._send_join(now)
         elif self.owned and self.protocol == EAGER:
             revoked = sorted(self.owned)
@@ -284,7 +466,7 @@ class Member:
             cost = self.config.revoke_cost_ms / 1000.0 * len(revoked)
 
             def done(t, revoked=revoked):
-                self._set_owned(remove=revoked)
+                self._set_owned(t, remove=revoked)
                 self._send_join(t)
             self._run_callback(now, "revoke", cost, done)
         else:
@@ -292,7 +474,7 @@ class Member:
             gone = sorted(tp for tp in self.owned if tp.topic not in meta or tp.partition >= meta[tp.topic])
             if gone:
                 self._event("revoke", f"count={len(gone)} topic deleted")
-                self._set_owned(remove=gone)
+                self._set_owned(now, remove=gone)
             self._send_join(now)
 
     def _subscriptions(self) -> tuple[tuple[str, Subscription], ...]:
@@ -324,6 +506,7 @@ class Member:
         if cost_s <= 0:
             then(now)
             return
+        self._advance(now)
         self.busy = True
         self._after_busy = then
         self.out.append(("open", "stalled", self.name, None, None))
@@ -332,6 +515,7 @@ class Member:
             self._timer(("poll_timeout",), now + self.config.max_poll_interval_s)
 
     def _callback_done(self, now: float) -> None:
+        self._advance(now)
         self.busy = False
         self.out.append(("close", "stalled", self.name, None, None))
         self._timer(("poll_timeout",), None)
@@ -358,7 +542,8 @@ class Member:
         if kind == "hb":
             self._send_heartbeat(now)
         elif kind == "hb_timeout":
-            self.hb_in_flight = False
+            # Heartbeat.failHeartbeat: retry after the backoff
+            self.hb_in_flight = 0
             self._event("heartbeat_failed", "request timed out")
             self._timer(("hb",), now + self.config.retry_backoff_s)
         elif kind == "callback":
@@ -374,22 +559,27 @@ class Member:
                 self._event("join_failed", "request timed out")
                 self.state = UNJOINED
                 self._request_rejoin("JoinGroup timed out")
-                self._poll(now)
+                self._wake_poll(now)
         elif kind == "sync_timeout":
             if self.state == COMPLETING_REBALANCE and self.sync_in_flight:
                 self.sync_in_flight = False
                 self._event("sync_failed", "request timed out")
                 self.state = UNJOINED
                 self._request_rejoin("SyncGroup timed out")
-                self._poll(now)
+                self._wake_poll(now)
         elif kind == "metadata":
             version, _ = self._metadata()
             if self.is_leader and self.state == STABLE and version != self.metadata_version_assigned:
                 self._event("metadata_changed", f"version={version}")
                 self._request_rejoin("metadata changed")
-                self._poll(now)
+                self._wake_poll(now)
         elif kind == "retry":
+            self._wake_poll(now)
+        elif kind == "poll":
             self._poll(now)
+        elif kind == "prepare_commit":
+            if self.prepare_commit is not None:
+                self._prepare_commit_done(now, "request timed out")
         return self._drain()
 
     def on_control(self, now: float, note) -> list[tuple]:
@@ -398,7 +588,7 @@ class Member:
         if isinstance(note, m.Wake):
             self.quiet_epoch_seen = max(self.quiet_epoch_seen, note.epoch)
             if self.quiet:
-                self._unquiet(now)
+                self._unquiet(now, note.trigger_rank)
         elif note == "metadata_changed":
             age = self.config.metadata_max_age_s
             k = math.floor((now - self.started_at) / age) + 1
@@ -418,11 +608,14 @@ class Member:
         elif isinstance(msg, m.SyncGroupResponse):
             self._on_sync_response(now, msg)
         elif isinstance(msg, m.OffsetCommitResponse):
-            if msg.error != m.NONE:
+            if self.prepare_commit is not None and msg.seq == self.prepare_commit:
+                self._prepare_commit_done(now, None if msg.error == m.NONE else msg.error)
+            elif msg.error != m.NONE:
                 self._event("commit_failed", msg.error)
-                if msg.error in (m.UNKNOWN_MEMBER_ID, m.ILLEGAL_GENERATION) and self.generation >= 0:
+                if (msg.error in (m.UNKNOWN_MEMBER_ID, m.ILLEGAL_GENERATION) and self.generation >= 0
+                        and self.prepare_commit is None):
                     self._reset_generation(f"commit failed: {msg.error}")
-                    self._poll(now)
+                    self._wake_poll(now)
         elif isinstance(msg, m.LeaveGroupResponse):
             pass
         else:
@@ -441,7 +634,7 @@ class Member:
             return
         if r.error in (m.UNKNOWN_MEMBER_ID, m.ILLEGAL_GENERATION):
             self._reset_generation(f"JoinGroup: {r.error}")
-            self._poll(now)
+            self._wake_poll(now)
             return
         if r.error in (m.INCONSISTENT_GROUP_PROTOCOL, m.FENCED_INSTANCE_ID):
             self._fatal(now, f"JoinGroup: {r.error}")
@@ -513,16 +706,19 @@ class Member:
             self.state = UNJOINED
             self._event("sync_failed", r.error)
             self._request_rejoin("SyncGroup: REBALANCE_IN_PROGRESS")
-            self._poll(now)
+            self._wake_poll(now)
             return
         if r.error in (m.UNKNOWN_MEMBER_ID, m.ILLEGAL_GENERATION):
             self._reset_generation(f"SyncGroup: {r.error}")
-            self._poll(now)
+            self._wake_poll(now)
             return
         if r.error != m.NONE:
             self._fatal(now, f"SyncGroup: {r.error}")
             return
-        self._on_join_complete(now, r.assignment or Assignment())
+        # SyncGroupResponseHandler: the member is Stable; onJoinComplete runs at its next poll().
+        self.state = STABLE
+        self.pending_assignment = (self.generation, r.assignment or Assignment())
+        self._wake_poll(now)
 
     def _on_join_complete(self, now: float, assignment: Assignment) -> None:
         """ConsumerCoordinator.onJoinComplete."""
@@ -545,7 +741,7 @@ class Member:
         cfg = self.config
 
         def assign_step(t):
-            self._set_owned(add=added)
+            self._set_owned(t, add=added)
             if added:
                 self._event("assign", f"count={len(added)}")
             self._run_callback(t, "assign", cfg.assign_cost_ms / 1000.0 * len(added), lambda _t: None)
@@ -555,13 +751,13 @@ class Member:
             self._commit(now, "onPartitionsRevoked")
 
             def revoke_done(t):
-                self._set_owned(remove=revoked)
+                self._set_owned(t, remove=revoked)
                 self._request_rejoin("need to revoke partitions and re-join")
                 assign_step(t)
             self._run_callback(now, "revoke", cfg.revoke_cost_ms / 1000.0 * len(revoked), revoke_done)
         else:
             if revoked:  # EAGER never owns anything here; defensive
-                self._set_owned(remove=revoked)
+                self._set_owned(now, remove=revoked)
             assign_step(now)
         self._arm_commit(now)
         self._poll(now)
@@ -574,35 +770,52 @@ class Member:
 
     # ------------------------------------------------------------------ heartbeats
 
+    # The regular heartbeat schedule is ``hb_anchor + n * interval`` (n = 1, 2, ...), computed the
+    # same way whether heartbeats are sent or elided, so both give bit-identical times; anything
+    # irregular (a retry, a late response, a resume) starts a new anchor.
+
+    def _hb_at(self, n: int) -> float:
+        return self.hb_anchor + n * self.config.heartbeat_interval_s
+
     def _enable_heartbeats(self, now: float) -> None:
         self.hb_enabled = True
-        self.hb_in_flight = False
+        self.hb_in_flight = 0
         self.quiet = False
-        self._timer(("hb",), now + self.config.heartbeat_interval_s)
+        self.hb_anchor, self.hb_n = now, 1
+        self._timer(("hb",), self._hb_at(1))
 
     def _send_heartbeat(self, now: float) -> None:
-        if not self.hb_enabled or self.hb_in_flight or self.quiet:
+        """HeartbeatThread: send whenever the heartbeat timer expires, whether or not the previous
+        heartbeat was answered (Heartbeat.shouldHeartbeat looks only at the timer)."""
+        if not self.hb_enabled or self.quiet:
             return
-        self.hb_in_flight = True
+        if now != self._hb_at(self.hb_n):
+            self.hb_anchor, self.hb_n = now, 0
+        self.hb_n += 1
+        self.hb_in_flight += 1
         self.last_hb_sent = now
         self._send(m.HeartbeatRequest(self.member_id, self.generation, self.instance_id))
         self._timer(("hb_timeout",), now + self.config.request_timeout_s)
-        self._timer(("hb",), now + self.config.heartbeat_interval_s)
+        self._timer(("hb",), self._hb_at(self.hb_n))
 
     def _on_heartbeat_response(self, now: float, r: m.HeartbeatResponse) -> None:
         if not self.hb_in_flight:
             return
-        self.hb_in_flight = False
-        self._timer(("hb_timeout",), None)
+        self.hb_in_flight -= 1
+        if not self.hb_in_flight:
+            self._timer(("hb_timeout",), None)
         if not self.hb_enabled:
             return
+        if r.member_id != self.member_id or r.generation != self.generation:
+            return  # HeartbeatResponseHandler: the generation changed since it was sent
         if ("hb",) not in self.timers and self.paused_at is None:
-            self._timer(("hb",), max(now, self.last_hb_sent + self.config.heartbeat_interval_s))
+            self._timer(("hb",), max(now, self._hb_at(self.hb_n)))
         if r.error == m.NONE:
             if (r.quiet_epoch is not None and r.quiet_epoch >= self.quiet_epoch_seen and self.elide
-                    and self.state == STABLE and not self.rejoin_needed):
+                    and self.state == STABLE and not self.rejoin_needed and self.pending_assignment is None
+                    and not self.hb_in_flight):
                 self.quiet = True
-                self.quiet_phase = self.last_hb_sent
+                self.quiet_phase = self.last_hb_sent  # == self._hb_at(self.hb_n - 1)
                 self.quiet_arrival = r.received_at
                 self._timer(("hb",), None)
                 self._timer(("commit",), None)
@@ -611,46 +824,58 @@ class Member:
             if self.state == STABLE:
                 self._event("rebalance_learned", "heartbeat: REBALANCE_IN_PROGRESS")
                 self._request_rejoin("group is rebalancing")
-                self._poll(now)
+                self._wake_poll(now)
             return
         if r.error in (m.UNKNOWN_MEMBER_ID, m.ILLEGAL_GENERATION):
             if self.state in (STABLE, COMPLETING_REBALANCE):
                 self._event("fenced_learned", f"heartbeat: {r.error}")
                 self._reset_generation(f"heartbeat: {r.error}")
-                self._poll(now)
+                self._wake_poll(now)
             return
         if r.error == m.FENCED_INSTANCE_ID:
             self._fatal(now, "heartbeat: FENCED_INSTANCE_ID")
 
-    def _last_elided(self, now: float) -> tuple[float, float | None]:
-        """(arrival of the last elided heartbeat, send time of one still in flight or None)."""
-        interval = self.config.heartbeat_interval_s
-        k = math.floor((now - self.quiet_phase) / interval)
+    def _elided_k(self, now: float) -> int:
+        """How many elided heartbeats were due by ``now`` (the k-th at ``_hb_at(hb_n - 1 + k)``)."""
+        base = self.hb_n - 1
+        k = max(0, math.floor((now - self.quiet_phase) / self.config.heartbeat_interval_s))
+        while self._hb_at(base + k + 1) <= now:
+            k += 1
+        while k > 0 and self._hb_at(base + k) > now:
+            k -= 1
+        return k
+
+    def _last_elided(self, now: float, trigger_rank: int | None = None) -> tuple[float, float | None]:
+        """(arrival of the last elided heartbeat, send time of one still in flight or None).
+
+        A heartbeat arriving exactly at ``now`` counts as arrived unless the input that woke us
+        (``trigger_rank``) would have been handled first (the kernel orders ties by sender rank).
+        """
+        k = self._elided_k(now)
         if k <= 0:
             return self.quiet_arrival, None
-        s_k = self.quiet_phase + k * interval
+        base = self.hb_n - 1
+        s_k = self._hb_at(base + k)
         arrival = s_k + self._sample_latency()
-        if arrival <= now:
+        if arrival < now or (arrival == now and (trigger_rank is None or self.rank < trigger_rank)):
             return arrival, None
         if k == 1:
             return self.quiet_arrival, s_k
-        return min(s_k - interval + self._sample_latency(), now), s_k
+        return min(self._hb_at(base + k - 1) + self._sample_latency(), now), s_k
 
-    def _unquiet(self, now: float) -> None:
+    def _unquiet(self, now: float, trigger_rank: int | None = None) -> None:
         """Heartbeat for real again: restore the heartbeat schedule the elision skipped."""
         self.quiet = False
-        last_arrival, in_flight = self._last_elided(now)
-        interval = self.config.heartbeat_interval_s
+        k = self._elided_k(now)
+        last_arrival, in_flight = self._last_elided(now, trigger_rank)
         self.out.append(("control", m.COORDINATOR, m.Unquiet(self.member_id, last_arrival)))
+        self.hb_n += k  # the schedule carries on from the last elided heartbeat that was due
         if in_flight is not None:
-            self.hb_in_flight = True
+            self.hb_in_flight = 1
             self.last_hb_sent = in_flight
             self._send(m.HeartbeatRequest(self.member_id, self.generation, self.instance_id), sent_at=in_flight)
             self._timer(("hb_timeout",), in_flight + self.config.request_timeout_s)
-            self._timer(("hb",), in_flight + interval)
-        else:
-            k = math.floor((now - self.quiet_phase) / interval)
-            self._timer(("hb",), self.quiet_phase + (k + 1) * interval)
+        self._timer(("hb",), self._hb_at(self.hb_n))
         self._arm_commit(now)
 
     def _stop_heartbeats(self, now: float) -> None:
@@ -664,7 +889,7 @@ class Member:
             if in_flight is not None:
                 self._send(m.HeartbeatRequest(self.member_id, self.generation, self.instance_id, last=True),
                            sent_at=in_flight)
-                self.hb_in_flight = True
+                self.hb_in_flight = 1
             self.out.append(("control", m.COORDINATOR, m.Unquiet(self.member_id, last_arrival, hold=True)))
         self._timer(("hb",), None)
         self._timer(("commit",), None)
@@ -683,4 +908,6 @@ class Member:
             if self.state in (PREPARING_REBALANCE, COMPLETING_REBALANCE) and why == "auto-commit":
                 self._event("commit_failed", "RebalanceInProgress (client side)")
             return
-        self._send(m.OffsetCommitRequest(self.member_id, self.generation, self.instance_id, len(self.owned)))
+        self.commit_seq += 1
+        self._send(m.OffsetCommitRequest(self.member_id, self.generation, self.instance_id, len(self.owned),
+                                         self.commit_seq))

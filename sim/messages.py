@@ -85,6 +85,8 @@ class HeartbeatResponse:
     error: str
     quiet_epoch: int | None = None
     received_at: float = 0.0
+    member_id: str = ""      # echoed from the request: a response to an older generation is ignored
+    generation: int = -1
 
 
 @attrs.frozen(slots=True)
@@ -101,15 +103,20 @@ class LeaveGroupResponse:
 
 @attrs.frozen(slots=True)
 class OffsetCommitRequest:
+    """``seq`` (simulator only): echoed in the response, so the member knows which commit it
+    answers (Kafka matches them by correlation id)."""
+
     member_id: str
     generation: int
     group_instance_id: str | None
     partitions: int
+    seq: int = 0
 
 
 @attrs.frozen(slots=True)
 class OffsetCommitResponse:
     error: str
+    seq: int = 0
 
 
 # ---- simulator control notes (zero delay, never dropped; not part of Kafka's protocol) ----
@@ -117,9 +124,12 @@ class OffsetCommitResponse:
 
 @attrs.frozen(slots=True)
 class Wake:
-    """Coordinator -> member: its heartbeats are no longer idle (the group left Stable)."""
+    """Coordinator -> member: its heartbeats are no longer idle (the group left Stable).
+    ``trigger_rank``: the kernel rank of the input that made the coordinator send it (ties at
+    one instant are ordered by rank; -1 when unknown)."""
 
     epoch: int
+    trigger_rank: int = -1
 
 
 @attrs.frozen(slots=True)

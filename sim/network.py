@@ -29,7 +29,7 @@ class LinkFault:
     member: str | None
     direction: str = BOTH
     extra_s: float | None = None
-
+    loss: float | None = None  # a loss window: drop with this probability instead
     def applies(self, member: str, to_coordinator: bool, t: float) -> bool:
         if not (self.start <= t < self.end):
             return False
@@ -46,14 +46,15 @@ class Network:
     def __init__(self, kernel, config: NetworkConfig, faults: list[LinkFault] = ()):
         self.kernel = kernel
         self.config = config
-        self.cuts = [f for f in faults if f.extra_s is None]
+        self.cuts = [f for f in faults if f.extra_s is None and f.loss is None]
         self.spikes = [f for f in faults if f.extra_s is not None]
+        self.losses = [f for f in faults if f.loss is not None]
         self.sent = 0
         self.dropped = 0
 
     def lossy(self) -> bool:
         """Whether messages can vanish at random (idle heartbeats then cannot be elided)."""
-        return self.config.drop_probability > 0
+        return self.config.drop_probability > 0 or bool(self.losses)
 
     def send(self, sender, dest: str, msg, now: float, sent_at: float | None = None) -> None:
         base = now if sent_at is None else sent_at
@@ -68,6 +69,10 @@ class Network:
         if self.config.drop_probability > 0 and rng.random() < self.config.drop_probability:
             self.dropped += 1
             return
+        for f in self.losses:
+            if f.applies(member, to_coord, base) and rng.random() < f.loss:
+                self.dropped += 1
+                return
         delay = self.config.latency_of(member).sample_s(rng)
         for f in self.spikes:
             if f.applies(member, to_coord, base):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import gc
 import hashlib
 import json
 import math
@@ -19,10 +20,10 @@ import trio.testing
 
 from .actors import CoordinatorActor, Director, MemberActor
 from .config import ConfigError, to_flat_dict
-from .group import EMPTY, STABLE, GroupCoordinator
+from .group import COMPLETING_REBALANCE, EMPTY, PREPARING_REBALANCE, STABLE, GroupCoordinator
 from .invariants import check_run
 from .kernel import Kernel
-from .member import Member
+from .member import Handoffs, Member
 from .metrics import compute_metrics
 from .network import LinkFault, Network
 from .recorder import Recorder, write_parquet_atomic
@@ -32,12 +33,14 @@ from .scenario import (
     DelaySpike,
     DeleteTopic,
     NetworkPartition,
+    PacketLoss,
     Scenario,
     action_to_dict,
     member_names,
 )
 
 TAIL_S = 1.0
+_PHASES = {PREPARING_REBALANCE: "join", COMPLETING_REBALANCE: "sync", STABLE: "stable"}
 
 
 class InvariantViolation(AssertionError):
@@ -117,7 +120,8 @@ def _version(dist: str) -> str:
 
 
 class _Runner:
-    def __init__(self, scenario: Scenario, seed: int, progress: bool):
+    def __init__(self, scenario: Scenario, seed: int, progress: bool, max_wall_s: float | None = None,
+                 max_events: int | None = None):
         self.scenario = scenario
         self.config = scenario.config
         self.seed = seed
@@ -131,6 +135,8 @@ class _Runner:
                 faults.append(LinkFault(a.at_s, a.at_s + a.duration_s, a.member, a.direction))
             elif isinstance(a, DelaySpike):
                 faults.append(LinkFault(a.at_s, a.at_s + a.duration_s, a.member, "both", a.extra_ms / 1000.0))
+            elif isinstance(a, PacketLoss):
+                faults.append(LinkFault(a.at_s, a.at_s + a.duration_s, a.member, "both", loss=a.probability))
         self.network = Network(self.kernel, self.config.network, faults)
         self.kernel.network = self.network
         self.elide = self.config.elide_heartbeats and not self.network.lossy()
@@ -138,11 +144,18 @@ class _Runner:
         CoordinatorActor(self.kernel, self.coordinator)
         initial, self.width = member_names(self.config, scenario.timeline)
         self.members: dict[str, MemberActor] = {}
+        created = self.world.created
+        self.handoffs = Handoffs(lambda tp: created.get((tp.topic, tp.partition), 0.0))
         self.subscribed_topics: set[str] = set()
+        self.watches: list = []  # CrashLeader actions waiting for their phase
         self.director = Director(self.kernel, self, scenario.timeline)
         for name in initial:
             self.start_member(self.director, name, {})
         self.kernel.after_batch = self._after_batch
+        self.max_wall_s = max_wall_s
+        self.max_events = max_events
+        self.partial_reason = ""
+        self._wall0 = time.monotonic()
         self.settled = False
         self._probe: MemberActor | None = None
         self._last_progress = time.monotonic()
@@ -172,9 +185,12 @@ class _Runner:
     def new_core(self, actor: MemberActor, cfg, topics) -> Member:
         actor.starting = False
         rng = actor.rng
+        if actor.poll_rng is None:  # one stream per client, kept across restarts
+            actor.poll_rng = self.kernel.rng_for(actor.rank, stream=1)
         lat = self.config.network.latency_of(actor.name)
         return Member(actor.name, cfg, topics, lambda: self.world.at(self.kernel.now),
-                      lambda: lat.sample_s(rng), self.config.assignor_cost, self.elide)
+                      lambda: lat.sample_s(rng), self.config.assignor_cost, self.elide,
+                      rates=self.world.rates, handoffs=self.handoffs, poll_rng=actor.poll_rng, rank=actor.rank)
 
     # ---- settling (the end of an episode)
 
@@ -217,20 +233,40 @@ class _Runner:
 
     def _after_batch(self, t: float) -> bool:
         k = self.kernel
+        if self.watches:
+            phase = _PHASES.get(self.coordinator.state)
+            for w in [w for w in self.watches if w.phase == phase]:
+                self.watches.remove(w)
+                self.director.crash_leader_at(t + w.delay_s, w.phase)
         if self.progress and time.monotonic() - self._last_progress > 1.0:
             self._last_progress = time.monotonic()
             print(f"\r  simulated {t:9.2f}s  messages {self.network.sent:>9,}  members "
                   f"{len(self.coordinator.members):>6,}  state {self.coordinator.state:<20}",
                   end="", file=sys.stderr, flush=True)
-        if not k.dirty:
-            return False
-        k.dirty = False
-        settled = self._is_settled(t)
-        if settled != self.settled:
-            self.settled = settled
-            self.recorder.event(t, self.director.rank, self.director.next_seq(),
-                                "settled" if settled else "unsettled", None, self.coordinator.generation, "")
-        return settled and self.director.pending == 0 and not (k._heap and k._heap[0][0] <= t)
+        done = False
+        if k.dirty:
+            k.dirty = False
+            settled = self._is_settled(t)
+            if settled != self.settled:
+                self.settled = settled
+                self.recorder.event(t, self.director.rank, self.director.next_seq(),
+                                    "settled" if settled else "unsettled", None, self.coordinator.generation, "")
+            if settled and self.watches and self.director.pending == len(self.watches):
+                for w in self.watches:
+                    self.director.drop_watch(t, w.phase)
+                self.watches.clear()
+            done = settled and self.director.pending == 0 and not (k._heap and k._heap[0][0] <= t)
+        if done:
+            return True
+        # resource bounds, checked after the batch's bookkeeping so the prefix is consistent
+        if self.max_events is not None and k.delivered >= self.max_events:
+            self.partial_reason = f"max_events={self.max_events} reached at simulated t={t:.3f}s"
+            return True
+        if (self.max_wall_s is not None and (k.batches & 63) == 0
+                and time.monotonic() - self._wall0 > self.max_wall_s):
+            self.partial_reason = f"max_wall_s={self.max_wall_s:g} reached at simulated t={t:.3f}s"
+            return True
+        return False
 
     # ---- the run
 
@@ -240,7 +276,8 @@ class _Runner:
         if self.progress:
             print(file=sys.stderr)
         # observed for one more second after the last input, so final ownership shows as intervals
-        end = self.kernel.now + TAIL_S
+        # (a partial run ends where it stopped: nothing after that was simulated)
+        end = self.kernel.now + (0.0 if self.partial_reason else TAIL_S)
         return end, self.settled and self.director.pending == 0
 
     def partitions_alive(self, end: float) -> dict[tuple[str, int], tuple[float, float]]:
@@ -255,7 +292,8 @@ class _Runner:
 
 
 def run_scenario(scenario: Scenario, seed: int = 0, out_dir: str | os.PathLike | None = None,
-                 progress: bool = False, *, raise_on_violation: bool = True) -> RunResult:
+                 progress: bool = False, *, raise_on_violation: bool = True,
+                 max_wall_s: float | None = None, max_events: int | None = None) -> RunResult:
     """Run ``scenario`` with ``seed`` in virtual time and measure it.
 
     Returns a ``RunResult`` (``summary``, ``episodes``, ``events``, ``intervals``, ``runs``,
@@ -265,10 +303,32 @@ def run_scenario(scenario: Scenario, seed: int = 0, out_dir: str | os.PathLike |
     (unless the assignor cost mode is ``measured``). ``progress`` prints simulated time to stderr.
     If an invariant is broken the files are still written, then ``InvariantViolation`` is raised
     (``raise_on_violation=False`` returns the result instead).
+
+    Resource bounds: a run that delivers ``max_events`` simulation inputs (messages, timers,
+    notes), or runs longer than ``max_wall_s`` seconds of wall time, stops cleanly where it is;
+    its results and files are complete up to that instant and marked ``partial`` (summary keys
+    ``partial`` and ``partial_reason``, and the runs row). Invariants that need the run's end
+    (every partition eventually owned) are not checked for a partial run.
     """
+    if max_events is not None and (isinstance(max_events, bool) or not isinstance(max_events, int) or max_events < 1):
+        raise ConfigError("max_events", f"{max_events!r} is not a positive integer")
+    if max_wall_s is not None and (isinstance(max_wall_s, bool) or not isinstance(max_wall_s, int | float)
+                                   or not max_wall_s > 0):
+        raise ConfigError("max_wall_s", f"{max_wall_s!r} is not a positive number of seconds")
     wall0 = time.perf_counter()
-    runner = _Runner(scenario, seed, progress)
-    end, settled = runner.run()
+    runner = _Runner(scenario, seed, progress, max_wall_s, max_events)
+    # The world (members, partitions, assignments) is a large, long-lived object graph: a full
+    # collection every few thousand allocations rescans it for nothing. Freeze what exists, and
+    # collect the young generations less often, for the duration of the run only.
+    threshold = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(max(threshold[0], 50_000), max(threshold[1], 20), max(threshold[2], 50))
+    try:
+        end, settled = runner.run()
+    finally:
+        gc.set_threshold(*threshold)
+        gc.unfreeze()
+    partial = bool(runner.partial_reason)
     wall = time.perf_counter() - wall0
     run_id = run_id_for(scenario, seed)
     rec = runner.recorder
@@ -276,7 +336,7 @@ def run_scenario(scenario: Scenario, seed: int = 0, out_dir: str | os.PathLike |
     events = rec.events_table(run_id)
     intervals = rec.intervals_table(run_id)
     violations = [f"t={t:.6f}: {text}" for t, text in sorted(rec.violations)]
-    violations += check_run(events, intervals, settled=settled,
+    violations += check_run(events, intervals, settled=settled or partial,
                             cooperative=any(a.core is not None and a.core.protocol == "COOPERATIVE"
                                             for a in runner.members.values()))
     episodes, summary = compute_metrics(events, intervals, scenario.config, runner.world.rates)
@@ -292,8 +352,11 @@ def run_scenario(scenario: Scenario, seed: int = 0, out_dir: str | os.PathLike |
         "messages_per_wall_s": round(runner.network.sent / wall, 1) if wall > 0 else None,
         "invariant_violations": len(violations),
         **summary,
+        "partial": partial,
+        "partial_reason": runner.partial_reason,
+        "events_delivered": runner.kernel.delivered,
     }
-    row: dict[str, Any] = {"run_id": run_id, "scenario": scenario.name, "seed": seed,
+    row: dict[str, Any] = {"run_id": run_id, "scenario": scenario.name, "seed": seed, "partial": partial,
                            "version_rebalance_sim": _version("rebalance-sim"),
                            "version_trio": trio.__version__, "version_pyarrow": pa.__version__,
                            "timeline": json.dumps([action_to_dict(a) for a in scenario.timeline],

@@ -91,3 +91,62 @@ def test_bench_sim_quick_json(capsys):
     assert cli(["bench", "sim", "--quick", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert rows and all({"wall_s", "messages_per_s", "peak_rss_mib"} <= set(r) for r in rows)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["scale-out", "--set", "members=-1"], "members"),
+    (["scale-out", "--set", "consumer.max_poll_records=0"], "consumer.max_poll_records"),
+    (["scale-out", "--set", "consumer.topics.x=1"], "consumer.topics"),
+    (["scale-out", "--set", "network.latency=abc"], "network.latency"),
+    (["scale-out", "--set", "at_s=1e9"], "beyond max_duration_s"),
+    (["scale-out", "--max-wall", "0"], "--max-wall"),
+    (["scale-out", "--max-events", "-5"], "--max-events"),
+])
+def test_bad_overrides_never_print_a_traceback(args, needle, capsys):
+    """Bad overrides and bounds exit 2 with one line naming the field, never a traceback."""
+    assert cli(["run", *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert needle in err and "\n" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe\x00junk", b"members = [\n", b"members = 2\n",
+                                     b'members = 2\n[[topics]]\nname = "t"\npartitions = 2\n'
+                                     b'[[timeline]]\naction = "crash"\nat_s = 5\nmember = "c009"\n'])
+def test_bad_files_never_print_a_traceback(tmp_path, content, capsys):
+    """Undecodable, malformed, incomplete or inconsistent TOML files exit 2 with one line."""
+    path = tmp_path / "bad.toml"
+    path.write_bytes(content)
+    assert cli(["run", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert str(path) in err and "\n" not in err and "Traceback" not in err
+
+
+def test_directory_as_scenario_is_exit_2(tmp_path, capsys):
+    """A directory given as the scenario exits 2 with one line."""
+    (tmp_path / "x.toml").mkdir()
+    assert cli(["run", str(tmp_path / "x.toml")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_max_events_stops_with_partial_results(tmp_path, capsys):
+    """--max-events stops the run cleanly: files written, marked partial, a PARTIAL line, exit 3."""
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "run"
+    assert cli(["run", "scale-out", "--max-events", "50", "--out", str(out)]) == 3
+    printed = capsys.readouterr().out
+    assert "PARTIAL:" in printed and "max_events=50" in printed
+    row = pq.read_table(out / "runs.parquet").to_pylist()[0]
+    assert row["partial"] is True and row["summary.partial"] is True
+    assert (out / "events.parquet").exists() and (out / "intervals.parquet").exists()
+
+
+def test_max_wall_stops_a_long_run(capsys):
+    """--max-wall stops a run that would take longer, with partial results and exit 3."""
+    assert cli(["run", "scale-out", "--set", "members=300", "--set", "partitions=3000",
+                "--max-wall", "0.2", "--json"]) == 3
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert data["summary"]["partial"] and "max_wall_s=0.2" in data["summary"]["partial_reason"]
+    assert data["invariant_violations"] == []
+    assert "PARTIAL:" in captured.err

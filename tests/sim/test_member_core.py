@@ -29,6 +29,11 @@ def closed(effects):
     return sorted(TopicPartition(e[3], e[4]) for e in effects if e[0] == "close" and e[1] == "owned")
 
 
+def heartbeat_response(mb, error):
+    """The coordinator's answer to the heartbeat ``mb`` has in flight."""
+    return m.HeartbeatResponse(error, member_id=mb.member_id, generation=mb.generation)
+
+
 def stable(mb, parts, generation=1):
     """Bring ``mb`` to Stable owning ``parts`` in ``generation`` (as a follower)."""
     mb.start(0.0)
@@ -46,17 +51,20 @@ def test_protocol_is_highest_supported_by_all_assignors():
 
 
 def test_eager_member_revokes_everything_before_joining():
-    """EAGER: on REBALANCE_IN_PROGRESS the member commits, revokes every partition, then sends
-    JoinGroup with no owned partitions."""
+    """EAGER: on REBALANCE_IN_PROGRESS the member stops processing and commits, and only when the
+    commit returns revokes every partition and sends JoinGroup with no owned partitions."""
     mb = member()
     stable(mb, T[:2])
-    mb.hb_in_flight = True
-    eff = mb.handle(5.0, m.HeartbeatResponse(m.REBALANCE_IN_PROGRESS))
+    mb.hb_in_flight = 1
+    eff = mb.handle(5.0, heartbeat_response(mb, m.REBALANCE_IN_PROGRESS))
+    (commit,) = sent(eff, m.OffsetCommitRequest)
+    assert closed(eff) == [] and not sent(eff, m.JoinGroupRequest)
+    assert mb.busy and not mb.processing
+    eff = mb.handle(5.002, m.OffsetCommitResponse(m.NONE, commit.seq))
     assert closed(eff) == T[:2]
-    assert sent(eff, m.OffsetCommitRequest)
     (j,) = sent(eff, m.JoinGroupRequest)
     assert all(sub.owned_partitions == () for _, sub in j.protocols)
-    assert mb.state == PREPARING_REBALANCE
+    assert mb.state == PREPARING_REBALANCE and mb.processing
 
 
 def test_cooperative_member_revokes_only_what_it_loses_and_rejoins():
@@ -64,8 +72,8 @@ def test_cooperative_member_revokes_only_what_it_loses_and_rejoins():
     only owned-minus-assigned and rejoins at once."""
     mb = member(("cooperative-sticky",))
     stable(mb, T[:3])
-    mb.hb_in_flight = True
-    eff = mb.handle(5.0, m.HeartbeatResponse(m.REBALANCE_IN_PROGRESS))
+    mb.hb_in_flight = 1
+    eff = mb.handle(5.0, heartbeat_response(mb, m.REBALANCE_IN_PROGRESS))
     assert closed(eff) == []
     (j,) = sent(eff, m.JoinGroupRequest)
     assert set(j.protocols[0][1].owned_partitions) == set(T[:3])
@@ -81,8 +89,8 @@ def test_fenced_member_loses_partitions_without_commit():
     and the member rejoins without a member id."""
     mb = member()
     stable(mb, T[:2])
-    mb.hb_in_flight = True
-    eff = mb.handle(5.0, m.HeartbeatResponse(m.UNKNOWN_MEMBER_ID))
+    mb.hb_in_flight = 1
+    eff = mb.handle(5.0, heartbeat_response(mb, m.UNKNOWN_MEMBER_ID))
     assert closed(eff) == T[:2]
     assert not sent(eff, m.OffsetCommitRequest)
     (j,) = sent(eff, m.JoinGroupRequest)
@@ -94,8 +102,8 @@ def test_commit_fails_client_side_during_rebalance():
     """An auto-commit while the member is rebalancing fails locally with RebalanceInProgress."""
     mb = member(("cooperative-sticky",))
     stable(mb, T[:2])
-    mb.hb_in_flight = True
-    mb.handle(5.0, m.HeartbeatResponse(m.REBALANCE_IN_PROGRESS))
+    mb.hb_in_flight = 1
+    mb.handle(5.0, heartbeat_response(mb, m.REBALANCE_IN_PROGRESS))
     mb.timers[("commit",)] = 6.0
     eff = mb.on_timer(6.0, ("commit",), 6.0)
     assert any(e[0] == "event" and e[1] == "commit_failed" and "RebalanceInProgress" in e[4] for e in eff)
@@ -141,3 +149,90 @@ def test_fatal_join_errors_stop_the_member(error):
     mb.start(0.0)
     mb.handle(0.1, m.JoinGroupResponse(error))
     assert not mb.alive and mb.failed
+
+
+def loaded(strategy=("range",), rate=10000.0, seed=0, **cfg):
+    """A member whose partitions each produce ``rate`` records/s (capacity 10,000/s)."""
+    import numpy as np
+
+    for name in strategy:
+        need_assignor(name)
+    config = ConsumerConfig(partition_assignment_strategy=strategy, **cfg)
+    return Member("c0", config, ("t",), lambda: (0, {"t": 4}), lambda: 0.001, AssignorCost(),
+                  rates={"t": rate}, poll_rng=np.random.default_rng(seed))
+
+
+def test_rebalance_flag_waits_for_the_end_of_the_batch():
+    """A member processing a backlog acts on REBALANCE_IN_PROGRESS only at its next poll(): after
+    a delay drawn from [0, max.poll.records / capacity), the same for the same seed."""
+    delays = []
+    for seed in (0, 0, 1):
+        mb = loaded(seed=seed)
+        stable(mb, T[:2])
+        mb.hb_in_flight = 1
+        eff = mb.handle(5.0, heartbeat_response(mb, m.REBALANCE_IN_PROGRESS))
+        assert not sent(eff, m.OffsetCommitRequest) and mb.processing and mb.rejoin_needed
+        at = mb.timers[("poll",)]
+        assert mb.batch_s(5.0) == pytest.approx(500 / 10000.0)
+        assert 5.0 <= at < 5.0 + 500 / 10000.0
+        eff = mb.on_timer(at, ("poll",), at)
+        assert sent(eff, m.OffsetCommitRequest)  # onJoinPrepare starts now
+        delays.append(at - 5.0)
+    assert delays[0] == delays[1] != delays[2]
+
+
+def test_batches_shrink_with_load_and_an_idle_member_reacts_at_once():
+    """Keeping up, a batch lasts max.poll.records / capacity scaled by rate / capacity; a member
+    with nothing to process polls at once."""
+    mb = loaded(rate=1000.0)
+    stable(mb, T[:2])
+    assert mb.batch_s(60.0) == pytest.approx(500 / 10000.0 * 2000.0 / 10000.0)
+    idle = loaded()
+    stable(idle, [])
+    idle.hb_in_flight = 1
+    eff = idle.handle(5.0, heartbeat_response(idle, m.REBALANCE_IN_PROGRESS))
+    assert sent(eff, m.JoinGroupRequest) and ("poll",) not in idle.timers
+
+
+def test_cooperative_assignment_applies_at_the_next_poll():
+    """COOPERATIVE: a SyncGroup response reaching a busy member is applied (revocation, new
+    partitions, follow-up JoinGroup) at its next poll(), not on arrival."""
+    mb = loaded(("cooperative-sticky",))
+    stable(mb, T[:3])
+    mb.hb_in_flight = 1
+    mb.handle(5.0, heartbeat_response(mb, m.REBALANCE_IN_PROGRESS))
+    mb.on_timer(mb.timers[("poll",)], ("poll",), mb.timers[("poll",)])
+    mb.handle(5.1, m.JoinGroupResponse(m.NONE, 2, "cooperative-sticky", "other", "c0-1"))
+    eff = mb.handle(5.2, m.SyncGroupResponse(m.NONE, Assignment(T[:2])))
+    assert closed(eff) == [] and mb.pending_assignment is not None and not mb.settled
+    at = mb.timers[("poll",)]
+    assert 5.2 <= at < 5.25
+    eff = mb.on_timer(at, ("poll",), at)
+    assert closed(eff) == [T[2]]
+    (j,) = sent(eff, m.JoinGroupRequest)
+    assert set(j.protocols[0][1].owned_partitions) == set(T[:2])
+
+
+def test_fenced_zombie_processes_until_its_next_poll():
+    """After a heartbeat says UNKNOWN_MEMBER_ID, a busy member keeps its partitions until its next
+    poll(), where onPartitionsLost drops them."""
+    mb = loaded()
+    stable(mb, T[:2])
+    mb.hb_in_flight = 1
+    eff = mb.handle(5.0, heartbeat_response(mb, m.UNKNOWN_MEMBER_ID))
+    assert closed(eff) == [] and mb.owned == set(T[:2])
+    at = mb.timers[("poll",)]
+    eff = mb.on_timer(at, ("poll",), at)
+    assert closed(eff) == T[:2] and any(e[0] == "event" and e[1] == "partitions_lost" for e in eff)
+
+
+def test_close_during_a_callback_waits_for_it():
+    """close() reaching a member inside a rebalance callback takes effect when the callback
+    returns: it revokes, commits and sends LeaveGroup then (found by the random fault schedules)."""
+    mb = member(assign_cost_ms=300.0)
+    stable(mb, T[:1])
+    assert mb.busy
+    assert mb.close(0.4) == [] and mb.alive
+    key = ("callback",)
+    eff = mb.on_timer(mb.timers[key], key, mb.timers[key])
+    assert closed(eff) == T[:1] and sent(eff, m.LeaveGroupRequest) and not mb.alive
