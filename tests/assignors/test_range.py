@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 import functools
-import random
-
-from hypothesis import given
-from hypothesis import strategies as st
 
 from assignors import EAGER, get_assignor
 from assignors.range import RangeAssignor
 from assignors.types import Subscription, TopicPartition
-from tests.strategies import groups, shuffled
 
 
 def tp(name: str) -> TopicPartition:
@@ -153,54 +148,3 @@ def test_rolling_bounce_of_static_members_keeps_assignment():
     assert {before[m].group_instance_id: p for m, p in old.items()} == {
         after[m].group_instance_id: p for m, p in new.items()
     }
-
-
-def test_large_heterogeneous_group_matches_reference():
-    """A seeded group of 300 members with mixed subscriptions matches the reference loop."""
-    rng = random.Random(7)
-    metadata = {f"topic-{i:02d}": rng.randrange(0, 400) for i in range(30)}
-    names = [*metadata, "deleted"]
-    subs = {
-        f"member-{i:03d}": Subscription(
-            rng.sample(names, rng.randrange(1, 8)),
-            group_instance_id=f"instance-{rng.randrange(10**6)}" if i % 3 == 0 else None,
-        )
-        for i in range(300)
-    }
-    assert assign(metadata, subs) == reference_range(metadata, subs)
-
-
-@given(groups(with_owned=False))
-def test_matches_reference(group):
-    """On any group the fast assignor equals the plain per-partition loop of Kafka's algorithm."""
-    metadata, subs = group
-    assert assign(metadata, subs) == reference_range(metadata, subs)
-
-
-@given(groups(with_owned=False))
-def test_each_subscribed_partition_assigned_once_to_a_subscriber(group):
-    """Every existing subscribed partition goes to exactly one member that subscribes to it."""
-    metadata, subs = group
-    result = assign(metadata, subs)
-    assert set(result) == set(subs)
-    handed_out = [p for partitions in result.values() for p in partitions]
-    expected = {
-        TopicPartition(t, p)
-        for t in {t for s in subs.values() for t in s.topics if t in metadata}
-        for p in range(metadata[t])
-    }
-    assert len(handed_out) == len(set(handed_out))
-    assert set(handed_out) == expected
-    for member, partitions in result.items():
-        assert all(p.topic in subs[member].topics for p in partitions)
-        assert partitions == sorted(partitions)
-
-
-@given(groups(), st.data())
-def test_independent_of_dict_order(group, data):
-    """Shuffling the insertion order of the subscriptions and metadata changes nothing."""
-    metadata, subs = group
-    sub_order = data.draw(st.permutations(range(len(subs))))
-    meta_order = data.draw(st.permutations(range(len(metadata))))
-    result = assign(shuffled(metadata, meta_order), shuffled(subs, sub_order))
-    assert list(result.items()) == list(assign(metadata, subs).items())
