@@ -193,7 +193,7 @@ def _summary_md(findings: list[Finding], rel_tol: float) -> str:
 
 
 def run(args) -> int:
-    out = Path(args.out)
+    out = Path(args.out or DEFAULT_OUT)
     baseline_path = Path(args.baseline)
     rows = run_suite(progress=not args.quiet)
     atomic_write_text(out / "metrics.csv", to_csv(rows))
@@ -229,11 +229,14 @@ def run(args) -> int:
     return 1 if bad else 0
 
 
-def add_arguments(p) -> None:
-    p.add_argument("--out", default=str(DEFAULT_OUT), help="where metrics, comparison and plots go")
-    p.add_argument("--baseline", default=str(DEFAULT_BASELINE), help="baseline CSV to compare with")
-    p.add_argument("--update-baseline", action="store_true", help="rewrite the baseline with this run")
-    p.add_argument("--tolerance", type=float, default=0.02, help="relative tolerance (default 0.02 = 2%%)")
+def add_arguments(p, with_out: bool = True) -> None:
+    """The suite's options (``--out`` too unless the caller's parser already has one)."""
+    if with_out:
+        p.add_argument("--out", default=str(DEFAULT_OUT), help="where metrics, comparison and plots go")
+    p.add_argument("--baseline", default=str(DEFAULT_BASELINE), help="ci-regression: baseline CSV to compare with")
+    p.add_argument("--update-baseline", action="store_true", help="ci-regression: rewrite the baseline with this run")
+    p.add_argument("--tolerance", type=float, default=0.02,
+                   help="ci-regression: relative tolerance (default 0.02 = 2%%)")
     p.add_argument("--abs-tolerance", type=float, default=1e-3,
-                   help="absolute tolerance for values near zero (default 0.001)")
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
+                   help="ci-regression: absolute tolerance for values near zero (default 0.001)")
+    p.add_argument("--quiet", action="store_true", help="ci-regression: no progress lines")
