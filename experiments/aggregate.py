@@ -60,11 +60,14 @@ def _glob(sweep_dir: Path, name: str) -> str:
     return str(Path(sweep_dir).resolve() / "runs" / "*" / name)
 
 
-def load_runs(spark, sweep_dir: Path):
-    """point.parquet joined with the simulator's summary metrics: one row per run."""
+def load_runs(spark, sweep_dir: Path, run_ids: Sequence[str] | None = None):
+    """point.parquet joined with the simulator's summary metrics: one row per run (only
+    ``run_ids`` if given: a work directory may also hold runs of an older configuration)."""
     from pyspark.sql import functions as F
 
     points = spark.read.parquet(_glob(sweep_dir, "point.parquet"))
+    if run_ids is not None:
+        points = points.where(F.col("run_id").isin(list(run_ids)))
     wanted = METRICS + EXTRA
     schema = ", ".join(["`run_id` string"] + [f"`summary.{m}` {t}" for m, t in wanted])
     runs = spark.read.schema(schema).parquet(_glob(sweep_dir, "runs.parquet"))
@@ -167,12 +170,14 @@ def _to_arrow(df) -> pa.Table:
     return df.toArrow()
 
 
-def aggregate(spark, sweep_dir: str | Path, out_dir: str | Path | None = None) -> dict[str, pa.Table]:
-    """Aggregate every complete run under ``sweep_dir/runs``; write the tables to ``out_dir``
-    (default ``sweep_dir/aggregate``). Returns them as pyarrow Tables, sorted deterministically."""
+def aggregate(spark, sweep_dir: str | Path, out_dir: str | Path | None = None,
+              run_ids: Sequence[str] | None = None) -> dict[str, pa.Table]:
+    """Aggregate the complete runs under ``sweep_dir/runs`` (all, or only ``run_ids``); write the
+    tables to ``out_dir`` (default ``sweep_dir/aggregate``). Returns them as pyarrow Tables,
+    sorted deterministically."""
     sweep_dir = Path(sweep_dir)
     out_dir = Path(out_dir) if out_dir is not None else sweep_dir / "aggregate"
-    runs_df = load_runs(spark, sweep_dir).cache()
+    runs_df = load_runs(spark, sweep_dir, run_ids).cache()
     cols = point_columns(runs_df)
     windows_df = unassigned_windows(spark, sweep_dir, runs_df).cache()
     tables = {

@@ -28,7 +28,9 @@ ASSIGNOR_COLORS = {
     "cooperative-sticky": "#1f77b4",
     "stream-join-sticky": "#2ca02c",
 }
-MEMBERSHIP_STYLE = {"dynamic": "-", "static": "--"}
+# Eager assignors often give identical curves: distinct dashes and widths keep each one visible.
+ASSIGNOR_LINES = {"range": ("-", 3.2), "roundrobin": ("--", 2.2), "sticky": (":", 1.8),
+                  "cooperative-sticky": ("-", 1.4), "stream-join-sticky": ("-.", 1.4)}
 DPI = 110
 
 
@@ -56,7 +58,8 @@ def ownership_timeline(runs: Sequence[tuple[str, pd.DataFrame]], path: Path, win
     lo, hi = window
     members = sorted({m for _, iv in runs for m in iv.loc[iv["kind"] == "owned", "member"].dropna()})
     cmap = plt.get_cmap("tab20")
-    member_color = {m: cmap(i % 20) for i, m in enumerate(members)}
+    palette = [cmap(i) for i in range(20) if i not in (6, 7)]  # no reds: red means unassigned
+    member_color = {m: palette[i % len(palette)] for i, m in enumerate(members)}
     for ax, (title, iv) in zip(axes[0], runs, strict=True):
         iv = iv[(iv["end"] > lo) & (iv["start"] < hi) & iv["topic"].notna()]
         parts = sorted({(t, int(p)) for t, p in zip(iv["topic"], iv["partition"], strict=True)})
@@ -73,6 +76,11 @@ def ownership_timeline(runs: Sequence[tuple[str, pd.DataFrame]], path: Path, win
                 ax.broken_barh([(s, e - s)], (y - h / 2, h), facecolors=c, alpha=alpha, linewidth=0)
         if trigger_s is not None:
             ax.axvline(trigger_s, color="black", linestyle=":", linewidth=1)
+        ua = iv[iv["kind"] == "unassigned"]
+        lengths = (ua["end"].clip(upper=hi) - ua["start"].clip(lower=lo)).clip(lower=0)
+        ax.text(0.99, 0.01, f"unassigned: {lengths.sum():.2f} partition-s, longest {lengths.max() if len(lengths) else 0:.2f} s",
+                transform=ax.transAxes, ha="right", va="bottom", fontsize=8,
+                bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "none"})
         ax.set_title(title, fontsize=10)
         ax.set_xlim(lo, hi)
         ax.set_xlabel("simulated time (s)")
@@ -117,7 +125,9 @@ def window_cdf(windows: pd.DataFrame, path: Path, facet: str = "scenario", line:
             if x.size == 0:
                 continue
             y = np.arange(1, x.size + 1) / x.size
-            ax.step(x, y, where="post", color=color(name), label=f"{name} (n={x.size:,})")
+            ls, lw = ASSIGNOR_LINES.get(name, ("-", 1.4))
+            ax.step(x, y, where="post", color=color(name), linestyle=ls, linewidth=lw,
+                    label=f"{name} (n={x.size:,})")
         ax.set_xscale("log")
         ax.set_title(str(f), fontsize=10)
         ax.set_xlabel("unassigned window (s, log scale)")
@@ -138,35 +148,58 @@ def _assignor_order(name: str) -> int:
 # Metrics vs group size
 
 
+ASSIGNOR_MARKERS = {"range": ("o", 9), "roundrobin": ("s", 7), "sticky": ("^", 6),
+                    "cooperative-sticky": ("D", 5), "stream-join-sticky": ("v", 5)}
+
+
 def metric_vs_size(points: pd.DataFrame, metric: str, ylabel: str, path: Path, facet: str = "scenario",
                    size: str = "members", logy: bool = True, caption: str = "") -> str:
-    """Median across seeds (line) with the p90 (thin band top), per assignor and membership, vs
-    group size; one panel per ``facet`` value."""
+    """Median across seeds (line) with a band up to the p90, per assignor, vs group size; one
+    column per ``facet`` value and one row per membership (dynamic / static) if present."""
+    from matplotlib.ticker import FuncFormatter
+
     facets = sorted(points[facet].unique())
-    fig, axes = plt.subplots(1, len(facets), figsize=(4.6 * len(facets), 3.9), squeeze=False)
-    has_membership = "membership" in points.columns
-    for ax, f in zip(axes[0], facets, strict=True):
-        sub = points[points[facet] == f]
-        groups = sub.groupby(["assignor", "membership"] if has_membership else ["assignor"])
-        for key, g in sorted(groups, key=lambda kv: (_assignor_order(_first(kv[0])), str(kv[0]))):
-            g = g.sort_values(size)
-            assignor = _first(key)
-            style = MEMBERSHIP_STYLE.get(key[1], "-") if has_membership else "-"
-            label = f"{assignor}, {key[1]}" if has_membership else assignor
-            med = g[f"{metric}_median"].to_numpy(dtype=float)
-            p90 = g[f"{metric}_p90"].to_numpy(dtype=float)
-            x = g[size].to_numpy(dtype=float)
-            ax.plot(x, med, style, marker="o", markersize=3.5, color=color(assignor), label=label)
-            ax.fill_between(x, med, p90, color=color(assignor), alpha=0.12, linewidth=0)
-        ax.set_xscale("log")
-        if logy:
-            ax.set_yscale("symlog", linthresh=0.1)
-        ax.set_title(str(f), fontsize=10)
-        ax.set_xlabel("group size (members, log scale)")
-        ax.grid(True, which="both", alpha=0.3)
-    axes[0][0].set_ylabel(ylabel)
+    rows = sorted(points["membership"].unique()) if "membership" in points.columns else [None]
+    fig, axes = plt.subplots(len(rows), len(facets), figsize=(4.4 * len(facets), 3.2 * len(rows)),
+                             squeeze=False, sharex=True)
+    for i, membership in enumerate(rows):
+        for j, f in enumerate(facets):
+            ax = axes[i][j]
+            sub = points[points[facet] == f]
+            if membership is not None:
+                sub = sub[sub["membership"] == membership]
+            for assignor in sorted(sub["assignor"].unique(), key=_assignor_order):
+                g = sub[sub["assignor"] == assignor].sort_values(size)
+                med = g[f"{metric}_median"].to_numpy(dtype=float)
+                p90 = g[f"{metric}_p90"].to_numpy(dtype=float)
+                x = g[size].to_numpy(dtype=float)
+                marker, ms = ASSIGNOR_MARKERS.get(assignor, ("o", 5))
+                ax.plot(x, med, "-", marker=marker, markersize=ms, color=color(assignor), label=assignor,
+                        markerfacecolor="none" if ms >= 7 else color(assignor), linewidth=1.3, alpha=0.9)
+                ax.fill_between(x, med, p90, color=color(assignor), alpha=0.10, linewidth=0)
+            ax.set_xscale("log")
+            if logy:
+                ax.set_yscale("log")
+                ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+                values = sub[[f"{metric}_median", f"{metric}_p90"]].to_numpy(dtype=float)
+                values = values[values > 0]
+                if values.size and values.max() / values.min() < 10:
+                    # nearly flat: show one decade around it, not a magnified wiggle
+                    mid = np.sqrt(values.max() * values.min())
+                    ax.set_ylim(mid / np.sqrt(10), mid * np.sqrt(10))
+            else:
+                top = np.nanmax(sub[[f"{metric}_median", f"{metric}_p90"]].to_numpy(dtype=float), initial=0.0)
+                ax.set_ylim(0, top * 1.15 if top > 0 else 1.0)
+            title = f"{f}" + (f", {membership} members" if membership else "")
+            ax.set_title(title, fontsize=10)
+            ax.grid(True, which="both", alpha=0.3)
+            if i == len(rows) - 1:
+                ax.set_xlabel("group size (members, log scale)")
+            if j == 0:
+                ax.set_ylabel(ylabel)
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
+    fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=9, frameon=False,
+               bbox_to_anchor=(0.5, 1.04))
     fig.tight_layout()
     save(fig, path)
     return caption or f"{ylabel} vs group size: median across seeds, shaded up to the p90."
@@ -181,35 +214,54 @@ def _first(key):
 
 
 def throughput_curve(intervals: pd.DataFrame, rate_per_partition: float, partitions: int,
-                     lo: float, hi: float, step_s: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
-    """Records/s being processed at each time: the production rate of every partition that some
-    live member is processing (not the catch-up of the lag afterwards)."""
-    t = np.arange(lo, hi + step_s, step_s)
-    unassigned = np.zeros_like(t)
+                     lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+    """Records/s being processed, as an exact step function (value from each time on): the
+    production rate of every partition that some live member is processing (the catch-up of the
+    backlog afterwards is not included)."""
     ua = intervals[intervals["kind"] == "unassigned"]
-    for s, e in zip(ua["start"].to_numpy(), ua["end"].to_numpy(), strict=True):
-        unassigned += (t >= s) & (t < e)
-    return t, rate_per_partition * (partitions - unassigned)
+    times = np.concatenate([ua["start"].to_numpy(float), ua["end"].to_numpy(float)])
+    delta = np.concatenate([np.ones(len(ua)), -np.ones(len(ua))])
+    order = np.argsort(times, kind="stable")
+    times, count = times[order], np.cumsum(delta[order])
+    before = count[times < lo]
+    t = np.concatenate([[lo], times[(times >= lo) & (times <= hi)], [hi]])
+    c = np.concatenate([[before[-1] if before.size else 0.0], count[(times >= lo) & (times <= hi)]])
+    c = np.concatenate([c, [c[-1]]])
+    return t, rate_per_partition * (partitions - c)
 
 
 def throughput(curves: Sequence[tuple[str, np.ndarray, np.ndarray]], path: Path, total_rate: float,
                trigger_s: float | None, title: str) -> str:
-    fig, ax = plt.subplots(figsize=(8.5, 3.8))
+    """Left: the whole window; right: zoomed on the rebalance itself (after detection)."""
+    fig, (ax, zoom) = plt.subplots(1, 2, figsize=(12, 3.9), gridspec_kw={"width_ratios": [3, 2]})
+    changes = [t[1:-1][np.abs(np.diff(y))[: len(t) - 2] > 0] for _, t, y in curves]
+    after = np.concatenate([c[c > (trigger_s or -np.inf) + 1.0] for c in changes] or [np.zeros(0)])
     for name, t, y in curves:
-        ax.plot(t, y / 1000.0, color=color(name), label=name, linewidth=1.4,
-                linestyle="--" if name.startswith("cooperative") else "-")
-    ax.axhline(total_rate / 1000.0, color="grey", linewidth=0.8, linestyle=":", label="production rate")
-    if trigger_s is not None:
-        ax.axvline(trigger_s, color="black", linestyle=":", linewidth=1, label="trigger")
-    ax.set_xlabel("simulated time (s)")
-    ax.set_ylabel("records processed (thousand/s)")
+        ls, lw = ASSIGNOR_LINES.get(name, ("-", 1.4))
+        for a in (ax, zoom):
+            a.step(t, y / 1000.0, where="post", color=color(name), label=name, linewidth=lw, linestyle=ls)
+    for a in (ax, zoom):
+        a.axhline(total_rate / 1000.0, color="grey", linewidth=0.8, linestyle=":", label="production rate")
+        if trigger_s is not None:
+            a.axvline(trigger_s, color="black", linestyle=":", linewidth=1, label="trigger")
+        a.set_xlabel("simulated time (s)")
+        a.grid(True, alpha=0.3)
     ax.set_ylim(bottom=0)
+    ax.set_ylabel("records processed (thousand/s)")
     ax.set_title(title, fontsize=10)
-    ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="lower left")
+    if after.size:
+        zlo, zhi = after.min() - 0.5, after.max() + 0.5
+        zoom.set_xlim(zlo, zhi)
+        ys = [y[(t >= zlo) & (t <= zhi)] for _, t, y in curves]
+        ymin = min((v.min() for v in ys if v.size), default=0.0) / 1000.0
+        zoom.set_ylim(ymin - 0.05 * (total_rate / 1000.0 - ymin + 1e-9), total_rate / 1000.0 * 1.01)
+        ax.axvspan(zlo, zhi, color="grey", alpha=0.12)
+    zoom.set_title("zoom on the rebalance (shaded on the left)", fontsize=10)
+    fig.tight_layout()
     save(fig, path)
     return ("Group throughput around one rebalance: records/s of the partitions being processed "
-            "(catch-up of the backlog afterwards not drawn).")
+            "(catch-up of the backlog afterwards not drawn); right: zoomed on the rebalance.")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -60,6 +60,10 @@ def _quiet_log4j_conf() -> str:
     return str(path)
 
 
+class SparkUnavailable(RuntimeError):
+    """Spark cannot be started as asked (a one-line reason for the command line)."""
+
+
 _PANDAS_WARNING = "PySpark does not yet fully support pandas"
 
 
@@ -92,6 +96,17 @@ def get_spark(master: str | None = None) -> SparkSession:
             remote = os.environ["SPARK_REMOTE"]
         builder = SparkSession.builder.appName("rebalance-sim")
         if remote:
+            # pyspark's Connect client needs grpc; without it, pyspark 4.x exits the process
+            # silently on import, so check first and say what to install.
+            import importlib.util
+
+            missing = [m for m in ("grpc", "grpc_status", "google.protobuf")
+                       if importlib.util.find_spec(m.split(".")[0]) is None]
+            if missing:
+                raise SparkUnavailable(
+                    f"Spark Connect ({remote}) needs the packages of pyspark[connect] "
+                    f"(missing: {', '.join(missing)}); install them with "
+                    f"'{sys.executable} -m pip install \"pyspark[connect]\"'")
             builder = builder.remote(remote)
         else:
             log4j = _quiet_log4j_conf()

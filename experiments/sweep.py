@@ -229,7 +229,7 @@ def _override(key: str, value: Any) -> str:
     return f"{key}={value}"
 
 
-def _column(key: str) -> str:
+def column_name(key: str) -> str:
     """A grid key as a column name (no dots: Spark treats dots as struct access)."""
     return key.replace(".", "_").replace("-", "_")
 
@@ -246,7 +246,7 @@ def expand(grid: Grid) -> list[RunSpec]:
                 if assignor is not None:
                     overrides.append(_override("assignor", assignor))
                 point = [("scenario", _scenario_label(scenario)), ("assignor", assignor or "")]
-                point += [(_column(k), v) for k, v in zip(keys, values, strict=True)]
+                point += [(column_name(k), v) for k, v in zip(keys, values, strict=True)]
                 for seed in grid.seeds:
                     specs.append(RunSpec(scenario, tuple(overrides), seed, tuple(point)))
     return resolve(specs, grid.source)

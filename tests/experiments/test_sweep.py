@@ -151,9 +151,7 @@ def test_killed_sweep_resumes_to_the_same_tables(spark, reference, tmp_path):
                 break
             time.sleep(0.05)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        _kill_tree(proc)
     survivors = [p for p in (out / "runs").iterdir() if not p.name.startswith(".")]
     assert all(is_complete(p) for p in survivors)
     assert 1 <= len(survivors)
@@ -163,6 +161,44 @@ def test_killed_sweep_resumes_to_the_same_tables(spark, reference, tmp_path):
     ref, got = _tables(ref_out), _tables(out)
     for name in ref:
         assert got[name].equals(ref[name]), name
+
+
+def _descendants(pid: int) -> list[int]:
+    out = subprocess.run(["ps", "-e", "-o", "pid=,ppid="], capture_output=True, text=True).stdout
+    children: dict[int, list[int]] = {}
+    for line in out.splitlines():
+        child, parent = map(int, line.split())
+        children.setdefault(parent, []).append(child)
+    found, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            found.append(c)
+            todo.append(c)
+    return found
+
+
+def _kill_tree(proc: subprocess.Popen) -> None:
+    """SIGKILL the sweep process and everything it started (Spark's Python daemon runs in its
+    own process group, so killing the group alone would leave workers finishing their runs)."""
+    victims = [proc.pid, *_descendants(proc.pid)]
+    for pid in victims:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") and
+                                               "zombie" not in _state(p) for p in victims[1:]):
+        time.sleep(0.05)
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return f.read().lower()
+    except OSError:
+        return "zombie"
 
 
 BAD_GRIDS = [
