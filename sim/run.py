@@ -158,6 +158,7 @@ class _Runner:
         self._wall0 = time.monotonic()
         self.settled = False
         self._probe: MemberActor | None = None
+        self._dead_probe: tuple[MemberActor, str] | None = None
         self._last_progress = time.monotonic()
 
     # ---- used by the director and actors
@@ -205,6 +206,15 @@ class _Runner:
         if probe is not None and (probe.starting or (probe.core is not None and probe.core.alive
                                                       and not probe.core.settled)):
             return False
+        # A member the coordinator still counts whose client is gone (crashed, paused, closed):
+        # unsettled until the coordinator removes it, with no need to rescan every member.
+        dead = self._dead_probe
+        if dead is not None:
+            actor, member_id = dead
+            core = actor.core
+            if member_id in c.members and (core is None or not core.alive or core.member_id != member_id):
+                return False
+            self._dead_probe = None
         alive = []
         for a in self.members.values():
             core = a.core
@@ -212,6 +222,8 @@ class _Runner:
                 self._probe = a
                 return False
             if core is None or not core.alive:
+                if core is not None and core.member_id in c.members:
+                    self._dead_probe = (a, core.member_id)
                 continue
             if not core.settled or core.member_id not in c.members or core.generation != c.generation:
                 self._probe = a
@@ -224,6 +236,9 @@ class _Runner:
         for core in alive:
             topics.update(core.topics)
         total = sum(meta.get(tp, 0) for tp in topics)
+        if len(self.world.times) == 1:
+            # Metadata never changes in this run: every owned partition exists.
+            return sum(len(core.owned) for core in alive) == total
         owned = 0
         for core in alive:
             for tp in core.owned:
