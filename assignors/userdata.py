@@ -103,38 +103,29 @@ def encode_sticky_user_data(partitions: Sequence[TopicPartition], generation: in
     return bytes(out)
 
 
-class _Reader:
-    """Reads Kafka protocol types from a buffer, failing where Kafka's ``Type#read`` fails."""
+def _int32_at(buf: bytes, pos: int) -> int:
+    """The INT32 at ``pos``, failing where Kafka's ``Type.INT32#read`` runs out of bytes."""
+    if len(buf) - pos < 4:
+        raise UserDataError("truncated: INT32 past the end of the user data")
+    return _I32.unpack_from(buf, pos)[0]
 
-    __slots__ = ("buf", "pos")
 
-    def __init__(self, buf: bytes, pos: int = 0):
-        self.buf = buf
-        self.pos = pos
-
-    def remaining(self) -> int:
-        return len(self.buf) - self.pos
-
-    def int32(self) -> int:
-        if self.remaining() < 4:
-            raise UserDataError("truncated: INT32 past the end of the user data")
-        (v,) = _I32.unpack_from(self.buf, self.pos)
-        self.pos += 4
-        return v
+def _check_length(kind: str, value: int, need: int, left: int) -> None:
+    """Kafka's checks on an ARRAY size or STRING length: not negative, not past the end."""
+    if value < 0:
+        raise UserDataError(f"{kind} {value} cannot be negative")
+    if need > left:
+        raise UserDataError(f"truncated: {kind} {value} needs {need} bytes but only {left} are left")
 
 
 def _read_previous_assignment(buf: bytes) -> tuple[tuple[str, ...], list[int], list[int], int]:
     """Scan ``previous_assignment``: topics, where each topic's INT32 partitions start, their
     counts, and the position after the array. Partition values are gathered later in one step."""
     n = len(buf)
-    if n < 4:
-        raise UserDataError("truncated: INT32 past the end of the user data")
-    (size,) = _I32.unpack_from(buf, 0)
+    size = _int32_at(buf, 0)
     pos = 4
-    if size < 0:
-        raise UserDataError(f"array size {size} cannot be negative")
-    if size > n - pos:
-        raise UserDataError(f"array of size {size} but only {n - pos} bytes left")
+    # Kafka's ArrayOf compares the element count with the bytes left.
+    _check_length("array size", size, size, n - pos)
     names: dict[bytes, str] = {}
     topics, starts, counts = [], [], []
     unpack16, unpack32 = _I16.unpack_from, _I32.unpack_from
@@ -143,10 +134,9 @@ def _read_previous_assignment(buf: bytes) -> tuple[tuple[str, ...], list[int], l
             raise UserDataError("truncated: INT16 past the end of the user data")
         (length,) = unpack16(buf, pos)
         pos += 2
-        if length < 0:
-            raise UserDataError(f"string length {length} cannot be negative")
-        if length > n - pos:
-            raise UserDataError(f"string of length {length} but only {n - pos} bytes left")
+        # The checks of _check_length, inlined: this loop runs once per topic of every member.
+        if length < 0 or length > n - pos:
+            _check_length("string length", length, length, n - pos)
         raw = buf[pos:pos + length]
         topic = names.get(raw)
         if topic is None:
@@ -157,10 +147,8 @@ def _read_previous_assignment(buf: bytes) -> tuple[tuple[str, ...], list[int], l
             raise UserDataError("truncated: INT32 past the end of the user data")
         (count,) = unpack32(buf, pos)
         pos += 4
-        if count < 0:
-            raise UserDataError(f"array size {count} cannot be negative")
-        if 4 * count > n - pos:
-            raise UserDataError(f"truncated: {count} INT32 values but only {n - pos} bytes left")
+        if count < 0 or 4 * count > n - pos:
+            _check_length("array size", count, 4 * count, n - pos)
         topics.append(topic)
         starts.append(pos)
         counts.append(count)
@@ -188,7 +176,7 @@ def _gather_int32(buf: bytes, starts: list[int], counts: list[int]) -> np.ndarra
 
 def _member_data(buf: bytes, with_generation: bool) -> StickyMemberData:
     topics, starts, counts, pos = _read_previous_assignment(buf)
-    generation = _Reader(buf, pos).int32() if with_generation else None
+    generation = _int32_at(buf, pos) if with_generation else None
     return StickyMemberData(
         topics=topics,
         counts=np.asarray(counts, dtype=np.int64),
@@ -228,7 +216,7 @@ def encode_cooperative_user_data(generation: int) -> bytes:
 
 def decode_cooperative_user_data(data: bytes) -> int:
     """The generation in CooperativeStickyAssignor user data; raises ``UserDataError`` if short."""
-    return _Reader(bytes(data)).int32()
+    return _int32_at(bytes(data), 0)
 
 
 def cooperative_generation(data: bytes | None) -> int | None:
