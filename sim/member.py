@@ -728,6 +728,15 @@ class Member:
         self.max_generation_seen = max(self.max_generation_seen, self.generation)
         self.state = STABLE
         assigned = list(assignment.partitions)
+        subscribed = set(self.topics)
+        if any(tp.topic not in subscribed for tp in assigned):
+            # ConsumerCoordinator.onJoinComplete: an assignment outside the subscription (Kafka's
+            # sticky assignors hand one to a member with an empty subscription) is not applied;
+            # the member rejoins with its current subscription.
+            self._event("assignment_mismatch", f"assigned={len(assigned)}")
+            self._request_rejoin("received assignment does not match the current subscription")
+            self._poll(now)
+            return
         aset = set(assigned)
         revoked = sorted(self.owned - aset)
         added = sorted(aset - self.owned)
