@@ -479,14 +479,17 @@ class Member:
 
     def _subscriptions(self) -> tuple[tuple[str, Subscription], ...]:
         owned = tuple(sorted(self.owned))
+        # A client old enough to write V0 sticky user data (before KIP-341) also predates
+        # ConsumerProtocolSubscription v2, so its subscriptions carry no generation field (-1).
+        old_client = self.config.sticky_user_data_version == 0
         out = []
         for name, a in self.assignors.items():
-            if name == "sticky" and self.config.sticky_user_data_version == 0:
+            if name == "sticky" and old_client:
                 ud = None if self.last_assignment is None else encode_sticky_user_data(self.last_assignment, None)
             else:
                 ud = a.subscription_user_data(self.last_assignment, self.assignment_generation)
             out.append((name, Subscription(self.topics, ud, owned, self.instance_id,
-                                           self.generation, self.config.rack)))
+                                           -1 if old_client else self.generation, self.config.rack)))
         return tuple(out)
 
     def _send_join(self, now: float) -> None:
