@@ -199,6 +199,10 @@ class ConsumerConfig:
     ``sticky_user_data_version``: 1 = KIP-341 (with generation); 0 = the pre-KIP-341 layout
     that an old client sends (only meaningful for the eager ``sticky`` assignor; such a client's
     subscriptions also carry no generation field).
+    ``auto_offset_reset``: where a new owner starts when the group has no committed offset for a
+    partition (Kafka's auto.offset.reset: ``latest``, the default, or ``earliest``, the
+    partition's creation). ``fetch_max_wait_ms``: fetch.max.wait.ms, the longest a first fetch
+    waits (only when the partition has no records to return).
     """
 
     session_timeout_ms: float = attrs.field(default=45000, validator=_positive)
@@ -219,8 +223,12 @@ class ConsumerConfig:
     auto_commit_interval_ms: float = attrs.field(default=5000, validator=_positive)
     sticky_user_data_version: int = attrs.field(default=1)
     rack: str | None = attrs.field(default=None, validator=optional_str)
+    auto_offset_reset: str = "latest"
+    fetch_max_wait_ms: float = attrs.field(default=500, validator=_nonneg)
 
     def __attrs_post_init__(self):
+        if self.auto_offset_reset not in ("latest", "earliest"):
+            raise ConfigError("auto_offset_reset", f"{self.auto_offset_reset!r} is not latest or earliest")
         if self.heartbeat_interval_ms >= self.session_timeout_ms:
             raise ConfigError(
                 "heartbeat_interval_ms",

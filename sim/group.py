@@ -37,6 +37,7 @@ from assignors import Assignment, Subscription
 
 from . import messages as m
 from .config import GroupConfig
+from .offsets import OffsetStore
 
 EMPTY = "Empty"
 PREPARING_REBALANCE = "PreparingRebalance"
@@ -103,6 +104,7 @@ class GroupCoordinator:
         self._rebalance_open = False
         self.out: list[tuple] = []
         self.last_assigned_generation = 0
+        self.offsets = OffsetStore()
         self.input_rank = -1  # kernel rank of the input being handled (set by the actor)
 
     # ------------------------------------------------------------------ plumbing
@@ -151,6 +153,10 @@ class GroupCoordinator:
             self._on_leave(now, sender, msg)
         elif isinstance(msg, m.OffsetCommitRequest):
             self._on_commit(now, sender, msg)
+        elif isinstance(msg, m.OffsetFetchRequest):
+            # OffsetFetch needs no membership in the classic protocol; it answers what is stored.
+            self._reply(sender, m.OffsetFetchResponse(m.NONE, msg.partitions, self.offsets.fetch(msg.partitions),
+                                                      msg.seq))
         else:
             raise TypeError(f"coordinator cannot handle {msg!r}")
         return self._drain()
@@ -175,6 +181,11 @@ class GroupCoordinator:
         return self._drain()
 
     def on_control(self, now: float, sender: str, note) -> list[tuple]:
+        if isinstance(note, m.ElidedCommits):
+            meta = self.members.get(note.member_id)
+            if meta is not None and note.generation == self.generation:
+                self.offsets.commit(note.offsets, note.position_s)
+            return self._drain()
         if isinstance(note, m.Unquiet):
             meta = self.members.get(note.member_id)
             if meta is not None and note.hold is not None:
@@ -635,9 +646,11 @@ class GroupCoordinator:
         self._after_removal(now, f"member {client} left ({req.reason})")
 
     def _on_commit(self, now: float, client: str, req: m.OffsetCommitRequest) -> None:
-        """GroupCoordinator.handleCommitOffsets (validation only; offsets are not stored)."""
+        """GroupCoordinator.handleCommitOffsets: validate, then store (``sim.offsets``)."""
         if self.state == COMPLETING_REBALANCE and req.member_id in self.members:
             err = m.REBALANCE_IN_PROGRESS
         else:
             err = self._check_member(req.member_id, req.group_instance_id, req.generation) or m.NONE
+        if err == m.NONE:
+            self.offsets.commit(req.offsets, req.position_s)
         self._reply(client, m.OffsetCommitResponse(err, req.seq))

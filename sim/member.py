@@ -81,30 +81,62 @@ def rebalance_protocol(assignor_names) -> str:
 
 
 class Handoffs:
-    """When each partition was last given up by a member, shared by the members of one run, so a
-    new owner knows how much lag it inherits (production since then).
+    """The world's view of each partition, shared by the members of one run (not protocol state):
+    when it was last given up, how far its records had been processed by then (the high-water
+    mark of every owner's position, in production time) and why the last owner gave it up.
 
-    Members of one instant run in any order, so a read at ``now`` must not see a release made at
-    that same instant: each partition keeps its last two release times.
+    A new owner uses it to know how much lag it inherits and how many records it processes a
+    second time (from the committed position up to the high-water mark). Members of one instant
+    run in any order, so a read at ``now`` must not see a release made at that same instant: each
+    partition keeps its last two releases.
     """
 
     def __init__(self, created: Callable[[TopicPartition], float] = lambda tp: 0.0):
         self._created = created
-        self._released: dict[TopicPartition, tuple[float, float]] = {}
+        # tp -> ((t, high_water, cause), (t, high_water, cause)): the two latest releases
+        self._released: dict[TopicPartition, tuple[tuple, tuple]] = {}
 
-    def release(self, tp: TopicPartition, t: float) -> None:
+    def created(self, tp: TopicPartition) -> float:
+        return self._created(tp)
+
+    def release(self, tp: TopicPartition, t: float, position_s: float | None = None,
+                cause: str = "") -> None:
+        prev = self._released.get(tp)
+        pos = t if position_s is None else position_s
+        if prev is None:
+            self._released[tp] = ((self._created(tp), None, ""), (t, pos, cause))
+        elif prev[1][0] != t:
+            hw = pos if prev[1][1] is None else max(pos, prev[1][1])
+            self._released[tp] = (prev[1], (t, hw, cause))
+        else:
+            hw = pos if prev[1][1] is None else max(pos, prev[1][1])
+            self._released[tp] = (prev[0], (t, hw, cause))
+
+    def progress(self, tp: TopicPartition, t: float, position_s: float, cause: str) -> None:
+        """The owner stopped processing ``tp`` at ``position_s`` without giving it up (a pause):
+        the high-water mark moves, the release time does not."""
+        created = self._created(tp)
+        prev = self._released.get(tp) or ((created, None, ""), (created, None, ""))
+        last = prev[1]
+        if last[1] is None or last[1] < position_s:
+            self._released[tp] = (prev[0], (last[0], position_s, cause))
+
+    def _seen(self, tp: TopicPartition, now: float) -> tuple | None:
         prev = self._released.get(tp)
         if prev is None:
-            self._released[tp] = (self._created(tp), t)
-        elif prev[1] != t:
-            self._released[tp] = (prev[1], t)
+            return None
+        return prev[1] if prev[1][0] < now else prev[0]
 
     def since(self, tp: TopicPartition, now: float) -> float:
         """Since when nobody has processed ``tp`` (as seen at ``now``)."""
-        prev = self._released.get(tp)
-        if prev is None:
-            return self._created(tp)
-        return prev[1] if prev[1] < now else prev[0]
+        seen = self._seen(tp, now)
+        return self._created(tp) if seen is None else seen[0]
+
+    def processed(self, tp: TopicPartition, now: float) -> tuple[float | None, str]:
+        """(production time up to which ``tp``'s records have been processed by anyone, or None;
+        why its last owner gave it up), as seen at ``now``."""
+        seen = self._seen(tp, now)
+        return (None, "") if seen is None else (seen[1], seen[2])
 
 
 class Member:
@@ -168,7 +200,13 @@ class Member:
         self._backlog_t = 0.0
         self.pending_assignment: tuple[int, Assignment] | None = None  # SyncGroup done, not polled
         self.commit_seq = 0
-        self.prepare_commit: int | None = None  # EAGER onJoinPrepare waits for this commit
+        self.prepare_commit: int | None = None  # onJoinPrepare waits for this commit
+        self.commit_ok = True                   # the last commit attempt succeeded
+        self._release_cause: str | None = None  # why partitions are being given up (crash)
+        self.fetch_seq = 0
+        self.fetches: dict[int, tuple[float, tuple[TopicPartition, ...]]] = {}  # OffsetFetch in flight
+        self.first_pending: set[int] = set()    # fetches whose first records are on their way
+        self.commit_next: float | None = None   # next auto-commit when heartbeats went quiet
         self.timers: dict[tuple, float] = {}
         self.out: list[tuple] = []
 
@@ -195,16 +233,32 @@ class Member:
             self.timers[key] = at
             self.out.append(("timer", key, at))
 
+    def _position_s(self, now: float) -> float:
+        """Production time up to which the owned partitions are processed: they share the
+        member's lag (its fluid backlog over their production rate)."""
+        self._advance(now)
+        return now - self.backlog / self.rate_owned if self.rate_owned > 0 else now
+
+    def _release_reason(self) -> str:
+        """Why partitions given up now may be processed again by their next owner."""
+        if self._release_cause is not None:
+            return self._release_cause
+        if self.generation < 0:
+            return "fenced"            # lost (onPartitionsLost: no commit) or a zombie
+        return "uncommitted" if self.commit_ok else "failed_commit"
+
     def _set_owned(self, now: float, add=(), remove=()) -> None:
         self._advance(now)
         rates = self._rates
         before = self.rate_owned
+        if remove and self._handoffs is not None:
+            position, cause = self._position_s(now), self._release_reason()
         for tp in remove:
             self.owned.discard(tp)
             self.rate_owned -= rates.get(tp.topic, 0.0)
             self.out.append(("close", "owned", self.name, tp.topic, tp.partition))
             if self._handoffs is not None:
-                self._handoffs.release(tp, now)
+                self._handoffs.release(tp, now, position, cause)
         if remove:
             if not self.owned:
                 self.rate_owned = 0.0
@@ -212,11 +266,80 @@ class Member:
             self.backlog = self.backlog * self.rate_owned / before if before > 0 and self.owned else 0.0
         for tp in add:
             self.owned.add(tp)
-            rate = rates.get(tp.topic, 0.0)
-            self.rate_owned += rate
-            if self._handoffs is not None:
-                self.backlog += rate * max(0.0, now - self._handoffs.since(tp, now))
+            self.rate_owned += rates.get(tp.topic, 0.0)
             self.out.append(("open", "owned", self.name, tp.topic, tp.partition))
+        if add:
+            self._fetch_offsets(now, tuple(add))
+
+    # ------------------------------------------------------------------ offsets
+
+    def _commit_request(self, now: float) -> m.OffsetCommitRequest:
+        """An OffsetCommit of every owned partition at the member's current position."""
+        self.commit_seq += 1
+        owned = tuple(sorted(self.owned))
+        return m.OffsetCommitRequest(self.member_id, self.generation, self.instance_id, len(owned),
+                                     self.commit_seq, owned, self._position_s(now))
+
+    def _fetch_offsets(self, now: float, partitions: tuple[TopicPartition, ...]) -> None:
+        """ConsumerCoordinator.refreshCommittedOffsetsIfNeeded: new partitions have no position
+        until their committed offsets are fetched."""
+        self._send_fetch(now, now, partitions)
+
+    def _send_fetch(self, now: float, assigned_at: float, partitions: tuple[TopicPartition, ...]) -> None:
+        self.fetch_seq += 1
+        self.fetches[self.fetch_seq] = (assigned_at, partitions)
+        self._send(m.OffsetFetchRequest(self.member_id, partitions, self.fetch_seq))
+        # NetworkClient: a request unanswered within request.timeout.ms fails; the consumer
+        # retries the fetch of committed offsets after retry.backoff.ms.
+        self._timer(("fetch_timeout", self.fetch_seq), now + self.config.request_timeout_s)
+
+    def _on_offset_fetch(self, now: float, r: m.OffsetFetchResponse) -> None:
+        """Positions from the committed offsets (auto.offset.reset where there is none); the lag
+        inherited and the records this member will process a second time, by cause."""
+        pending = self.fetches.pop(r.seq, None)
+        if pending is None:
+            return
+        self._timer(("fetch_timeout", r.seq), None)
+        assigned_at, _ = pending
+        self._advance(now)
+        rates = self._rates
+        handoffs = self._handoffs
+        earliest = self.config.auto_offset_reset == "earliest"
+        again: dict[str, list[float]] = {}
+        fetched = 0
+        waiting = False
+        for tp, committed in zip(r.partitions, r.committed, strict=True):
+            if tp not in self.owned:
+                continue                      # revoked again before its offsets arrived
+            fetched += 1
+            rate = rates.get(tp.topic, 0.0)
+            waiting = waiting or rate <= 0
+            if committed is not None:
+                start = committed
+            elif earliest:
+                start = handoffs.created(tp) if handoffs is not None else 0.0
+            else:
+                start = assigned_at           # latest: the log end when it was assigned
+            # The fluid model processes the partition from its assignment on; what lies before
+            # that (from the start position) is the backlog it inherits.
+            self.backlog += rate * max(0.0, assigned_at - start)
+            if handoffs is not None:
+                high_water, cause = handoffs.processed(tp, now)
+                if high_water is not None and high_water > start and rate > 0:
+                    agg = again.setdefault(cause or "uncommitted", [0.0, 0, 0.0])
+                    agg[0] += rate * (high_water - start)
+                    agg[1] += 1
+                    agg[2] += rate
+        for cause in sorted(again):
+            records, n, rate = again[cause]
+            self._event("reprocessed", f"records={records:.6f} partitions={n} rate={rate:.6f} cause={cause}")
+        if fetched:
+            # The first fetch returns as soon as records are there (fetch.min.bytes=1): one round
+            # trip to the leader, modelled as the coordinator's; fetch.max.wait.ms when none are.
+            cap = self.config.fetch_max_wait_ms / 1000.0
+            delay = cap if waiting else min(cap, 2.0 * self._sample_latency())
+            self.first_pending.add(r.seq)
+            self._timer(("first_record", r.seq, assigned_at, fetched), now + delay)
 
     @property
     def processing(self) -> bool:
@@ -226,7 +349,8 @@ class Member:
     def settled(self) -> bool:
         """Stable, nothing pending, processing (used for the episode end)."""
         return (self.alive and self.state == STABLE and not self.rejoin_needed and not self.busy
-                and self.paused_at is None and self.pending_assignment is None)
+                and self.paused_at is None and self.pending_assignment is None
+                and not self.fetches and not self.first_pending)
 
     # ------------------------------------------------------------------ poll loop timing
 
@@ -282,6 +406,7 @@ class Member:
             return []
         self._stop_heartbeats(now)
         self._event("crash")
+        self._release_cause = "crash"
         self._die(now)
         return self._drain()
 
@@ -300,9 +425,7 @@ class Member:
         self.closing = True
         self._event("close")
         if self.generation >= 0 and self.owned:
-            self.commit_seq += 1
-            self._send(m.OffsetCommitRequest(self.member_id, self.generation, self.instance_id,
-                                             len(self.owned), self.commit_seq))
+            self._send(self._commit_request(now))
             cost = self.config.revoke_cost_ms / 1000.0 * len(self.owned)
             self._run_callback(now, "revoke", cost, self._finish_close)
         else:
@@ -320,6 +443,8 @@ class Member:
         self._set_owned(now, remove=sorted(self.owned))
         self.pending_assignment = None
         self.prepare_commit = None
+        self.fetches.clear()
+        self.first_pending.clear()
         if self.busy:
             self.busy = False
             self.out.append(("close", "stalled", self.name, None, None))
@@ -336,6 +461,12 @@ class Member:
         if not self.alive or self.paused_at is not None:
             return []
         self._stop_heartbeats(now)
+        if self._handoffs is not None and self.owned:
+            # What it processed so far is visible to an owner that takes over while it is
+            # paused (and fenced): that owner re-processes from the committed offset up to here.
+            position = self._position_s(now)
+            for tp in self.owned:
+                self._handoffs.progress(tp, now, position, "zombie")
         self._advance(now)
         self.paused_at = now
         self._event("pause")
@@ -419,11 +550,9 @@ class Member:
             # KAFKA-13310: mark every partition pending revocation (no more records), commit, and
             # wait for the commit (bounded by the rebalance timeout) before revoking. The member
             # is still Stable meanwhile, so its heartbeat thread keeps going.
-            self.commit_seq += 1
-            self.prepare_commit = self.commit_seq
-            self._send(m.OffsetCommitRequest(self.member_id, self.generation, self.instance_id,
-                                             len(self.owned), self.commit_seq))
-            self._advance(now)
+            req = self._commit_request(now)
+            self.prepare_commit = req.seq
+            self._send(req)
             self.busy = True
             self._after_busy = None
             self.out.append(("open", "stalled", self.name, None, None))
@@ -578,6 +707,26 @@ class Member:
                 self._wake_poll(now)
         elif kind == "retry":
             self._wake_poll(now)
+        elif kind == "fetch_timeout":
+            pending = self.fetches.pop(key[1], None)
+            if pending is not None:
+                assigned_at, partitions = pending
+                still = tuple(tp for tp in partitions if tp in self.owned)
+                if still:
+                    self._event("offset_fetch_failed", "request timed out")
+                    self.fetches[key[1]] = pending   # keep settled() false during the backoff
+                    self._timer(("fetch_retry", key[1]), now + self.config.retry_backoff_s)
+        elif kind == "fetch_retry":
+            pending = self.fetches.pop(key[1], None)
+            if pending is not None:
+                assigned_at, partitions = pending
+                still = tuple(tp for tp in partitions if tp in self.owned)
+                if still:
+                    self._send_fetch(now, assigned_at, still)
+        elif kind == "first_record":
+            _, seq, assigned_at, count = key
+            self.first_pending.discard(seq)
+            self._event("first_record", f"count={count} after_s={now - assigned_at:.6f}")
         elif kind == "poll":
             self._poll(now)
         elif kind == "prepare_commit":
@@ -610,7 +759,10 @@ class Member:
             self._on_join_response(now, msg)
         elif isinstance(msg, m.SyncGroupResponse):
             self._on_sync_response(now, msg)
+        elif isinstance(msg, m.OffsetFetchResponse):
+            self._on_offset_fetch(now, msg)
         elif isinstance(msg, m.OffsetCommitResponse):
+            self.commit_ok = msg.error == m.NONE
             if self.prepare_commit is not None and msg.seq == self.prepare_commit:
                 self._prepare_commit_done(now, None if msg.error == m.NONE else msg.error)
             elif msg.error != m.NONE:
@@ -830,6 +982,7 @@ class Member:
                 self.quiet_phase = self.last_hb_sent  # == self._hb_at(self.hb_n - 1)
                 self.quiet_arrival = r.received_at
                 self._timer(("hb",), None)
+                self.commit_next = self.timers.get(("commit",))
                 self._timer(("commit",), None)
             return
         if r.error == m.REBALANCE_IN_PROGRESS:
@@ -888,7 +1041,11 @@ class Member:
             self._send(m.HeartbeatRequest(self.member_id, self.generation, self.instance_id), sent_at=in_flight)
             self._timer(("hb_timeout",), in_flight + self.config.request_timeout_s)
         self._timer(("hb",), self._hb_at(self.hb_n))
-        self._arm_commit(now)
+        nxt = self._settle_elided_commits(now)
+        if nxt is None:
+            self._arm_commit(now)
+        elif self.alive:
+            self._timer(("commit",), nxt)
 
     def _stop_heartbeats(self, now: float) -> None:
         """The member stops heartbeating (crash, pause, close): settle elided heartbeats first, and
@@ -897,6 +1054,7 @@ class Member:
             self.out.append(("control", m.COORDINATOR, m.Unquiet(self.member_id, None, hold=True)))
         if self.quiet:
             self.quiet = False
+            self._settle_elided_commits(now)
             last_arrival, in_flight = self._last_elided(now)
             if in_flight is not None:
                 self._send(m.HeartbeatRequest(self.member_id, self.generation, self.instance_id, last=True),
@@ -907,6 +1065,25 @@ class Member:
         self._timer(("commit",), None)
 
     # ------------------------------------------------------------------ commits
+
+    def _settle_elided_commits(self, now: float) -> float | None:
+        """The auto-commits due while quiet (at ``commit_next + k * interval``, up to ``now``)
+        happened: hand the coordinator the last one. Returns the next one due, if any."""
+        nxt, self.commit_next = self.commit_next, None
+        if nxt is None:
+            return None
+        interval = self.config.auto_commit_interval_s
+        if nxt > now:
+            return nxt
+        k = math.floor((now - nxt) / interval)
+        tick = nxt + k * interval
+        if self.owned and self.generation >= 0:
+            lag_s = self._position_s(now)
+            lag_s = now - lag_s
+            self.out.append(("control", m.COORDINATOR, m.ElidedCommits(
+                self.member_id, self.generation, tuple(sorted(self.owned)), tick - lag_s)))
+            self.commit_ok = True
+        return tick + interval
 
     def _arm_commit(self, now: float) -> None:
         if not self.quiet and self.alive:
@@ -919,7 +1096,6 @@ class Member:
         if self.state != STABLE or self.generation < 0:
             if self.state in (PREPARING_REBALANCE, COMPLETING_REBALANCE) and why == "auto-commit":
                 self._event("commit_failed", "RebalanceInProgress (client side)")
+                self.commit_ok = False
             return
-        self.commit_seq += 1
-        self._send(m.OffsetCommitRequest(self.member_id, self.generation, self.instance_id, len(self.owned),
-                                         self.commit_seq))
+        self._send(self._commit_request(now))

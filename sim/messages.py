@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import attrs
 
-from assignors import Assignment, Subscription
+from assignors import Assignment, Subscription, TopicPartition
 
 # Kafka's Errors (the subset the classic group protocol uses).
 NONE = "NONE"
@@ -111,11 +111,35 @@ class OffsetCommitRequest:
     group_instance_id: str | None
     partitions: int
     seq: int = 0
+    # The partitions committed and the position committed for them, as the production time up to
+    # which records were processed (the fluid model's offset; a member's partitions share it).
+    offsets: tuple[TopicPartition, ...] = ()
+    position_s: float = 0.0
 
 
 @attrs.frozen(slots=True)
 class OffsetCommitResponse:
     error: str
+    seq: int = 0
+
+
+@attrs.frozen(slots=True)
+class OffsetFetchRequest:
+    """What a new owner asks before it fetches records (ConsumerCoordinator.fetchCommittedOffsets)."""
+
+    member_id: str
+    partitions: tuple[TopicPartition, ...]
+    seq: int = 0
+
+
+@attrs.frozen(slots=True)
+class OffsetFetchResponse:
+    """``committed[i]``: the committed position of ``partitions[i]`` (production time), or None
+    when the group has no committed offset for it."""
+
+    error: str
+    partitions: tuple[TopicPartition, ...]
+    committed: tuple[float | None, ...]
     seq: int = 0
 
 
@@ -140,6 +164,18 @@ class Unquiet:
     member_id: str
     last_arrival: float | None
     hold: bool | None = None  # True: the member stopped (grant nothing more); False: it runs again
+
+
+@attrs.frozen(slots=True)
+class ElidedCommits:
+    """Member -> coordinator: the last auto-commit it made while its heartbeats were elided (a
+    quiet member computes its commits instead of sending them; they all succeed, since nothing
+    happens to the group meanwhile). Only the last one matters: it supersedes the others."""
+
+    member_id: str
+    generation: int
+    offsets: tuple[TopicPartition, ...]
+    position_s: float
 
 
 # ---- effects returned by the cores ----

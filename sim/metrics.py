@@ -11,6 +11,14 @@ rebalance callbacks, unassigned partition-seconds with max / p50 / p99 window an
 touched, throughput loss, peak lag and lag recovery, stop-the-world time, double-processing
 partition-seconds.
 
+Records processed twice: a new owner starts from the committed offset (``sim.offsets``), so it
+processes again what earlier owners processed beyond it (``reprocessed`` events, by the cause of
+the gap: ``crash`` since the last auto-commit, ``failed_commit`` when the last commit before the
+handover was rejected, ``fenced`` for partitions lost without a commit or taken from a paused
+member, ``uncommitted`` otherwise), plus what a zombie processes while the new owner does too
+(production rate x double-processing time, cause ``zombie``). Time to first record: from an
+assignment to the first batch of the new partitions (OffsetFetch round trip, then a fetch).
+
 Lag is a fluid model over the ``unassigned`` intervals: during a gap a partition's lag grows at its
 production rate; afterwards its new owner drains it with the group's spare capacity (capacity over
 production minus one, shared in proportion to the rates), and gaps add up. Throughput loss is the
@@ -48,6 +56,9 @@ def _pct(values: np.ndarray, q: float) -> float | None:
 
 
 _DURATION = re.compile(r"duration_s=([0-9.eE+-]+)")
+_REPROCESSED = re.compile(r"records=([0-9.eE+-]+) partitions=\d+ rate=([0-9.eE+-]+) cause=(\w+)")
+_AFTER = re.compile(r"after_s=([0-9.eE+-]+)")
+REPROCESS_CAUSES = ("crash", "failed_commit", "fenced", "zombie", "uncommitted")
 
 
 def _episodes_windows(events) -> list[dict]:
@@ -117,6 +128,17 @@ def compute_metrics(events_t: pa.Table, intervals_t: pa.Table, config: SimConfig
     ua_part = [(r[2], r[3]) for r in unassigned]
     dp = by_kind["double_processing"]
     stalled = by_kind["stalled"]
+    reprocessed = []                    # (t, records, rate, cause)
+    first_records = []                  # (t, seconds after assignment)
+    for t, kind, _m, _g, detail in events:
+        if kind == "reprocessed":
+            mm = _REPROCESSED.search(detail or "")
+            if mm:
+                reprocessed.append((t, float(mm.group(1)), float(mm.group(2)), mm.group(3)))
+        elif kind == "first_record":
+            mm = _AFTER.search(detail or "")
+            if mm:
+                first_records.append((t, float(mm.group(1))))
 
     # group-wide processing (for stop-the-world)
     spans = processing_spans(intervals)
@@ -130,7 +152,13 @@ def compute_metrics(events_t: pa.Table, intervals_t: pa.Table, config: SimConfig
     final_members = {r[1] for r in by_kind["owned"] if r[5] >= owned_end}
     capacity = sum(config.consumer_for(m).capacity for m in final_members) if final_members else 0.0
     spare = capacity / total_rate - 1.0 if total_rate > 0 else math.inf
-    lag = _lag_curve(ua_start, ua_end, ua_rate, spare)
+    # Re-processed records add to the lag as if the partitions had been unassigned for the span
+    # they are processed again, ending when the new owner learns its position.
+    rp_rate = np.array([r[2] for r in reprocessed], dtype=float)
+    rp_end = np.array([r[0] for r in reprocessed], dtype=float)
+    rp_start = rp_end - np.array([r[1] for r in reprocessed], dtype=float) / np.where(rp_rate > 0, rp_rate, 1.0)
+    lag = _lag_curve(np.concatenate([ua_start, rp_start]), np.concatenate([ua_end, rp_end]),
+                     np.concatenate([ua_rate, rp_rate]), spare)
 
     ev_t = np.array([e[0] for e in events], dtype=float)
     episodes = []
@@ -188,6 +216,12 @@ def compute_metrics(events_t: pa.Table, intervals_t: pa.Table, config: SimConfig
             if c > 0:
                 cb[member] += c
         dps = sum(_clip(a, b, s, e) for _, _, _, _, a, b in dp)
+        again = dict.fromkeys(REPROCESS_CAUSES, 0.0)
+        for t, records, _rate, cause in reprocessed:
+            if s <= t <= e:
+                again[cause if cause in again else "uncommitted"] += records
+        again["zombie"] += sum(rates.get(tp, 0.0) * _clip(a, b, s, e) for _, _, tp, _, a, b in dp)
+        firsts = [after for t, after in first_records if s <= t <= e]
         processing = float(np.sum(np.clip(np.minimum(bu_e, e) - np.maximum(bu_s, s), 0, None))) if bu_s.size else 0.0
         stw = max(0.0, (e - s) - processing)
         peak, recovery = _lag_in_window(lag, s, e)
@@ -212,11 +246,14 @@ def compute_metrics(events_t: pa.Table, intervals_t: pa.Table, config: SimConfig
             "unassigned_p50_s": _pct(lengths, 50) or 0.0,
             "unassigned_p99_s": _pct(lengths, 99) or 0.0,
             "partitions_touched": touched,
-            "throughput_loss_records": loss,
+            "throughput_loss_records": loss + sum(again.values()),
             "peak_lag_records": peak,
             "lag_recovery_s": recovery,
             "stop_the_world_s": stw,
             "double_processing_partition_s": float(dps),
+            "records_reprocessed": float(sum(again.values())),
+            **{f"records_reprocessed_{c}": float(v) for c, v in again.items()},
+            "first_record_max_s": float(max(firsts, default=0.0)),
         })
     return episodes, _summarize(episodes)
 
@@ -296,4 +333,7 @@ def _summarize(episodes: list[dict]) -> dict:
         "lag_recovery_max_s": most("lag_recovery_s"),
         "stop_the_world_s": total("stop_the_world_s"),
         "double_processing_partition_s": total("double_processing_partition_s"),
+        "records_reprocessed": total("records_reprocessed"),
+        **{f"records_reprocessed_{c}": total(f"records_reprocessed_{c}") for c in REPROCESS_CAUSES},
+        "first_record_max_s": most("first_record_max_s"),
     }
