@@ -203,6 +203,9 @@ class ConsumerConfig:
     partition (Kafka's auto.offset.reset: ``latest``, the default, or ``earliest``, the
     partition's creation). ``fetch_max_wait_ms``: fetch.max.wait.ms, the longest a first fetch
     waits (only when the partition has no records to return).
+    ``heartbeat_phase``: ``aligned`` (Java: every member restarts its heartbeat timer when its
+    SyncGroup completes, so a group shares one phase) or ``random`` (a model of long-lived groups
+    whose phases drifted: the first heartbeat after a SyncGroup falls anywhere in one interval).
     """
 
     session_timeout_ms: float = attrs.field(default=45000, validator=_positive)
@@ -225,8 +228,11 @@ class ConsumerConfig:
     rack: str | None = attrs.field(default=None, validator=optional_str)
     auto_offset_reset: str = "latest"
     fetch_max_wait_ms: float = attrs.field(default=500, validator=_nonneg)
+    heartbeat_phase: str = "aligned"
 
     def __attrs_post_init__(self):
+        if self.heartbeat_phase not in ("aligned", "random"):
+            raise ConfigError("heartbeat_phase", f"{self.heartbeat_phase!r} is not aligned or random")
         if self.auto_offset_reset not in ("latest", "earliest"):
             raise ConfigError("auto_offset_reset", f"{self.auto_offset_reset!r} is not latest or earliest")
         if self.heartbeat_interval_ms >= self.session_timeout_ms:

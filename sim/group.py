@@ -437,8 +437,14 @@ class GroupCoordinator:
             self._maybe_complete_join(now)
         elif self.state == COMPLETING_REBALANCE:
             if existing.protocols == req.protocols:
-                # Lost JoinGroup response: return the current generation again.
-                self._reply(existing, self._join_response_for(existing))
+                # Lost JoinGroup response: return the current generation again; the leader gets
+                # the member list again, since it still has to compute the assignment
+                # (GroupCoordinator.doJoinGroup, CompletingRebalance with unchanged metadata).
+                members = ()
+                if existing.member_id == self.leader:
+                    members = tuple((mm.member_id, self._subscription_of(mm)) for mm in self.members.values())
+                self._reply(existing, m.JoinGroupResponse(m.NONE, self.generation, self.protocol, self.leader,
+                                                          existing.member_id, members))
             else:
                 self._update_protocols(existing, req.protocols)
                 self._await(existing)

@@ -524,8 +524,8 @@ class Member:
             # joinGroupIfNeeded: the heartbeat thread reset the generation before the callback ran
             self._event("sync_discarded", f"generation {generation} reset before onJoinComplete")
             self._request_rejoin("generation reset before the rebalance callback")
-        if not self.rejoin_needed:
-            return
+        if not self.rejoin_needed or self.prepare_commit is not None:
+            return  # nothing to do, or onJoinPrepare still waits for its commit
         if self.state in (UNJOINED, STABLE):
             self._join_prepare(now)
 
@@ -543,10 +543,20 @@ class Member:
 
     def _join_prepare(self, now: float) -> None:
         """ConsumerCoordinator.onJoinPrepare, then JoinGroup."""
-        eager_commit = self.owned and self.generation >= 0 and self.protocol == EAGER and self.state == STABLE
+        prepare_commit = self.owned and self.generation >= 0 and self.state == STABLE
         self._event("join_prepare", f"{self.join_reason} owned={len(self.owned)}")
         self._timer(("commit",), None)
-        if eager_commit:
+        if prepare_commit and self.protocol != EAGER:
+            # onJoinPrepare commits under every protocol and waits for the commit before it
+            # rejoins; only EAGER marks partitions pending revocation, so a COOPERATIVE member
+            # keeps processing meanwhile.
+            req = self._commit_request(now)
+            self.prepare_commit = req.seq
+            self._send(req)
+            self._timer(("prepare_commit",), now + min(self.config.request_timeout_s,
+                                                       self.config.max_poll_interval_s))
+            return
+        if prepare_commit:
             # KAFKA-13310: mark every partition pending revocation (no more records), commit, and
             # wait for the commit (bounded by the rebalance timeout) before revoking. The member
             # is still Stable meanwhile, so its heartbeat thread keeps going.
@@ -577,9 +587,10 @@ class Member:
             self._event("commit_failed", f"onJoinPrepare: {error}")
             if error in (m.UNKNOWN_MEMBER_ID, m.ILLEGAL_GENERATION) and self.generation >= 0:
                 self._reset_generation(f"commit failed: {error}")
-        self._advance(now)
-        self.busy = False
-        self.out.append(("close", "stalled", self.name, None, None))
+        if self.busy:  # EAGER: stalled while its partitions were pending revocation
+            self._advance(now)
+            self.busy = False
+            self.out.append(("close", "stalled", self.name, None, None))
         self._enter_preparing()
         self._join_prepare_revoke(now)
 
@@ -946,6 +957,10 @@ class Member:
         self.hb_in_flight = 0
         self.quiet = False
         self.hb_anchor, self.hb_n = now, 1
+        if self.config.heartbeat_phase == "random":
+            # A model choice, not Kafka's: long-lived groups drift apart, so the first heartbeat
+            # after a SyncGroup comes anywhere within one interval (the member's own stream).
+            self.hb_anchor = now - float(self._poll_rng.random()) * self.config.heartbeat_interval_s
         self._timer(("hb",), self._hb_at(1))
 
     def _send_heartbeat(self, now: float) -> None:

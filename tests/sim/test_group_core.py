@@ -214,3 +214,17 @@ def test_duplicate_assignment_is_a_violation():
     eff = g.handle(7.0, leader_client, m.SyncGroupRequest(
         g.leader, g.generation, None, tuple((mid, Assignment([tp])) for mid in ids.values())))
     assert any(e[0] == "violation" for e in eff)
+
+
+def test_leader_whose_join_response_was_lost_gets_the_member_list_again():
+    """In CompletingRebalance a leader rejoining with unchanged metadata (its JoinGroup response
+    was lost) gets the full member list again, so it can still compute the assignment."""
+    g = GroupCoordinator(GroupConfig(), elide_heartbeats=False)
+    ids, _ = form(g)
+    assert g.state == COMPLETING_REBALANCE
+    leader_client = next(c for c, mid in ids.items() if mid == g.leader)
+    other_client = next(c for c, mid in ids.items() if mid != g.leader)
+    (again,) = sends(g.handle(5.0, leader_client, join(ids[leader_client])), leader_client)
+    assert again.error == m.NONE and {mid for mid, _ in again.members} == set(ids.values())
+    (follower,) = sends(g.handle(5.0, other_client, join(ids[other_client])), other_client)
+    assert follower.members == ()

@@ -68,18 +68,25 @@ def test_eager_member_revokes_everything_before_joining():
 
 
 def test_cooperative_member_revokes_only_what_it_loses_and_rejoins():
-    """COOPERATIVE: JoinGroup carries owned partitions; SyncGroup with fewer partitions revokes
-    only owned-minus-assigned and rejoins at once."""
+    """COOPERATIVE: onJoinPrepare commits and waits for the commit (still processing), then
+    JoinGroup carries owned partitions; SyncGroup with fewer partitions revokes only
+    owned-minus-assigned and rejoins at once (after its onJoinPrepare commit again)."""
     mb = member(("cooperative-sticky",))
     stable(mb, T[:3])
     mb.hb_in_flight = 1
     eff = mb.handle(5.0, heartbeat_response(mb, m.REBALANCE_IN_PROGRESS))
-    assert closed(eff) == []
+    assert closed(eff) == [] and not sent(eff, m.JoinGroupRequest)
+    (commit,) = sent(eff, m.OffsetCommitRequest)
+    assert set(commit.offsets) == set(T[:3]) and mb.processing
+    eff = mb.handle(5.01, m.OffsetCommitResponse(m.NONE, commit.seq))
     (j,) = sent(eff, m.JoinGroupRequest)
     assert set(j.protocols[0][1].owned_partitions) == set(T[:3])
     mb.handle(5.1, m.JoinGroupResponse(m.NONE, 2, "cooperative-sticky", "other", "c0-1"))
     eff = mb.handle(5.2, m.SyncGroupResponse(m.NONE, Assignment(T[:2])))
     assert closed(eff) == [T[2]]
+    assert not sent(eff, m.JoinGroupRequest)
+    prepare = sent(eff, m.OffsetCommitRequest)[-1]
+    eff = mb.handle(5.21, m.OffsetCommitResponse(m.NONE, prepare.seq))
     (j2,) = sent(eff, m.JoinGroupRequest)
     assert set(j2.protocols[0][1].owned_partitions) == set(T[:2])
 
@@ -103,7 +110,8 @@ def test_commit_fails_client_side_during_rebalance():
     mb = member(("cooperative-sticky",))
     stable(mb, T[:2])
     mb.hb_in_flight = 1
-    mb.handle(5.0, heartbeat_response(mb, m.REBALANCE_IN_PROGRESS))
+    (prepare,) = sent(mb.handle(5.0, heartbeat_response(mb, m.REBALANCE_IN_PROGRESS)), m.OffsetCommitRequest)
+    mb.handle(5.01, m.OffsetCommitResponse(m.NONE, prepare.seq))   # onJoinPrepare done: joining
     mb.timers[("commit",)] = 6.0
     eff = mb.on_timer(6.0, ("commit",), 6.0)
     assert any(e[0] == "event" and e[1] == "commit_failed" and "RebalanceInProgress" in e[4] for e in eff)
@@ -201,7 +209,8 @@ def test_cooperative_assignment_applies_at_the_next_poll():
     stable(mb, T[:3])
     mb.hb_in_flight = 1
     mb.handle(5.0, heartbeat_response(mb, m.REBALANCE_IN_PROGRESS))
-    mb.on_timer(mb.timers[("poll",)], ("poll",), mb.timers[("poll",)])
+    (prepare,) = sent(mb.on_timer(mb.timers[("poll",)], ("poll",), mb.timers[("poll",)]), m.OffsetCommitRequest)
+    mb.handle(5.05, m.OffsetCommitResponse(m.NONE, prepare.seq))
     mb.handle(5.1, m.JoinGroupResponse(m.NONE, 2, "cooperative-sticky", "other", "c0-1"))
     eff = mb.handle(5.2, m.SyncGroupResponse(m.NONE, Assignment(T[:2])))
     assert closed(eff) == [] and mb.pending_assignment is not None and not mb.settled
@@ -209,6 +218,8 @@ def test_cooperative_assignment_applies_at_the_next_poll():
     assert 5.2 <= at < 5.25
     eff = mb.on_timer(at, ("poll",), at)
     assert closed(eff) == [T[2]]
+    prepare = sent(eff, m.OffsetCommitRequest)[-1]     # the follow-up onJoinPrepare commit
+    eff = mb.handle(at + 0.01, m.OffsetCommitResponse(m.NONE, prepare.seq))
     (j,) = sent(eff, m.JoinGroupRequest)
     assert set(j.protocols[0][1].owned_partitions) == set(T[:2])
 
