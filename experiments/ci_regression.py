@@ -47,6 +47,8 @@ METRICS = [
     "double_processing_partition_s",
     "throughput_loss_records",
     "peak_lag_records",
+    "records_reprocessed",
+    "first_record_max_s",
 ]
 KEY = ["scenario", "assignor", "seed"]
 DEFAULT_BASELINE = Path("results/baseline/ci-regression.csv")
