@@ -225,7 +225,8 @@ class ConsumerConfig:
     assigned partition (commit, state restore).
     ``topics``: its subscription (empty = every topic of the scenario).
     ``sticky_user_data_version``: 1 = KIP-341 (with generation); 0 = the pre-KIP-341 layout
-    that an old client sends (only meaningful for the eager ``sticky`` assignor).
+    that an old client sends (only meaningful for the eager ``sticky`` assignor; such a client's
+    subscriptions also carry no generation field).
     ``group_protocol``: Kafka's ``group.protocol``: ``classic`` (JoinGroup/SyncGroup, the
     assignors above run on the leader) or ``consumer`` (KIP-848: ConsumerGroupHeartbeat, the
     coordinator assigns with a server-side assignor; ``partition_assignment_strategy``,
