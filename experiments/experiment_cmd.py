@@ -1,6 +1,5 @@
 """The ``list``, ``sweep`` and ``experiment`` subcommands.
 
-``rebalance-sim list``                      built-in scenarios and experiments, one line each
 ``rebalance-sim sweep GRID.toml --out DIR``  run a grid on Spark, then aggregate it (see sweep.py)
 ``rebalance-sim experiment NAME``            a packaged study that ends in an HTML report:
     eager-vs-cooperative   range / roundrobin / sticky / cooperative-sticky, static and dynamic
@@ -9,7 +8,8 @@
                            100..10,000 members and up to 1,000,000 partitions
 
 Raw runs go to a work directory (default ``out/<experiment>/``, resumable: a rerun skips the runs
-already complete); the report, PNGs and CSVs go to ``results/<experiment>/``.
+already complete); the report, PNGs and CSVs go to ``out/<experiment>/report/``, or with
+``--update-reference`` to the committed reference results ``results/<experiment>/``.
 """
 
 from __future__ import annotations
@@ -19,13 +19,12 @@ from pathlib import Path
 
 from . import ci_regression
 from .catalog import EXPERIMENTS
+from .catalog.eager_vs_cooperative import to_toml  # noqa: F401  (list_cmd's ``show`` uses it)
+from .outputs import OutputError, check_output_dir
 from .sweep import GridError, column_name, expand, load_grid, report_failures, run_sweep
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("list", help="built-in scenarios and experiments")
-    p.set_defaults(func=cmd_list)
-
     p = subparsers.add_parser("sweep", help="run a grid of scenarios x assignors x seeds on Spark",
                               description="Run every point of GRID (TOML; format in experiments/sweep.py) "
                               "as Spark tasks, then aggregate. Rerunning skips complete runs.")
@@ -40,7 +39,10 @@ def register(subparsers) -> None:
     p.add_argument("name", choices=sorted(EXPERIMENTS), help="which experiment")
     p.add_argument("--scale", choices=("default", "large", "smoke"), default="default",
                    help="large adds bigger groups (takes much longer); smoke: tiny groups, 1 seed")
-    p.add_argument("--out", help="report directory (default results/NAME)")
+    p.add_argument("--out", help="report directory (default out/NAME/report)")
+    p.add_argument("--update-reference", action="store_true",
+                   help="write the report to the committed reference results (results/NAME; "
+                   "results/ci for ci-regression) instead of out/")
     p.add_argument("--work", help="directory of the raw runs (default out/NAME; reruns resume)")
     p.add_argument("--master", help="Spark master URL (default local[*]; sc://... for Spark Connect)")
     ci_regression.add_arguments(p, with_out=False)
@@ -48,24 +50,6 @@ def register(subparsers) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# list
-
-
-def cmd_list(args) -> int:
-    try:
-        from .scenarios import BUILTINS
-    except ImportError:  # pragma: no cover
-        BUILTINS = {}
-    print("Scenarios (rebalance-sim run NAME [--set key=value ...]):")
-    width = max([len(n) for n in BUILTINS] + [len(n) for n in EXPERIMENTS])
-    for name, b in BUILTINS.items():
-        print(f"  {name:<{width}}  {b.description}")
-    print("\nExperiments (rebalance-sim experiment NAME):")
-    for e in EXPERIMENTS.values():
-        print(f"  {e.name:<{width}}  {e.description}")
-    return 0
-
-
 # ---------------------------------------------------------------------------------------------
 # sweep
 
@@ -85,7 +69,10 @@ def cmd_sweep(args) -> int:
         specs = expand(grid)
     except GridError as e:
         return _err("sweep", str(e))
-    out = Path(args.out)
+    try:
+        out = check_output_dir(args.out)
+    except OutputError as e:
+        return _err("sweep", str(e))
     atomic_write_bytes(out / "grid.toml", Path(args.grid).read_bytes())
     print(f"sweep {grid.name}: {len(specs)} runs ({len(grid.scenarios)} scenario(s) x "
           f"{len(grid.assignors or [None])} assignor(s) x {_points(grid)} point(s) x {len(grid.seeds)} seed(s))",
@@ -117,14 +104,31 @@ def _points(grid) -> int:
 # experiment
 
 
+# Where --update-reference writes each experiment's committed reference results.
+REFERENCE_DIRS = {"ci-regression": Path("results/ci")}
+
+
 def cmd_experiment(args) -> int:
     from .pipeline import Options, run_experiment
     from .spark import SparkUnavailable
 
+    # A user's run writes under out/ (ignored by git); the committed reference results under
+    # results/ change only when asked (--update-reference), never as a side effect of a run.
+    if getattr(args, "out", None) is None:
+        args.out = (str(REFERENCE_DIRS.get(args.name, Path("results") / args.name))
+                    if getattr(args, "update_reference", False) else f"out/{args.name}/report")
+    try:
+        check_output_dir(args.out)
+        if getattr(args, "work", None):
+            check_output_dir(args.work, flag="--work")
+        elif args.name != "ci-regression":
+            check_output_dir(f"out/{args.name}", flag="work directory")
+    except OutputError as e:
+        return _err("experiment", str(e))
     exp = EXPERIMENTS[args.name]
     opts = Options(
         name=args.name, scale=getattr(args, "scale", "default"),
-        out=Path(getattr(args, "out", None) or f"results/{args.name}"),
+        out=Path(args.out),
         work=getattr(args, "work", None) or f"out/{args.name}",
         master=getattr(args, "master", None), conf=tuple(getattr(args, "conf", None) or ()),
         ship=getattr(args, "ship", True), command=_command_line(args), extra=args)

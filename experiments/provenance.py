@@ -1,11 +1,10 @@
-"""Which model produced a result: the package version and a digest of the simulator's and the
-assignors' sources, plus the date and the Spark master, for run identity and reports.
+"""How a result was produced: the package version, a digest of the simulation model, the date,
+the machine and the Spark master, for `--version` and every report's "How this was produced".
 
-A sweep treats a stored run as reusable only if it was produced by the same model
-(``model_id()``): after any change to ``sim/`` or ``assignors/`` (an edit, a ``git pull``) a rerun
-into the same output recomputes instead of reusing. The digest covers every ``.py`` file of both
-packages (path and bytes, in sorted order), so it changes whenever behaviour can; it is computed
-on the driver, from the sources that are shipped to the executors.
+``model_digest`` hashes the source of the packages that decide a run's outcome (``sim`` and
+``assignors``), so two reports with the same digest came from the same model whatever the
+version string says. The experiments package (plots, reports, CLI) is left out on purpose:
+changing a figure does not change a result.
 """
 
 from __future__ import annotations
@@ -13,55 +12,54 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import hashlib
+import os
+import platform
 from importlib import metadata as importlib_metadata
 from pathlib import Path
 
 MODEL_PACKAGES = ("sim", "assignors")
-DIGEST_HEX = 12
 
 
-def package_version() -> str:
+def version() -> str:
+    """The installed ``rebalance-sim`` version ("unknown" when run from an uninstalled tree)."""
     try:
         return importlib_metadata.version("rebalance-sim")
-    except importlib_metadata.PackageNotFoundError:  # running from a checkout without install
+    except importlib_metadata.PackageNotFoundError:
         return "unknown"
-
-
-def _package_dir(name: str) -> Path:
-    import importlib
-
-    return Path(importlib.import_module(name).__file__).parent
 
 
 @functools.cache
 def model_digest() -> str:
-    """sha256 over the ``.py`` sources of ``sim`` and ``assignors`` (first 12 hex digits)."""
+    """12 hex digits of SHA-256 over the model's source files (path and bytes, in path order)."""
     h = hashlib.sha256()
-    for pkg in MODEL_PACKAGES:
-        root = _package_dir(pkg)
+    for package in MODEL_PACKAGES:
+        root = Path(__import__(package).__file__).parent
         for path in sorted(root.rglob("*.py")):
-            h.update(f"{pkg}/{path.relative_to(root).as_posix()}\0".encode())
+            h.update(path.relative_to(root.parent).as_posix().encode())
+            h.update(b"\0")
             h.update(path.read_bytes())
             h.update(b"\0")
-    return h.hexdigest()[:DIGEST_HEX]
+    return h.hexdigest()[:12]
+
+
+def machine() -> str:
+    """Host name, OS, CPU architecture, core count and Python version, in one phrase."""
+    return (f"{platform.node() or 'unknown host'} ({platform.system()} {platform.machine()}, "
+            f"{os.cpu_count() or '?'} cores, Python {platform.python_version()})")
+
+
+def produced_by(master: str | None = None, when: _dt.datetime | None = None) -> list[str]:
+    """The lines of a report's "How this was produced" section that every report shares."""
+    when = when or _dt.datetime.now(_dt.UTC)
+    lines = [f"rebalance-sim {version()}, model digest {model_digest()} (sim + assignors source)",
+             f"date: {when.strftime('%Y-%m-%d %H:%M UTC')}",
+             f"machine: {machine()}"]
+    if master is not None:
+        lines.append(f"Spark master: {master}")
+    return lines
 
 
 def model_id() -> str:
-    """``<version>+<digest>``: equal ids mean the same simulator and assignors."""
-    return f"{package_version()}+{model_digest()}"
-
-
-def provenance(master: str | None = None) -> dict[str, str]:
-    """The values of a report's "how this was produced" line."""
-    return {
-        "version": package_version(),
-        "model_digest": model_digest(),
-        "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "master": master or "local[*]",
-    }
-
-
-def provenance_line(master: str | None = None) -> str:
-    p = provenance(master)
-    return (f"rebalance-sim {p['version']}, model digest {p['model_digest']} (sim + assignors "
-            f"sources), {p['date']}, Spark master {p['master']}")
+    """``<version>+<digest>``: a stored run is reused only by a sweep with the same model id, so a
+    change to the simulator or the assignors (an edit, a ``git pull``) forces recomputation."""
+    return f"{version()}+{model_digest()}"
