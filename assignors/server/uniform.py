@@ -188,6 +188,7 @@ class _HeterogeneousBuilder:
         self.g = g
         self.subscribers = subscribers
         self.sizes = np.bincount(g.owner[g.owner >= 0], minlength=len(g.member_ids)).astype(np.int64)
+        self.converged = True  # False when balance() stops at MAX_ITERATION_COUNT passes
 
     def _sorted_topics(self, ranks: list[int]) -> list[int]:
         """Partitions per subscriber descending, subscriber count ascending, then topic."""
@@ -225,6 +226,7 @@ class _HeterogeneousBuilder:
                 moved = self._balance_topic(r, sizes_list)
                 if moved > 0 or last_rebalanced == -1:
                     last_rebalanced = i
+        self.converged = False
 
     def _balance_topic(self, r: int, size: list[int]) -> int:
         """Kafka's ``balanceTopic`` with its ``MemberAssignmentBalancer``; ``size`` mirrors
