@@ -13,7 +13,7 @@ from assignors.server.spec import SubscribedTopicDescriber
 from assignors.server.uniform import _HeterogeneousBuilder, _subscribers
 from tests.strategies import server_groups, shuffled
 
-SETTINGS = settings(max_examples=150, deadline=None)
+SETTINGS = settings(max_examples=100, deadline=None)
 
 
 def existing_subscriptions(meta, members):
