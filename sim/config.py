@@ -124,8 +124,25 @@ class GroupConfig:
     initial_rebalance_delay_ms: float = attrs.field(default=3000, validator=_nonneg)
     min_session_timeout_ms: float = attrs.field(default=6000, validator=_nonneg)
     max_session_timeout_ms: float = attrs.field(default=1800000, validator=_nonneg)
+    # The consumer group protocol (KIP-848; GroupCoordinatorConfig's group.consumer.* defaults).
+    consumer_heartbeat_interval_ms: float = attrs.field(default=5000, validator=_positive)
+    consumer_session_timeout_ms: float = attrs.field(default=45000, validator=_positive)
+    consumer_assignors: tuple[str, ...] = attrs.field(default=("uniform", "range"),
+                                                      converter=lambda v: names_tuple("consumer_assignors")(v))
 
     def __attrs_post_init__(self):
+        if self.consumer_heartbeat_interval_ms >= self.consumer_session_timeout_ms:
+            raise ConfigError(
+                "consumer_heartbeat_interval_ms",
+                f"{self.consumer_heartbeat_interval_ms:g} must be below consumer_session_timeout_ms "
+                f"({self.consumer_session_timeout_ms:g})",
+            )
+        from .target_assignment import SERVER_ASSIGNORS
+        if not self.consumer_assignors:
+            raise ConfigError("consumer_assignors", "needs at least one server-side assignor")
+        for name in self.consumer_assignors:
+            if name not in SERVER_ASSIGNORS:
+                raise ConfigError("consumer_assignors", f"{name!r} is not one of {', '.join(SERVER_ASSIGNORS)}")
         if self.max_session_timeout_ms < self.min_session_timeout_ms:
             raise ConfigError(
                 "max_session_timeout_ms",
@@ -135,6 +152,14 @@ class GroupConfig:
     @property
     def initial_rebalance_delay_s(self) -> float:
         return self.initial_rebalance_delay_ms / 1000.0
+
+    @property
+    def consumer_heartbeat_interval_s(self) -> float:
+        return self.consumer_heartbeat_interval_ms / 1000.0
+
+    @property
+    def consumer_session_timeout_s(self) -> float:
+        return self.consumer_session_timeout_ms / 1000.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -185,6 +210,9 @@ def _check_strategy(_inst, attribute, value):
         raise ConfigError(attribute.name, f"{list(value)} names an assignor twice")
 
 
+GROUP_PROTOCOLS = ("classic", "consumer")  # Kafka's group.protocol values
+
+
 @attrs.frozen
 class ConsumerConfig:
     """One member's client settings (Kafka's consumer configs) and its workload.
@@ -206,6 +234,12 @@ class ConsumerConfig:
     ``heartbeat_phase``: ``aligned`` (Java: every member restarts its heartbeat timer when its
     SyncGroup completes, so a group shares one phase) or ``random`` (a model of long-lived groups
     whose phases drifted: the first heartbeat after a SyncGroup falls anywhere in one interval).
+    ``group_protocol``: Kafka's ``group.protocol``: ``classic`` (JoinGroup/SyncGroup, the
+    assignors above run on the leader) or ``consumer`` (KIP-848: ConsumerGroupHeartbeat, the
+    coordinator assigns with a server-side assignor; ``partition_assignment_strategy``,
+    ``session_timeout_ms`` and ``heartbeat_interval_ms`` are then not used: the broker's
+    ``group.consumer.*`` settings apply). ``group_remote_assignor``: Kafka's
+    ``group.remote.assignor`` (None: the broker's first ``group.consumer.assignors``).
     """
 
     session_timeout_ms: float = attrs.field(default=45000, validator=_positive)
@@ -229,12 +263,16 @@ class ConsumerConfig:
     auto_offset_reset: str = "latest"
     fetch_max_wait_ms: float = attrs.field(default=500, validator=_nonneg)
     heartbeat_phase: str = "aligned"
+    group_protocol: str = attrs.field(default="classic")
+    group_remote_assignor: str | None = attrs.field(default=None, validator=optional_str)
 
     def __attrs_post_init__(self):
         if self.heartbeat_phase not in ("aligned", "random"):
             raise ConfigError("heartbeat_phase", f"{self.heartbeat_phase!r} is not aligned or random")
         if self.auto_offset_reset not in ("latest", "earliest"):
             raise ConfigError("auto_offset_reset", f"{self.auto_offset_reset!r} is not latest or earliest")
+        if self.group_protocol not in GROUP_PROTOCOLS:
+            raise ConfigError("group_protocol", f"{self.group_protocol!r} is not one of {', '.join(GROUP_PROTOCOLS)}")
         if self.heartbeat_interval_ms >= self.session_timeout_ms:
             raise ConfigError(
                 "heartbeat_interval_ms",
@@ -394,6 +432,11 @@ class SimConfig:
             except ConfigError as e:
                 raise e.under(f"member_overrides.{name}") from None
             self.check_consumer(cfg, f"member_overrides.{name}")
+            if cfg.group_protocol != self.consumer.group_protocol:
+                # A group runs one protocol here: Kafka's mixed groups (classic members in a
+                # consumer group, KIP-848 migration) are not modelled.
+                raise ConfigError(f"member_overrides.{name}.group_protocol",
+                                  "every member of the group must use the same group_protocol")
         self.check_consumer(self.consumer, "consumer")
 
     def check_consumer(self, cfg: ConsumerConfig, where: str) -> None:
@@ -409,6 +452,10 @@ class SimConfig:
                 f"{where}.session_timeout_ms",
                 f"{cfg.session_timeout_ms:g} is above group.max.session.timeout.ms ({g.max_session_timeout_ms:g})",
             )
+        if cfg.group_remote_assignor is not None and cfg.group_remote_assignor not in g.consumer_assignors:
+            raise ConfigError(f"{where}.group_remote_assignor",
+                              f"{cfg.group_remote_assignor!r} is not one of group.consumer_assignors "
+                              f"({', '.join(g.consumer_assignors)})")
         known = {t.name for t in self.topics}
         for t in cfg.topics:
             if t not in known:
