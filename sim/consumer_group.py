@@ -46,6 +46,7 @@ import attrs
 
 from . import messages as m
 from .config import AssignorCost, GroupConfig
+from .offsets import OffsetStore
 from .target_assignment import MemberSpec, compute_target
 
 # MemberState (group-coordinator modern.consumer)
@@ -141,6 +142,7 @@ class ConsumerGroupCoordinator:
                  assignor_cost: AssignorCost | None = None, default_assignor: str | None = None):
         self.config = config
         self._metadata = metadata
+        self.offsets = OffsetStore()
         self.assignor_cost = assignor_cost or AssignorCost()
         self.assignor = default_assignor or config.consumer_assignors[0]
         self.group_epoch = 0
@@ -210,6 +212,8 @@ class ConsumerGroupCoordinator:
             self._on_heartbeat(now, sender, msg)
         elif isinstance(msg, m.OffsetCommitRequest):
             self._on_commit(now, sender, msg)
+        elif isinstance(msg, m.OffsetFetchRequest):
+            self._on_offset_fetch(sender, msg)
         else:
             raise TypeError(f"consumer group coordinator cannot handle {msg!r}")
         return self._drain()
@@ -525,8 +529,14 @@ class ConsumerGroupCoordinator:
     def handle_now(self, now: float, client: str, msg) -> None:
         if isinstance(msg, m.ConsumerGroupHeartbeatRequest):
             self._on_heartbeat(now, client, msg)
+        elif isinstance(msg, m.OffsetFetchRequest):
+            self._on_offset_fetch(client, msg)
         else:
             self._on_commit(now, client, msg)
+
+    def _on_offset_fetch(self, client: str, req: m.OffsetFetchRequest) -> None:
+        """OffsetFetch answers what is stored (``sim.offsets``)."""
+        self._reply(client, m.OffsetFetchResponse(m.NONE, req.partitions, self.offsets.fetch(req.partitions), req.seq))
 
     def _reconcile_and_reply(self, now: float, mm: ConsumerGroupMember, req) -> None:
         """GroupMetadataManager.maybeReconcile, then the heartbeat response."""
@@ -575,4 +585,6 @@ class ConsumerGroupCoordinator:
             err = m.STALE_MEMBER_EPOCH
         else:
             err = m.NONE
+        if err == m.NONE:
+            self.offsets.commit(req.offsets, req.position_s)
         self._reply(client, m.OffsetCommitResponse(err, req.seq))

@@ -40,7 +40,7 @@ import numpy as np
 
 from . import messages as m
 from .config import AssignorCost, ConsumerConfig
-from .member import Handoffs, Member
+from .member import OFFSET_TIMERS, Handoffs, Member
 
 # MemberState (clients consumer.internals)
 UNSUBSCRIBED = "UNSUBSCRIBED"
@@ -74,6 +74,13 @@ class ConsumerMember:
     _event = Member._event
     _drain = Member._drain
     processing = Member.processing
+    # Committed offsets, OffsetFetch and positions work the same way under both protocols.
+    _position_s = Member._position_s
+    _release_reason = Member._release_reason
+    _fetch_offsets = Member._fetch_offsets
+    _send_fetch = Member._send_fetch
+    _on_offset_fetch = Member._on_offset_fetch
+    _offset_timer = Member._offset_timer
 
     def __init__(self, name: str, config: ConsumerConfig, topics: tuple[str, ...],
                  metadata: Callable[[], tuple[int, dict[str, int]]] | None = None,
@@ -89,6 +96,7 @@ class ConsumerMember:
         self._rates = rates or {}
         self._handoffs = handoffs
         self._poll_rng = poll_rng if poll_rng is not None else np.random.default_rng(0)
+        self._sample_latency = sample_latency if sample_latency is not None else (lambda: 0.0)
 
         self.state = UNSUBSCRIBED
         self.member_id = ""
@@ -120,8 +128,16 @@ class ConsumerMember:
         self.rate_owned = 0.0
         self.backlog = 0.0
         self._backlog_t = 0.0
+        self.commit_ok = True
+        self._release_cause: str | None = None
+        self.fetch_seq = 0
+        self.fetches: dict[int, tuple] = {}
+        self.first_pending: set[int] = set()
         self.timers: dict[tuple, float] = {}
         self.out: list[tuple] = []
+
+    def _is_fenced(self) -> bool:
+        return self.state in (FENCED, STALE) or self.lost_pending
 
     # ------------------------------------------------------------------ what the runner reads
 
@@ -132,7 +148,8 @@ class ConsumerMember:
     @property
     def settled(self) -> bool:
         return (self.alive and self.state == STABLE and self.reconciling is None and self.app_work is None
-                and not self.busy and self.paused_at is None and not self.lost_pending)
+                and not self.busy and self.paused_at is None and not self.lost_pending
+                and not self.fetches and not self.first_pending)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -144,12 +161,14 @@ class ConsumerMember:
                        if self.config.group_remote_assignor else "")
                     + (f" group.instance.id={self.instance_id}" if self.instance_id else ""))
         self._join(now)
+        self._timer(("commit",), now + self.config.auto_commit_interval_s)
         return self._drain()
 
     def crash(self, now: float) -> list[tuple]:
         if not self.alive:
             return []
         self._event("crash")
+        self._release_cause = "crash"
         self._die(now)
         return self._drain()
 
@@ -195,6 +214,8 @@ class ConsumerMember:
             self.out.append(("close", "paused", self.name, None, None))
         for key in list(self.timers):
             self._timer(key, None)
+        self.fetches.clear()
+        self.first_pending.clear()
         self.alive = False
         self.hb_enabled = False
         self.state = UNSUBSCRIBED
@@ -202,6 +223,10 @@ class ConsumerMember:
     def pause(self, now: float) -> list[tuple]:
         if not self.alive or self.paused_at is not None:
             return []
+        if self._handoffs is not None and self.owned:
+            position = self._position_s(now)   # visible to an owner taking over meanwhile
+            for tp in self.owned:
+                self._handoffs.progress(tp, now, position, "zombie")
         self._advance(now)
         self.paused_at = now
         self._event("pause")
@@ -377,7 +402,9 @@ class ConsumerMember:
         if seq is None:
             self.commit_seq += 1
             seq = self.commit_seq
-        self._send(m.OffsetCommitRequest(self.member_id, self.epoch, self.instance_id, len(self.owned), seq))
+        owned = tuple(sorted(self.owned))
+        self._send(m.OffsetCommitRequest(self.member_id, self.epoch, self.instance_id, len(owned), seq,
+                                         owned, self._position_s(now)))
 
     def _revoke_and_assign(self, now: float) -> None:
         if self.reconciling is None or self.state != RECONCILING:
@@ -461,6 +488,14 @@ class ConsumerMember:
                 self._poll_timeout(now)
         elif kind == "poll":
             self._poll(now)
+        elif kind in OFFSET_TIMERS:
+            self._offset_timer(now, key)
+        elif kind == "commit":
+            # enable.auto.commit: the new consumer's CommitRequestManager commits every
+            # auto.commit.interval.ms while it is in the group.
+            if self.state in IN_GROUP and self.owned and not self.closing:
+                self._commit(now)
+            self._timer(("commit",), now + self.config.auto_commit_interval_s)
         elif kind == "rec_commit":
             if self.rec_commit is not None:
                 self.rec_commit = None
@@ -476,7 +511,10 @@ class ConsumerMember:
             return []
         if isinstance(msg, m.ConsumerGroupHeartbeatResponse):
             self._on_response(now, msg)
+        elif isinstance(msg, m.OffsetFetchResponse):
+            self._on_offset_fetch(now, msg)
         elif isinstance(msg, m.OffsetCommitResponse):
+            self.commit_ok = msg.error == m.NONE
             if self.rec_commit is not None and msg.seq == self.rec_commit:
                 self.rec_commit = None
                 self._timer(("rec_commit",), None)

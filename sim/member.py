@@ -65,6 +65,8 @@ PREPARING_REBALANCE = "PREPARING_REBALANCE"
 COMPLETING_REBALANCE = "COMPLETING_REBALANCE"
 STABLE = "STABLE"
 
+OFFSET_TIMERS = ("fetch_timeout", "fetch_retry", "first_record")
+
 # AbstractCoordinator's JoinGroup request timeout: rebalance timeout plus this margin.
 JOIN_TIMEOUT_MARGIN_S = 5.0
 
@@ -239,11 +241,14 @@ class Member:
         self._advance(now)
         return now - self.backlog / self.rate_owned if self.rate_owned > 0 else now
 
+    def _is_fenced(self) -> bool:
+        return self.generation < 0
+
     def _release_reason(self) -> str:
         """Why partitions given up now may be processed again by their next owner."""
         if self._release_cause is not None:
             return self._release_cause
-        if self.generation < 0:
+        if self._is_fenced():
             return "fenced"            # lost (onPartitionsLost: no commit) or a zombie
         return "uncommitted" if self.commit_ok else "failed_commit"
 
@@ -292,6 +297,30 @@ class Member:
         # NetworkClient: a request unanswered within request.timeout.ms fails; the consumer
         # retries the fetch of committed offsets after retry.backoff.ms.
         self._timer(("fetch_timeout", self.fetch_seq), now + self.config.request_timeout_s)
+
+    def _offset_timer(self, now: float, key: tuple) -> None:
+        """The OffsetFetch timeout and retry, and the first records of new partitions."""
+        kind = key[0]
+        if kind == "fetch_timeout":
+            pending = self.fetches.pop(key[1], None)
+            if pending is not None:
+                assigned_at, partitions = pending
+                still = tuple(tp for tp in partitions if tp in self.owned)
+                if still:
+                    self._event("offset_fetch_failed", "request timed out")
+                    self.fetches[key[1]] = pending   # keep settled() false during the backoff
+                    self._timer(("fetch_retry", key[1]), now + self.config.retry_backoff_s)
+        elif kind == "fetch_retry":
+            pending = self.fetches.pop(key[1], None)
+            if pending is not None:
+                assigned_at, partitions = pending
+                still = tuple(tp for tp in partitions if tp in self.owned)
+                if still:
+                    self._send_fetch(now, assigned_at, still)
+        elif kind == "first_record":
+            _, seq, assigned_at, count = key
+            self.first_pending.discard(seq)
+            self._event("first_record", f"count={count} after_s={now - assigned_at:.6f}")
 
     def _on_offset_fetch(self, now: float, r: m.OffsetFetchResponse) -> None:
         """Positions from the committed offsets (auto.offset.reset where there is none); the lag
@@ -718,26 +747,8 @@ class Member:
                 self._wake_poll(now)
         elif kind == "retry":
             self._wake_poll(now)
-        elif kind == "fetch_timeout":
-            pending = self.fetches.pop(key[1], None)
-            if pending is not None:
-                assigned_at, partitions = pending
-                still = tuple(tp for tp in partitions if tp in self.owned)
-                if still:
-                    self._event("offset_fetch_failed", "request timed out")
-                    self.fetches[key[1]] = pending   # keep settled() false during the backoff
-                    self._timer(("fetch_retry", key[1]), now + self.config.retry_backoff_s)
-        elif kind == "fetch_retry":
-            pending = self.fetches.pop(key[1], None)
-            if pending is not None:
-                assigned_at, partitions = pending
-                still = tuple(tp for tp in partitions if tp in self.owned)
-                if still:
-                    self._send_fetch(now, assigned_at, still)
-        elif kind == "first_record":
-            _, seq, assigned_at, count = key
-            self.first_pending.discard(seq)
-            self._event("first_record", f"count={count} after_s={now - assigned_at:.6f}")
+        elif kind in OFFSET_TIMERS:
+            self._offset_timer(now, key)
         elif kind == "poll":
             self._poll(now)
         elif kind == "prepare_commit":

@@ -73,7 +73,12 @@ def test_first_assignment_is_taken_at_the_next_poll_then_acknowledged_at_once():
     assert ack.member_epoch == 1 and ack.owned_partitions == frozenset(T[:2]) and mb.state == ACKNOWLEDGING
     assert ack.subscribed_topics is None  # only what changed is sent
     mb.handle(0.2, ok(mb, 1))
-    assert mb.state == STABLE and mb.settled
+    assert mb.state == STABLE and not mb.settled   # still fetching its committed offsets
+    (fetch,) = sent(out, m.OffsetFetchRequest)
+    mb.handle(0.21, m.OffsetFetchResponse(m.NONE, fetch.partitions, (None, None), fetch.seq))
+    out = run_timers(mb, 1.0, kinds=("first_record",))
+    assert [e for e in out if e[0] == "event" and e[1] == "first_record"]
+    assert mb.settled
 
 
 def test_revocation_commits_first_then_revokes_then_acknowledges():
