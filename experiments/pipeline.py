@@ -38,6 +38,7 @@ class Options:
     master: str | None = None
     conf: tuple[str, ...] = ()           # extra Spark settings, KEY=VALUE
     ship: bool = True                    # ship code and dependencies to a non-local master
+    timeout_s: float | None = None       # how long a master may take to answer (None: 60 s)
     command: str = ""                    # the command line, for the report
     extra: Any = None                    # the parsed arguments, for experiment-specific options
 
@@ -114,7 +115,7 @@ def run_experiment(exp: Experiment, opts: Options) -> int:
     specs = exp.grid(opts)
     say(opts, f"{len(specs)} runs; raw runs in {opts.work}, report in {opts.out}/")
     say(opts, f"starting Spark ({opts.master or 'local[*]'}) ...")
-    spark = get_spark(opts.master, conf=opts.conf, ship=opts.ship)
+    spark = get_spark(opts.master, conf=opts.conf, ship=opts.ship, timeout_s=opts.timeout_s)
     status = run_sweep(specs, opts.work, master=opts.master, label=opts.name)
     failed = report_failures(status)
     say(opts, f"aggregating with Spark ({time.monotonic() - t_start:.0f} s) ...")
