@@ -106,7 +106,7 @@ def run_experiment(exp: Experiment, opts: Options) -> int:
     from .atomic import atomic_write_bytes
     from .provenance import produced_by
     from .report import write_report
-    from .spark import get_spark
+    from .spark import current_master, get_spark
     from .sweep import report_failures, run_sweep
 
     if exp.run is not None:
@@ -132,7 +132,7 @@ def run_experiment(exp: Experiment, opts: Options) -> int:
     meta = [f"command: {opts.command or 'rebalance-sim experiment ' + opts.name}",
             f"{len(specs)} runs ({reused} reused from {opts.work}), {failed} failed; "
             f"wall time {time.monotonic() - t_start:.0f} s including Spark start",
-            *produced_by(opts.master or "local[*]"),
+            *produced_by(current_master()),
             *page.meta]
     report = write_report(out / "report.html", exp.title or exp.name, page.intro, page.sections, meta)
     print(f"\n{opts.name}: done in {time.monotonic() - t_start:.0f} s; {len(specs)} runs, {failed} failed")

@@ -372,10 +372,19 @@ def get_spark(master: str | None = None, conf: Sequence[str] = (), ship: bool = 
                            .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable))
             elif ship:
                 # Spark's "Python Package Management": the packed venv, unpacked by every
-                # executor as ./rsim_env, and its Python for the workers.
+                # executor as ./rsim_env, and its Python for the workers. pyspark takes the
+                # workers' Python from PYSPARK_PYTHON when the context starts (whatever the
+                # environment said: the shipped one is the one that has our dependencies).
+                worker_python = f"./{ENV_ALIAS}/bin/python"
+                os.environ["PYSPARK_PYTHON"] = worker_python
                 builder = (builder.config("spark.archives", f"{venv_archive()}#{ENV_ALIAS}")
-                           .config("spark.pyspark.python", f"./{ENV_ALIAS}/bin/python")
+                           .config("spark.pyspark.python", worker_python)
                            .config("spark.pyspark.driver.python", sys.executable))
+            else:
+                # --no-ship: the cluster's own Python, as the user configured it.
+                given = dict(pairs).get("spark.pyspark.python")
+                if given:
+                    os.environ["PYSPARK_PYTHON"] = given
         for key, value in pairs:
             builder = builder.config(key, value)
         session = _start(builder, timeout_s, url, bool(remote))

@@ -110,9 +110,11 @@ class Isolated:
         log = self.root / f"{name}.log"
         cmd = [str(self.spark_home / "bin" / "spark-class"), *args]
         if self.hide:
-            hidden = [CHECKOUT, Path(sys.prefix), cache_dir()]
+            hidden = sorted({CHECKOUT, Path(sys.prefix).resolve(), cache_dir()})
+            # A path inside one hidden already (the venv in the checkout) needs no mount of its own.
+            hidden = [p for p in hidden if p.exists() and not any(q in p.parents for q in hidden)]
             script = [f"mount --bind {SPARK_HOME} {self.spark_home}"]
-            script += [f"mount -t tmpfs tmpfs {p}" for p in hidden if p.exists()]
+            script += [f"mount -t tmpfs tmpfs {p}" for p in hidden]
             script.append('exec "$@"')
             cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c", " && ".join(script), "sh", *cmd]
         workdir = self.root / name
