@@ -63,6 +63,15 @@ def _err(cmd: str, message: str) -> int:
     return 2
 
 
+def _spark_err(cmd: str, e: Exception) -> int:
+    from .spark import SparkHung, exit_now
+
+    code = _err(cmd, str(e))
+    if isinstance(e, SparkHung):
+        exit_now(code)
+    return code
+
+
 def _spark_options(p) -> None:
     """The options every command that starts Spark takes."""
     p.add_argument("--master", help="Spark master URL (default local[*]; spark://HOST:7077, yarn, "
@@ -142,7 +151,7 @@ def cmd_sweep(args) -> int:
         failed = report_failures(status)
         tables = aggregate(spark, out, run_ids=[s.run_id for s in specs])
     except (SparkUnavailable, StoreError) as e:
-        return _err("sweep", str(e))
+        return _spark_err("sweep", e)
     except SweepInterrupted as e:
         return _interrupted("sweep", str(e))
     except KeyboardInterrupt:
@@ -210,7 +219,7 @@ def cmd_experiment(args) -> int:
     try:
         return run_experiment(exp, opts)
     except (GridError, SparkUnavailable, StoreError) as e:
-        return _err("experiment", str(e))
+        return _spark_err("experiment", e)
     except SweepInterrupted as e:
         return _interrupted("experiment", str(e))
     except KeyboardInterrupt:

@@ -28,6 +28,7 @@ the tests share one.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import socket
 import sys
@@ -89,6 +90,19 @@ logger.utils.level = error
 
 class SparkUnavailable(RuntimeError):
     """Spark cannot be started as asked (a one-line reason for the command line)."""
+
+
+class SparkHung(SparkUnavailable):
+    """The session's start did not return in time. Its thread cannot be cancelled (it waits in
+    gRPC or py4j), and interpreter shutdown may wait for it: after saying so, exit at once
+    (``exit_now``)."""
+
+
+def exit_now(code: int) -> None:
+    """Flush and leave the process without running exit handlers that could wait on a hung start."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _quiet_log4j_conf() -> str:
@@ -297,7 +311,7 @@ def _start(builder, timeout_s: float, url: str, remote: bool):
             t.join()
     if t.is_alive():
         what = "Spark Connect server" if remote else "Spark master"
-        raise SparkUnavailable(f"no answer from the {what} at {url} after {timeout_s:.0f} s; check "
+        raise SparkHung(f"no answer from the {what} at {url} after {timeout_s:.0f} s; check "
                                "the URL and that the server there is up (raise the limit with "
                                "--spark-timeout)")
     if "error" in box:
@@ -387,6 +401,10 @@ def get_spark(master: str | None = None, conf: Sequence[str] = (), ship: bool = 
                     os.environ["PYSPARK_PYTHON"] = given
         for key, value in pairs:
             builder = builder.config(key, value)
+        if not remote and not logging.getLogger().handlers:
+            # py4j reports a Ctrl-C inside a call with logging.exception on the root logger
+            # (a traceback); we say what happened ourselves, in one line.
+            logging.getLogger().addHandler(logging.NullHandler())
         session = _start(builder, timeout_s, url, bool(remote))
         if not remote:
             session.sparkContext.setLogLevel("ERROR")

@@ -261,7 +261,7 @@ def test_ctrl_c_keeps_complete_runs_and_exits_130(grid, tmp_path):
     prints one line saying what was kept and exits 130, with no traceback from Python or Java."""
     out = tmp_path / "out"
     exe = Path(sys.prefix) / "bin" / "rebalance-sim"
-    proc = subprocess.Popen([str(exe), "sweep", str(grid), "--out", str(out)],
+    proc = subprocess.Popen([str(exe), "sweep", str(grid), "--out", str(out), "--batch-runs", "2"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
@@ -280,3 +280,5 @@ def test_ctrl_c_keeps_complete_runs_and_exits_130(grid, tmp_path):
     assert "Traceback" not in err and "Exception" not in err, err
     last = err.strip().splitlines()[-1]
     assert "interrupted" in last and "runs are complete" in last, err
+    kept = int(last.split("interrupted; ")[1].split(" of ")[0])
+    assert kept >= 2 and kept == len(pq.read_table(out / "commits")), err
