@@ -19,6 +19,9 @@ Input (a file, or - for stdin)::
 Each member's user data is what that assignor's member side would send after owning ``owned``
 in ``generation`` (eager sticky: V1 bytes; cooperative-sticky: the generation and the owned
 partitions in the subscription), unless ``user_data_hex`` gives the bytes.
+
+Every topic a member names, and every partition it owns, must exist in ``topics``; at most
+2,000,000 partitions and 100,000 members.
 """
 
 from __future__ import annotations
@@ -35,6 +38,12 @@ from assignors.quality import assignment_quality
 from assignors.stream_join import encode_assignment_user_data
 
 
+# Bounds that keep a typo ("orders": 100000000) from eating the machine's memory: twice the
+# largest group `bench assignors` times (2,000 members x 1,000,000 partitions).
+MAX_PARTITIONS = 2_000_000
+MAX_MEMBERS = 100_000
+
+
 class InputError(ValueError):
     """A malformed `assign` input; the message names the field."""
 
@@ -47,6 +56,10 @@ def _partition(field: str, value: Any) -> TopicPartition:
     elif isinstance(value, list) and len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], int):
         return TopicPartition(value[0], value[1])
     raise InputError(f'{field}: {value!r} is not a partition ("topic-N" or ["topic", N])')
+
+
+def _names(metadata: dict[str, int]) -> str:
+    return ", ".join(sorted(metadata)) or "none"
 
 
 def _int(field: str, value: Any) -> int:
@@ -72,10 +85,17 @@ def build_group(doc: Any, assignor_name: str | None) -> tuple[str, dict[str, int
     for t, n in topics.items():
         if _int(f"topics.{t}", n) < 0:
             raise InputError(f"topics.{t}: partition count {n} is negative")
+        if n > MAX_PARTITIONS:
+            raise InputError(f"topics.{t}: {n:,} partitions is above the limit of {MAX_PARTITIONS:,}")
         metadata[t] = n
+    total = sum(metadata.values())
+    if total > MAX_PARTITIONS:
+        raise InputError(f"topics: {total:,} partitions in all is above the limit of {MAX_PARTITIONS:,}")
     members = doc.get("members")
     if not isinstance(members, dict) or not members:
         raise InputError("members: expected a non-empty object of member id -> member")
+    if len(members) > MAX_MEMBERS:
+        raise InputError(f"members: {len(members):,} members is above the limit of {MAX_MEMBERS:,}")
     subs = {}
     allowed = {"topics", "owned", "generation", "group_instance_id", "epoch", "user_data_hex"}
     for member, spec in members.items():
@@ -88,7 +108,20 @@ def build_group(doc: Any, assignor_name: str | None) -> tuple[str, dict[str, int
         sub_topics = spec.get("topics")
         if not isinstance(sub_topics, list) or not all(isinstance(t, str) for t in sub_topics):
             raise InputError(f"{where}.topics: expected a list of topic names")
-        owned = [_partition(f"{where}.owned[{i}]", v) for i, v in enumerate(spec.get("owned", []))]
+        for i, t in enumerate(sub_topics):
+            if t not in metadata:
+                raise InputError(f"{where}.topics[{i}]: unknown topic {t!r} (topics: {_names(metadata)})")
+        owned_in = spec.get("owned", [])
+        if not isinstance(owned_in, list):
+            raise InputError(f"{where}.owned: expected a list of partitions")
+        owned = [_partition(f"{where}.owned[{i}]", v) for i, v in enumerate(owned_in)]
+        for i, tp in enumerate(owned):
+            if tp.topic not in metadata:
+                raise InputError(f"{where}.owned[{i}]: {tp} is of unknown topic {tp.topic!r} "
+                                 f"(topics: {_names(metadata)})")
+            if not 0 <= tp.partition < metadata[tp.topic]:
+                raise InputError(f"{where}.owned[{i}]: {tp} is out of range ({tp.topic} has "
+                                 f"{metadata[tp.topic]:,} partitions: 0..{metadata[tp.topic] - 1})")
         generation = _int(f"{where}.generation", spec.get("generation", -1))
         instance_id = spec.get("group_instance_id")
         if instance_id is not None and not isinstance(instance_id, str):

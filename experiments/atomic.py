@@ -10,12 +10,33 @@ from contextlib import contextmanager
 from pathlib import Path
 
 
+def _umask() -> int:
+    # os.umask can only be read by setting it; set it straight back (single-threaded CLI use).
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def file_mode() -> int:
+    """The mode a plain ``open(path, "w")`` would give a new file under the current umask."""
+    return 0o666 & ~_umask()
+
+
+def dir_mode() -> int:
+    """The mode ``os.mkdir`` would give a new directory under the current umask."""
+    return 0o777 & ~_umask()
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, fsync it, then rename it into place."""
+    """Write ``data`` to a temporary file beside ``path``, fsync it, then rename it into place.
+
+    ``mkstemp`` creates its file with mode 0600; it is widened to what the user's umask allows,
+    so a report is as readable as any file the user writes (a web server can serve it)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, file_mode())
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -37,6 +58,7 @@ def atomic_directory(path: Path) -> Iterator[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     try:
+        os.chmod(tmp, dir_mode())  # mkdtemp makes it 0700
         yield tmp
         if path.exists():
             old = path.with_name(f".{path.name}.old")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 # Modules that add top-level subcommands, and those that add `bench` targets.
-COMMAND_MODULES = ["experiments.run_cmd", "experiments.experiment_cmd", "experiments.assign_cmd"]
+COMMAND_MODULES = ["experiments.run_cmd", "experiments.list_cmd", "experiments.experiment_cmd",
+                   "experiments.assign_cmd"]
 BENCH_MODULES = ["experiments.bench_assignors", "experiments.bench_sim"]
 
 
@@ -16,15 +18,24 @@ def build_parser() -> argparse.ArgumentParser:
         prog="rebalance-sim",
         description="Simulate Apache Kafka consumer-group rebalancing: assignors, protocol, experiments.",
     )
+    parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
-    bench = sub.add_parser("bench", help="benchmarks that print numbers (assignors, simulator)")
+    bench = sub.add_parser("bench", help="benchmarks that print numbers (assignors, simulator)",
+                           description="Benchmarks that print numbers: `bench assignors` times every "
+                           "assignor, `bench sim` measures the simulator's speed and memory.")
     bench_sub = bench.add_subparsers(dest="target", metavar="TARGET")
     for name in BENCH_MODULES:
         importlib.import_module(name).register(bench_sub)
     bench.set_defaults(func=lambda args: _usage(bench))
     return parser
+
+
+def _version() -> str:
+    from .provenance import model_digest, version
+
+    return f"rebalance-sim {version()} (model digest {model_digest()})"
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
@@ -38,10 +49,39 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         return _usage(parser)
     try:
-        return int(args.func(args) or 0)
+        rc = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return rc
     except KeyboardInterrupt:
         print("rebalance-sim: interrupted", file=sys.stderr)
         return 130
+    except BaseExceptionGroup as group:  # trio wraps what escapes its tasks
+        if group.subgroup(KeyboardInterrupt) is not None and group.split(KeyboardInterrupt)[1] is None:
+            print("rebalance-sim: interrupted", file=sys.stderr)
+            return 130
+        if group.subgroup(BrokenPipeError) is not None and group.split(BrokenPipeError)[1] is None:
+            return _closed_pipe()
+        raise
+    except BrokenPipeError:
+        return _closed_pipe()
+
+
+# 128 + SIGPIPE: what a shell reports for a Unix tool killed by writing to a closed pipe.
+EXIT_CLOSED_PIPE = 141
+
+
+def _closed_pipe() -> int:
+    """The reader went away (``rebalance-sim list | head -1``): stop quietly, as Unix tools do.
+
+    Python would otherwise print a traceback, then another complaint when it flushes stdout at
+    exit; pointing stdout at /dev/null keeps that final flush silent."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+    return EXIT_CLOSED_PIPE
 
 
 if __name__ == "__main__":

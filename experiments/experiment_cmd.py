@@ -1,6 +1,5 @@
 """The ``list``, ``sweep`` and ``experiment`` subcommands.
 
-``rebalance-sim list``                      built-in scenarios and experiments, one line each
 ``rebalance-sim sweep GRID.toml --out DIR``  run a grid on Spark, then aggregate it (see sweep.py)
 ``rebalance-sim experiment NAME``            a packaged study that ends in an HTML report:
     eager-vs-cooperative   range / roundrobin / sticky / cooperative-sticky, static and dynamic
@@ -9,7 +8,8 @@
                            100..10,000 members and up to 1,000,000 partitions
 
 Raw runs go to a work directory (default ``out/<experiment>/``, resumable: a rerun skips the runs
-already complete); the report, PNGs and CSVs go to ``results/<experiment>/``.
+already complete); the report, PNGs and CSVs go to ``out/<experiment>/report/``, or with
+``--update-reference`` to the committed reference results ``results/<experiment>/``.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from pathlib import Path
 import attrs
 
 from . import ci_regression
+from .outputs import OutputError, check_output_dir
 from .sweep import (
     GridError,
     RunSpec,
@@ -39,9 +40,6 @@ from .sweep import (
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("list", help="built-in scenarios and experiments")
-    p.set_defaults(func=cmd_list)
-
     p = subparsers.add_parser("sweep", help="run a grid of scenarios x assignors x seeds on Spark",
                               description="Run every point of GRID (TOML; format in experiments/sweep.py) "
                               "as Spark tasks, then aggregate. Rerunning skips complete runs.")
@@ -56,7 +54,10 @@ def register(subparsers) -> None:
     p.add_argument("name", choices=sorted(EXPERIMENTS), help="which experiment")
     p.add_argument("--scale", choices=("default", "large", "smoke"), default="default",
                    help="large adds bigger groups (takes much longer); smoke: tiny groups, 1 seed")
-    p.add_argument("--out", help="report directory (default results/NAME)")
+    p.add_argument("--out", help="report directory (default out/NAME/report)")
+    p.add_argument("--update-reference", action="store_true",
+                   help="write the report to the committed reference results (results/NAME; "
+                   "results/ci for ci-regression) instead of out/")
     p.add_argument("--work", help="directory of the raw runs (default out/NAME; reruns resume)")
     p.add_argument("--master", help="Spark master URL (default local[*]; sc://... for Spark Connect)")
     ci_regression.add_arguments(p, with_out=False)
@@ -64,7 +65,7 @@ def register(subparsers) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# list
+# experiments (``rebalance-sim list`` shows them; see list_cmd.py)
 
 
 @attrs.frozen
@@ -72,21 +73,6 @@ class Experiment:
     name: str
     description: str
     run: Callable[[argparse.Namespace], int]
-
-
-def cmd_list(args) -> int:
-    try:
-        from .scenarios import BUILTINS
-    except ImportError:  # pragma: no cover
-        BUILTINS = {}
-    print("Scenarios (rebalance-sim run NAME [--set key=value ...]):")
-    width = max([len(n) for n in BUILTINS] + [len(n) for n in EXPERIMENTS])
-    for name, b in BUILTINS.items():
-        print(f"  {name:<{width}}  {b.description}")
-    print("\nExperiments (rebalance-sim experiment NAME):")
-    for e in EXPERIMENTS.values():
-        print(f"  {e.name:<{width}}  {e.description}")
-    return 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -108,7 +94,10 @@ def cmd_sweep(args) -> int:
         specs = expand(grid)
     except GridError as e:
         return _err("sweep", str(e))
-    out = Path(args.out)
+    try:
+        out = check_output_dir(args.out)
+    except OutputError as e:
+        return _err("sweep", str(e))
     atomic_write_bytes(out / "grid.toml", Path(args.grid).read_bytes())
     print(f"sweep {grid.name}: {len(specs)} runs ({len(grid.scenarios)} scenario(s) x "
           f"{len(grid.assignors or [None])} assignor(s) x {_points(grid)} point(s) x {len(grid.seeds)} seed(s))",
@@ -302,7 +291,7 @@ def run_eager_vs_cooperative(args) -> int:
     t_start = time.monotonic()
     scale = SCALES[args.scale]
     name = "eager-vs-cooperative"
-    out = Path(args.out or f"results/{name}")
+    out = Path(args.out or f"out/{name}/report")
     work = Path(args.work or f"out/{name}")
     specs = eager_vs_coop_specs(scale, work)
     print(f"{name}: {len(specs)} runs = {len(SCENARIO_LABELS)} scenarios x 2 memberships x "
@@ -510,7 +499,7 @@ def run_assignor_scaling(args) -> int:
 
     t_start = time.monotonic()
     name = "assignor-scaling"
-    out = Path(args.out or f"results/{name}")
+    out = Path(args.out or f"out/{name}/report")
     work = Path(args.work or f"out/{name}")
     large = args.scale == "large"
     assignors = EAGER_VS_COOP_ASSIGNORS
@@ -606,9 +595,26 @@ EXPERIMENTS = {e.name: e for e in [
 ]}
 
 
+# Where --update-reference writes each experiment's committed reference results.
+REFERENCE_DIRS = {"ci-regression": Path("results/ci")}
+
+
 def cmd_experiment(args) -> int:
     from .spark import SparkUnavailable
 
+    # A user's run writes under out/ (ignored by git); the committed reference results under
+    # results/ change only when asked (--update-reference), never as a side effect of a run.
+    if args.out is None:
+        args.out = (str(REFERENCE_DIRS.get(args.name, Path("results") / args.name)) if args.update_reference
+                    else f"out/{args.name}/report")
+    try:
+        check_output_dir(args.out)
+        if getattr(args, "work", None):
+            check_output_dir(args.work, flag="--work")
+        elif args.name != "ci-regression":
+            check_output_dir(f"out/{args.name}", flag="work directory")
+    except OutputError as e:
+        return _err("experiment", str(e))
     try:
         return EXPERIMENTS[args.name].run(args)
     except (GridError, SparkUnavailable) as e:

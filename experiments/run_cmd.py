@@ -8,14 +8,18 @@ built-in scenario or a TOML file and prints its episodes and metrics.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
+import signal
 import sys
+import threading
 
 from assignors import AssignorError
 from sim import ConfigError, run_scenario
 
+from .outputs import OutputError, check_output_dir, check_output_file
 from .scenarios import BUILTINS, load_scenario
 
 EPISODE_COLUMNS = [
@@ -80,6 +84,28 @@ def format_result(result, scenario) -> str:
 
 
 EXIT_OK, EXIT_VIOLATIONS, EXIT_BAD_INPUT, EXIT_PARTIAL, EXIT_INTERNAL = 0, 1, 2, 3, 4
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
+
+
+@contextlib.contextmanager
+def _ctrl_c_stops():
+    """While the simulation runs, the first Ctrl-C asks it to stop where it is (like --max-wall:
+    the result so far is kept and written); a second Ctrl-C interrupts at once."""
+    flag = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield flag
+        return
+
+    def on_sigint(signum, frame):
+        if flag.is_set():
+            raise KeyboardInterrupt
+        flag.set()
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield flag
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _one_line(e: BaseException) -> str:
@@ -89,11 +115,15 @@ def _one_line(e: BaseException) -> str:
 
 def cmd_run(args) -> int:
     """Exit 0: fine; 1: invariant violations; 2: bad input (one line on stderr); 3: stopped by
-    --max-wall or --max-events (partial results); 4: an internal error (one line, a bug)."""
+    --max-wall or --max-events (partial results); 4: an internal error (one line, a bug);
+    130: Ctrl-C (the partial result is printed and written, as with --max-wall)."""
     for flag, value in (("--max-wall", args.max_wall), ("--max-events", args.max_events)):
         if value is not None and not value > 0:
             print(f"rebalance-sim run: {flag}: {value} must be > 0", file=sys.stderr)
             return EXIT_BAD_INPUT
+    if args.seed < 0:
+        print(f"rebalance-sim run: --seed: {args.seed} must be >= 0", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         scenario = load_scenario(args.scenario, args.set or [])
     except (ConfigError, AssignorError) as e:
@@ -102,9 +132,17 @@ def cmd_run(args) -> int:
     except (OSError, ValueError, TypeError, KeyError, RecursionError, MemoryError) as e:
         print(f"rebalance-sim run: {args.scenario}: {_one_line(e)}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if args.out:
+        try:  # before the simulation: a long run must not be lost to an unwritable --out
+            check_output_dir(args.out)
+        except OutputError as e:
+            print(f"rebalance-sim run: {e}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     try:
-        result = run_scenario(scenario, seed=args.seed, out_dir=args.out, progress=not args.json,
-                              raise_on_violation=False, max_wall_s=args.max_wall, max_events=args.max_events)
+        with _ctrl_c_stops() as interrupted:
+            result = run_scenario(scenario, seed=args.seed, out_dir=args.out, progress=not args.json,
+                                  raise_on_violation=False, max_wall_s=args.max_wall,
+                                  max_events=args.max_events, should_stop=interrupted.is_set)
     except (ConfigError, AssignorError) as e:
         print(f"rebalance-sim run: {_one_line(e)}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -123,6 +161,11 @@ def cmd_run(args) -> int:
         print(format_result(result, scenario))
         if args.out:
             print(f"\nwrote {os.path.join(args.out, 'events.parquet')}, intervals.parquet, runs.parquet")
+    if interrupted.is_set():
+        kept = f" in {args.out}" if args.out else " above"
+        print(f"rebalance-sim run: interrupted; kept the partial result{kept} "
+              f"({result.summary['partial_reason']})", file=sys.stderr)
+        return EXIT_INTERRUPTED
     if partial:
         line = f"PARTIAL: the run stopped early ({result.summary['partial_reason']}); results cover only that much"
         print(line, file=sys.stderr if args.json else sys.stdout)
@@ -137,7 +180,16 @@ def cmd_timeline(args) -> int:
         print(f"rebalance-sim timeline: {path}: no such file (expected a directory written by "
               "`rebalance-sim run --out DIR`)", file=sys.stderr)
         return 2
+    if args.max_partitions < 1:
+        print(f"rebalance-sim timeline: --max-partitions: {args.max_partitions} must be >= 1",
+              file=sys.stderr)
+        return 2
     out = args.out or os.path.join(args.run_dir, "timeline.png")
+    try:
+        check_output_file(out)
+    except OutputError as e:
+        print(f"rebalance-sim timeline: {e}", file=sys.stderr)
+        return 2
     try:
         n = draw_timeline(args.run_dir, out, max_partitions=args.max_partitions)
     except (OSError, ValueError) as e:
@@ -199,8 +251,14 @@ def draw_timeline(run_dir: str, out: str, max_partitions: int = 200) -> int:
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7,
               ncol=1 if len(handles) <= 26 else 2)
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    import io
+
+    from .atomic import atomic_write_bytes
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
+    atomic_write_bytes(out, buf.getvalue())
     return len(parts)
 
 
@@ -216,11 +274,11 @@ def register(subparsers) -> None:
                "  rebalance-sim run my-scenario.toml --seed 3 --out out/run1\n"
                "  rebalance-sim run crash --set members=2000 --max-wall 60\n\n"
                "exit status: 0 ok, 1 invariant violations, 2 bad input, 3 partial (a bound was hit), "
-               "4 internal error")
+               "4 internal error, 130 interrupted by Ctrl-C (partial result kept)")
     p.add_argument("scenario", help="built-in name or path to a .toml file")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a parameter (repeatable), e.g. members=12 or consumer.static=true")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="random seed, >= 0 (default 0)")
     p.add_argument("--out", metavar="DIR", help="write events/intervals/runs Parquet files here")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.add_argument("--max-wall", type=float, metavar="SECONDS",
@@ -229,8 +287,12 @@ def register(subparsers) -> None:
                    help="stop after N simulation inputs (messages, timers); results marked partial (exit 3)")
     p.set_defaults(func=cmd_run)
 
-    t = subparsers.add_parser("timeline", help="draw partition ownership over time from a run directory")
+    t = subparsers.add_parser(
+        "timeline", help="draw partition ownership over time from a run directory",
+        description="Draw which member owned each partition over time (one row per partition, one "
+        "colour per member), with unassigned gaps in red, double processing outlined and "
+        "rebalances shaded, from a directory written by `rebalance-sim run --out DIR`.")
     t.add_argument("run_dir", metavar="RUN_DIR", help="a directory written by `run --out`")
     t.add_argument("--out", metavar="PNG", help="output file (default RUN_DIR/timeline.png)")
-    t.add_argument("--max-partitions", type=int, default=200, help="draw at most this many partitions")
+    t.add_argument("--max-partitions", type=int, default=200, help="draw at most this many partitions, >= 1 (default 200)")
     t.set_defaults(func=cmd_timeline)

@@ -205,6 +205,8 @@ def load_scenario(name_or_path: str, overrides: Mapping[str, str] | Iterable[str
         data.setdefault("name", os.path.splitext(os.path.basename(name_or_path))[0])
         try:
             for key, raw in overrides.items():
+                if key == "assignor":  # as for built-ins (and sweeps' assignors = [...])
+                    key = "consumer.partition_assignment_strategy"
                 _set_path(data, key, parse_value(raw) if isinstance(raw, str) else raw)
             return Scenario.from_dict(data)
         except ConfigError as e:

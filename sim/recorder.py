@@ -203,6 +203,10 @@ def write_parquet_atomic(table: pa.Table, path: str) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".parquet", dir=directory)
+    # mkstemp makes the file 0600: give it the mode the user's umask allows, like any new file
+    mask = os.umask(0o022)
+    os.umask(mask)
+    os.fchmod(fd, 0o666 & ~mask)
     os.close(fd)
     try:
         pq.write_table(table, tmp, compression="zstd", write_statistics=True)

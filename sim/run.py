@@ -11,6 +11,7 @@ import os
 import sys
 import time
 from importlib import metadata as importlib_metadata
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -160,6 +161,9 @@ class _Runner:
         self._probe: MemberActor | None = None
         self._dead_probe: tuple[MemberActor, str] | None = None
         self._last_progress = time.monotonic()
+        self._tty = progress and sys.stderr.isatty()
+        self._progress_every_s = 1.0 if self._tty else 15.0
+        self.should_stop: Callable[[], bool] | None = None
 
     # ---- used by the director and actors
 
@@ -253,11 +257,14 @@ class _Runner:
             for w in [w for w in self.watches if w.phase == phase]:
                 self.watches.remove(w)
                 self.director.crash_leader_at(t + w.delay_s, w.phase)
-        if self.progress and time.monotonic() - self._last_progress > 1.0:
+        if self.progress and time.monotonic() - self._last_progress > self._progress_every_s:
             self._last_progress = time.monotonic()
-            print(f"\r  simulated {t:9.2f}s  messages {self.network.sent:>9,}  members "
-                  f"{len(self.coordinator.members):>6,}  state {self.coordinator.state:<20}",
-                  end="", file=sys.stderr, flush=True)
+            line = (f"  simulated {t:9.2f}s  messages {self.network.sent:>9,}  members "
+                    f"{len(self.coordinator.members):>6,}  state {self.coordinator.state:<20}")
+            if self._tty:
+                print("\r" + line, end="", file=sys.stderr, flush=True)
+            else:  # a log file or a pipe: a plain line now and then, no carriage returns
+                print(line.rstrip(), file=sys.stderr, flush=True)
         done = False
         if k.dirty:
             k.dirty = False
@@ -281,6 +288,9 @@ class _Runner:
                 and time.monotonic() - self._wall0 > self.max_wall_s):
             self.partial_reason = f"max_wall_s={self.max_wall_s:g} reached at simulated t={t:.3f}s"
             return True
+        if self.should_stop is not None and (k.batches & 63) == 0 and self.should_stop():
+            self.partial_reason = f"interrupted at simulated t={t:.3f}s"
+            return True
         return False
 
     # ---- the run
@@ -288,7 +298,7 @@ class _Runner:
     def run(self) -> tuple[float, bool]:
         clock = trio.testing.MockClock(autojump_threshold=0)
         trio.run(self.kernel.run, clock=clock)
-        if self.progress:
+        if self._tty:
             print(file=sys.stderr)
         # observed for one more second after the last input, so final ownership shows as intervals
         # (a partial run ends where it stopped: nothing after that was simulated)
@@ -308,7 +318,8 @@ class _Runner:
 
 def run_scenario(scenario: Scenario, seed: int = 0, out_dir: str | os.PathLike | None = None,
                  progress: bool = False, *, raise_on_violation: bool = True,
-                 max_wall_s: float | None = None, max_events: int | None = None) -> RunResult:
+                 max_wall_s: float | None = None, max_events: int | None = None,
+                 should_stop: Callable[[], bool] | None = None) -> RunResult:
     """Run ``scenario`` with ``seed`` in virtual time and measure it.
 
     Returns a ``RunResult`` (``summary``, ``episodes``, ``events``, ``intervals``, ``runs``,
@@ -323,7 +334,8 @@ def run_scenario(scenario: Scenario, seed: int = 0, out_dir: str | os.PathLike |
     notes), or runs longer than ``max_wall_s`` seconds of wall time, stops cleanly where it is;
     its results and files are complete up to that instant and marked ``partial`` (summary keys
     ``partial`` and ``partial_reason``, and the runs row). Invariants that need the run's end
-    (every partition eventually owned) are not checked for a partial run.
+    (every partition eventually owned) are not checked for a partial run. ``should_stop`` (polled
+    every few dozen batches; the CLI sets it on Ctrl-C) stops a run the same way.
     """
     if max_events is not None and (isinstance(max_events, bool) or not isinstance(max_events, int) or max_events < 1):
         raise ConfigError("max_events", f"{max_events!r} is not a positive integer")
@@ -332,6 +344,7 @@ def run_scenario(scenario: Scenario, seed: int = 0, out_dir: str | os.PathLike |
         raise ConfigError("max_wall_s", f"{max_wall_s!r} is not a positive number of seconds")
     wall0 = time.perf_counter()
     runner = _Runner(scenario, seed, progress, max_wall_s, max_events)
+    runner.should_stop = should_stop
     # The world (members, partitions, assignments) is a large, long-lived object graph: a full
     # collection every few thousand allocations rescans it for nothing. Freeze what exists, and
     # collect the young generations less often, for the duration of the run only.

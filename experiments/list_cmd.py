@@ -1,0 +1,115 @@
+"""The ``list`` and ``show`` subcommands: what can be run, with which parameters.
+
+``rebalance-sim list [--json]``           built-in scenarios (parameters and defaults) and experiments
+``rebalance-sim show SCENARIO [--set ...]`` the resolved scenario as TOML, ready to save and edit
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _experiments() -> dict:
+    from .experiment_cmd import EXPERIMENTS
+
+    return EXPERIMENTS
+
+
+def _param_text(value) -> str:
+    if isinstance(value, list):
+        return ",".join(map(str, value))
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def cmd_list(args) -> int:
+    from .scenarios import BUILTINS
+
+    experiments = _experiments()
+    if args.json:
+        json.dump({"scenarios": [{"name": b.name, "description": b.description, "parameters": b.params}
+                                 for b in BUILTINS.values()],
+                   "experiments": [{"name": e.name, "description": e.description}
+                                   for e in experiments.values()]},
+                  sys.stdout, indent=2)
+        print()
+        return 0
+    print("Scenarios (rebalance-sim run NAME [--set key=value ...]; parameters with defaults):")
+    width = max([len(n) for n in BUILTINS] + [len(n) for n in experiments])
+    for name, b in BUILTINS.items():
+        print(f"  {name:<{width}}  {b.description}")
+        params = "  ".join(f"{k}={_param_text(v)}" for k, v in b.params.items())
+        print(f"  {'':<{width}}    {params}")
+    print("  Any scenario field can also be set with a dotted key, e.g. "
+          "--set consumer.session_timeout_ms=10000; `rebalance-sim show NAME` prints every field.")
+    print("\nExperiments (rebalance-sim experiment NAME):")
+    for e in experiments.values():
+        print(f"  {e.name:<{width}}  {e.description}")
+    return 0
+
+
+def scenario_toml(name_or_path: str, overrides: list[str]) -> str:
+    """The scenario ``name_or_path`` with ``overrides`` applied, as a TOML scenario file that
+    ``rebalance-sim run`` accepts and that runs the same simulation."""
+    import tomllib
+
+    from sim import Scenario
+
+    from .experiment_cmd import to_toml
+    from .scenarios import BUILTINS, builtin_dict, load_scenario, parse_overrides
+
+    scenario = load_scenario(name_or_path, overrides)  # validates, with the loader's errors
+    if name_or_path in BUILTINS:
+        data = builtin_dict(name_or_path, parse_overrides(overrides))
+        header = f"# built-in scenario {name_or_path}" + (f" with {' '.join(overrides)}" if overrides else "")
+    else:
+        with open(name_or_path, "rb") as f:
+            data = tomllib.load(f)
+        from .scenarios import _set_path, parse_value
+
+        for key, raw in parse_overrides(overrides).items():
+            _set_path(data, key, parse_value(raw))
+        data.setdefault("name", scenario.name)
+        header = f"# scenario file {name_or_path}" + (f" with {' '.join(overrides)}" if overrides else "")
+    text = f"{header}\n# every field not given here takes Kafka's default (see the README)\n" + to_toml(data)
+    Scenario.from_dict(tomllib.loads(text))  # what we print must load
+    return text
+
+
+def cmd_show(args) -> int:
+    from assignors import AssignorError
+    from sim import ConfigError
+
+    try:
+        text = scenario_toml(args.scenario, args.set or [])
+    except (ConfigError, AssignorError) as e:
+        print(f"rebalance-sim show: {' '.join(str(e).split())}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError, TypeError) as e:
+        print(f"rebalance-sim show: {args.scenario}: {' '.join(str(e).split())}", file=sys.stderr)
+        return 2
+    sys.stdout.write(text)
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "list", help="built-in scenarios (with parameters and defaults) and experiments",
+        description="List the built-in scenarios, each with its parameters and their defaults "
+        "(set them with `rebalance-sim run NAME --set key=value`), and the packaged experiments.")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.set_defaults(func=cmd_list)
+
+    p = subparsers.add_parser(
+        "show", help="print a scenario, resolved, as a TOML file you can save and edit",
+        description="Print a built-in scenario or a TOML scenario file with --set overrides "
+        "applied, as TOML that `rebalance-sim run FILE` accepts.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  rebalance-sim show crash --set members=12 > my-crash.toml\n"
+               "  rebalance-sim run my-crash.toml")
+    p.add_argument("scenario", help="built-in name or path to a .toml file")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a parameter (repeatable)")
+    p.set_defaults(func=cmd_show)
