@@ -148,7 +148,7 @@ class Scale:
 
 SCALES = {
     "default": Scale(sizes=(10, 100, 1000), partitions_per_member=2),
-    # Up to 10,000 members; one seed at that size would do, but seeds are per grid: see README.
+    # Up to 10,000 members, one seed (the runs at 10,000 members dominate; see README for times).
     "large": Scale(sizes=(10, 100, 1000, 10_000), partitions_per_member=2, seeds=(0,)),
     # A quick look (and the tests): tiny groups, one seed.
     "smoke": Scale(sizes=(4, 8), partitions_per_member=2, seeds=(0,),

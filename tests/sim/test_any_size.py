@@ -200,3 +200,19 @@ def test_targets_resolve_or_fail_cleanly_at_any_size(members, target):
         with pytest.raises(ConfigError) as e:
             Scenario.from_dict(data)
         assert e.value.field == "timeline[0].member"
+
+
+@settings(max_examples=8)
+@given(members=st.integers(2, 24), batch=st.one_of(st.integers(1, 6), st.sampled_from(["10%", "50%", "100%"])),
+       static=st.booleans(), graceful=st.booleans(), seed=st.integers(0, 3))
+def test_deploy_at_random_sizes_restarts_everyone_once_and_settles(members, batch, static, graceful, seed):
+    """At any group size, batch and membership type, the deploy restarts each member exactly once
+    and the run ends settled with no invariant violation."""
+    sc = load_scenario("rolling-deploy", {"members": str(members), "batch_size": str(batch),
+                                          "static": str(static).lower(), "graceful": str(graceful).lower(),
+                                          "down_s": "3", "gap_s": "4"})
+    result = run_scenario(sc, seed=seed, raise_on_violation=False)
+    assert result.invariant_violations == []
+    assert result.summary["settled_at_end"]
+    width = max(3, len(str(members - 1)))
+    assert _restarts(result) == collections.Counter({f"c{i:0{width}d}": 1 for i in range(members)})
