@@ -54,10 +54,22 @@ def compute_target(name: str, partitions_per_topic: Mapping[str, int], members: 
 
 
 def _via_registry(assignor, partitions_per_topic, members, current) -> dict[str, frozenset]:
-    result = assignor.assign(partitions_per_topic,
-                             {mid: (spec.topics, spec.rack, spec.instance_id, current.get(mid, frozenset()))
-                              for mid, spec in members.items()})
-    return {mid: frozenset(result.get(mid, ())) for mid in members}
+    from assignors.server import GroupSpec, MemberSubscriptionAndAssignment  # noqa: PLC0415
+
+    def assigned(mid):
+        by_topic: dict[str, list[int]] = {}
+        for tp in current.get(mid, ()):
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        return by_topic
+
+    spec = GroupSpec({mid: MemberSubscriptionAndAssignment(set(s.topics), assigned(mid), s.instance_id, s.rack)
+                      for mid, s in members.items()})
+    result = assignor.assign(spec, dict(partitions_per_topic))
+    out: dict[str, frozenset] = {}
+    for mid in members:
+        parts = result.get(mid) or {}
+        out[mid] = frozenset(TopicPartition(t, int(p)) for t, ps in parts.items() for p in ps)
+    return out
 
 
 def _uniform_standin(partitions_per_topic, members, current) -> dict[str, frozenset]:
