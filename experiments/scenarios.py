@@ -193,7 +193,9 @@ def builtin_dict(name: str, overrides: Mapping[str, str] | None = None) -> dict:
         else:
             raise ConfigError(key, f"unknown parameter of {name}; allowed: {', '.join(params)}, "
                               "or a dotted field such as consumer.session_timeout_ms")
-    if "partitions" in params and "partitions" not in (overrides or {}):
+    members = params.get("members")
+    if ("partitions" in params and "partitions" not in (overrides or {}) and isinstance(members, int)
+            and members > 0):
         # the default grows with the group (24 at the default 6 members), so a large group is
         # not mostly idle members
         params["partitions"] = PARTITIONS_PER_MEMBER * params["members"]
