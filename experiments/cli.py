@@ -8,7 +8,7 @@ import os
 import sys
 
 # Modules that add top-level subcommands, and those that add `bench` targets.
-COMMAND_MODULES = ["experiments.run_cmd", "experiments.list_cmd", "experiments.experiment_cmd",
+COMMAND_MODULES = ["experiments.run_cmd", "experiments.list_cmd", "experiments.experiment_cmd", "experiments.soak",
                    "experiments.assign_cmd"]
 BENCH_MODULES = ["experiments.bench_assignors", "experiments.bench_sim"]
 
