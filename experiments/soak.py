@@ -119,7 +119,7 @@ def cmd_soak(args) -> int:
     from .outputs import OutputError, check_output_dir
 
     for flag, value, low in (("--schedules", args.schedules, 1), ("--seed", args.seed, 0),
-                             ("--max-faults", args.max_faults, 0)):
+                             ("--first", args.first, 0), ("--max-faults", args.max_faults, 0)):
         if value < low:
             print(f"rebalance-sim soak: {flag}: {value} must be >= {low}", file=sys.stderr)
             return 2
@@ -128,7 +128,8 @@ def cmd_soak(args) -> int:
     except OutputError as e:
         print(f"rebalance-sim soak: {e}", file=sys.stderr)
         return 2
-    indices = [args.only] if args.only is not None else list(range(args.schedules))
+    indices = ([args.only] if args.only is not None
+               else list(range(args.first, args.first + args.schedules)))
     total = len(indices)
     t0 = time.monotonic()
     failures: dict[int, list[str]] = {}
@@ -188,6 +189,8 @@ def register(subparsers) -> None:
                "2 bad input, 130 interrupted")
     p.add_argument("--schedules", type=int, default=200, help="how many schedules (default 200)")
     p.add_argument("--seed", type=int, default=0, help="soak seed, >= 0 (default 0)")
+    p.add_argument("--first", type=int, default=0, metavar="INDEX",
+                   help="start at schedule INDEX (default 0): split a long soak across machines")
     p.add_argument("--only", type=int, metavar="INDEX", help="run only schedule INDEX of this seed")
     p.add_argument("--max-faults", type=int, default=MAX_FAULTS,
                    help=f"at most this many faults per schedule (default {MAX_FAULTS})")
