@@ -26,6 +26,8 @@ from pathlib import Path
 import attrs
 
 from . import ci_regression
+from .headline import headline_table, human_columns, sentences
+from .provenance import produced_by
 from .outputs import OutputError, check_output_dir
 from .sweep import (
     GridError,
@@ -301,7 +303,8 @@ def run_eager_vs_cooperative(args) -> int:
     spark = get_spark(args.master)
     status = run_sweep(specs, work, master=args.master, label=name)
     failed = report_failures(status)
-    print(f"{name}: aggregating with Spark ({time.monotonic() - t_start:.0f} s) ...", file=sys.stderr)
+    print(f"{name}: runs done; aggregating with Spark ({time.monotonic() - t_start:.0f} s) ...",
+          file=sys.stderr)
     tables = aggregate(spark, work, run_ids=[s.run_id for s in specs])
     runs = tables["runs"].to_pandas()
     points = tables["points"].to_pandas()
@@ -319,7 +322,9 @@ def run_eager_vs_cooperative(args) -> int:
     figures.append(Figure(out / "assignment_time.png",
                           plots.assignment_time(timings, out / "assignment_time.png")))
 
-    headline = _headline(points, wq, max(scale.sizes))
+    print(f"{name}: writing the report ({time.monotonic() - t_start:.0f} s) ...", file=sys.stderr)
+    headline = headline_table(points, max(scale.sizes))
+    answers = sentences(headline)
     atomic_write_bytes(out / "headline.csv", headline.to_csv(index=False).encode())
     matched = int(runs["intervals_match"].sum())
     elapsed = time.monotonic() - t_start
@@ -350,26 +355,38 @@ def run_eager_vs_cooperative(args) -> int:
                  "rounds_total", "unassigned_partition_s", "unassigned_max_s", "stop_the_world_s",
                  "throughput_loss_records", "intervals_match"]
     sections = [
-        ("Headline", [Table(f"Median across seeds at {max(scale.sizes):,} members", headline,
-                            csv="headline.csv")]),
+        ("Headline", [*answers,
+                      Table(f"Median across seeds at {max(scale.sizes):,} members: stall first, then "
+                            "duration", headline, csv="headline.csv",
+                            note="unassigned partition-s: partitions x seconds with no member "
+                            "processing them; stop-the-world s: time the whole group processed "
+                            "nothing; records delayed: records produced meanwhile that waited; "
+                            "longest gap s: the longest single partition's wait; rebalance s: "
+                            "trigger to settled, summed over the run's episodes.")]),
         ("Figures", figures),
         ("Per parameter point", [Table("Median / p90 / max across seeds", _points_view(points),
                                        csv="points.csv"),
-                                 Table("Unassigned windows", wq, csv="window_quantiles.csv")]),
-        ("Per run", [Table("Every run (first 40 rows)", runs[cols_runs].head(40), csv="runs.csv",
+                                 Table("Unassigned windows per point (every seed)", _windows_view(wq),
+                                       csv="window_quantiles.csv",
+                                       note="Percentiles are shown only over at least 100 windows; "
+                                       "with fewer, only the median and the max are meaningful.")]),
+        ("Per run", [Table("Every run (first 40 rows)", human_columns(runs[cols_runs].head(40)), csv="runs.csv",
                            note=f"{matched} of {len(runs)} runs: unassigned partition-seconds and max "
                            "window recomputed by Spark from the intervals equal the simulator's summary.")]),
     ]
     meta = [f"command: rebalance-sim experiment {name}" + (f" --scale {args.scale}" if args.scale != "default" else ""),
             f"{len(specs)} runs ({int((status['status'] == 'skipped').sum())} reused from {work}), "
             f"{failed} failed; wall time {elapsed:.0f} s including Spark start",
-            f"Spark master: {args.master or 'local[*]'}; raw runs (Parquet): {work}/runs"]
+            f"raw runs (Parquet): {work}/runs",
+            *produced_by(args.master or "local[*]")]
     report = write_report(out / "report.html", "Eager vs cooperative rebalancing", intro, sections, meta)
     elapsed = time.monotonic() - t_start
     print(f"\n{name}: done in {elapsed:.0f} s; {len(specs)} runs, {failed} failed; "
           f"{matched}/{len(runs)} runs match the simulator's summaries")
-    print(f"\nMedian across seeds at {max(scale.sizes):,} members "
-          "(rebalance s = total trigger-to-settled time; unassigned p*s = partition-seconds):")
+    print(f"\nAt {max(scale.sizes):,} members (median across seeds):")
+    for line in answers:
+        print(f"- {line}")
+    print()
     print(_text_table(headline))
     print(f"\nreport: {report.resolve()}")
     return 1 if failed else 0
@@ -382,28 +399,22 @@ def _points_view(points):
         keep += [f"{m}_median", f"{m}_p90", f"{m}_max"]
     order = {a: i for i, a in enumerate(EAGER_VS_COOP_ASSIGNORS)}
     view = points[keep].assign(_o=points["assignor"].map(order))
-    return view.sort_values(["scenario", "membership", "members", "_o"]).drop(columns="_o")
+    view = view.sort_values(["scenario", "membership", "members", "_o"]).drop(columns="_o")
+    for col in [c for c in view.columns if c.startswith("rounds_total_")]:
+        view[col] = view[col].round().astype("Int64")
+    return human_columns(view)
 
 
-def _headline(points, wq, size):
-    import pandas as pd
-
-    p = points[points["members"] == size].copy()
-    w = wq[wq["members"] == size][["scenario", "membership", "assignor", "window_p99_s"]]
-    p = p.merge(w, on=["scenario", "membership", "assignor"], how="left")
-    order = {a: i for i, a in enumerate(EAGER_VS_COOP_ASSIGNORS)}
-    p["_o"] = p["assignor"].map(order)
-    p = p.sort_values(["scenario", "membership", "_o"])
-    return pd.DataFrame({
-        "scenario": p["scenario"], "membership": p["membership"], "assignor": p["assignor"],
-        "rebalance_s": p["rebalance_time_total_s_median"],
-        "rounds": p["rounds_total_median"],
-        "unassigned_partition_s": p["unassigned_partition_s_median"],
-        "max_window_s": p["unassigned_max_s_median"],
-        "window_p99_s": p["window_p99_s"],
-        "stop_the_world_s": p["stop_the_world_s_median"],
-        "throughput_loss_records": p["throughput_loss_records_median"],
-    }).reset_index(drop=True)
+def _windows_view(wq):
+    """Window quantiles with the percentiles blanked where there are too few windows for them
+    (a p99 over 2 windows is just the max)."""
+    view = wq.copy()
+    few = view["windows"] < 100
+    for col in ("window_p90_s", "window_p99_s"):
+        view[col] = view[col].astype(float).mask(few)
+    return view.rename(columns={"window_p50_s": "median s", "window_p90_s": "p90 s",
+                                "window_p99_s": "p99 s", "window_max_s": "max s",
+                                "partitions_touched": "partitions touched"})
 
 
 def _text_table(df) -> str:
@@ -416,11 +427,11 @@ def _text_table(df) -> str:
 
     rows = [[fmt(v) for v in r] for r in df.itertuples(index=False)]
     headers = list(df.columns)
+    text = [df[c].dtype == object for c in headers]  # text columns left, numbers right
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) if i < 3 else h.rjust(w) for i, (h, w) in enumerate(zip(headers, widths, strict=True)))]
+    lines = ["  ".join(h.ljust(w) if t else h.rjust(w) for h, w, t in zip(headers, widths, text, strict=True))]
     for r in rows:
-        lines.append("  ".join(c.ljust(w) if i < 3 else c.rjust(w)
-                               for i, (c, w) in enumerate(zip(r, widths, strict=True))))
+        lines.append("  ".join(c.ljust(w) if t else c.rjust(w) for c, w, t in zip(r, widths, text, strict=True)))
     return "\n".join(lines)
 
 
@@ -555,7 +566,8 @@ def run_assignor_scaling(args) -> int:
                 ("Timings", [Table("Leader assignment time (s)", timings, csv="assignor_timing.csv")]),
                 ("Share of the rebalance", [Table("Scale-out with measured assignor cost (20 partitions per member)",
                                                   share, csv="assignment_share.csv")])]
-    meta = [f"command: rebalance-sim experiment {name}", f"wall time {elapsed:.0f} s", f"raw runs: {work}/runs"]
+    meta = [f"command: rebalance-sim experiment {name}", f"wall time {elapsed:.0f} s", f"raw runs: {work}/runs",
+            *produced_by(args.master or "local[*]")]
     report = write_report(out / "report.html", "Assignor scaling", intro, sections, meta)
     print(f"\n{name}: done in {elapsed:.0f} s, {failed} failed runs")
     piv = timings.pivot_table(index=["members", "partitions"], columns="assignor", values="assign_s")
@@ -587,8 +599,9 @@ EXPERIMENTS = {e.name: e for e in [
     Experiment("eager-vs-cooperative", "range vs roundrobin vs sticky vs cooperative-sticky, static "
                "and dynamic members, scale-out / crash / rolling bounce, 10-1000 members, 3 seeds "
                "(the main job, under 10 minutes on 2 cores)", run_eager_vs_cooperative),
-    Experiment("assignor-scaling", "leader assignment time and its share of the rebalance per "
-               "assignor, 100-10,000 members, up to 1,000,000 partitions", run_assignor_scaling),
+    Experiment("assignor-scaling", "leader assignment time per assignor (100-10,000 members, up to "
+               "1,000,000 partitions) and its share of a simulated rebalance (100-3,000 members; "
+               "10,000 with --scale large)", run_assignor_scaling),
     Experiment("ci-regression", "a small deterministic suite compared metric by metric with "
                "results/baseline/ (exit 1 on a move beyond tolerance; --update-baseline)",
                ci_regression.run),

@@ -216,3 +216,38 @@ def test_assignor_key_works_for_scenario_files(tmp_path):
     grid = grid_from_dict({"scenarios": [str(deploy)], "assignors": ["range", "sticky"], "seeds": 1})
     specs = expand(grid)
     assert sorted(dict(s.point)["assignor"] for s in specs) == ["range", "sticky"]
+
+
+@pytest.mark.parametrize("name", ["range", "cooperative-sticky"])
+def test_bench_assignors_counts_moves_against_the_previous_assignment(name):
+    """After a member leaves, `moved` includes the leaver's partitions (range used to show 0)."""
+    from experiments.bench_assignors import Case, bench_case, moved_since
+    from assignors import Assignment, TopicPartition
+
+    fresh, left = bench_case(name, Case("t", 10, 10, 10), repeat=1, measure_memory=False)
+    assert fresh["moved"] == 0
+    assert left["moved"] >= 10  # the leaver owned one partition of each of the 10 topics
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    assert moved_since({"x": Assignment([a, b])}, {"x": Assignment([a]), "y": Assignment([b])}) == 1
+    assert moved_since({"x": Assignment([a, b])}, {"x": Assignment([a])}) == 1  # withheld
+
+
+def test_bench_assignors_json(capsys):
+    """`bench assignors --json` prints rows as JSON."""
+    assert main(["bench", "assignors", "--quick", "--assignor", "range", "--repeat", "1", "--no-memory",
+                 "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["assignor"] for r in rows} == {"range"} and {"moved", "wall_s"} <= set(rows[0])
+
+
+def test_sweep_progress_gives_no_early_estimate(tmp_path):
+    """Progress shows no time-left estimate before a tenth of the work is done, then one for the
+    runs only."""
+    import io
+
+    from experiments.sweep import RunSpec, _Progress
+
+    specs = [RunSpec("crash", (), i, (), run_id=f"r{i}", cost=1.0) for i in range(20)]
+    p = _Progress(tmp_path, specs, "job", stream=io.StringIO())
+    assert "left" not in p.line({"r0"})
+    assert "s left for the runs" in p.line({"r0", "r1"})
