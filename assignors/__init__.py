@@ -10,8 +10,11 @@ Layout:
   stream_join  KIP-315 stream-join sticky          "stream-join-sticky"
   userdata     Kafka's Struct encodings of the assignors' user data
   quality      spread, moved and withheld partitions of an assignment
+  server       KIP-848's server-side assignors, with a registry of their own ("uniform",
+               "range"): ``from assignors.server import get_server_assignor, GroupSpec, ...``
 
-Everything public is re-exported here; the underscore modules are private.
+Everything public of the client-side assignors is re-exported here; the underscore modules are
+private.
 """
 
 from __future__ import annotations

@@ -54,6 +54,33 @@ def hashmap_order(keys: Iterable[str]) -> list[str]:
     return sorted(keys, key=lambda k: (_spread(java_string_hash(k)) & mask, java_sort_key(k)))
 
 
+def hashmap_insertion_order(keys_in_insertion_order: Iterable[str]) -> list[str]:
+    """Distinct keys in the order a ``HashMap``/``HashSet`` filled by ``put`` in the given order
+    iterates them: bucket order, a bucket's keys in insertion order (exact below 8 per bucket)."""
+    keys = list(dict.fromkeys(keys_in_insertion_order))
+    mask = hashmap_capacity(len(keys)) - 1
+    return [k for _, k in sorted(((_spread(java_string_hash(k)) & mask, i), k) for i, k in enumerate(keys))]
+
+
+def computed_hashmap_order(keys_in_first_use: Iterable[str]) -> list[str]:
+    """Keys in the order a ``HashMap<String, ?>`` filled by ``computeIfAbsent`` iterates them.
+
+    ``keys_in_first_use`` lists distinct keys in the order they were first computed. Unlike
+    ``put``, ``computeIfAbsent`` links a new key at the *head* of its bucket, and resizes before an
+    insertion (when the size already exceeds the threshold) rather than after, so a bucket iterates
+    in reverse order of first use and the table can be one size smaller. Exact for every key set
+    whose buckets hold fewer than 8 keys (Java turns larger buckets into trees).
+    """
+    keys = list(keys_in_first_use)
+    cap = 16
+    while len(keys) - 1 > cap * 3 // 4:
+        cap *= 2
+    mask = cap - 1
+    return [k for _, k in sorted(
+        ((_spread(java_string_hash(k)) & mask, -i), k) for i, k in enumerate(keys)
+    )]
+
+
 def topic_partition_hash(topic: str, partition: int) -> int:
     """``TopicPartition#hashCode``: ``31 * (31 + partition) + topic.hashCode()`` as int32."""
     h = (31 * (31 + partition) + java_string_hash(topic)) & 0xFFFFFFFF

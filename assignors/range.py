@@ -16,7 +16,9 @@ Example: members C0 and C1 both subscribe to t0 and t1, three partitions each. P
     C0: [t0p0, t0p1, t1p0, t1p1]
     C1: [t0p2, t1p2]
 
-A member's list is ordered by topic name (Java ``String`` order), then partition number. Every
+A member's list follows Kafka's topic order, then partition number: topics in the iteration order
+of ``AbstractPartitionAssignor``'s ``partitionsPerTopic`` (a ``HashMap`` filled from a ``HashSet`` of
+the subscribed topics, each in first-seen order over the members in ``HashMap`` order). Every
 member appears in the result, with an empty list when it gets nothing.
 
 Kafka 3.5 added rack-aware range assignment (KIP-881). It needs the replica racks of every
@@ -32,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import EAGER, Assignor
+from ._java import hashmap_insertion_order, hashmap_order
 from ._layout import TopicLayout, sorted_members, subscribers_per_topic
 from .types import Assignment, Subscription
 
@@ -46,7 +49,7 @@ class RangeAssignor(Assignor):
         self, partitions_per_topic: dict[str, int], subscriptions: dict[str, Subscription]
     ) -> dict[str, Assignment]:
         members = sorted_members(subscriptions)
-        layout = TopicLayout(partitions_per_topic)
+        layout = TopicLayout(partitions_per_topic, topic_order=_kafka_topic_order(partitions_per_topic, subscriptions))
         counts = layout.counts.tolist()
         chunks = []
         for rank, subscribers in enumerate(subscribers_per_topic(layout, members, subscriptions)):
@@ -64,3 +67,11 @@ class RangeAssignor(Assignor):
         # Slots are every partition of every topic, in global index order.
         owned = layout.group_by_member(members, member_of_slot, np.arange(layout.total))
         return {m: Assignment(tps) for m, tps in owned.items()}
+
+
+def _kafka_topic_order(partitions_per_topic: dict[str, int], subscriptions: dict[str, Subscription]) -> list[str]:
+    """Iteration order of Kafka's ``partitionsPerTopic``: topics put into a ``HashSet`` as the
+    members (in ``HashMap`` order) list them, then into a ``HashMap`` in that set's order."""
+    first_seen = dict.fromkeys(subscriptions[m].topics for m in hashmap_order(subscriptions))
+    topic_set = hashmap_insertion_order(t for topics in first_seen for t in topics if t in partitions_per_topic)
+    return hashmap_insertion_order(topic_set)

@@ -96,12 +96,21 @@ def _claims_from_member_data(layout: TopicLayout, md: StickyMemberData) -> np.nd
 
 
 def _resolve_claims(
-    layout: TopicLayout, order: list[str], data: dict[str, _MemberData]
+    layout: TopicLayout,
+    order: list[str],
+    data: dict[str, _MemberData],
+    subscription_generations: Sequence[int],
 ) -> tuple[list[np.ndarray], np.ndarray]:
     """Kafka's ``allSubscriptionsEqual`` ownership pass, vectorised.
 
     Returns, per member in ``order``, the indices it still owns (claim order), and a mask of
     partitions claimed by several members of one generation (``partitionsWithMultiplePreviousOwners``).
+
+    A contested claim compares the claimant's generation from its member data with the *recorded*
+    claimant's ``Subscription.generationId`` field (``subscription_generations``, -1 below
+    ConsumerProtocolSubscription v2), exactly as Kafka does. With v2+ subscriptions both are the
+    same number; with older clients the field is -1, so the later claimant in ``HashMap`` order
+    wins unless its own generation is -1 too, and a member that lists a partition twice keeps it.
     """
     n_members = len(order)
     claims = [data[m].claims for m in order]
@@ -126,6 +135,7 @@ def _resolve_claims(
         for i in pos.tolist():
             by_part.setdefault(int(flat_v[i]), []).append(i)
         gens_l = gens.tolist()
+        sub_gens_l = list(subscription_generations)
         owner_l = owner_v.tolist()
         for part, claim_positions in by_part.items():
             keep_v[claim_positions] = False
@@ -137,7 +147,7 @@ def _resolve_claims(
                     holders.append(ci)
                     mapped = m
                     continue
-                g, og = gens_l[m], gens_l[mapped]
+                g, og = gens_l[m], sub_gens_l[mapped]
                 if g == og:
                     multi[part] = True
                     _remove_first_of(holders, owner_l, mapped)
@@ -152,6 +162,25 @@ def _resolve_claims(
     kept_owner = owner_v[keep_v]
     bounds = np.searchsorted(kept_owner, np.arange(n_members + 1))
     return [kept[bounds[i]:bounds[i + 1]] for i in range(n_members)], multi
+
+
+def _all_subscriptions_equal(subscriptions: dict[str, Subscription], order: list[str]) -> bool:
+    """Kafka's ``allSubscriptionsEqual`` test, quirk included.
+
+    Kafka takes the first *non-empty* topic list (in ``HashMap`` order) as the reference, so members
+    with an empty subscription that come before it do not break equality: ``a: [], b: [t]`` goes
+    down the constrained path, which then deals partitions of ``t`` to ``a`` too. A real member
+    that receives partitions it does not subscribe to rejoins (``ConsumerCoordinator``), which the
+    simulator reproduces.
+    """
+    reference: set[str] = set()
+    for m in order:
+        topics = subscriptions[m].topics
+        if not reference:
+            reference = set(topics)
+        elif len(topics) != len(reference) or not reference.issuperset(topics):
+            return False
+    return True
 
 
 def _remove_first_of(holders: list[int], owner_l: list[int], member: int) -> None:
@@ -592,11 +621,9 @@ class _AbstractStickyAssignor(Assignor):
         layout = TopicLayout(partitions_per_topic)
         order = hashmap_order(subscriptions)
         data = {m: self._member_data(layout, subscriptions[m]) for m in order}
-        owned, multi = _resolve_claims(layout, order, data)
-
-        first = set(subscriptions[order[0]].topics)
-        all_equal = all(set(subscriptions[m].topics) == first for m in order)
-        if all_equal:
+        sub_gens = [subscriptions[m].generation for m in order]
+        owned, multi = _resolve_claims(layout, order, data, sub_gens)
+        if _all_subscriptions_equal(subscriptions, order):
             assignment, transferring = _constrained(layout, order, owned, multi)
             return StickyResult(assignment, transferring, constrained=True)
 

@@ -11,8 +11,9 @@ StickyAssignor (KIP-54; generation added by KIP-341):
 A writer always writes V1. A reader tries V1, then V0 (whose bytes lack the trailing generation,
 so the V1 read runs out of bytes); bytes that neither layout reads mean "owns nothing, generation
 -1" (``StickyAssignor#deserializeTopicPartitionAssignment``). Topics are grouped like Kafka's
-``CollectionUtils#groupPartitionsByTopic``: a ``HashMap`` keyed by topic, so topics come in Java
-``HashMap`` order and partitions in assignment order; the bytes equal a Java client's.
+``CollectionUtils#groupPartitionsByTopic``: a ``HashMap`` filled with ``computeIfAbsent``, so topics
+come in that map's iteration order (bucket order; within a bucket, reverse order of first
+appearance) and partitions in assignment order; the bytes equal a Java client's.
 
 CooperativeStickyAssignor (KIP-429) sends only its generation: ``{ generation: INT32 }``.
 
@@ -29,7 +30,7 @@ from collections.abc import Sequence
 import attrs
 import numpy as np
 
-from ._java import hashmap_order
+from ._java import computed_hashmap_order
 from .types import AssignorError, TopicPartition
 
 DEFAULT_GENERATION = -1
@@ -75,7 +76,8 @@ def _group_by_topic(partitions: Sequence[TopicPartition]) -> list[tuple[str, lis
     grouped: dict[str, list[int]] = {}
     for tp in partitions:
         grouped.setdefault(tp.topic, []).append(tp.partition)
-    return [(t, grouped[t]) for t in hashmap_order(grouped)]
+    # groupPartitionsByTopic fills its HashMap with computeIfAbsent, in the partitions' order.
+    return [(t, grouped[t]) for t in computed_hashmap_order(grouped)]
 
 
 def _check_int32(name: str, value: int) -> None:

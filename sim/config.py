@@ -197,7 +197,8 @@ class ConsumerConfig:
     assigned partition (commit, state restore).
     ``topics``: its subscription (empty = every topic of the scenario).
     ``sticky_user_data_version``: 1 = KIP-341 (with generation); 0 = the pre-KIP-341 layout
-    that an old client sends (only meaningful for the eager ``sticky`` assignor).
+    that an old client sends (only meaningful for the eager ``sticky`` assignor; such a client's
+    subscriptions also carry no generation field).
     """
 
     session_timeout_ms: float = attrs.field(default=45000, validator=_positive)

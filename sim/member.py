@@ -479,14 +479,17 @@ class Member:
 
     def _subscriptions(self) -> tuple[tuple[str, Subscription], ...]:
         owned = tuple(sorted(self.owned))
+        # A client old enough to write V0 sticky user data (before KIP-341) also predates
+        # ConsumerProtocolSubscription v2, so its subscriptions carry no generation field (-1).
+        old_client = self.config.sticky_user_data_version == 0
         out = []
         for name, a in self.assignors.items():
-            if name == "sticky" and self.config.sticky_user_data_version == 0:
+            if name == "sticky" and old_client:
                 ud = None if self.last_assignment is None else encode_sticky_user_data(self.last_assignment, None)
             else:
                 ud = a.subscription_user_data(self.last_assignment, self.assignment_generation)
             out.append((name, Subscription(self.topics, ud, owned, self.instance_id,
-                                           self.generation, self.config.rack)))
+                                           -1 if old_client else self.generation, self.config.rack)))
         return tuple(out)
 
     def _send_join(self, now: float) -> None:
@@ -728,6 +731,15 @@ class Member:
         self.max_generation_seen = max(self.max_generation_seen, self.generation)
         self.state = STABLE
         assigned = list(assignment.partitions)
+        subscribed = set(self.topics)
+        if any(tp.topic not in subscribed for tp in assigned):
+            # ConsumerCoordinator.onJoinComplete: an assignment outside the subscription (Kafka's
+            # sticky assignors hand one to a member with an empty subscription) is not applied;
+            # the member rejoins with its current subscription.
+            self._event("assignment_mismatch", f"assigned={len(assigned)}")
+            self._request_rejoin("received assignment does not match the current subscription")
+            self._poll(now)
+            return
         aset = set(assigned)
         revoked = sorted(self.owned - aset)
         added = sorted(aset - self.owned)

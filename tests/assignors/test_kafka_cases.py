@@ -13,8 +13,11 @@ BOTH = ["sticky", "cooperative-sticky"]
 
 
 def sub(kind: str, topics, owned=(), generation=1) -> Subscription:
+    """Kafka's ``buildSubscriptionV2Above``: the generation travels in the subscription's own
+    field as well as (eager sticky) in the user data."""
     if kind == "sticky":
-        return Subscription(topics, user_data=encode_sticky_user_data(list(owned), generation))
+        return Subscription(topics, user_data=encode_sticky_user_data(list(owned), generation),
+                            generation=generation)
     return Subscription(topics, owned_partitions=owned, generation=generation)
 
 
@@ -99,3 +102,66 @@ def test_new_member_fills_from_unowned_partitions(kind):
         "consumer2": [TP("topic1", 1), TP("topic2", 2)],
         "consumer3": [TP("topic2", 0)],
     }
+
+
+# --- Older clients (ConsumerProtocolSubscription below v2: no generation field) ---------------
+
+
+def v1_sticky_sub(topics, owned, generation):
+    """An eager sticky member of an older client: generation only inside its V1 user data."""
+    return Subscription(topics, user_data=encode_sticky_user_data(list(owned), generation))
+
+
+def test_contested_claim_below_v2_goes_to_the_later_member():
+    """Kafka compares the claimant's user-data generation with the other claimant's subscription
+    field, -1 below v2: the later member in HashMap order (b) keeps t-0 although a is newer."""
+    subs = {"a": v1_sticky_sub(["t"], [TP("t", 0)], 13), "b": v1_sticky_sub(["t"], [TP("t", 0)], 10)}
+    assert lists(get_assignor("sticky").assign({"t": 2}, subs)) == {"a": [TP("t", 1)], "b": [TP("t", 0)]}
+
+
+def test_contested_claim_v2_goes_to_the_higher_generation():
+    subs = {"a": sub("sticky", ["t"], [TP("t", 0)], 13), "b": sub("sticky", ["t"], [TP("t", 0)], 10)}
+    assert lists(get_assignor("sticky").assign({"t": 2}, subs)) == {"a": [TP("t", 0)], "b": [TP("t", 1)]}
+
+
+def test_contested_claim_below_v2_without_generation_is_lost_by_both():
+    """b's own generation is -1 (V0 user data), equal to a's missing field: nobody keeps t-0, and
+    it is dealt afresh (to a, the first member by id below quota)."""
+    subs = {"a": v1_sticky_sub(["t"], [TP("t", 0)], 13), "b": v1_sticky_sub(["t"], [TP("t", 0)], None)}
+    result = lists(get_assignor("sticky").assign({"t": 2}, subs))
+    assert result == {"a": [TP("t", 0)], "b": [TP("t", 1)]}
+
+
+@pytest.mark.parametrize(("field", "keeps"), [(-1, True), (4, False)])
+def test_partition_listed_twice(field, keeps):
+    """Below v2 a member that lists t-0 twice keeps it (its generation beats its own missing
+    field); with v2 the two claims are of one generation and t-0 is invalidated."""
+    ud = encode_sticky_user_data([TP("t", 0), TP("t", 0)], 4)
+    subs = {"z": Subscription(["t"], user_data=ud, generation=field),
+            "a": Subscription(["t"]), "b": Subscription(["t"])}
+    result = lists(get_assignor("sticky").assign({"t": 3}, subs))
+    # Kept: z holds t-0 and a, b get the rest; invalidated: all three are dealt by member id.
+    assert result["z"] == ([TP("t", 0)] if keeps else [TP("t", 2)])
+
+
+# --- A member with an empty subscription first in HashMap order ------------------------------
+
+
+def test_empty_subscription_first_takes_the_constrained_path():
+    """``a: [], b: [t]``: Kafka's allSubscriptionsEqual skips empty lists until the first non-empty
+    one, so the constrained path deals t-0 to a, which does not subscribe to t."""
+    subs = {"a": Subscription([]), "b": Subscription(["t"])}
+    for kind in ("sticky", "cooperative-sticky"):
+        assert lists(get_assignor(kind).assign({"t": 1}, subs)) == {"a": [TP("t", 0)], "b": []}
+
+
+def test_empty_subscription_first_withholds_under_cooperative():
+    """b owns both partitions; the constrained quota gives one to a, so cooperative-sticky
+    withholds it from this round."""
+    subs = {"a": Subscription([]), "b": sub("cooperative-sticky", ["t"], [TP("t", 0), TP("t", 1)], 3)}
+    assert lists(get_assignor("cooperative-sticky").assign({"t": 2}, subs)) == {"a": [], "b": [TP("t", 0)]}
+
+
+def test_empty_subscription_later_takes_the_general_path():
+    subs = {"a": Subscription(["t"]), "b": Subscription([])}
+    assert lists(get_assignor("sticky").assign({"t": 2}, subs)) == {"a": [TP("t", 0), TP("t", 1)], "b": []}

@@ -5,8 +5,10 @@ from __future__ import annotations
 import functools
 
 from assignors import EAGER, get_assignor
+from assignors._java import hashmap_order
 from assignors.range import RangeAssignor
 from assignors.types import Subscription, TopicPartition
+from tests.assignors.java_model import java_hashmap_keys
 
 
 def tp(name: str) -> TopicPartition:
@@ -46,8 +48,12 @@ def kafka_member_order(members) -> list[str]:
 def reference_range(metadata, subscriptions) -> dict[str, list[TopicPartition]]:
     """Kafka's RangeAssignor as a plain loop over topics and partitions (no numpy)."""
     assignment: dict[str, list[TopicPartition]] = {m: [] for m in subscriptions}
-    topics = sorted({t for sub in subscriptions.values() for t in sub.topics if t in metadata})
-    for topic in topics:
+    # AbstractPartitionAssignor: a HashSet of subscribed topics (members in HashMap order), then a
+    # HashMap partitionsPerTopic filled in that set's order; RangeAssignor walks its entries.
+    topic_set = java_hashmap_keys(
+        t for m in hashmap_order(subscriptions) for t in subscriptions[m].topics if t in metadata
+    )
+    for topic in java_hashmap_keys(topic_set):
         consumers = kafka_member_order(
             {m: s for m, s in subscriptions.items() if topic in s.topics}
         )

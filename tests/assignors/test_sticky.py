@@ -19,8 +19,11 @@ def tps(topic: str, *parts: int) -> list[TP]:
 
 
 def eager_sub(topics, owned=(), generation=None) -> Subscription:
-    """An eager sticky subscription: ownership travels in V1 user data (V0 when no generation)."""
-    return Subscription(topics, user_data=encode_sticky_user_data(list(owned), generation))
+    """An eager sticky subscription of a current client (ConsumerProtocolSubscription v2+):
+    ownership travels in V1 user data (V0 when no generation), the generation also in the
+    subscription's own field."""
+    return Subscription(topics, user_data=encode_sticky_user_data(list(owned), generation),
+                        generation=-1 if generation is None else generation)
 
 
 def coop_sub(topics, owned=(), generation=-1) -> Subscription:

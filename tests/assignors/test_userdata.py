@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from assignors import Subscription, get_assignor
 from assignors import TopicPartition as TP
-from assignors._java import hashmap_order, java_string_hash
+from assignors._java import computed_hashmap_order, hashmap_order, java_string_hash
 from assignors.userdata import (
     UserDataError,
     cooperative_generation,
@@ -20,6 +20,7 @@ from assignors.userdata import (
     encode_sticky_user_data,
     sticky_member_data,
 )
+from tests.assignors.java_model import java_hashmap_keys
 
 
 def test_java_string_hash_matches_known_values():
@@ -47,6 +48,19 @@ def test_sticky_topics_grouped_in_java_hashmap_order():
     """Topics are grouped as Kafka's groupPartitionsByTopic (a HashMap) iterates them."""
     data = encode_sticky_user_data([TP("a", 3), TP("bb", 1), TP("a", 0)], None)
     assert data == bytes.fromhex("00000002" "0002" "6262" "00000001" "00000001" "0001" "61" "00000002" "00000003" "00000000")
+
+
+def test_sticky_topics_of_one_bucket_in_reverse_first_appearance():
+    """computeIfAbsent links a new key at the head of its bucket: with ``logs`` and ``t1`` in one
+    bucket, a Java client writes ``t1`` first although ``logs`` came first (KIP-341 V1 bytes)."""
+    md = decode_sticky_user_data(encode_sticky_user_data([TP("logs", 30), TP("t1", 41)], 0))
+    assert md.topics == ("t1", "logs")
+
+
+@given(st.lists(st.text(alphabet="abcdefghij0123456789-_", min_size=1, max_size=6), max_size=60))
+def test_computed_hashmap_order_matches_a_java_model(keys):
+    distinct = list(dict.fromkeys(keys))
+    assert computed_hashmap_order(distinct) == java_hashmap_keys(keys, compute_if_absent=True)
 
 
 def test_v0_bytes_decode_without_generation():

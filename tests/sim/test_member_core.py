@@ -236,3 +236,14 @@ def test_close_during_a_callback_waits_for_it():
     key = ("callback",)
     eff = mb.on_timer(mb.timers[key], key, mb.timers[key])
     assert closed(eff) == T[:1] and sent(eff, m.LeaveGroupRequest) and not mb.alive
+
+
+def test_assignment_outside_the_subscription_is_not_applied_and_the_member_rejoins():
+    """ConsumerCoordinator.onJoinComplete: partitions of a topic the member does not subscribe to
+    are refused; the member owns nothing and sends a new JoinGroup."""
+    mb = member()
+    eff = stable(mb, [TopicPartition("other", 0), T[0]])
+    assert mb.owned == set()
+    (j,) = sent(eff, m.JoinGroupRequest)
+    assert j.reason == "received assignment does not match the current subscription"
+    assert mb.state == PREPARING_REBALANCE

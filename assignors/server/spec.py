@@ -1,0 +1,278 @@
+"""The server-side assignor API of KIP-848: ``GroupSpec`` in, ``GroupAssignment`` out.
+
+Kafka's group coordinator hands its assignor (``ConsumerGroupPartitionAssignor``) two things: a
+``GroupSpec`` (every member's subscription and current target assignment, and whether all members
+subscribe to the same topics) and a ``SubscribedTopicDescriber`` (partition counts and replica
+racks of the subscribed topics). It gets back a ``GroupAssignment``: the new target assignment,
+``member id -> {topic: partitions}``. The names below are Kafka's; we key topics by name where
+Kafka keys them by topic id (we have no topic ids; see ``assignors.server`` for what that changes).
+
+``MemberSubscriptionAndAssignment.assigned_partitions`` is the member's current *target*
+assignment, as ``TargetAssignmentBuilder`` passes it (a static member that rejoins with a new
+member id brings the target of its previous member id), not the partitions the member owns right
+now. A target assignment names each partition at most once; a partition claimed by two members is
+bad input here. Claims on topics that no longer exist or on partitions beyond a topic's count are
+dropped (in Kafka a re-created topic has a new topic id, so old claims never match it).
+
+``GroupAssignment`` is array-based: per topic, the index (into ``member_ids``) of the member that
+gets each partition, -1 for none. It is also a read-only mapping ``member id -> {topic:
+(partition, ...)}`` (ascending partition ids) built lazily. A member missing from it gets an empty
+assignment, as in ``TargetAssignmentBuilder``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+
+import attrs
+import numpy as np
+
+from .._java import hashmap_order, java_sort_key
+from ..types import AssignorError
+
+
+class SubscriptionType(enum.Enum):
+    """Kafka's ``SubscriptionType``: do all members subscribe to the same topics?"""
+
+    HOMOGENEOUS = "Homogeneous"
+    HETEROGENEOUS = "Heterogeneous"
+
+
+def _topic_names(value) -> frozenset[str]:
+    if isinstance(value, str):
+        # A bare string would otherwise become a set of characters.
+        return frozenset((value,))
+    return frozenset(value)
+
+
+def _assigned(value) -> Mapping[str, object]:
+    return {} if value is None else value
+
+
+@attrs.frozen(slots=True)
+class MemberSubscriptionAndAssignment:
+    """One member in a ``GroupSpec`` (Kafka's ``MemberSubscriptionAndAssignmentImpl``).
+
+    ``subscribed_topic_names``: the topics the member subscribes to (names absent from the
+    metadata are ignored, as Kafka's ``TopicIds`` ignores names it cannot resolve).
+    ``assigned_partitions``: its current target assignment, ``{topic: partition ids}`` (any
+    iterable of ints: tuple, list, set, numpy array). ``instance_id``: ``group.instance.id``
+    (KIP-345). ``rack_id``: ``client.rack``; carried for completeness, no built-in server
+    assignor reads it (see ``assignors.server``).
+    """
+
+    subscribed_topic_names: frozenset[str] = attrs.field(converter=_topic_names)
+    assigned_partitions: Mapping[str, object] = attrs.field(factory=dict, converter=_assigned)
+    instance_id: str | None = None
+    rack_id: str | None = None
+
+
+class SubscribedTopicDescriber:
+    """Partition counts (and optional replica racks) of the topics (Kafka's
+    ``SubscribedTopicDescriberImpl``). ``partition_racks[topic][p]``: racks of partition p's
+    replicas; omitted topics have no rack information."""
+
+    __slots__ = ("_counts", "_racks")
+
+    def __init__(
+        self,
+        partitions_per_topic: Mapping[str, int],
+        partition_racks: Mapping[str, Sequence[Iterable[str]]] | None = None,
+    ):
+        if not isinstance(partitions_per_topic, Mapping):
+            raise AssignorError("topics: expected a mapping of topic name to partition count")
+        counts: dict[str, int] = {}
+        for topic, count in partitions_per_topic.items():
+            if not isinstance(topic, str) or not topic:
+                raise AssignorError(f"topics: topic name {topic!r} is not a non-empty string")
+            if isinstance(count, bool) or not isinstance(count, int | np.integer) or count < 0:
+                raise AssignorError(f"topics[{topic!r}]: partition count {count!r} is not an integer >= 0")
+            counts[topic] = int(count)
+        racks: dict[str, tuple[frozenset[str], ...]] = {}
+        for topic, per_partition in (partition_racks or {}).items():
+            if topic not in counts:
+                raise AssignorError(f"partition_racks[{topic!r}]: no such topic")
+            racks[topic] = tuple(frozenset(r) for r in per_partition)
+            if len(racks[topic]) != counts[topic]:
+                raise AssignorError(
+                    f"partition_racks[{topic!r}]: {len(racks[topic])} entries for {counts[topic]} partitions"
+                )
+        self._counts = counts
+        self._racks = racks
+
+    def num_partitions(self, topic: str) -> int:
+        """Partition count of ``topic``, or -1 if it does not exist."""
+        return self._counts.get(topic, -1)
+
+    def racks_for_partition(self, topic: str, partition: int) -> frozenset[str]:
+        """Racks of the replicas of a partition; empty when unknown."""
+        racks = self._racks.get(topic)
+        return racks[partition] if racks is not None and 0 <= partition < len(racks) else frozenset()
+
+    @property
+    def partitions_per_topic(self) -> Mapping[str, int]:
+        return self._counts
+
+    @classmethod
+    def of(cls, topics: SubscribedTopicDescriber | Mapping[str, int]) -> SubscribedTopicDescriber:
+        return topics if isinstance(topics, SubscribedTopicDescriber) else cls(topics)
+
+
+def subscription_type_of(members: Mapping[str, MemberSubscriptionAndAssignment]) -> SubscriptionType:
+    """Kafka's ``ModernGroup.subscriptionType``: homogeneous when every subscribed topic name is
+    subscribed by every member (an empty group, or one where nobody subscribes, is homogeneous)."""
+    distinct = {m.subscribed_topic_names for m in members.values()}
+    return SubscriptionType.HOMOGENEOUS if len(distinct) <= 1 else SubscriptionType.HETEROGENEOUS
+
+
+class GroupSpec:
+    """What the assignor sees of the group (Kafka's ``GroupSpec``/``GroupSpecImpl``).
+
+    ``member_ids`` iterate in the order Kafka's ``GroupSpecImpl.memberIds()`` does: a
+    ``java.util.HashMap`` keyed by member id (see ``assignors._java.hashmap_order``), whatever
+    the order of ``members``. ``subscription_type`` defaults to what the group computes; pass it
+    to model a coordinator that computed it otherwise (Kafka's own tests do).
+    """
+
+    __slots__ = ("_members", "_member_ids", "_subscription_type")
+
+    def __init__(
+        self,
+        members: Mapping[str, MemberSubscriptionAndAssignment],
+        subscription_type: SubscriptionType | None = None,
+    ):
+        if not isinstance(members, Mapping):
+            raise AssignorError("members: expected a mapping of member id to MemberSubscriptionAndAssignment")
+        for member_id, member in members.items():
+            if not isinstance(member_id, str) or not member_id:
+                raise AssignorError(f"members: member id {member_id!r} is not a non-empty string")
+            if not isinstance(member, MemberSubscriptionAndAssignment):
+                raise AssignorError(
+                    f"members[{member_id!r}]: expected a MemberSubscriptionAndAssignment, got {type(member).__name__}"
+                )
+        self._members = dict(members)
+        self._member_ids = tuple(hashmap_order(self._members))
+        self._subscription_type = subscription_type or subscription_type_of(self._members)
+
+    @property
+    def member_ids(self) -> tuple[str, ...]:
+        return self._member_ids
+
+    @property
+    def subscription_type(self) -> SubscriptionType:
+        return self._subscription_type
+
+    def member_subscription(self, member_id: str) -> MemberSubscriptionAndAssignment:
+        try:
+            return self._members[member_id]
+        except KeyError:
+            raise AssignorError(f"member id {member_id!r} not found") from None
+
+    def member_assignment(self, member_id: str) -> Mapping[str, object]:
+        """The member's current target assignment (empty for an unknown member)."""
+        member = self._members.get(member_id)
+        return member.assigned_partitions if member is not None else {}
+
+    def is_partition_assigned(self, topic: str, partition: int) -> bool:
+        return any(partition in _as_set(m.assigned_partitions.get(topic, ())) for m in self._members.values())
+
+    def __len__(self) -> int:
+        return len(self._members)
+
+    def __repr__(self) -> str:
+        return f"GroupSpec({len(self._members)} members, {self._subscription_type.value})"
+
+
+def _as_set(parts) -> set[int]:
+    return {int(p) for p in (parts.tolist() if isinstance(parts, np.ndarray) else parts)}
+
+
+class GroupAssignment(Mapping[str, dict[str, tuple[int, ...]]]):
+    """A target assignment (Kafka's ``GroupAssignment``), array-based.
+
+    ``member_ids``: the members in the assignment. ``topics``: the topics it covers (those some
+    member subscribes to), in Java ``String`` order. ``owners(topic)``: for each partition of
+    ``topic``, the index into ``member_ids`` of its member, or -1. As a mapping:
+    ``assignment[member_id] -> {topic: (partition, ...)}``, ascending, topics with no partition
+    for that member left out.
+    """
+
+    __slots__ = ("_member_ids", "_index", "_topics", "_offsets", "_owner", "_slices")
+
+    def __init__(self, member_ids: Sequence[str], topics: Mapping[str, int], owner: np.ndarray):
+        self._member_ids = tuple(member_ids)
+        self._index = {m: i for i, m in enumerate(self._member_ids)}
+        names = sorted(topics, key=java_sort_key)
+        self._topics = tuple(names)
+        offsets = np.zeros(len(names) + 1, dtype=np.int64)
+        np.cumsum([topics[t] for t in names], out=offsets[1:])
+        self._offsets = offsets
+        self._owner = np.asarray(owner, dtype=np.int32)
+        if self._owner.shape != (int(offsets[-1]),):
+            raise ValueError("owner array does not match the topics' partition counts")
+        self._slices: tuple[np.ndarray, np.ndarray] | None = None
+
+    @classmethod
+    def empty(cls) -> GroupAssignment:
+        return cls((), {}, np.empty(0, dtype=np.int32))
+
+    @property
+    def member_ids(self) -> tuple[str, ...]:
+        return self._member_ids
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        return self._topics
+
+    def num_partitions(self, topic: str) -> int:
+        r = self._topics.index(topic)
+        return int(self._offsets[r + 1] - self._offsets[r])
+
+    def owners(self, topic: str) -> np.ndarray:
+        """Member index per partition of ``topic`` (-1: unassigned); a read-only view."""
+        r = self._topics.index(topic)
+        view = self._owner[self._offsets[r]:self._offsets[r + 1]]
+        view.flags.writeable = False
+        return view
+
+    def partition_counts(self) -> dict[str, int]:
+        """Number of partitions per member."""
+        counts = np.bincount(self._owner[self._owner >= 0], minlength=len(self._member_ids)).tolist()
+        return dict(zip(self._member_ids, counts))
+
+    def _member_slices(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._slices is None:
+            order = np.argsort(self._owner, kind="stable").astype(np.int64)
+            bounds = np.searchsorted(self._owner[order], np.arange(-1, len(self._member_ids) + 1))
+            self._slices = (order, bounds)
+        return self._slices
+
+    def __getitem__(self, member_id: str) -> dict[str, tuple[int, ...]]:
+        i = self._index[member_id]
+        order, bounds = self._member_slices()
+        gids = order[bounds[i + 1]:bounds[i + 2]]
+        if gids.size == 0:
+            return {}
+        ranks = np.searchsorted(self._offsets, gids, side="right") - 1
+        parts = (gids - self._offsets[ranks]).tolist()
+        cuts = np.flatnonzero(np.diff(ranks)) + 1
+        starts = [0, *cuts.tolist()]
+        ends = [*cuts.tolist(), len(parts)]
+        rank_list = ranks.tolist()
+        return {self._topics[rank_list[s]]: tuple(parts[s:e]) for s, e in zip(starts, ends)}
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._member_ids)
+
+    def __len__(self) -> int:
+        return len(self._member_ids)
+
+    def __contains__(self, member_id: object) -> bool:
+        return member_id in self._index
+
+    def to_dict(self) -> dict[str, dict[str, tuple[int, ...]]]:
+        return {m: self[m] for m in self._member_ids}
+
+    def __repr__(self) -> str:
+        return f"GroupAssignment({len(self._member_ids)} members, {len(self._owner)} partitions)"

@@ -1,0 +1,328 @@
+"""UniformAssignor ("uniform"), the default server-side assignor of KIP-848, after Kafka's
+``UniformAssignor`` and its two builders.
+
+Kafka picks the algorithm by the group's subscription type.
+
+Homogeneous (every member subscribes to the same topics; ``UniformHomogeneousAssignmentBuilder``).
+Balance first, then stickiness. With ``P`` partitions and ``M`` members, every member's quota is
+``P // M``, and the first ``P % M`` members *in member order* (Kafka iterates a ``HashMap`` keyed by
+member id) get one more. Each member keeps the partitions of its current target assignment up to
+its quota, walking them topic by topic and each topic's partitions in the order of the
+``HashSet`` they were read into; the rest are revoked. The partitions nobody keeps (never assigned
+first, in topic then partition order, then the revoked ones in the order they were revoked) are
+dealt out in one pass: each member with room, in member order, takes the next ones until its quota
+is met. Counts differ by at most one. Note that a member that holds ``quota + 1`` partitions but is
+not among the first ``P % M`` gives one up even when another member is short of ``quota + 1`` only
+by the same one: Kafka's quota is positional, not sticky.
+
+Example: members A and B, topics t1 and t2 with 3 partitions each; A holds t1-0, t1-1, t2-0, t2-1
+and B holds t1-2, t2-2. Quotas are 3 and 3 (A comes first in member order). A keeps t1-0, t1-1,
+t2-0 and gives up t2-1, which goes to B: A = t1[0,1] t2[0], B = t1[2] t2[1,2].
+
+Heterogeneous (``UniformHeterogeneousAssignmentBuilder``, reworked in KAFKA-17710). Members keep
+every partition of their current target assignment that they still subscribe to. Topics are then
+taken in order of partitions per subscriber (descending), then subscriber count (ascending), then
+topic: each topic's unassigned partitions, in ascending order, go to its least loaded subscribers
+(by total partition count, then member order), filling level by level. Finally, up to 16 passes
+over the topics with at least two subscribers move a topic's partitions from its most loaded
+subscribers (their highest partition ids first) to its least loaded ones, until the counts of
+each topic's subscribers differ by at most one or a full pass moves nothing. Members whose
+subscribers share the same subscription end up balanced to within one; overlapping subscriptions
+can leave a larger spread (Kafka's javadoc gives 9, 10, 11).
+
+Where Kafka's answer depends on iteration order we reproduce it, with these documented
+differences (all stem from our topics having names, not random topic ids):
+- Member order is that of a ``java.util.HashMap<String, ?>`` built by ``put`` for the current
+  number of members (``assignors._java.hashmap_order``); members sharing a bucket are ordered by
+  member id, where Java keeps insertion order; and a map that shrank keeps its larger table in
+  Java (a member removed in the same computation), which we do not model.
+- Topics: Kafka iterates topic ids in ``HashSet``/``HashMap`` order and breaks ties by
+  ``Uuid.compareTo``; both are effectively random per cluster. We use the topic name
+  (``String.compareTo``) in both places.
+- Within one topic of a member's current assignment (homogeneous revocation), partitions come in
+  the order of a ``HashSet<Integer>`` built from a list, as Kafka builds it when it reads the
+  target assignment record: bucket ``p ^ (p >>> 16)`` modulo the table size, which is the smallest
+  power of two >= max(16, n / 0.75 + 1); partitions sharing a bucket come in ascending order, where
+  Java keeps the record's order.
+
+Rack awareness: none. Kafka removed it from the server-side assignors (KAFKA-16694) before 4.0;
+``rack_id`` and partition racks are accepted and ignored.
+
+The homogeneous builder and the heterogeneous fill are numpy passes with no per-partition Python.
+The heterogeneous balancing loop moves one partition per step in Python, as Kafka does, on
+array-backed state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..types import AssignorError
+from ._group import GroupArrays
+from .spec import (
+    GroupAssignment,
+    GroupSpec,
+    SubscribedTopicDescriber,
+    SubscriptionType,
+)
+
+# UniformHeterogeneousAssignmentBuilder.MAX_ITERATION_COUNT
+MAX_ITERATION_COUNT = 16
+
+
+class UniformAssignor:
+    """Kafka's ``org.apache.kafka.coordinator.group.assignor.UniformAssignor``."""
+
+    name = "uniform"
+
+    def assign(
+        self, group_spec: GroupSpec, topics: SubscribedTopicDescriber | Mapping[str, int]
+    ) -> GroupAssignment:
+        describer = SubscribedTopicDescriber.of(topics)
+        if len(group_spec) == 0:
+            return GroupAssignment.empty()
+        if group_spec.subscription_type is SubscriptionType.HOMOGENEOUS:
+            return _homogeneous(group_spec, describer)
+        return _heterogeneous(group_spec, describer)
+
+    def __repr__(self) -> str:
+        return f"<server assignor {self.name}>"
+
+
+def java_hashset_capacity(n: np.ndarray) -> np.ndarray:
+    """Table size of ``new HashSet<>(collection)`` holding ``n`` elements:
+    ``tableSizeFor(max((int) (n / .75f) + 1, 16))``."""
+    want = (n.astype(np.float32) / np.float32(0.75)).astype(np.int64) + 1
+    want = np.maximum(want, 16)
+    return (1 << np.ceil(np.log2(want)).astype(np.int64)).astype(np.int64)
+
+
+def _homogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupAssignment:
+    # The builder takes the topics of the first member in member order.
+    # Names that do not exist are dropped: Kafka's coordinator never resolves them to topic ids
+    # (its builder would throw if handed one).
+    first = spec.member_subscription(spec.member_ids[0]).subscribed_topic_names
+    g = GroupArrays(spec, describer, first)
+    if not g.topics:
+        return GroupAssignment.empty()
+    m = len(g.member_ids)
+    owner = g.owner
+    min_quota, extra = divmod(g.total, m)
+    quota = np.full(m, min_quota, dtype=np.int64)
+    quota[:extra] += 1
+
+    # Partitions nobody holds, in topic then partition order.
+    unassigned = [np.flatnonzero(owner < 0)]
+    held = np.flatnonzero(owner >= 0)
+    room = quota
+    if held.size:
+        holder = owner[held].astype(np.int64)
+        rank = g.topic_of(held)
+        partition = held - g.offsets[rank]
+        # Walk each member's partitions in Kafka's order: member, topic, HashSet iteration order.
+        n_topics = len(g.topics)
+        per_member_topic = np.bincount(holder * n_topics + rank, minlength=m * n_topics)
+        capacity = java_hashset_capacity(per_member_topic[holder * n_topics + rank])
+        bucket = (partition ^ (partition >> 16)) & (capacity - 1)
+        # ``held`` is ascending (topic, partition), so a stable sort leaves bucket ties ascending.
+        walk = held[np.lexsort((bucket, rank, holder))]
+        walk_holder = owner[walk].astype(np.int64)
+        starts = np.searchsorted(walk_holder, np.arange(m))
+        position = np.arange(walk.size) - starts[walk_holder]
+        keep = position < quota[walk_holder]
+        revoked = walk[~keep]
+        owner[revoked] = -1
+        unassigned.append(revoked)
+        room = quota - np.bincount(walk_holder[keep], minlength=m)
+    todo = np.concatenate(unassigned)
+    takers = np.repeat(np.arange(m, dtype=np.int32), room)
+    if takers.size < todo.size:
+        raise AssignorError("uniform: partitions were left unassigned")
+    owner[todo] = takers[: todo.size]
+    return GroupAssignment(g.member_ids, dict(zip(g.topics, g.counts.tolist())), owner)
+
+
+def _heterogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupAssignment:
+    member_topics = [spec.member_subscription(mid).subscribed_topic_names for mid in spec.member_ids]
+    # Names that do not exist are dropped, as in the homogeneous case.
+    distinct: dict[frozenset[str], list[int]] = {}
+    for i, topics in enumerate(member_topics):
+        distinct.setdefault(topics, []).append(i)
+    all_topics = set().union(*distinct) if distinct else set()
+    existing = [t for t in all_topics if describer.num_partitions(t) >= 0]
+    if not existing:
+        return GroupAssignment.empty()
+    g = GroupArrays(spec, describer, existing, member_topics)
+    subscribers = _subscribers(g, distinct)
+    builder = _HeterogeneousBuilder(g, subscribers)
+    builder.assign_remaining()
+    builder.balance()
+    return GroupAssignment(g.member_ids, dict(zip(g.topics, g.counts.tolist())), g.owner)
+
+
+def _subscribers(g: GroupArrays, distinct: dict[frozenset[str], list[int]]) -> list[np.ndarray]:
+    """Ascending member indices subscribed to each topic (by rank)."""
+    parts: list[list[np.ndarray]] = [[] for _ in g.topics]
+    for topics, members in distinct.items():
+        arr = np.array(members, dtype=np.int64)
+        for t in topics:
+            r = g.rank.get(t)
+            if r is not None:
+                parts[r].append(arr)
+    out = []
+    for chunks in parts:
+        out.append(chunks[0] if len(chunks) == 1 else np.sort(np.concatenate(chunks)))
+    return out
+
+
+class _HeterogeneousBuilder:
+    """State of ``UniformHeterogeneousAssignmentBuilder`` after its revocation step."""
+
+    def __init__(self, g: GroupArrays, subscribers: list[np.ndarray]):
+        self.g = g
+        self.subscribers = subscribers
+        self.sizes = np.bincount(g.owner[g.owner >= 0], minlength=len(g.member_ids)).astype(np.int64)
+
+    def _sorted_topics(self, ranks: list[int]) -> list[int]:
+        """Partitions per subscriber descending, subscriber count ascending, then topic."""
+        counts = self.g.counts.tolist()
+        subs = [len(s) for s in self.subscribers]
+        # Kafka compares the doubles p / s; Python's float division rounds the same way.
+        return sorted(ranks, key=lambda r: (-(counts[r] / subs[r]), subs[r], r))
+
+    def assign_remaining(self) -> None:
+        g = self.g
+        ranks = []
+        for r in range(len(g.topics)):
+            lo, hi = int(g.offsets[r]), int(g.offsets[r + 1])
+            if (g.owner[lo:hi] < 0).any():
+                ranks.append(r)
+        for r in self._sorted_topics(ranks):
+            lo, hi = int(g.offsets[r]), int(g.offsets[r + 1])
+            todo = np.flatnonzero(g.owner[lo:hi] < 0) + lo
+            takers = _fill_least_loaded(self.subscribers[r], self.sizes, todo.size)
+            g.owner[todo] = takers
+            self.sizes += np.bincount(takers, minlength=self.sizes.size)
+
+    def balance(self) -> None:
+        ranks = [r for r in range(len(self.g.topics)) if len(self.subscribers[r]) >= 2]
+        if not ranks:
+            return
+        order = self._sorted_topics(ranks)
+        sizes_list = self.sizes.tolist()
+        last_rebalanced = -1
+        for _ in range(MAX_ITERATION_COUNT):
+            for i, r in enumerate(order):
+                if i == last_rebalanced:
+                    # A full pass since the last move: nothing more to do.
+                    return
+                moved = self._balance_topic(r, sizes_list)
+                if moved > 0 or last_rebalanced == -1:
+                    last_rebalanced = i
+
+    def _balance_topic(self, r: int, size: list[int]) -> int:
+        """Kafka's ``balanceTopic`` with its ``MemberAssignmentBalancer``; ``size`` mirrors
+        ``self.sizes`` as a list for the per-step reads."""
+        g = self.g
+        subs = self.subscribers[r]
+        sizes_np = self.sizes
+        sub_sizes = sizes_np[subs]
+        if int(sub_sizes.max()) - int(sub_sizes.min()) <= 1:
+            return 0
+        sm = subs[np.argsort(sub_sizes, kind="stable")].tolist()
+        n = len(sm)
+        lo, hi = int(g.offsets[r]), int(g.offsets[r + 1])
+        own = g.owner[lo:hi]
+        # The topic's partitions grouped by owner, ascending within an owner; [start, end) per owner.
+        parts_order = np.argsort(own, kind="stable")
+        partitions = parts_order.tolist()
+        sorted_owner = own[parts_order]
+        uniq, first, cnt = np.unique(sorted_owner, return_index=True, return_counts=True)
+        start: dict[int, int] = dict(zip(uniq.tolist(), first.tolist()))
+        end: dict[int, int] = dict(zip(uniq.tolist(), (first + cnt).tolist()))
+
+        least_end = 0
+        least_count = size[sm[0]] - 1
+        next_least = 0
+        most_start = n
+        most_end = n
+        most_count = size[sm[n - 1]] + 1
+        next_most = n - 1
+        moved = 0
+        while most_count - least_count > 1:
+            # The next member of the most loaded range that still has a partition of this topic.
+            while True:
+                if next_most < most_start:
+                    if most_end <= most_start and most_start > 0:
+                        # The range emptied by exclusions: restart it from the next level down.
+                        most_count = size[sm[most_start - 1]]
+                    else:
+                        most_count -= 1
+                    while most_start > 0 and size[sm[most_start - 1]] == most_count:
+                        most_start -= 1
+                    next_most = most_end - 1
+                if next_most < 0:
+                    giver = -1
+                    break
+                giver = sm[next_most]
+                next_most -= 1
+                e = end.get(giver)
+                if e is None or e - start[giver] <= 0:
+                    # Nothing of this topic to give: swap it out of the range.
+                    j = next_most + 1
+                    sm[j], sm[most_end - 1] = sm[most_end - 1], sm[j]
+                    most_end -= 1
+                    continue
+                break
+            if giver == -1:
+                break
+            end[giver] -= 1
+            partition = partitions[end[giver]]
+            # The next member of the least loaded range.
+            if next_least >= least_end:
+                least_count += 1
+                while least_end < n and size[sm[least_end]] == least_count:
+                    least_end += 1
+                next_least = 0
+            taker = sm[next_least]
+            next_least += 1
+            if most_count - least_count <= 1:
+                break
+            own[partition] = taker
+            size[giver] -= 1
+            size[taker] += 1
+            sizes_np[giver] -= 1
+            sizes_np[taker] += 1
+            moved += 1
+        return moved
+
+
+def _fill_least_loaded(subscribers: np.ndarray, sizes: np.ndarray, count: int) -> np.ndarray:
+    """Who gets each of ``count`` partitions when ``MemberAssignmentBalancer.nextLeastLoadedMember``
+    is asked ``count`` times: subscribers sorted by (size, index), filled level by level, each
+    level in that order."""
+    if count == 0:
+        return np.empty(0, dtype=np.int64)
+    sub_sizes = sizes[subscribers]
+    order = np.argsort(sub_sizes, kind="stable")
+    sm = subscribers[order]
+    ss = sub_sizes[order]
+    n = sm.size
+    base = int(ss[0])
+    # Round k (level base + k) serves every subscriber whose size is <= base + k, in sorted order.
+    levels = min(count, int(ss[-1]) - base + 1)
+    served = np.searchsorted(ss, base + np.arange(levels), side="right")
+    cumulative = np.cumsum(served)
+    k = np.arange(count, dtype=np.int64)
+    out = np.empty(count, dtype=np.int64)
+    in_levels = k < cumulative[-1]
+    kl = k[in_levels]
+    rnd = np.searchsorted(cumulative, kl, side="right")
+    before = np.where(rnd > 0, cumulative[np.maximum(rnd - 1, 0)], 0)
+    out[in_levels] = sm[kl - before]
+    rest = k[~in_levels]
+    if rest.size:
+        out[~in_levels] = sm[(rest - cumulative[-1]) % n]
+    return out

@@ -1,0 +1,92 @@
+"""The server-side assignor API: registry, GroupSpec checks and the GroupAssignment views."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from assignors import AssignorError
+from assignors.server import (
+    DEFAULT_SERVER_ASSIGNORS,
+    SERVER_ASSIGNORS,
+    GroupSpec,
+    MemberSubscriptionAndAssignment,
+    SubscribedTopicDescriber,
+    SubscriptionType,
+    get_server_assignor,
+)
+
+M = MemberSubscriptionAndAssignment
+
+
+def test_registry_names_follow_kafkas_default_order():
+    """group.consumer.assignors defaults to uniform, then range."""
+    assert list(SERVER_ASSIGNORS) == ["uniform", "range"]
+    assert DEFAULT_SERVER_ASSIGNORS == ("uniform", "range")
+    assert get_server_assignor("uniform").name == "uniform"
+    with pytest.raises(AssignorError, match="unknown server assignor 'sticky'"):
+        get_server_assignor("sticky")
+
+
+def test_docstring_example():
+    """The example in assignors.server's docstring gives what it says."""
+    spec = GroupSpec({
+        "m1": M({"orders"}, assigned_partitions={"orders": (0, 1, 2)}),
+        "m2": M({"orders"}, assigned_partitions={"orders": (3, 4, 5)}),
+        "m3": M({"orders"}),
+    })
+    target = get_server_assignor("uniform").assign(spec, {"orders": 6})
+    assert target["m3"] == {"orders": (2, 5)}
+    assert target["m1"] == {"orders": (0, 1)} and target["m2"] == {"orders": (3, 4)}
+    owners = target.owners("orders")
+    assert [target.member_ids[i] for i in owners] == ["m1", "m1", "m3", "m2", "m2", "m3"]
+    with pytest.raises(ValueError):
+        owners[0] = 1  # read-only view
+
+
+def test_subscription_type_is_computed_like_the_group():
+    """Homogeneous iff all members subscribe to the same names (ModernGroup.subscriptionType)."""
+    assert GroupSpec({"a": M({"t"}), "b": M({"t"})}).subscription_type is SubscriptionType.HOMOGENEOUS
+    assert GroupSpec({"a": M({"t"}), "b": M({"t", "u"})}).subscription_type is SubscriptionType.HETEROGENEOUS
+    assert GroupSpec({"a": M(()), "b": M(())}).subscription_type is SubscriptionType.HOMOGENEOUS
+
+
+@pytest.mark.parametrize("name", ["uniform", "range"])
+def test_bad_input_names_the_field(name):
+    """Duplicate claims, non-integer partitions and bad metadata raise one-line AssignorErrors."""
+    a = get_server_assignor(name)
+    dup = GroupSpec({"a": M({"t"}, {"t": [0]}), "b": M({"t"}, {"t": [0]})})
+    if name == "uniform":  # range never reads the current assignment
+        with pytest.raises(AssignorError, match=r"partition t-0 is in the target assignment of both"):
+            a.assign(dup, {"t": 2})
+        with pytest.raises(AssignorError, match=r"assigned_partitions\['t'\]"):
+            a.assign(GroupSpec({"a": M({"t"}, {"t": ["x"]})}), {"t": 2})
+    with pytest.raises(AssignorError, match=r"topics\['t'\]"):
+        a.assign(GroupSpec({"a": M({"t"})}), {"t": -1})
+    with pytest.raises(AssignorError, match="members"):
+        GroupSpec({"a": {"t": 1}})
+
+
+@pytest.mark.parametrize("name", ["uniform", "range"])
+def test_unknown_topics_and_stale_claims_are_dropped(name):
+    """Subscribed names that do not exist get nothing; claims beyond a topic's count are ignored."""
+    spec = GroupSpec({"a": M({"t", "ghost"}, {"t": (0, 7), "ghost": (0,)}), "b": M({"t", "ghost"})})
+    target = get_server_assignor(name).assign(spec, SubscribedTopicDescriber({"t": 4}))
+    got = sorted(p for m in target for p in target[m].get("t", ()))
+    assert got == [0, 1, 2, 3]
+    assert all(set(target[m]) <= {"t"} for m in target)
+
+
+@pytest.mark.parametrize("name", ["uniform", "range"])
+def test_empty_group(name):
+    """No members: an empty assignment."""
+    assert len(get_server_assignor(name).assign(GroupSpec({}), {"t": 3})) == 0
+
+
+def test_partition_counts_and_to_dict_agree():
+    """partition_counts() counts what to_dict() lists."""
+    spec = GroupSpec({f"m{i}": M({"t", "u"}) for i in range(7)})
+    target = get_server_assignor("uniform").assign(spec, {"t": 10, "u": 5})
+    d = target.to_dict()
+    assert target.partition_counts() == {m: sum(len(v) for v in d[m].values()) for m in d}
+    assert np.array_equal(np.sort(np.concatenate([target.owners("t"), target.owners("u")])) >= 0, np.ones(15, bool))
