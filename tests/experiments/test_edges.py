@@ -251,3 +251,22 @@ def test_sweep_progress_gives_no_early_estimate(tmp_path):
     p = _Progress(tmp_path, specs, "job", stream=io.StringIO())
     assert "left" not in p.line({"r0"})
     assert "s left for the runs" in p.line({"r0", "r1"})
+
+
+def test_progress_to_a_file_is_plain_lines(monkeypatch):
+    """When stderr is not a terminal, progress is whole lines (no carriage returns), now and then."""
+    import io
+    import itertools
+
+    import sim.run as sim_run
+    from experiments.scenarios import load_scenario
+
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    clock = itertools.count(0.0, 20.0)  # every reading of the wall clock is 20 s later
+    monkeypatch.setattr(sim_run.time, "monotonic", lambda: next(clock))
+    sim_run.run_scenario(load_scenario("scale-out", ["members=2", "partitions=4"]), progress=True)
+    text = err.getvalue()
+    assert "\r" not in text
+    lines = text.splitlines()
+    assert lines and all(ln.startswith("  simulated ") and ln == ln.rstrip() for ln in lines)
