@@ -7,9 +7,10 @@ change. Each metric of each run is compared with the committed baseline
 floor for values near zero) in either direction fails the run, naming the metric, the run and
 both values. ``--update-baseline`` rewrites the baseline on purpose.
 
-Outputs (``--out``, default ``results/ci``): ``metrics.csv`` (this commit), ``comparison.csv``
-(every metric with baseline, current, change and verdict), one PNG per metric comparing baseline
-and current per run, and ``summary.md``.
+Outputs (``--out``; from ``rebalance-sim experiment ci-regression`` the default is
+``out/ci-regression/report``, or the committed ``results/ci`` with ``--update-reference``):
+``metrics.csv`` (this commit), ``comparison.csv`` (every metric with baseline, current, change and
+verdict), one PNG per metric with the relative change per run and both values, and ``summary.md``.
 """
 
 from __future__ import annotations
