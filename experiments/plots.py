@@ -35,11 +35,12 @@ DPI = 110
 
 
 def plain_log_ticks(axis) -> None:
-    """Label a log axis the same way everywhere: plain numbers (1, 10, 100, 0.5) on the decades,
-    no labels on the minor ticks (which otherwise print as overlapping 2x10^1 style text)."""
+    """Label a log axis the same way everywhere: plain numbers (0.5, 1, 2, 5, 10, 20, ...) at 1, 2
+    and 5 times each power of ten, no labels on the minor ticks (matplotlib's default mixes
+    "100" with "2x10^2" and prints minor labels on top of each other)."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    axis.set_major_locator(LogLocator(base=10))
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,g}"))
     axis.set_minor_formatter(NullFormatter())
 
@@ -190,6 +191,8 @@ def metric_vs_size(points: pd.DataFrame, metric: str, ylabel: str, path: Path, f
                    size: str = "members", logy: bool = True, caption: str = "") -> str:
     """Median across seeds (line) with a band up to the p90, per assignor, vs group size; one
     column per ``facet`` value and one row per membership (dynamic / static) if present."""
+    from matplotlib.ticker import NullFormatter, NullLocator
+
     facets = sorted(points[facet].unique())
     rows = sorted(points["membership"].unique()) if "membership" in points.columns else [None]
     fig, axes = plt.subplots(len(rows), len(facets), figsize=(4.4 * len(facets), 3.2 * len(rows)),
@@ -210,7 +213,10 @@ def metric_vs_size(points: pd.DataFrame, metric: str, ylabel: str, path: Path, f
                         markerfacecolor="none" if ms >= 7 else color(assignor), linewidth=1.3, alpha=0.9)
                 ax.fill_between(x, med, p90, color=color(assignor), alpha=0.10, linewidth=0)
             ax.set_xscale("log")
-            plain_log_ticks(ax.xaxis)
+            sizes = sorted(points[size].unique())
+            ax.set_xticks(sizes, [f"{int(v):,}" for v in sizes])  # the sizes run, nothing else
+            ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.xaxis.set_minor_locator(NullLocator())
             if logy:
                 ax.set_yscale("log")
                 plain_log_ticks(ax.yaxis)
