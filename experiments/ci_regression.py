@@ -183,7 +183,7 @@ def _plot(findings: list[Finding], out: Path, rel_tol: float = 0.02) -> list[Pat
         ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
         unit = "s" if metric.endswith("_s") else ("records" if "records" in metric else "count")
         ax.set_ylabel(f"{metric} ({unit})")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper right")
         fig.tight_layout()
         buf = io.BytesIO()
         # bbox_inches="tight": rotated labels at the edges are kept whole, never clipped

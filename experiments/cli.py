@@ -44,11 +44,11 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        return _usage(parser)
     try:
+        parser = build_parser()  # imports every command module: Ctrl-C can land here too
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            return _usage(parser)
         rc = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return rc

@@ -49,7 +49,11 @@ def test_ctrl_c_during_run_keeps_the_partial_result(tmp_path):
     out = tmp_path / "run"
     p = subprocess.Popen(CLI + ["run", "rolling-bounce-dynamic", "--set", "members=400", "--out", str(out)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(4.0)  # imports and the start of the simulation (it needs far longer to finish)
+    # --out is created once the scenario is loaded, just before the simulation starts
+    deadline = time.monotonic() + 120
+    while not out.exists() and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1.0)  # well into the simulation, which needs far longer to finish
     p.send_signal(signal.SIGINT)
     stdout, stderr = p.communicate(timeout=120)
     assert p.returncode == 130, stderr
