@@ -11,12 +11,15 @@ constrained sticky path keep their extra partition, for example), we reproduce i
   so that our result never depends on the caller's dict order (a documented deviation).
 * ``java_sort_key``: ``String.compareTo`` order (UTF-16 code units), equal to Python's order for
   every string without characters outside the Basic Multilingual Plane.
+* ``java_string_hashes``: ``String.hashCode`` of many strings at once (numpy).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
+
+import numpy as np
 
 
 @lru_cache(maxsize=1 << 16)
@@ -29,9 +32,14 @@ def java_string_hash(s: str) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
-def java_sort_key(s: str) -> bytes | str:
-    """Key that sorts like ``String.compareTo``."""
-    return s if s.isascii() else s.encode("utf-16-be")
+def java_sort_key(s: str) -> str:
+    """Key that sorts like ``String.compareTo``: the string itself, or for a string with
+    characters outside the Basic Multilingual Plane, the string of its UTF-16 code units (so that
+    keys of both kinds compare with each other)."""
+    if s.isascii() or max(s) <= "\uffff":
+        return s
+    units = s.encode("utf-16-be", "surrogatepass")
+    return "".join(chr((units[i] << 8) | units[i + 1]) for i in range(0, len(units), 2))
 
 
 def _spread(h: int) -> int:
@@ -47,11 +55,44 @@ def hashmap_capacity(n: int) -> int:
     return cap
 
 
+def java_string_hashes(keys: Sequence[str]) -> np.ndarray:
+    """``String#hashCode`` of many strings at once, as uint32 (the same bits as the signed int).
+
+    Horner's rule over a padded array of code points; strings outside the Basic Multilingual
+    Plane (UTF-16 surrogate pairs) go through ``java_string_hash``.
+    """
+    n = len(keys)
+    if n == 0:
+        return np.zeros(0, dtype=np.uint32)
+    codes = np.array(keys, dtype=str)
+    width = codes.dtype.itemsize // 4
+    h = np.zeros(n, dtype=np.uint32)
+    if width:
+        points = codes.view(np.uint32).reshape(n, width)
+        lengths = np.fromiter(map(len, keys), dtype=np.int64, count=n)
+        for col in range(width):
+            live = lengths > col
+            h[live] = h[live] * np.uint32(31) + points[live, col]
+        wide = np.flatnonzero((points > 0xFFFF).any(axis=1))
+        for i in wide.tolist():
+            h[i] = java_string_hash(keys[i]) & 0xFFFFFFFF
+    return h
+
+
 def hashmap_order(keys: Iterable[str]) -> list[str]:
     """Keys in the order a ``java.util.HashMap<String, ?>`` built by ``put`` iterates them."""
     keys = list(keys)
     mask = hashmap_capacity(len(keys)) - 1
-    return sorted(keys, key=lambda k: (_spread(java_string_hash(k)) & mask, java_sort_key(k)))
+    if len(keys) < 64:
+        return sorted(keys, key=lambda k: (_spread(java_string_hash(k)) & mask, java_sort_key(k)))
+    h = java_string_hashes(keys)
+    bucket = (h ^ (h >> np.uint32(16))) & np.uint32(mask)
+    if all(k.isascii() for k in keys):
+        # ASCII: numpy's string order is String.compareTo order.
+        order = np.lexsort((np.array(keys, dtype=str), bucket))
+        return [keys[i] for i in order.tolist()]
+    buckets = bucket.tolist()
+    return [keys[i] for i in sorted(range(len(keys)), key=lambda i: (buckets[i], java_sort_key(keys[i])))]
 
 
 def hashmap_insertion_order(keys_in_insertion_order: Iterable[str]) -> list[str]:

@@ -6,7 +6,9 @@ per assignor: a fresh assignment (nobody owns anything) and a reassignment after
 assignor's member side reports it). Wall time is the median of ``--repeat`` runs; peak memory is
 measured in one extra run under ``tracemalloc`` (Python and numpy allocations) so that tracing
 does not slow the timed runs. ``moved`` counts partitions whose owner changed from the previous
-assignment (the leaver's partitions and cooperatively withheld ones included).
+assignment (the leaver's partitions and cooperatively withheld ones included). The KIP-848
+server-side assignors (``server:uniform``, ``server:range``) run their own cases: see
+``experiments/bench_server_assignors.py``.
 """
 
 from __future__ import annotations
@@ -25,6 +27,12 @@ from assignors.quality import assignment_quality
 from assignors.stream_join import decode_assignment_user_data, encode_assignment_user_data
 
 from .atomic import atomic_write_text
+from .bench_server_assignors import (
+    QUICK_SERVER_CASES,
+    SERVER_CASES,
+    bench_server_case,
+    server_names,
+)
 
 
 @attrs.frozen
@@ -151,11 +159,12 @@ def _row(name, case, mode, wall, metadata, subs, result, previous, peak) -> dict
     }
 
 
-COLUMNS = ["assignor", "case", "mode", "members", "partitions", "wall_s", "peak_mib", "spread", "moved", "withheld"]
+COLUMNS = ["assignor", "case", "mode", "members", "partitions", "wall_s", "spec_ms", "peak_mib", "spread", "moved",
+           "withheld"]
 
 
 def _fmt(row: dict, col: str) -> str:
-    v = row[col]
+    v = row.get(col)
     if v is None:
         return "-"
     if col == "wall_s":
@@ -171,10 +180,11 @@ def markdown_table(rows: list[dict]) -> str:
 
 
 def run(args) -> int:
-    names = args.assignor or list(ASSIGNORS)
-    unknown = [n for n in names if n not in ASSIGNORS]
+    known = list(ASSIGNORS) + server_names()
+    names = args.assignor or known
+    unknown = [n for n in names if n not in known]
     if unknown:
-        print(f"rebalance-sim bench assignors: unknown assignor {unknown[0]!r}; known: {', '.join(ASSIGNORS)}", file=sys.stderr)
+        print(f"rebalance-sim bench assignors: unknown assignor {unknown[0]!r}; known: {', '.join(known)}", file=sys.stderr)
         return 2
     if args.out:
         from .outputs import OutputError, check_output_file
@@ -185,13 +195,18 @@ def run(args) -> int:
             print(f"rebalance-sim bench assignors: {e}", file=sys.stderr)
             return 2
     cases = QUICK_CASES if args.quick else CASES
-    plan = [(n, c) for n in names for c in cases]
+    plan = [(n, c) for n in names if n in ASSIGNORS for c in cases]
+    # KIP-848 server-side assignors ("server:uniform", "server:range") on their own cases.
+    plan += [(n, c) for n in names if n not in ASSIGNORS for c in (QUICK_SERVER_CASES if args.quick else SERVER_CASES)]
     if not args.quick:
         plan += [(n, c) for n in names if n in ("range", "roundrobin") for c in RANGE_ROUNDROBIN_CASES]
     rows: list[dict] = []
     for i, (name, case) in enumerate(plan, 1):
         print(f"[{i}/{len(plan)}] {name:<20} {case.name}", file=sys.stderr, flush=True)
-        rows.extend(bench_case(name, case, args.repeat, measure_memory=not args.no_memory))
+        if name in ASSIGNORS:
+            rows.extend(bench_case(name, case, args.repeat, measure_memory=not args.no_memory))
+        else:
+            rows.extend(bench_server_case(name, case, args.repeat, None if args.no_memory else _peak_mib))
     table = markdown_table(rows)
     if args.json:
         import json
@@ -219,9 +234,10 @@ def _machine() -> str:
 
 
 def register(bench_subparsers) -> None:
-    p = bench_subparsers.add_parser("assignors", help="time every assignor on groups up to 2000 x 1,000,000",
+    p = bench_subparsers.add_parser("assignors", help="time every assignor (client and KIP-848 server side)",
                                     description=__doc__)
-    p.add_argument("--assignor", action="append", help="only this assignor (repeatable)")
+    p.add_argument("--assignor", action="append",
+                   help="only this assignor (repeatable); server-side ones as server:uniform, server:range")
     p.add_argument("--quick", action="store_true", help="small cases only (seconds)")
     p.add_argument("--repeat", type=int, default=3, help="timed runs per measurement (median)")
     p.add_argument("--no-memory", action="store_true", help="skip the tracemalloc run")

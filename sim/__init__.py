@@ -5,6 +5,9 @@ Layout:
   scenario    Scenario = SimConfig + timeline of actions, from a dict or TOML file
   group       the coordinator's classic group state machine (sans-I/O core)
   member      the consumer's ConsumerCoordinator logic (sans-I/O core)
+  consumer_group   the coordinator of the consumer group protocol, KIP-848 (sans-I/O core)
+  consumer_member  the new consumer's membership and reconciliation logic (sans-I/O core)
+  target_assignment  the server-side assignor call behind KIP-848's target assignment
   kernel      the deterministic input queue and the trio loop; actors drive the cores
   network     latency, drops, delay spikes, one-way partitions
   recorder    events / intervals rows and Parquet output

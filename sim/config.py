@@ -124,8 +124,25 @@ class GroupConfig:
     initial_rebalance_delay_ms: float = attrs.field(default=3000, validator=_nonneg)
     min_session_timeout_ms: float = attrs.field(default=6000, validator=_nonneg)
     max_session_timeout_ms: float = attrs.field(default=1800000, validator=_nonneg)
+    # The consumer group protocol (KIP-848; GroupCoordinatorConfig's group.consumer.* defaults).
+    consumer_heartbeat_interval_ms: float = attrs.field(default=5000, validator=_positive)
+    consumer_session_timeout_ms: float = attrs.field(default=45000, validator=_positive)
+    consumer_assignors: tuple[str, ...] = attrs.field(default=("uniform", "range"),
+                                                      converter=lambda v: names_tuple("consumer_assignors")(v))
 
     def __attrs_post_init__(self):
+        if self.consumer_heartbeat_interval_ms >= self.consumer_session_timeout_ms:
+            raise ConfigError(
+                "consumer_heartbeat_interval_ms",
+                f"{self.consumer_heartbeat_interval_ms:g} must be below consumer_session_timeout_ms "
+                f"({self.consumer_session_timeout_ms:g})",
+            )
+        from .target_assignment import SERVER_ASSIGNORS
+        if not self.consumer_assignors:
+            raise ConfigError("consumer_assignors", "needs at least one server-side assignor")
+        for name in self.consumer_assignors:
+            if name not in SERVER_ASSIGNORS:
+                raise ConfigError("consumer_assignors", f"{name!r} is not one of {', '.join(SERVER_ASSIGNORS)}")
         if self.max_session_timeout_ms < self.min_session_timeout_ms:
             raise ConfigError(
                 "max_session_timeout_ms",
@@ -135,6 +152,14 @@ class GroupConfig:
     @property
     def initial_rebalance_delay_s(self) -> float:
         return self.initial_rebalance_delay_ms / 1000.0
+
+    @property
+    def consumer_heartbeat_interval_s(self) -> float:
+        return self.consumer_heartbeat_interval_ms / 1000.0
+
+    @property
+    def consumer_session_timeout_s(self) -> float:
+        return self.consumer_session_timeout_ms / 1000.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -185,6 +210,9 @@ def _check_strategy(_inst, attribute, value):
         raise ConfigError(attribute.name, f"{list(value)} names an assignor twice")
 
 
+GROUP_PROTOCOLS = ("classic", "consumer")  # Kafka's group.protocol values
+
+
 @attrs.frozen
 class ConsumerConfig:
     """One member's client settings (Kafka's consumer configs) and its workload.
@@ -199,6 +227,12 @@ class ConsumerConfig:
     ``sticky_user_data_version``: 1 = KIP-341 (with generation); 0 = the pre-KIP-341 layout
     that an old client sends (only meaningful for the eager ``sticky`` assignor; such a client's
     subscriptions also carry no generation field).
+    ``group_protocol``: Kafka's ``group.protocol``: ``classic`` (JoinGroup/SyncGroup, the
+    assignors above run on the leader) or ``consumer`` (KIP-848: ConsumerGroupHeartbeat, the
+    coordinator assigns with a server-side assignor; ``partition_assignment_strategy``,
+    ``session_timeout_ms`` and ``heartbeat_interval_ms`` are then not used: the broker's
+    ``group.consumer.*`` settings apply). ``group_remote_assignor``: Kafka's
+    ``group.remote.assignor`` (None: the broker's first ``group.consumer.assignors``).
     """
 
     session_timeout_ms: float = attrs.field(default=45000, validator=_positive)
@@ -219,8 +253,12 @@ class ConsumerConfig:
     auto_commit_interval_ms: float = attrs.field(default=5000, validator=_positive)
     sticky_user_data_version: int = attrs.field(default=1)
     rack: str | None = attrs.field(default=None, validator=optional_str)
+    group_protocol: str = attrs.field(default="classic")
+    group_remote_assignor: str | None = attrs.field(default=None, validator=optional_str)
 
     def __attrs_post_init__(self):
+        if self.group_protocol not in GROUP_PROTOCOLS:
+            raise ConfigError("group_protocol", f"{self.group_protocol!r} is not one of {', '.join(GROUP_PROTOCOLS)}")
         if self.heartbeat_interval_ms >= self.session_timeout_ms:
             raise ConfigError(
                 "heartbeat_interval_ms",
@@ -380,6 +418,11 @@ class SimConfig:
             except ConfigError as e:
                 raise e.under(f"member_overrides.{name}") from None
             self.check_consumer(cfg, f"member_overrides.{name}")
+            if cfg.group_protocol != self.consumer.group_protocol:
+                # A group runs one protocol here: Kafka's mixed groups (classic members in a
+                # consumer group, KIP-848 migration) are not modelled.
+                raise ConfigError(f"member_overrides.{name}.group_protocol",
+                                  "every member of the group must use the same group_protocol")
         self.check_consumer(self.consumer, "consumer")
 
     def check_consumer(self, cfg: ConsumerConfig, where: str) -> None:
@@ -395,6 +438,10 @@ class SimConfig:
                 f"{where}.session_timeout_ms",
                 f"{cfg.session_timeout_ms:g} is above group.max.session.timeout.ms ({g.max_session_timeout_ms:g})",
             )
+        if cfg.group_remote_assignor is not None and cfg.group_remote_assignor not in g.consumer_assignors:
+            raise ConfigError(f"{where}.group_remote_assignor",
+                              f"{cfg.group_remote_assignor!r} is not one of group.consumer_assignors "
+                              f"({', '.join(g.consumer_assignors)})")
         known = {t.name for t in self.topics}
         for t in cfg.topics:
             if t not in known:

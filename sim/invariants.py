@@ -35,7 +35,7 @@ class _Zombies:
         self.joined: dict[str, list[tuple[float, int]]] = defaultdict(list)
         self.completed: list[tuple[float, int]] = []
         for t, kind, member, gen, detail in events:
-            if kind == "sync_received" and member:
+            if kind in ("sync_received", "assignment_received") and member:
                 mm = _MEMBER_ID.search(detail or "")
                 if mm:
                     self.syncs[member].append((t, mm.group(1)))

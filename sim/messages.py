@@ -151,3 +151,45 @@ class Unquiet:
 #   ("open", kind, member, topic, partition)   start an interval
 #   ("close", kind, member, topic, partition)  end it
 #   ("violation", text)                        a broken invariant
+
+
+# ---- the consumer group protocol (KIP-848): one RPC, ConsumerGroupHeartbeat ----
+
+# Kafka's Errors used by ConsumerGroupHeartbeat and by offset commits of consumer-protocol members.
+FENCED_MEMBER_EPOCH = "FENCED_MEMBER_EPOCH"
+UNRELEASED_INSTANCE_ID = "UNRELEASED_INSTANCE_ID"
+STALE_MEMBER_EPOCH = "STALE_MEMBER_EPOCH"
+
+# ConsumerGroupHeartbeatRequest's member epochs with a meaning of their own.
+JOIN_GROUP_MEMBER_EPOCH = 0
+LEAVE_GROUP_MEMBER_EPOCH = -1
+LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
+
+
+@attrs.frozen(slots=True)
+class ConsumerGroupHeartbeatRequest:
+    """ConsumerGroupHeartbeat (KIP-848). ``member_epoch`` 0 joins, -1 leaves, -2 a static member
+    leaves for a while. Fields the client sends only when they changed (subscribed topics,
+    rebalance timeout, owned partitions) are None when not sent, as in Kafka.
+    ``member_id`` is "" on a first join: the coordinator gives the member its id."""
+
+    member_id: str
+    member_epoch: int
+    group_instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_s: float | None = None
+    subscribed_topics: tuple[str, ...] | None = None
+    owned_partitions: frozenset | None = None
+    server_assignor: str | None = None  # group.remote.assignor
+
+
+@attrs.frozen(slots=True)
+class ConsumerGroupHeartbeatResponse:
+    """``assignment`` is None when it did not change since the member was last told (Kafka sends
+    it on a full request and whenever the member's assigned partitions change)."""
+
+    error: str
+    member_id: str = ""
+    member_epoch: int = -1
+    heartbeat_interval_s: float = 0.0
+    assignment: frozenset | None = None

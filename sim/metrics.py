@@ -161,6 +161,9 @@ def compute_metrics(events_t: pa.Table, intervals_t: pa.Table, config: SimConfig
                     join_s += t - prep_at
                     prep_at = None
                 join_at = t
+            elif kind == "target_assignment":  # the consumer protocol's round: one group epoch
+                rounds += 1
+                gens.append(gen)
             elif kind == "stable":
                 if join_at is not None:
                     sync_s += t - join_at

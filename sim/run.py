@@ -21,6 +21,8 @@ import trio.testing
 
 from .actors import CoordinatorActor, Director, MemberActor
 from .config import ConfigError, to_flat_dict
+from .consumer_group import ASSIGNING, RECONCILING, ConsumerGroupCoordinator
+from .consumer_member import ConsumerMember
 from .group import COMPLETING_REBALANCE, EMPTY, PREPARING_REBALANCE, STABLE, GroupCoordinator
 from .invariants import check_run
 from .kernel import Kernel
@@ -41,7 +43,10 @@ from .scenario import (
 )
 
 TAIL_S = 1.0
-_PHASES = {PREPARING_REBALANCE: "join", COMPLETING_REBALANCE: "sync", STABLE: "stable"}
+# crash_leader phases: the classic group's states, and the consumer group's (which has no leader:
+# the member that joined first stands in, see ConsumerGroupCoordinator.leader)
+_PHASES = {PREPARING_REBALANCE: "join", COMPLETING_REBALANCE: "sync", STABLE: "stable",
+           RECONCILING: "join", ASSIGNING: "sync"}
 
 
 class InvariantViolation(AssertionError):
@@ -141,7 +146,13 @@ class _Runner:
         self.network = Network(self.kernel, self.config.network, faults)
         self.kernel.network = self.network
         self.elide = self.config.elide_heartbeats and not self.network.lossy()
-        self.coordinator = GroupCoordinator(self.config.group, self.elide)
+        self.consumer_protocol = self.config.consumer.group_protocol == "consumer"
+        if self.consumer_protocol:
+            self.elide = False  # every heartbeat is simulated under the consumer protocol
+            self.coordinator = ConsumerGroupCoordinator(self.config.group, lambda: self.world.at(self.kernel.now),
+                                                        self.config.assignor_cost)
+        else:
+            self.coordinator = GroupCoordinator(self.config.group, self.elide)
         CoordinatorActor(self.kernel, self.coordinator)
         initial, self.width = member_names(self.config, scenario.timeline)
         self.members: dict[str, MemberActor] = {}
@@ -192,6 +203,10 @@ class _Runner:
         rng = actor.rng
         if actor.poll_rng is None:  # one stream per client, kept across restarts
             actor.poll_rng = self.kernel.rng_for(actor.rank, stream=1)
+        if self.consumer_protocol:
+            return ConsumerMember(actor.name, cfg, topics, rates=self.world.rates, handoffs=self.handoffs,
+                                  poll_rng=actor.poll_rng, rank=actor.rank,
+                                  heartbeat_interval_s=self.config.group.consumer_heartbeat_interval_s)
         lat = self.config.network.latency_of(actor.name)
         return Member(actor.name, cfg, topics, lambda: self.world.at(self.kernel.now),
                       lambda: lat.sample_s(rng), self.config.assignor_cost, self.elide,
@@ -200,6 +215,8 @@ class _Runner:
     # ---- settling (the end of an episode)
 
     def _is_settled(self, t: float) -> bool:
+        if self.consumer_protocol:
+            return self._is_settled_consumer(t)
         c = self.coordinator
         if c.state == EMPTY and not c.members and not c.pending_members and not any(
                 a.starting or (a.core is not None and a.core.alive) for a in self.members.values()):
@@ -243,6 +260,47 @@ class _Runner:
         if len(self.world.times) == 1:
             # Metadata never changes in this run: every owned partition exists.
             return sum(len(core.owned) for core in alive) == total
+        owned = 0
+        for core in alive:
+            for tp in core.owned:
+                if tp.partition < meta.get(tp.topic, 0):
+                    owned += 1
+        return owned == total
+
+    def _is_settled_consumer(self, t: float) -> bool:
+        """The consumer group protocol's episode end: the group is Stable (every member reconciled
+        to the target epoch, nothing waiting for the assignor), every live client is STABLE with
+        nothing in progress, and every subscribed partition is owned."""
+        c = self.coordinator
+        if not c.members and not any(a.starting or (a.core is not None and a.core.alive)
+                                     for a in self.members.values()):
+            return True
+        if c.state != "Stable" or c.parked or c.assign_pending or c.busy_until > t:
+            return False
+        probe = self._probe
+        if probe is not None and (probe.starting or (probe.core is not None and probe.core.alive
+                                                      and not probe.core.settled)):
+            return False
+        alive = []
+        for a in self.members.values():
+            core = a.core
+            if a.starting:
+                self._probe = a
+                return False
+            if core is None or not core.alive:
+                continue
+            mm = c.members.get(core.member_id)
+            if not core.settled or mm is None or core.epoch != mm.epoch:
+                self._probe = a
+                return False
+            alive.append(core)
+        if len(alive) != len(c.members):
+            return False
+        _, meta = self.world.at(t)
+        topics = set()
+        for core in alive:
+            topics.update(core.topics)
+        total = sum(meta.get(tp, 0) for tp in topics)
         owned = 0
         for core in alive:
             for tp in core.owned:

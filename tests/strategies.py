@@ -71,6 +71,63 @@ def groups(
     return meta, subs
 
 
+
+@st.composite
+def server_groups(
+    draw,
+    homogeneous: bool | None = None,
+    bucketed: bool = False,
+    max_members: int = 10,
+    max_topics: int = 5,
+    max_partitions: int = 12,
+) -> tuple[dict[str, int], dict]:
+    """A KIP-848 group for the server-side assignors: ``(partitions_per_topic, {member_id:
+    MemberSubscriptionAndAssignment})``.
+
+    ``homogeneous``: every member subscribes to the same topics (None: either). ``bucketed``:
+    members fall into subscription groups with disjoint topics (every subscriber of a topic has
+    the same subscription). Current target assignments are consistent (each partition at most
+    once) but stale: they may name unsubscribed, deleted or out-of-range partitions. Some
+    members are static, some subscribe to a topic that does not exist.
+    """
+    from assignors.server import MemberSubscriptionAndAssignment
+
+    meta = draw(metadata(max_topics=max_topics, max_partitions=max_partitions))
+    names = sorted(meta)
+    members = draw(st.lists(member_ids, min_size=1, max_size=max_members, unique=True))
+    if bucketed:
+        bucket_of_topic = {t: draw(st.integers(0, 2)) for t in names}
+        buckets = sorted(set(bucket_of_topic.values()))
+        topics_of = {}
+        for m in members:
+            b = draw(st.sampled_from(buckets))
+            topics_of[m] = frozenset(t for t in names if bucket_of_topic[t] == b)
+    else:
+        if homogeneous is None:
+            homogeneous = draw(st.booleans())
+        pool = names + ["gone1"]
+        common = frozenset(draw(st.lists(st.sampled_from(pool), min_size=1, unique=True)))
+        topics_of = {
+            m: common if homogeneous else frozenset(draw(st.lists(st.sampled_from(pool), unique=True)))
+            for m in members
+        }
+    assigned: dict[str, dict[str, list[int]]] = {m: {} for m in members}
+    for t in names + ["gone1"]:
+        for p in range(meta.get(t, 2) + draw(st.integers(0, 1))):
+            owner = draw(st.sampled_from([None, *members]))
+            if owner is not None:
+                assigned[owner].setdefault(t, []).append(p)
+    static = draw(st.booleans())
+    return meta, {
+        m: MemberSubscriptionAndAssignment(
+            topics_of[m],
+            {t: tuple(ps) for t, ps in assigned[m].items()},
+            instance_id=(f"instance-{m}" if static and draw(st.booleans()) else None),
+        )
+        for m in members
+    }
+
+
 def shuffled(mapping: dict, permutation: list[int]) -> dict:
     """The same mapping with its keys inserted in another order."""
     items = list(mapping.items())

@@ -19,14 +19,14 @@ from .spec import GroupSpec, SubscribedTopicDescriber
 class GroupArrays:
     """Members, topics and the current target assignment of a group, as numpy arrays.
 
-    ``topics``: the given topic names that exist, in Java ``String`` order. Only claims for which
-    ``keep_claim(member_index, topic)`` holds enter ``owner``; the others are dropped (the
-    builders decide: homogeneous keeps claims on the group's topics, heterogeneous on the member's
-    own subscription).
+    ``topics``: the given topic names that exist, in Java ``String`` order. Claims on other topics
+    are dropped, and with ``member_topics`` also claims on topics outside the member's own
+    subscription (the heterogeneous builder's rule). ``read_assignment=False`` leaves ``owner``
+    empty (range never reads it).
     """
 
     def __init__(self, spec: GroupSpec, describer: SubscribedTopicDescriber, topics: Collection[str],
-                 member_topics: list[frozenset[str]] | None = None):
+                 member_topics: list[frozenset[str]] | None = None, read_assignment: bool = True):
         self.member_ids = spec.member_ids
         self.index = {m: i for i, m in enumerate(self.member_ids)}
         names = sorted((t for t in topics if describer.num_partitions(t) >= 0), key=java_sort_key)
@@ -36,41 +36,78 @@ class GroupArrays:
         self.offsets = np.zeros(len(names) + 1, dtype=np.int64)
         np.cumsum(self.counts, out=self.offsets[1:])
         self.total = int(self.offsets[-1])
-        self.owner = self._owners(spec, member_topics)
+        self.owner = (self._owners(spec, member_topics) if read_assignment
+                      else np.full(self.total, -1, dtype=np.int32))
 
     def _owners(self, spec: GroupSpec, member_topics: list[frozenset[str]] | None) -> np.ndarray:
+        # One flat list of partition ids plus one (member, topic, length) row per claim: a Python
+        # loop over claims with no numpy call inside, then whole-array checks.
         rank = self.rank
-        counts = self.counts.tolist()
-        offsets = self.offsets.tolist()
-        chunks: list[np.ndarray] = []
-        chunk_member: list[int] = []
+        flat: list = []
+        extend = flat.extend
+        claim_member: list[int] = []
+        claim_rank: list[int] = []
+        claim_length: list[int] = []
+        ndarray = np.ndarray
+        get_rank = rank.get
+        members = spec._members  # noqa: SLF001 (same package; skips a method call per member)
         for i, member_id in enumerate(self.member_ids):
-            assigned = spec.member_subscription(member_id).assigned_partitions
+            assigned = members[member_id].assigned_partitions
             if not assigned:
                 continue
             allowed = member_topics[i] if member_topics is not None else None
             for topic, parts in assigned.items():
-                r = rank.get(topic)
+                r = get_rank(topic)
                 if r is None or (allowed is not None and topic not in allowed):
                     continue
-                arr = _int_array(parts, member_id, topic)
-                if arr.size == 0:
-                    continue
-                if arr.min() < 0:
-                    raise AssignorError(f"members[{member_id!r}].assigned_partitions[{topic!r}]: negative partition id")
-                if arr.max() >= counts[r]:
-                    arr = arr[arr < counts[r]]  # beyond the topic's count: dropped (see spec)
-                chunks.append(arr + offsets[r])
-                chunk_member.append(i)
+                before = len(flat)
+                try:
+                    extend(parts.tolist() if isinstance(parts, ndarray) else parts)
+                except TypeError:
+                    raise AssignorError(
+                        f"members[{member_id!r}].assigned_partitions[{topic!r}]: expected partition ids (integers)"
+                    ) from None
+                if len(flat) > before:
+                    claim_member.append(i)
+                    claim_rank.append(r)
+                    claim_length.append(len(flat) - before)
         owner = np.full(self.total, -1, dtype=np.int32)
-        if not chunks:
+        if not flat:
             return owner
-        gids = np.concatenate(chunks)
-        members = np.repeat(np.array(chunk_member, dtype=np.int32), [c.size for c in chunks])
+        parts = np.array(flat)
+        lengths = np.array(claim_length, dtype=np.int64)
+        if parts.dtype.kind not in "iu" or parts.ndim != 1:
+            self._raise_bad(spec, claim_member, claim_rank, lengths, parts)
+        parts = parts.astype(np.int64, copy=False)
+        ranks = np.repeat(np.array(claim_rank, dtype=np.int64), lengths)
+        members = np.repeat(np.array(claim_member, dtype=np.int32), lengths)
+        if parts.min() < 0:
+            self._raise_bad(spec, claim_member, claim_rank, lengths, parts)
+        # Beyond the topic's count: dropped (see spec).
+        valid = parts < self.counts[ranks]
+        if not valid.all():
+            parts, ranks, members = parts[valid], ranks[valid], members[valid]
+        gids = parts + self.offsets[ranks]
         if np.bincount(gids, minlength=self.total).max(initial=0) > 1:
             self._raise_duplicate(gids, members)
         owner[gids] = members
         return owner
+
+    def _raise_bad(self, spec, claim_member, claim_rank, lengths, parts) -> None:
+        """The one-line error for the first claim that is not a list of partition ids >= 0."""
+        at = 0
+        for i, r, n in zip(claim_member, claim_rank, lengths.tolist()):
+            chunk = parts[at:at + n] if parts.ndim == 1 else None
+            at += n
+            ok = chunk is not None and all(
+                isinstance(p, int | np.integer) and not isinstance(p, bool) and p >= 0 for p in chunk.tolist()
+            )
+            if not ok:
+                member_id, topic = self.member_ids[i], self.topics[r]
+                raise AssignorError(
+                    f"members[{member_id!r}].assigned_partitions[{topic!r}]: expected partition ids (integers >= 0)"
+                )
+        raise AssignorError("members: assigned_partitions must map topics to partition ids (integers >= 0)")
 
     def _raise_duplicate(self, gids: np.ndarray, members: np.ndarray) -> None:
         order = np.argsort(gids, kind="stable")
@@ -87,17 +124,3 @@ class GroupArrays:
     def topic_of(self, gids: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.offsets, gids, side="right") - 1
 
-
-def _int_array(parts, member_id: str, topic: str) -> np.ndarray:
-    if isinstance(parts, np.ndarray):
-        arr = parts
-    elif isinstance(parts, set | frozenset):
-        arr = np.fromiter(parts, dtype=np.int64, count=len(parts))
-    else:
-        try:
-            arr = np.asarray(parts)
-        except (TypeError, ValueError):
-            arr = np.empty(0, dtype=object)
-    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
-        raise AssignorError(f"members[{member_id!r}].assigned_partitions[{topic!r}]: expected partition ids (integers)")
-    return arr.astype(np.int64, copy=False)

@@ -44,20 +44,14 @@ class RangeAssignor:
         if len(group_spec) == 0:
             return GroupAssignment.empty()
         members = [group_spec.member_subscription(mid) for mid in group_spec.member_ids]
-        # Kafka's sortMemberIds: static members by instance id first, then the rest by member id.
-        order = sorted(
-            range(len(members)),
-            key=lambda i: (0, java_sort_key(members[i].instance_id), java_sort_key(group_spec.member_ids[i]))
-            if members[i].instance_id is not None
-            else (1, java_sort_key(group_spec.member_ids[i]), ""),
-        )
+        order = _sorted_member_indices(group_spec.member_ids, [m.instance_id for m in members])
         rank_of_member = np.empty(len(members), dtype=np.int64)
         rank_of_member[order] = np.arange(len(members))
         distinct: dict[frozenset[str], list[int]] = {}
         for i, m in enumerate(members):
             distinct.setdefault(m.subscribed_topic_names, []).append(i)
         all_topics = set().union(*distinct)
-        g = GroupArrays(group_spec, describer, all_topics, [frozenset()] * len(members))
+        g = GroupArrays(group_spec, describer, all_topics, read_assignment=False)
         # Subscribers of each topic, in sorted-member order.
         per_topic: list[list[np.ndarray]] = [[] for _ in g.topics]
         for topic_set, idx in distinct.items():
@@ -89,3 +83,18 @@ class RangeAssignor:
 
     def __repr__(self) -> str:
         return f"<server assignor {self.name}>"
+
+
+def _sorted_member_indices(member_ids: tuple[str, ...], instance_ids: list[str | None]) -> list[int]:
+    """Kafka's ``sortMemberIds``: static members by instance id first, then the others by member
+    id, both in ``String.compareTo`` order."""
+    static = [i for i, inst in enumerate(instance_ids) if inst is not None]
+    dynamic = [i for i, inst in enumerate(instance_ids) if inst is None]
+    static.sort(key=lambda i: (java_sort_key(instance_ids[i]), java_sort_key(member_ids[i])))
+    ids = [member_ids[i] for i in dynamic]
+    if len(ids) > 64 and all(m.isascii() for m in ids):
+        # ASCII: numpy's string order is String.compareTo order.
+        dynamic = [dynamic[j] for j in np.argsort(np.array(ids, dtype=str), kind="stable").tolist()]
+    else:
+        dynamic.sort(key=lambda i: java_sort_key(member_ids[i]))
+    return static + dynamic

@@ -211,7 +211,7 @@ class GroupAssignment(Mapping[str, dict[str, tuple[int, ...]]]):
         self._owner = np.asarray(owner, dtype=np.int32)
         if self._owner.shape != (int(offsets[-1]),):
             raise ValueError("owner array does not match the topics' partition counts")
-        self._slices: tuple[np.ndarray, np.ndarray] | None = None
+        self._slices: tuple | None = None
 
     @classmethod
     def empty(cls) -> GroupAssignment:
@@ -241,26 +241,31 @@ class GroupAssignment(Mapping[str, dict[str, tuple[int, ...]]]):
         counts = np.bincount(self._owner[self._owner >= 0], minlength=len(self._member_ids)).tolist()
         return dict(zip(self._member_ids, counts))
 
-    def _member_slices(self) -> tuple[np.ndarray, np.ndarray]:
+    def _member_runs(self) -> tuple[list[int], list[int], list[int], list[int]]:
+        """Runs of (member, topic) over the partitions sorted by member, topic, partition:
+        per run its topic rank and [start, end) in the partition list, and per member its first
+        run. Built once, on first access."""
         if self._slices is None:
-            order = np.argsort(self._owner, kind="stable").astype(np.int64)
-            bounds = np.searchsorted(self._owner[order], np.arange(-1, len(self._member_ids) + 1))
-            self._slices = (order, bounds)
+            order = np.argsort(self._owner, kind="stable")
+            sorted_owner = self._owner[order]
+            skip = int(np.searchsorted(sorted_owner, 0))  # unassigned partitions sort first
+            order = order[skip:].astype(np.int64)
+            sorted_owner = sorted_owner[skip:]
+            ranks = np.searchsorted(self._offsets, order, side="right") - 1
+            parts = order - self._offsets[ranks]
+            change = np.flatnonzero((np.diff(sorted_owner) != 0) | (np.diff(ranks) != 0)) + 1
+            starts = np.concatenate(([0], change)) if order.size else np.empty(0, dtype=np.int64)
+            ends = np.append(starts[1:], order.size)
+            first_run = np.searchsorted(sorted_owner[starts], np.arange(len(self._member_ids) + 1))
+            self._slices = (parts.tolist(), ranks[starts].tolist(), starts.tolist(), ends.tolist(),
+                            first_run.tolist())
         return self._slices
 
     def __getitem__(self, member_id: str) -> dict[str, tuple[int, ...]]:
         i = self._index[member_id]
-        order, bounds = self._member_slices()
-        gids = order[bounds[i + 1]:bounds[i + 2]]
-        if gids.size == 0:
-            return {}
-        ranks = np.searchsorted(self._offsets, gids, side="right") - 1
-        parts = (gids - self._offsets[ranks]).tolist()
-        cuts = np.flatnonzero(np.diff(ranks)) + 1
-        starts = [0, *cuts.tolist()]
-        ends = [*cuts.tolist(), len(parts)]
-        rank_list = ranks.tolist()
-        return {self._topics[rank_list[s]]: tuple(parts[s:e]) for s, e in zip(starts, ends)}
+        parts, run_rank, starts, ends, first_run = self._member_runs()
+        topics = self._topics
+        return {topics[run_rank[j]]: tuple(parts[starts[j]:ends[j]]) for j in range(first_run[i], first_run[i + 1])}
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._member_ids)

@@ -116,26 +116,30 @@ def _homogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupA
     # Partitions nobody holds, in topic then partition order.
     unassigned = [np.flatnonzero(owner < 0)]
     held = np.flatnonzero(owner >= 0)
-    room = quota
-    if held.size:
-        holder = owner[held].astype(np.int64)
-        rank = g.topic_of(held)
-        partition = held - g.offsets[rank]
-        # Walk each member's partitions in Kafka's order: member, topic, HashSet iteration order.
+    held_count = np.bincount(owner[held], minlength=m)
+    room = quota - held_count
+    over = room < 0
+    if over.any():
+        # Only members over their quota give anything up; walk their partitions in Kafka's order:
+        # member, topic, HashSet iteration order within the topic.
+        mine = held[over[owner[held]]]
+        holder = owner[mine].astype(np.int64)
+        rank = g.topic_of(mine)
+        partition = mine - g.offsets[rank]
         n_topics = len(g.topics)
-        per_member_topic = np.bincount(holder * n_topics + rank, minlength=m * n_topics)
-        capacity = java_hashset_capacity(per_member_topic[holder * n_topics + rank])
+        member_topic = holder * n_topics + rank
+        _, inverse, per_member_topic = np.unique(member_topic, return_inverse=True, return_counts=True)
+        capacity = java_hashset_capacity(per_member_topic[inverse])
         bucket = (partition ^ (partition >> 16)) & (capacity - 1)
-        # ``held`` is ascending (topic, partition), so a stable sort leaves bucket ties ascending.
-        walk = held[np.lexsort((bucket, rank, holder))]
+        # ``mine`` is ascending (topic, partition), so a stable sort leaves bucket ties ascending.
+        walk = mine[np.lexsort((bucket, rank, holder))]
         walk_holder = owner[walk].astype(np.int64)
-        starts = np.searchsorted(walk_holder, np.arange(m))
-        position = np.arange(walk.size) - starts[walk_holder]
-        keep = position < quota[walk_holder]
+        first = np.searchsorted(walk_holder, walk_holder, side="left")
+        keep = np.arange(walk.size) - first < quota[walk_holder]
         revoked = walk[~keep]
         owner[revoked] = -1
         unassigned.append(revoked)
-        room = quota - np.bincount(walk_holder[keep], minlength=m)
+        room = np.maximum(room, 0)
     todo = np.concatenate(unassigned)
     takers = np.repeat(np.arange(m, dtype=np.int32), room)
     if takers.size < todo.size:
@@ -184,6 +188,7 @@ class _HeterogeneousBuilder:
         self.g = g
         self.subscribers = subscribers
         self.sizes = np.bincount(g.owner[g.owner >= 0], minlength=len(g.member_ids)).astype(np.int64)
+        self.converged = True  # False when balance() stops at MAX_ITERATION_COUNT passes
 
     def _sorted_topics(self, ranks: list[int]) -> list[int]:
         """Partitions per subscriber descending, subscriber count ascending, then topic."""
@@ -221,6 +226,7 @@ class _HeterogeneousBuilder:
                 moved = self._balance_topic(r, sizes_list)
                 if moved > 0 or last_rebalanced == -1:
                     last_rebalanced = i
+        self.converged = False
 
     def _balance_topic(self, r: int, size: list[int]) -> int:
         """Kafka's ``balanceTopic`` with its ``MemberAssignmentBalancer``; ``size`` mirrors

@@ -90,3 +90,15 @@ def test_partition_counts_and_to_dict_agree():
     d = target.to_dict()
     assert target.partition_counts() == {m: sum(len(v) for v in d[m].values()) for m in d}
     assert np.array_equal(np.sort(np.concatenate([target.owners("t"), target.owners("u")])) >= 0, np.ones(15, bool))
+
+
+def test_readme_server_example_runs():
+    """The README's server-side assignor example runs and gives what its comment says."""
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    block = next(b for b in readme.split("```python")[1:] if "assignors.server import" in b).split("```")[0]
+    scope: dict = {}
+    exec(block, scope)  # noqa: S102 (our own README)
+    assert scope["target"]["m3"] == {"orders": (2, 5)}
+    assert list(scope["target"].owners("orders")) == [0, 0, 2, 1, 1, 2]

@@ -141,8 +141,8 @@ def test_assign_accepts_a_good_group(capsys):
 @pytest.mark.parametrize("value", ["0", "-5"])
 def test_timeline_max_partitions_must_be_positive(tmp_path, capsys, value):
     """`timeline --max-partitions -5` or 0 is bad input, not a strange plot."""
-    from sim import run_scenario
     from experiments.scenarios import load_scenario
+    from sim import run_scenario
 
     run_scenario(load_scenario("scale-out", ["members=2", "partitions=4"]), out_dir=tmp_path)
     assert main(["timeline", str(tmp_path), "--max-partitions", value]) == 2
@@ -157,8 +157,9 @@ def test_atomic_writes_keep_the_umask_mode(tmp_path):
         atomic_write_bytes(tmp_path / "report.html", b"x")
         with atomic_directory(tmp_path / "run") as d:
             (d / "f").write_text("y")
-        from sim.recorder import write_parquet_atomic
         import pyarrow as pa
+
+        from sim.recorder import write_parquet_atomic
 
         write_parquet_atomic(pa.table({"a": [1]}), str(tmp_path / "t.parquet"))
         os.umask(0o077)
@@ -196,8 +197,8 @@ def test_list_shows_parameters_and_json(capsys):
 
 def test_show_prints_toml_that_runs_the_same_simulation(tmp_path, capsys):
     """`show crash --set ...` is a TOML file whose run has the same events as the built-in's."""
-    from sim import run_scenario
     from experiments.scenarios import load_scenario
+    from sim import run_scenario
 
     sets = ["members=3", "partitions=6", "consumer.session_timeout_ms=10000"]
     assert main(["show", "crash", *[a for s in sets for a in ("--set", s)]]) == 0
@@ -225,8 +226,8 @@ def test_assignor_key_works_for_scenario_files(tmp_path):
 @pytest.mark.parametrize("name", ["range", "cooperative-sticky"])
 def test_bench_assignors_counts_moves_against_the_previous_assignment(name):
     """After a member leaves, `moved` includes the leaver's partitions (range used to show 0)."""
-    from experiments.bench_assignors import Case, bench_case, moved_since
     from assignors import Assignment, TopicPartition
+    from experiments.bench_assignors import Case, bench_case, moved_since
 
     fresh, left = bench_case(name, Case("t", 10, 10, 10), repeat=1, measure_memory=False)
     assert fresh["moved"] == 0

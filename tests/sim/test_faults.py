@@ -7,9 +7,8 @@ import pytest
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
-from sim import Scenario, run_scenario
-
 from experiments.soak import problems
+from sim import Scenario, run_scenario
 
 from ..strategies import faulty_scenarios
 
@@ -54,3 +53,27 @@ def test_random_fault_schedules_keep_invariants(data, seed):
 def test_many_random_fault_schedules_keep_invariants(data, seed):
     """The same property over a thousand schedules (run with ``pytest -m slow``)."""
     _check(data, seed)
+
+
+def _consumer_protocol(data: dict) -> dict:
+    """The schedule under the consumer protocol; the drawn session timeout becomes the broker's
+    group.consumer.session.timeout.ms (the client's is not used by that protocol)."""
+    consumer = {**data.get("consumer", {}), "group_protocol": "consumer"}
+    group = {**data.get("group", {}), "consumer_session_timeout_ms": consumer.get("session_timeout_ms", 45000)}
+    return {**data, "consumer": consumer, "group": group}
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=faulty_scenarios(), seed=st.integers(0, 2**16))
+def test_random_fault_schedules_keep_invariants_consumer_protocol(data, seed):
+    """The same schedules under the consumer group protocol (KIP-848): invariants hold, every
+    partition ends with one owner, nothing raises."""
+    _check(_consumer_protocol(data), seed)
+
+
+@pytest.mark.slow
+@settings(max_examples=1000, deadline=None)
+@given(data=faulty_scenarios(max_faults=8), seed=st.integers(0, 2**16))
+def test_many_random_fault_schedules_keep_invariants_consumer_protocol(data, seed):
+    """The consumer-protocol property over a thousand schedules (``pytest -m slow``)."""
+    _check(_consumer_protocol(data), seed)

@@ -1,0 +1,578 @@
+"""The group coordinator of the consumer group protocol (KIP-848) as a sans-I/O core, beside the
+classic one in ``sim.group``.
+
+Theory of operation. Everything that changes a consumer group lives here (Kafka's
+``GroupMetadataManager.consumerGroupHeartbeat`` and its helpers, ``modern.consumer.ConsumerGroup``,
+``CurrentAssignmentBuilder``); nothing here knows about trio, the network or the clock. The actor
+calls ``handle(now, sender, message)`` and ``on_timer(now, key, at)`` and carries out the returned
+effects (``sim.messages``).
+
+- One RPC, ConsumerGroupHeartbeat. Member epoch 0 joins (the coordinator gives the member its id),
+  -1 leaves, -2 is a static member leaving for a while (it keeps its assignment and its instance
+  id until the session timeout; a new process with the same ``group.instance.id`` that joins with
+  epoch 0 takes its place and its partitions; while the old member is still active the joiner
+  gets UNRELEASED_INSTANCE_ID).
+- The group epoch is bumped when a member joins, leaves or is fenced, when a subscription changes,
+  and when the partition count of a subscribed topic changes. The target assignment (one call of
+  the server-side assignor, ``sim.target_assignment``) is computed for the group epoch by the next
+  heartbeat that finds it stale, as Kafka does.
+- Each member is then reconciled on its own (``next_member_assignment``, Kafka's
+  ``CurrentAssignmentBuilder``): it keeps target ∩ current, must first revoke current - target
+  (state UNREVOKED_PARTITIONS, epoch unchanged), and receives a partition only when no other
+  member holds it any more (UNRELEASED_PARTITIONS until then). Its epoch moves to the target
+  epoch once nothing is left to revoke; there is no group-wide barrier.
+- Fencing: a member that sends no heartbeat for ``group.consumer.session.timeout.ms``, or stays
+  in UNREVOKED_PARTITIONS for its rebalance timeout (the client's max.poll.interval.ms), is
+  removed; the group epoch is bumped and its partitions are free at once. Epoch checks answer
+  FENCED_MEMBER_EPOCH (a member coming with the previous epoch and a subset of its assignment is
+  accepted: its response was lost), UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID.
+
+Modelled here, not defined by Kafka:
+- Assignor cost. Computing a target assignment takes simulated time (``AssignorCost``, as the
+  classic leader's): the coordinator handles nothing else meanwhile (Kafka runs it inline in the
+  coordinator's event loop). Heartbeats that arrive at the instant an assignment is needed share
+  that one computation: the computation runs right after the inputs of that instant (a zero-delay
+  timer), and the heartbeats wait for it.
+- Member ids are given by the coordinator (Kafka before KIP-1082), so a rejoin is a new member id.
+- No heartbeat elision: every heartbeat is simulated (``elide_heartbeats`` does not apply).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import attrs
+
+from . import messages as m
+from .config import AssignorCost, GroupConfig
+from .target_assignment import MemberSpec, compute_target
+
+# MemberState (group-coordinator modern.consumer)
+STABLE = "STABLE"
+UNREVOKED_PARTITIONS = "UNREVOKED_PARTITIONS"
+UNRELEASED_PARTITIONS = "UNRELEASED_PARTITIONS"
+
+# ConsumerGroup.ConsumerGroupState
+EMPTY = "Empty"
+ASSIGNING = "Assigning"
+RECONCILING = "Reconciling"
+GROUP_STABLE = "Stable"
+
+_EMPTY: frozenset = frozenset()
+
+
+def next_member_assignment(state: str, member_epoch: int, assigned: frozenset, pending_revocation: frozenset,
+                           target_epoch: int, target: frozenset, partition_epoch: Callable[[object], int],
+                           owned: frozenset | None) -> tuple[str, int, frozenset, frozenset]:
+    """Kafka's ``CurrentAssignmentBuilder.build``: one member's next (state, epoch, assigned
+    partitions, partitions pending revocation) given its target assignment at ``target_epoch``.
+
+    ``partition_epoch(tp)`` is the epoch of the member currently holding ``tp`` (assigned or
+    pending revocation), -1 when it is free. ``owned`` is what the member reported in this
+    heartbeat, None when it did not send its owned partitions (then it cannot have revoked).
+    """
+    if state == STABLE:
+        if member_epoch == target_epoch:
+            return state, member_epoch, assigned, pending_revocation
+        return _compute_next(member_epoch, assigned, target_epoch, target, partition_epoch, owned)
+    if state == UNREVOKED_PARTITIONS:
+        if _owns_any(owned, pending_revocation):
+            return state, member_epoch, assigned, pending_revocation
+        return _compute_next(member_epoch + 1, assigned, target_epoch, target, partition_epoch, owned)
+    if state == UNRELEASED_PARTITIONS:
+        return _compute_next(member_epoch, assigned, target_epoch, target, partition_epoch, owned)
+    raise ValueError(f"unknown member state {state!r}")
+
+
+def _owns_any(owned: frozenset | None, partitions: frozenset) -> bool:
+    """CurrentAssignmentBuilder.ownsRevokedPartitions (no report: assume it still owns them)."""
+    if owned is None:
+        return True
+    return not owned.isdisjoint(partitions)
+
+
+def _compute_next(member_epoch, assigned, target_epoch, target, partition_epoch, owned):
+    """CurrentAssignmentBuilder.computeNextAssignment."""
+    kept = assigned & target
+    revoke = assigned - kept
+    pending_assignment = target - kept
+    free = frozenset(tp for tp in pending_assignment if partition_epoch(tp) == -1)
+    unreleased = len(free) != len(pending_assignment)
+    if revoke and _owns_any(owned, revoke):
+        # revoke first, in the current epoch
+        return UNREVOKED_PARTITIONS, member_epoch, kept, revoke
+    if free:
+        return (UNRELEASED_PARTITIONS if unreleased else STABLE), target_epoch, kept | free, _EMPTY
+    if unreleased:
+        return UNRELEASED_PARTITIONS, target_epoch, kept, _EMPTY
+    return STABLE, target_epoch, kept, _EMPTY
+
+
+@attrs.define(slots=True, eq=False)
+class ConsumerGroupMember:
+    """What the coordinator knows of one member (Kafka's ConsumerGroupMember)."""
+
+    member_id: str
+    client: str
+    instance_id: str | None
+    rack: str | None
+    topics: tuple[str, ...]
+    rebalance_timeout_s: float
+    epoch: int = 0
+    previous_epoch: int = 0
+    state: str = STABLE
+    assigned: frozenset = _EMPTY
+    pending_revocation: frozenset = _EMPTY
+    last_heartbeat: float = 0.0
+    rebalance_deadline_epoch: int | None = None
+    server_assignor: str | None = None
+
+    def reconciled_to(self, target_epoch: int) -> bool:
+        return self.state == STABLE and self.epoch == target_epoch
+
+
+class ConsumerGroupCoordinator:
+    """One consumer group under the consumer group protocol. See the module docstring."""
+
+    protocol = "consumer"
+
+    def __init__(self, config: GroupConfig, metadata: Callable[[], tuple[int, dict[str, int]]],
+                 assignor_cost: AssignorCost | None = None, default_assignor: str | None = None):
+        self.config = config
+        self._metadata = metadata
+        self.assignor_cost = assignor_cost or AssignorCost()
+        self.assignor = default_assignor or config.consumer_assignors[0]
+        self.group_epoch = 0
+        self.target_epoch = 0
+        self.target: dict[str, frozenset] = {}
+        self.members: dict[str, ConsumerGroupMember] = {}    # insertion order = join order
+        self.static_members: dict[str, str] = {}             # group.instance.id -> member id
+        self.partition_epoch: dict = {}                      # TopicPartition -> epoch of its holder
+        self.partition_owner: dict = {}                      # TopicPartition -> member id
+        self.unreconciled: set[str] = set()
+        self.state = EMPTY
+        self.timers: dict[tuple, float] = {}
+        self.parked: list[tuple] = []       # (client, request, stage) waiting for the assignor
+        self.assign_pending = False
+        self.busy_until = 0.0
+        self.subscribed_partitions: dict[str, int] = {}
+        self._meta_version = -1
+        self._next_id = 0
+        self._rebalance_open = False
+        self.out: list[tuple] = []
+        self.input_rank = -1
+        self.assignments_computed = 0
+
+    # ------------------------------------------------------------------ plumbing
+
+    @property
+    def generation(self) -> int:
+        """The group epoch (the classic core's name, for code that reports either)."""
+        return self.group_epoch
+
+    @property
+    def leader(self) -> str | None:
+        """There is no leader under this protocol; the member that joined first stands in for one
+        where a scenario asks for it (``crash_leader``)."""
+        return next(iter(self.members), None)
+
+    def _event(self, kind: str, member: str | None = None, detail: str = "") -> None:
+        self.out.append(("event", kind, member, self.group_epoch, detail))
+
+    def _timer(self, key: tuple, at: float | None) -> None:
+        if at is None:
+            if self.timers.pop(key, None) is not None:
+                self.out.append(("timer", key, None))
+        else:
+            self.timers[key] = at
+            self.out.append(("timer", key, at))
+
+    def _drain(self) -> list[tuple]:
+        out, self.out = self.out, []
+        return out
+
+    def _reply(self, client: str, msg, at: float | None = None) -> None:
+        if at is None:
+            self.out.append(("send", client, msg))
+        else:
+            self.out.append(("send", client, msg, at))
+
+    def _blocked(self, now: float) -> bool:
+        return self.assign_pending or now < self.busy_until
+
+    # ------------------------------------------------------------------ entry points
+
+    def handle(self, now: float, sender: str, msg) -> list[tuple]:
+        if now < self.busy_until:
+            self.parked.append((sender, msg, "full"))
+        elif isinstance(msg, m.ConsumerGroupHeartbeatRequest):
+            self._on_heartbeat(now, sender, msg)
+        elif isinstance(msg, m.OffsetCommitRequest):
+            self._on_commit(now, sender, msg)
+        else:
+            raise TypeError(f"consumer group coordinator cannot handle {msg!r}")
+        return self._drain()
+
+    def on_timer(self, now: float, key: tuple, at: float) -> list[tuple]:
+        if self.timers.get(key) != at:
+            return []
+        del self.timers[key]
+        kind = key[0]
+        if kind == "assign":
+            self._compute_target(now)
+        elif kind == "unblock":
+            self._unpark(now)
+        elif now < self.busy_until or self.assign_pending:
+            # the coordinator is busy with the assignor: its timers run when it is free again
+            self._timer(key, max(self.busy_until, now))
+        elif kind == "session":
+            mm = self.members.get(key[1])
+            if mm is not None:
+                if mm.last_heartbeat + self.config.consumer_session_timeout_s <= now:
+                    self._fence(now, mm, "session_expired")
+                else:
+                    self._timer(key, mm.last_heartbeat + self.config.consumer_session_timeout_s)
+        elif kind == "rebalance":
+            mm = self.members.get(key[1])
+            if mm is not None and mm.epoch == key[2]:
+                self._fence(now, mm, "rebalance_timeout")
+        self._update_state(now)
+        return self._drain()
+
+    def on_control(self, now: float, sender: str, note) -> list[tuple]:
+        return []  # no heartbeat elision under this protocol
+
+    # ------------------------------------------------------------------ membership
+
+    def _new_member_id(self, client: str) -> str:
+        self._next_id += 1
+        return f"{client}-{self._next_id:06d}"
+
+    def _set_holdings(self, mm: ConsumerGroupMember, assigned: frozenset, pending: frozenset) -> None:
+        """Move the member's partitions in the group's partition-epoch map (ConsumerGroup
+        .maybeUpdatePartitionEpoch)."""
+        pe, po = self.partition_epoch, self.partition_owner
+        old = mm.assigned | mm.pending_revocation
+        new = assigned | pending
+        for tp in old - new:
+            if po.get(tp) == mm.member_id:
+                del pe[tp]
+                del po[tp]
+        for tp in new:
+            holder = po.get(tp)
+            if holder is not None and holder != mm.member_id:
+                self.out.append(("violation", f"group epoch {self.group_epoch}: {tp} given to "
+                                 f"{mm.member_id} while {holder} still holds it"))
+            pe[tp] = mm.epoch
+            po[tp] = mm.member_id
+        mm.assigned = assigned
+        mm.pending_revocation = pending
+
+    def _bump(self, now: float, reason: str) -> None:
+        self.group_epoch += 1
+        self._event("rebalance_start", None, f"group epoch {self.group_epoch}: {reason}")
+        if not self._rebalance_open:
+            self._rebalance_open = True
+            self.out.append(("open", "rebalance", None, None, None))
+
+    def _remove(self, mm: ConsumerGroupMember) -> None:
+        self._set_holdings(mm, _EMPTY, _EMPTY)
+        del self.members[mm.member_id]
+        self.target.pop(mm.member_id, None)
+        self.unreconciled.discard(mm.member_id)
+        if mm.instance_id is not None and self.static_members.get(mm.instance_id) == mm.member_id:
+            del self.static_members[mm.instance_id]
+        self._timer(("session", mm.member_id), None)
+        self._timer(("rebalance", mm.member_id, mm.rebalance_deadline_epoch), None)
+
+    def _fence(self, now: float, mm: ConsumerGroupMember, reason: str) -> None:
+        """consumerGroupFenceMember: remove the member, bump the group epoch."""
+        self._remove(mm)
+        self._event("member_removed", mm.client, f"member_id={mm.member_id} reason={reason}")
+        self._bump(now, f"member {mm.client} {reason}")
+
+    def _touch(self, mm: ConsumerGroupMember) -> None:
+        if mm.reconciled_to(self.target_epoch):
+            self.unreconciled.discard(mm.member_id)
+        else:
+            self.unreconciled.add(mm.member_id)
+
+    def _update_state(self, now: float) -> None:
+        """ConsumerGroup.maybeUpdateGroupState, plus the ``rebalance`` interval and events."""
+        if not self.members:
+            new = EMPTY
+        elif self.group_epoch > self.target_epoch:
+            new = ASSIGNING
+        elif self.unreconciled:
+            new = RECONCILING
+        else:
+            new = GROUP_STABLE
+        if new in (GROUP_STABLE, EMPTY) and self._rebalance_open and not self.parked and not self._blocked(now):
+            self._rebalance_open = False
+            self.out.append(("close", "rebalance", None, None, None))
+            self._event("stable", None, f"members={len(self.members)} epoch={self.target_epoch}")
+        self.state = new
+
+    def _refresh_metadata(self) -> bool:
+        """Whether the partition counts of subscribed topics changed since the last look (Kafka
+        refreshes a group's subscription metadata when a new metadata image touches its topics)."""
+        version, meta = self._metadata()
+        if version == self._meta_version:
+            return False
+        self._meta_version = version
+        topics = {t for mm in self.members.values() for t in mm.topics}
+        counts = {t: meta.get(t, 0) for t in sorted(topics)}
+        changed = counts != self.subscribed_partitions
+        self.subscribed_partitions = counts
+        return changed
+
+    def _subscription_changed(self) -> None:
+        _, meta = self._metadata()
+        topics = {t for mm in self.members.values() for t in mm.topics}
+        self.subscribed_partitions = {t: meta.get(t, 0) for t in sorted(topics)}
+
+    # ------------------------------------------------------------------ ConsumerGroupHeartbeat
+
+    def _error(self, client: str, req, error: str) -> None:
+        self._reply(client, m.ConsumerGroupHeartbeatResponse(error, req.member_id, req.member_epoch))
+
+    def _on_heartbeat(self, now: float, client: str, req: m.ConsumerGroupHeartbeatRequest) -> None:
+        if req.member_epoch in (m.LEAVE_GROUP_MEMBER_EPOCH, m.LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+            self._on_leave(now, client, req)
+            self._update_state(now)
+            return
+        bump = None
+        if req.member_epoch == m.JOIN_GROUP_MEMBER_EPOCH and req.member_id == "":
+            mm, bump = self._join(now, client, req)
+            if mm is None:
+                return
+        else:
+            mm = self._check(client, req)
+            if mm is None:
+                return
+        mm.client = client
+        mm.last_heartbeat = now
+        if req.rebalance_timeout_s is not None:
+            mm.rebalance_timeout_s = req.rebalance_timeout_s
+        if req.rack_id is not None:
+            mm.rack = req.rack_id
+        if req.server_assignor is not None and req.server_assignor != mm.server_assignor:
+            mm.server_assignor = req.server_assignor
+            bump = bump or f"member {client} changed its assignor"
+        if req.subscribed_topics is not None and tuple(req.subscribed_topics) != mm.topics:
+            mm.topics = tuple(req.subscribed_topics)
+            self._subscription_changed()
+            bump = bump or f"member {client} changed its subscription"
+        if self._refresh_metadata() and bump is None:
+            bump = "partition metadata changed"
+        if bump is not None:
+            self._bump(now, bump)
+        self._timer(("session", mm.member_id), now + self.config.consumer_session_timeout_s)
+        if self.group_epoch > self.target_epoch:
+            # the next heartbeat that finds the target stale computes it (after this instant's inputs)
+            self._park(now, client, req, mm.member_id)
+            self._update_state(now)
+            return
+        self._reconcile_and_reply(now, mm, req)
+        self._update_state(now)
+
+    def _join(self, now: float, client: str, req) -> tuple[ConsumerGroupMember | None, str | None]:
+        topics = tuple(req.subscribed_topics or ())
+        timeout = req.rebalance_timeout_s if req.rebalance_timeout_s is not None else 300.0
+        iid = req.group_instance_id
+        if iid is not None and iid in self.static_members:
+            old = self.members[self.static_members[iid]]
+            if old.epoch != m.LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                # throwIfInstanceIdIsUnreleased
+                self._error(client, req, m.UNRELEASED_INSTANCE_ID)
+                self._event("join_rejected", client, f"UNRELEASED_INSTANCE_ID instance={iid}")
+                return None, None
+            # The static member comes back: a new member id takes over its assignment (epoch 0).
+            new = ConsumerGroupMember(self._new_member_id(client), client, iid, req.rack_id, old.topics,
+                                      timeout, last_heartbeat=now)
+            assigned = old.assigned
+            target = self.target.get(old.member_id)
+            self._remove(old)
+            self._event("member_fenced", old.client, f"member_id={old.member_id} replaced_by={new.member_id}")
+            self.members[new.member_id] = new
+            self.static_members[iid] = new.member_id
+            self._set_holdings(new, assigned, _EMPTY)
+            if target is not None:
+                self.target[new.member_id] = target
+            self._touch(new)
+            self._event("member_added", client, f"member_id={new.member_id} static_rejoin instance={iid}")
+            return new, None
+        mm = ConsumerGroupMember(self._new_member_id(client), client, iid, req.rack_id, topics, timeout,
+                                 last_heartbeat=now)
+        self.members[mm.member_id] = mm
+        if iid is not None:
+            self.static_members[iid] = mm.member_id
+        self._subscription_changed()
+        self._touch(mm)
+        self._event("member_added", client, f"member_id={mm.member_id}")
+        return mm, f"member {client} joined"
+
+    def _check(self, client: str, req) -> ConsumerGroupMember | None:
+        """Unknown member, fenced instance, or an epoch the member cannot have (Kafka's
+        throwIfConsumerGroupMemberEpochIsInvalid)."""
+        iid = req.group_instance_id
+        if iid is not None:
+            holder = self.static_members.get(iid)
+            if holder is None:
+                self._error(client, req, m.UNKNOWN_MEMBER_ID)
+                return None
+            if holder != req.member_id:
+                self._error(client, req, m.FENCED_INSTANCE_ID)
+                return None
+        mm = self.members.get(req.member_id)
+        if mm is None:
+            self._error(client, req, m.UNKNOWN_MEMBER_ID)
+            return None
+        e = req.member_epoch
+        if e > mm.epoch or (e < mm.epoch and (e != mm.previous_epoch or req.owned_partitions is None
+                                              or not req.owned_partitions <= mm.assigned)):
+            self._error(client, req, m.FENCED_MEMBER_EPOCH)
+            self._event("fenced_epoch", client, f"member_id={mm.member_id} sent={e} known={mm.epoch}")
+            return None
+        return mm
+
+    def _on_leave(self, now: float, client: str, req) -> None:
+        iid = req.group_instance_id
+        mm = self.members.get(self.static_members.get(iid, "") if iid is not None else req.member_id)
+        if mm is None or mm.member_id != req.member_id:
+            self._error(client, req, m.UNKNOWN_MEMBER_ID if mm is None else m.FENCED_INSTANCE_ID)
+            return
+        self._reply(client, m.ConsumerGroupHeartbeatResponse(m.NONE, mm.member_id, req.member_epoch))
+        if req.member_epoch == m.LEAVE_GROUP_STATIC_MEMBER_EPOCH and iid is not None:
+            # consumerGroupStaticMemberGroupLeave: keeps its assignment; its session timer runs on
+            self._set_holdings(mm, mm.assigned, _EMPTY)
+            mm.previous_epoch, mm.epoch = mm.epoch, m.LEAVE_GROUP_STATIC_MEMBER_EPOCH
+            mm.state = STABLE
+            self._timer(("rebalance", mm.member_id, mm.rebalance_deadline_epoch), None)
+            mm.rebalance_deadline_epoch = None
+            self._touch(mm)
+            self._event("static_leave", client, f"member_id={mm.member_id} instance={iid}")
+            return
+        self._remove(mm)
+        self._event("member_removed", client, f"member_id={mm.member_id} reason=left")
+        self._bump(now, f"member {client} left")
+
+    # ------------------------------------------------------------------ assignment and reconciliation
+
+    def _compute_target(self, now: float) -> None:
+        """TargetAssignmentBuilder: one call of the server-side assignor for the group epoch."""
+        self.assign_pending = False
+        if self.group_epoch > self.target_epoch:
+            _, meta = self._metadata()
+            specs = {mid: MemberSpec(mm.topics, mm.rack, mm.instance_id) for mid, mm in self.members.items()}
+            counts = {t: meta.get(t, 0) for t in {t for s in specs.values() for t in s.topics}}
+            mode = self.assignor_cost.mode
+            t0 = time.perf_counter() if mode == "measured" else 0.0
+            name = self._preferred_assignor()
+            self.target = compute_target(name, counts, specs, self.target)
+            measured = time.perf_counter() - t0 if mode == "measured" else 0.0
+            cost = self.assignor_cost.cost_s(sum(counts.values()), len(specs), measured)
+            self.target_epoch = self.group_epoch
+            self.assignments_computed += 1
+            self.unreconciled = {mid for mid, mm in self.members.items() if not mm.reconciled_to(self.target_epoch)}
+            self._event("target_assignment", None,
+                        f"assignor={name} members={len(specs)} epoch={self.target_epoch} cost={cost:.6f}s")
+            if cost > 0:
+                self.busy_until = now + cost
+                self._timer(("unblock",), self.busy_until)
+                self._update_state(now)
+                return
+        self._unpark(now)
+
+    def _preferred_assignor(self) -> str:
+        """ConsumerGroup.computePreferredServerAssignor: the assignor most members ask for (ties:
+        the first name in order), else the broker's default (first of group.consumer.assignors)."""
+        votes: dict[str, int] = {}
+        for mm in self.members.values():
+            if mm.server_assignor is not None:
+                votes[mm.server_assignor] = votes.get(mm.server_assignor, 0) + 1
+        if not votes:
+            return self.assignor
+        best = max(votes.values())
+        return min(name for name, v in votes.items() if v == best)
+
+    def _unpark(self, now: float) -> None:
+        """Handle what waited for the assignor, in arrival order. Requests that need a newer target
+        park again and share the next computation."""
+        if self._blocked(now):
+            return
+        waiting, self.parked = self.parked, []
+        for client, req, stage in waiting:
+            if stage == "full":
+                self.handle_now(now, client, req)
+                continue
+            mm = self.members.get(stage)
+            if mm is None:
+                self._error(client, req, m.UNKNOWN_MEMBER_ID)
+            elif self.group_epoch > self.target_epoch:
+                self._park(now, client, req, stage)
+            else:
+                self._reconcile_and_reply(now, mm, req)
+        self._update_state(now)
+
+    def _park(self, now: float, client: str, req, member_id: str) -> None:
+        self.parked.append((client, req, member_id))
+        if not self.assign_pending:
+            self.assign_pending = True
+            self._timer(("assign",), now)
+
+    def handle_now(self, now: float, client: str, msg) -> None:
+        if isinstance(msg, m.ConsumerGroupHeartbeatRequest):
+            self._on_heartbeat(now, client, msg)
+        else:
+            self._on_commit(now, client, msg)
+
+    def _reconcile_and_reply(self, now: float, mm: ConsumerGroupMember, req) -> None:
+        """GroupMetadataManager.maybeReconcile, then the heartbeat response."""
+        before = mm.assigned
+        if not mm.reconciled_to(self.target_epoch):
+            target = self.target.get(mm.member_id, _EMPTY)
+            pe = self.partition_epoch.get
+            state, epoch, assigned, pending = next_member_assignment(
+                mm.state, mm.epoch, mm.assigned, mm.pending_revocation, self.target_epoch, target,
+                lambda tp: pe(tp, -1), req.owned_partitions)
+            if (state, epoch, assigned, pending) != (mm.state, mm.epoch, mm.assigned, mm.pending_revocation):
+                if epoch != mm.epoch:
+                    if epoch < mm.epoch:
+                        self.out.append(("violation", f"member {mm.member_id} epoch went from {mm.epoch} to {epoch}"))
+                    mm.previous_epoch, mm.epoch = mm.epoch, epoch
+                self._set_holdings(mm, assigned, pending)
+                mm.state = state
+                self._event("member_reconciled", mm.client,
+                            f"member_id={mm.member_id} state={state} epoch={epoch} assigned={len(assigned)} "
+                            f"revoking={len(pending)}")
+                if state == UNREVOKED_PARTITIONS:
+                    self._timer(("rebalance", mm.member_id, mm.rebalance_deadline_epoch), None)
+                    mm.rebalance_deadline_epoch = epoch
+                    self._timer(("rebalance", mm.member_id, epoch), now + mm.rebalance_timeout_s)
+                elif mm.rebalance_deadline_epoch is not None:
+                    self._timer(("rebalance", mm.member_id, mm.rebalance_deadline_epoch), None)
+                    mm.rebalance_deadline_epoch = None
+                self._touch(mm)
+        full = req.member_epoch == 0 or (req.rebalance_timeout_s is not None and req.subscribed_topics is not None
+                                         and req.owned_partitions is not None)
+        self._reply(mm.client, m.ConsumerGroupHeartbeatResponse(
+            m.NONE, mm.member_id, mm.epoch, self.config.consumer_heartbeat_interval_s,
+            mm.assigned if (full or mm.assigned != before) else None), self._send_at(now))
+
+    def _send_at(self, now: float) -> float | None:
+        return self.busy_until if now < self.busy_until else None
+
+    # ------------------------------------------------------------------ offset commits
+
+    def _on_commit(self, now: float, client: str, req: m.OffsetCommitRequest) -> None:
+        """ConsumerGroup.validateOffsetCommit: the member epoch must be the member's current one."""
+        mm = self.members.get(req.member_id)
+        if mm is None:
+            err = m.UNKNOWN_MEMBER_ID
+        elif req.generation != mm.epoch:
+            err = m.STALE_MEMBER_EPOCH
+        else:
+            err = m.NONE
+        self._reply(client, m.OffsetCommitResponse(err, req.seq))

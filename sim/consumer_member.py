@@ -1,0 +1,490 @@
+"""One consumer under the consumer group protocol (KIP-848) as a sans-I/O core: Kafka's new
+consumer (``AsyncKafkaConsumer``) with its ``ConsumerMembershipManager`` and
+``ConsumerHeartbeatRequestManager``, beside the classic ``sim.member``.
+
+Theory of operation. The background thread sends ConsumerGroupHeartbeat every heartbeat interval
+(the broker's ``group.consumer.heartbeat.interval.ms``, learnt from the responses), one request
+in flight at a time, and at once when joining, acknowledging or leaving. A response may carry a
+new assignment; the member reconciles toward it, one reconciliation at a time
+(AbstractMembershipManager.maybeReconcile):
+
+1. commit the consumed offsets (auto-commit before revocation; the member waits for the answer,
+   at most its rebalance timeout),
+2. stop fetching the partitions to revoke and run onPartitionsRevoked,
+3. take the new assignment and run onPartitionsAssigned (even with nothing added),
+4. acknowledge: an immediate heartbeat reporting the partitions it now owns. Only this report
+   lets the coordinator give the revoked partitions to their new owners.
+
+Callbacks run on the application thread, inside poll(), so steps 2-3 wait for the member's next
+poll exactly as the classic member's callbacks do: the poll-loop model (batches, backlog, when a
+flag raised elsewhere is handled) is the classic member's, shared method for method.
+
+Errors: FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID fence the member (onPartitionsLost at its next
+poll, then it rejoins with epoch 0); UNRELEASED_INSTANCE_ID / FENCED_INSTANCE_ID are fatal. A
+poll() that does not come within max.poll.interval.ms (a callback or a pause that long) makes the
+background thread leave the group (epoch -1, or -2 for a static member) and the member STALE:
+it loses its partitions at its next poll and rejoins. close() revokes (commits) everything, then
+leaves with epoch -1 (a static member with -2, keeping its assignment on the coordinator for a
+restart within the session timeout).
+
+Modelled here, not defined by Kafka: both callbacks of one reconciliation run in the same poll();
+the periodic auto-commit is not sent (only the commit before a reconciliation); a fenced member
+rejoins with an empty member id (the coordinator gives it a new one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+from . import messages as m
+from .config import AssignorCost, ConsumerConfig
+from .member import Handoffs, Member
+
+# MemberState (clients consumer.internals)
+UNSUBSCRIBED = "UNSUBSCRIBED"
+JOINING = "JOINING"
+RECONCILING = "RECONCILING"
+ACKNOWLEDGING = "ACKNOWLEDGING"
+STABLE = "STABLE"
+FENCED = "FENCED"
+PREPARE_LEAVING = "PREPARE_LEAVING"
+LEAVING = "LEAVING"
+STALE = "STALE"
+FATAL = "FATAL"
+
+IN_GROUP = (JOINING, RECONCILING, ACKNOWLEDGING, STABLE)
+
+
+class ConsumerMember:
+    """A consumer client in a consumer-protocol group. See the module docstring."""
+
+    protocol = "CONSUMER"
+
+    # The poll-loop model of the classic member (see sim.member), shared as is.
+    _advance = Member._advance
+    batch_s = Member.batch_s
+    _set_owned = Member._set_owned
+    _wake_poll = Member._wake_poll
+    _run_callback = Member._run_callback
+    _callback_done = Member._callback_done
+    _timer = Member._timer
+    _send = Member._send
+    _event = Member._event
+    _drain = Member._drain
+    processing = Member.processing
+
+    def __init__(self, name: str, config: ConsumerConfig, topics: tuple[str, ...],
+                 metadata: Callable[[], tuple[int, dict[str, int]]] | None = None,
+                 sample_latency: Callable[[], float] | None = None, assignor_cost: AssignorCost | None = None,
+                 elide_heartbeats: bool = False, *, rates: Mapping[str, float] | None = None,
+                 handoffs: Handoffs | None = None, poll_rng: np.random.Generator | None = None, rank: int = 0,
+                 heartbeat_interval_s: float = 5.0):
+        self.name = name
+        self.rank = rank
+        self.config = config
+        self.topics = tuple(topics)
+        self.instance_id = name if config.static else None
+        self._rates = rates or {}
+        self._handoffs = handoffs
+        self._poll_rng = poll_rng if poll_rng is not None else np.random.default_rng(0)
+
+        self.state = UNSUBSCRIBED
+        self.member_id = ""
+        self.epoch = 0
+        self.epochs_seen: dict[str, int] = {}
+        self.interval_s = heartbeat_interval_s   # until the first response says otherwise
+        self.owned: set = set()
+        self.target: frozenset | None = None     # the latest assignment the coordinator sent
+        self.current_assignment: frozenset = frozenset()  # reported as owned in heartbeats
+        self.reconciling: tuple | None = None    # (target, revoked, added) of the one in progress
+        self.app_work: tuple | None = None       # callbacks waiting for the next poll()
+        self.lost_pending = False
+        self.rec_commit: int | None = None
+        self.commit_seq = 0
+        self.hb_in_flight = False
+        self.ack_in_flight = False
+        self.hb_due = False
+        self.send_full = True
+        self.sent_owned: frozenset | None = None
+        self.alive = False
+        self.failed = False
+        self.closing = False
+        self.close_requested = False
+        self.paused_at: float | None = None
+        self.busy = False
+        self._after_busy: Callable[[float], None] | None = None
+        self.hb_enabled = False                  # in the group: the poll timer applies
+        self.started_at = 0.0
+        self.rate_owned = 0.0
+        self.backlog = 0.0
+        self._backlog_t = 0.0
+        self.timers: dict[tuple, float] = {}
+        self.out: list[tuple] = []
+
+    # ------------------------------------------------------------------ what the runner reads
+
+    @property
+    def generation(self) -> int:
+        return self.epoch
+
+    @property
+    def settled(self) -> bool:
+        return (self.alive and self.state == STABLE and self.reconciling is None and self.app_work is None
+                and not self.busy and self.paused_at is None and not self.lost_pending)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self, now: float) -> list[tuple]:
+        self.alive = True
+        self.started_at = now
+        self._event("start", "group.protocol=consumer"
+                    + (f" group.remote.assignor={self.config.group_remote_assignor}"
+                       if self.config.group_remote_assignor else "")
+                    + (f" group.instance.id={self.instance_id}" if self.instance_id else ""))
+        self._join(now)
+        return self._drain()
+
+    def crash(self, now: float) -> list[tuple]:
+        if not self.alive:
+            return []
+        self._event("crash")
+        self._die(now)
+        return self._drain()
+
+    def close(self, now: float) -> list[tuple]:
+        """KafkaConsumer.close: onPartitionsRevoked for everything (after a commit), then leave."""
+        self._close(now)
+        return self._drain()
+
+    def _close(self, now: float) -> None:
+        if not self.alive or self.closing:
+            return
+        if self.busy:
+            self.close_requested = True
+            return
+        self.closing = True
+        self._event("close")
+        self.reconciling = None
+        self.app_work = None
+        if self.state in IN_GROUP and self.owned:
+            self.state = PREPARE_LEAVING
+            self._commit(now)
+            revoked = sorted(self.owned)
+            self._event("revoke", f"count={len(revoked)} leaving")
+            self._set_owned(now, remove=revoked)
+            self._run_callback(now, "revoke", self.config.revoke_cost_ms / 1000.0 * len(revoked),
+                               self._finish_close)
+        else:
+            self._finish_close(now)
+
+    def _finish_close(self, now: float) -> None:
+        if self.member_id and self.state in IN_GROUP + (PREPARE_LEAVING,):
+            self._send_leave(now, "the consumer is being closed")
+        self._die(now)
+
+    def _die(self, now: float) -> None:
+        if self.owned:
+            self._set_owned(now, remove=sorted(self.owned))
+        if self.busy:
+            self.busy = False
+            self.out.append(("close", "stalled", self.name, None, None))
+        if self.paused_at is not None:
+            self.paused_at = None
+            self.out.append(("close", "paused", self.name, None, None))
+        for key in list(self.timers):
+            self._timer(key, None)
+        self.alive = False
+        self.hb_enabled = False
+        self.state = UNSUBSCRIBED
+
+    def pause(self, now: float) -> list[tuple]:
+        if not self.alive or self.paused_at is not None:
+            return []
+        self._advance(now)
+        self.paused_at = now
+        self._event("pause")
+        self.out.append(("open", "paused", self.name, None, None))
+        return self._drain()
+
+    def resume(self, now: float) -> list[tuple]:
+        if self.paused_at is None:
+            return []
+        paused_for = now - self.paused_at
+        self._advance(now)
+        self.paused_at = None
+        self.out.append(("close", "paused", self.name, None, None))
+        self._event("resume", f"paused_for={paused_for:.3f}s")
+        if paused_for >= self.config.max_poll_interval_s and self.state in IN_GROUP:
+            self._poll_timeout(now)
+        elif ("hb",) in self.timers and self.timers[("hb",)] <= now:
+            self._timer(("hb",), now)  # overdue: the background thread sends at once
+        self._wake_poll(now)
+        return self._drain()
+
+    # ------------------------------------------------------------------ heartbeats
+
+    def _join(self, now: float) -> None:
+        """transitionToJoining: epoch 0, a full request at once."""
+        self.state = JOINING
+        self.member_id = ""
+        self.epoch = m.JOIN_GROUP_MEMBER_EPOCH
+        self.target = None
+        self.current_assignment = frozenset()
+        self.send_full = True
+        self.hb_enabled = True
+        self._heartbeat_now(now)
+
+    def _heartbeat_now(self, now: float) -> None:
+        if self.hb_in_flight:
+            self.hb_due = True
+        else:
+            self._send_heartbeat(now)
+
+    def _send_heartbeat(self, now: float) -> None:
+        owned = self.current_assignment  # what the last completed reconciliation took (Kafka's currentAssignment)
+        full = self.send_full
+        req = m.ConsumerGroupHeartbeatRequest(
+            self.member_id, self.epoch, self.instance_id,
+            rack_id=self.config.rack if full else None,
+            rebalance_timeout_s=self.config.max_poll_interval_s if full else None,
+            subscribed_topics=self.topics if full else None,
+            owned_partitions=owned if (full or owned != self.sent_owned) else None,
+            server_assignor=self.config.group_remote_assignor if full else None)
+        self.send_full = False
+        self.sent_owned = owned
+        self.hb_in_flight = True
+        self.ack_in_flight = self.state == ACKNOWLEDGING
+        self.hb_due = False
+        self._send(req)
+        self._timer(("hb",), now + self.interval_s)
+        self._timer(("hb_timeout",), now + self.config.request_timeout_s)
+
+    def _send_leave(self, now: float, reason: str) -> None:
+        epoch = m.LEAVE_GROUP_STATIC_MEMBER_EPOCH if self.instance_id else m.LEAVE_GROUP_MEMBER_EPOCH
+        self._send(m.ConsumerGroupHeartbeatRequest(self.member_id, epoch, self.instance_id))
+        self._event("leave_group", f"member_id={self.member_id} epoch={epoch} {reason}")
+        self._timer(("hb",), None)
+        self._timer(("hb_timeout",), None)
+        self.hb_in_flight = False
+        self.hb_enabled = False
+
+    def _on_response(self, now: float, r: m.ConsumerGroupHeartbeatResponse) -> None:
+        if not self.hb_in_flight:
+            return  # a leave's response, or one that timed out already
+        self.hb_in_flight = False
+        was_ack, self.ack_in_flight = self.ack_in_flight, False
+        self._timer(("hb_timeout",), None)
+        if self.state not in IN_GROUP:
+            return
+        if r.error == m.NONE:
+            self._on_success(now, r, was_ack)
+        elif r.error in (m.FENCED_MEMBER_EPOCH, m.UNKNOWN_MEMBER_ID):
+            self._event("fenced_learned", f"heartbeat: {r.error}")
+            self._fenced(now)
+            return
+        elif r.error in (m.UNRELEASED_INSTANCE_ID, m.FENCED_INSTANCE_ID):
+            self._fatal(now, f"heartbeat: {r.error}")
+            return
+        else:
+            self.send_full = True
+            self._timer(("hb",), now + self.config.retry_backoff_s)
+            return
+        if self.hb_due and self.state in IN_GROUP:
+            self._send_heartbeat(now)
+
+    def _on_success(self, now: float, r: m.ConsumerGroupHeartbeatResponse, was_ack: bool) -> None:
+        if r.member_id != self.member_id:
+            self.member_id = r.member_id
+        last = self.epochs_seen.get(r.member_id)
+        if last is not None and r.member_epoch < last:
+            self.out.append(("violation", f"{self.name}: member {r.member_id} epoch went back from "
+                             f"{last} to {r.member_epoch}"))
+        self.epochs_seen[r.member_id] = max(r.member_epoch, last if last is not None else r.member_epoch)
+        self.epoch = r.member_epoch
+        self.interval_s = r.heartbeat_interval_s or self.interval_s
+        changed = r.assignment is not None and r.assignment != self.target
+        if r.assignment is not None:
+            self.target = r.assignment
+        if changed:
+            self._event("assignment_received", f"member_id={self.member_id} epoch={self.epoch} "
+                        f"assigned={len(self.target)}")
+        before = self.state
+        if self.state == ACKNOWLEDGING and was_ack:
+            self.state = RECONCILING if (self.target is not None and self.target != frozenset(self.owned)) else STABLE
+        elif self.state == JOINING and self.target is not None:
+            self.state = RECONCILING if self.target != frozenset(self.owned) else STABLE
+        elif self.state == STABLE and changed and self.target != frozenset(self.owned):
+            self.state = RECONCILING
+        if self.state == STABLE and before != STABLE:
+            self._event("member_stable", f"member_id={self.member_id} epoch={self.epoch} owned={len(self.owned)}")
+        self._maybe_reconcile(now)
+
+    def _fenced(self, now: float) -> None:
+        """transitionToFenced: onPartitionsLost at the next poll, then rejoin."""
+        self.state = FENCED
+        self.epoch = 0
+        self.reconciling = None
+        self.app_work = None
+        self.rec_commit = None
+        self._timer(("rec_commit",), None)
+        self._timer(("hb",), None)
+        self.lost_pending = True
+        self._wake_poll(now)
+
+    def _poll_timeout(self, now: float) -> None:
+        """The poll timer expired: leave the group, become STALE, lose the partitions at the next poll."""
+        self._event("poll_timeout", f"max.poll.interval.ms={self.config.max_poll_interval_ms:g}")
+        if self.member_id:
+            self._send_leave(now, "consumer poll timeout has expired")
+        self.state = STALE
+        self.reconciling = None
+        self.app_work = None
+        self.rec_commit = None
+        self.lost_pending = True
+
+    def _fatal(self, now: float, reason: str) -> None:
+        self._event("fatal", reason)
+        self.failed = True
+        self._die(now)
+
+    # ------------------------------------------------------------------ reconciliation
+
+    def _maybe_reconcile(self, now: float) -> None:
+        if self.state != RECONCILING or self.reconciling is not None or self.target is None:
+            return
+        target = self.target
+        owned = frozenset(self.owned)
+        if target == owned:
+            self._reconciled(now)
+            return
+        revoked = tuple(sorted(owned - target))
+        added = tuple(sorted(target - owned))
+        self.reconciling = (target, revoked, added)
+        self._event("reconcile", f"member_id={self.member_id} epoch={self.epoch} revoke={len(revoked)} "
+                    f"add={len(added)}")
+        if owned:
+            # auto-commit before the reconciliation (ConsumerMembershipManager.signalReconciliationStarted)
+            self.commit_seq += 1
+            self.rec_commit = self.commit_seq
+            self._commit(now, self.commit_seq)
+            self._timer(("rec_commit",), now + self.config.max_poll_interval_s)
+        else:
+            self._revoke_and_assign(now)
+
+    def _commit(self, now: float, seq: int | None = None) -> None:
+        if seq is None:
+            self.commit_seq += 1
+            seq = self.commit_seq
+        self._send(m.OffsetCommitRequest(self.member_id, self.epoch, self.instance_id, len(self.owned), seq))
+
+    def _revoke_and_assign(self, now: float) -> None:
+        if self.reconciling is None or self.state != RECONCILING:
+            self.reconciling = None
+            return
+        _, revoked, added = self.reconciling
+        if revoked:
+            self._event("revoke", f"count={len(revoked)} consumer")
+            self._set_owned(now, remove=revoked)  # pending revocation: nothing more is fetched
+        self.app_work = (revoked, added)
+        self._wake_poll(now)
+
+    def _run_app_work(self, now: float) -> None:
+        revoked, added = self.app_work
+        self.app_work = None
+        cfg = self.config
+
+        def assign_step(t):
+            if self.reconciling is None or self.state != RECONCILING:
+                return
+            self._set_owned(t, add=added)
+            if added:
+                self._event("assign", f"count={len(added)}")
+            self._run_callback(t, "assign", cfg.assign_cost_ms / 1000.0 * len(added), self._reconciled)
+
+        self._run_callback(now, "revoke", cfg.revoke_cost_ms / 1000.0 * len(revoked), assign_step)
+
+    def _reconciled(self, now: float) -> None:
+        """The reconciliation is complete: acknowledge at once (ACKNOWLEDGING)."""
+        if self.state != RECONCILING:
+            self.reconciling = None
+            return
+        self.current_assignment = frozenset(self.owned)
+        self.reconciling = None
+        self.state = ACKNOWLEDGING
+        self._heartbeat_now(now)
+
+    # ------------------------------------------------------------------ the poll loop
+
+    def _poll(self, now: float) -> None:
+        """What poll() does on the application thread: run the callbacks the background thread
+        queued (lost, revoked and assigned), rejoin a stale member."""
+        self._timer(("poll",), None)
+        if not self.processing:
+            return
+        if self.close_requested:
+            self.close_requested = False
+            self._close(now)
+            return
+        if self.lost_pending:
+            self.lost_pending = False
+            if self.owned:
+                lost = sorted(self.owned)
+                self._event("partitions_lost", f"count={len(lost)}")
+                self._set_owned(now, remove=lost)
+            if self.state in (FENCED, STALE):
+                self._join(now)
+            return
+        if self.app_work is not None:
+            self._run_app_work(now)
+
+    # ------------------------------------------------------------------ inputs
+
+    def on_timer(self, now: float, key: tuple, at: float) -> list[tuple]:
+        if self.timers.get(key) != at or not self.alive:
+            return []
+        del self.timers[key]
+        kind = key[0]
+        if kind == "hb":
+            if self.state in IN_GROUP:
+                self._heartbeat_now(now)
+        elif kind == "hb_timeout":
+            self.hb_in_flight = False
+            self.send_full = True
+            self._event("heartbeat_failed", "request timed out")
+            self._timer(("hb",), now + self.config.retry_backoff_s)
+        elif kind == "callback":
+            self._callback_done(now)
+        elif kind == "poll_timeout":
+            if self.busy and self.state in IN_GROUP:
+                self._poll_timeout(now)
+        elif kind == "poll":
+            self._poll(now)
+        elif kind == "rec_commit":
+            if self.rec_commit is not None:
+                self.rec_commit = None
+                self._event("commit_failed", "before reconciliation: request timed out")
+                self._revoke_and_assign(now)
+        return self._drain()
+
+    def on_control(self, now: float, note) -> list[tuple]:
+        return []  # metadata changes reach the coordinator directly; nothing is elided
+
+    def handle(self, now: float, msg) -> list[tuple]:
+        if not self.alive:
+            return []
+        if isinstance(msg, m.ConsumerGroupHeartbeatResponse):
+            self._on_response(now, msg)
+        elif isinstance(msg, m.OffsetCommitResponse):
+            if self.rec_commit is not None and msg.seq == self.rec_commit:
+                self.rec_commit = None
+                self._timer(("rec_commit",), None)
+                if msg.error != m.NONE:
+                    self._event("commit_failed", f"before reconciliation: {msg.error}")
+                self._revoke_and_assign(now)
+            elif msg.error != m.NONE:
+                self._event("commit_failed", msg.error)
+        else:
+            raise TypeError(f"consumer member cannot handle {msg!r}")
+        return self._drain()

@@ -1,0 +1,157 @@
+"""The new consumer's membership logic under the consumer group protocol (KIP-848), driven
+directly (no trio, no network). Cases follow ConsumerMembershipManagerTest's reconciliation
+scenarios: commit, revoke, assign, acknowledge; fencing; leaving."""
+
+from __future__ import annotations
+
+from assignors import TopicPartition
+from sim import messages as m
+from sim.config import ConsumerConfig
+from sim.consumer_member import ACKNOWLEDGING, FATAL, JOINING, RECONCILING, STABLE, ConsumerMember  # noqa: F401
+
+T = [TopicPartition("t", i) for i in range(4)]
+
+
+def member(**cfg):
+    return ConsumerMember("c0", ConsumerConfig(group_protocol="consumer", **cfg), ("t",))
+
+
+def sent(effects, cls=m.ConsumerGroupHeartbeatRequest):
+    return [e[2] for e in effects if e[0] == "send" and isinstance(e[2], cls)]
+
+
+def ok(mb, epoch, assignment=None, member_id="c0-1"):
+    return m.ConsumerGroupHeartbeatResponse(m.NONE, member_id, epoch, 5.0, assignment)
+
+
+def run_timers(mb, now, kinds=("poll", "callback")):
+    """Fire the member's poll/callback timers due by ``now``, in time order."""
+    out = []
+    while True:
+        due = sorted((at, k) for k, at in mb.timers.items() if k[0] in kinds and at <= now)
+        if not due:
+            return out
+        at, key = due[0]
+        out += mb.on_timer(at, key, at)
+
+
+def beat(mb):
+    """The next regular heartbeat goes out (so a response can answer it)."""
+    at = mb.timers[("hb",)]
+    return mb.on_timer(at, ("hb",), at)
+
+
+def stable_with(mb, parts, epoch=1):
+    mb.start(0.0)
+    out = mb.handle(0.1, ok(mb, epoch, frozenset(parts)))
+    out += run_timers(mb, 0.2)
+    (ack,) = sent(out)
+    mb.handle(0.3, ok(mb, epoch))
+    assert mb.state == STABLE and ack.owned_partitions == frozenset(parts)
+    return mb
+
+
+def test_join_is_a_full_heartbeat_with_epoch_zero():
+    mb = member()
+    (req,) = sent(mb.start(0.0))
+    assert (req.member_id, req.member_epoch) == ("", 0)
+    assert req.subscribed_topics == ("t",) and req.rebalance_timeout_s == 300.0
+    assert req.owned_partitions == frozenset() and mb.state == JOINING
+
+
+def test_first_assignment_is_taken_at_the_next_poll_then_acknowledged_at_once():
+    """Nothing owned: no commit; onPartitionsAssigned runs in poll() (at once: an idle poll loop
+    polls at once), then an immediate heartbeat reports the new partitions (ACKNOWLEDGING),
+    answered into STABLE."""
+    mb = member(assign_cost_ms=100.0)
+    mb.start(0.0)
+    out = mb.handle(0.1, ok(mb, 1, frozenset(T[:2])))
+    assert mb.state == RECONCILING and mb.busy and not sent(out, m.OffsetCommitRequest)
+    assert sent(out) == []
+    out += run_timers(mb, 0.5)
+    (ack,) = sent(out)
+    assert ack.member_epoch == 1 and ack.owned_partitions == frozenset(T[:2]) and mb.state == ACKNOWLEDGING
+    assert ack.subscribed_topics is None  # only what changed is sent
+    mb.handle(0.2, ok(mb, 1))
+    assert mb.state == STABLE and mb.settled
+
+
+def test_revocation_commits_first_then_revokes_then_acknowledges():
+    """A smaller assignment: commit, wait for it, revoke (the partition stops being processed),
+    run the callbacks, then acknowledge with what is left."""
+    mb = stable_with(member(revoke_cost_ms=100.0), T[:3])
+    beat(mb)
+    out = mb.handle(5.4, ok(mb, 1, frozenset(T[:2])))
+    (commit,) = sent(out, m.OffsetCommitRequest)
+    assert sent(out) == [] and mb.owned == set(T[:3])
+    out = mb.handle(5.5, m.OffsetCommitResponse(m.NONE, commit.seq))
+    assert [e for e in out if e[0] == "close" and e[1] == "owned"] == [("close", "owned", "c0", "t", 2)]
+    out += run_timers(mb, 5.55)
+    assert sent(out) == [] and mb.busy  # in onPartitionsRevoked (0.1 s)
+    out = run_timers(mb, 5.8)
+    (ack,) = sent(out)
+    assert ack.owned_partitions == frozenset(T[:2]) and ack.member_epoch == 1
+
+
+def test_ack_waits_for_the_heartbeat_in_flight():
+    """The client keeps one heartbeat in flight: an acknowledgement due meanwhile goes out as soon
+    as the answer comes."""
+    mb2 = member(assign_cost_ms=10000.0)
+    mb2.start(0.0)
+    mb2.handle(0.1, ok(mb2, 1, frozenset(T[:1])))
+    (regular,) = sent(beat(mb2))  # a regular heartbeat goes out before the reconciliation completes
+    assert regular.owned_partitions is None  # still the old assignment (nothing): unchanged, not sent
+    out = run_timers(mb2, 11.0)
+    assert sent(out) == [] and mb2.hb_due and mb2.state == ACKNOWLEDGING
+    out = mb2.handle(11.0, ok(mb2, 1))
+    (ack,) = sent(out)
+    assert ack.owned_partitions == frozenset(T[:1])
+
+
+def test_fenced_member_loses_partitions_at_its_next_poll_and_rejoins_with_epoch_zero():
+    mb = stable_with(member(), T[:2])
+    beat(mb)
+    out = mb.handle(5.4, m.ConsumerGroupHeartbeatResponse(m.FENCED_MEMBER_EPOCH, "c0-1", 1))
+    out += run_timers(mb, 5.4)
+    kinds = [e[1] for e in out if e[0] == "event"]
+    assert "partitions_lost" in kinds and not mb.owned
+    (join,) = sent(out)
+    assert (join.member_id, join.member_epoch) == ("", 0)
+
+
+def test_unreleased_instance_id_is_fatal():
+    mb = member(static=True)
+    mb.start(0.0)
+    mb.handle(0.1, m.ConsumerGroupHeartbeatResponse(m.UNRELEASED_INSTANCE_ID, "", 0))
+    assert mb.failed and not mb.alive
+
+
+def test_close_revokes_then_leaves_static_with_minus_two():
+    mb = stable_with(member(static=True), T[:2])
+    out = mb.close(6.0)
+    (leave,) = sent(out)
+    assert leave.member_epoch == m.LEAVE_GROUP_STATIC_MEMBER_EPOCH and leave.group_instance_id == "c0"
+    assert sent(out, m.OffsetCommitRequest)
+
+
+def test_dynamic_close_leaves_with_minus_one():
+    mb = stable_with(member(), T[:2])
+    (leave,) = sent(mb.close(6.0))
+    assert leave.member_epoch == m.LEAVE_GROUP_MEMBER_EPOCH
+
+
+def test_pause_past_the_poll_interval_leaves_and_rejoins():
+    mb = stable_with(member(max_poll_interval_ms=30000), T[:2])
+    mb.pause(1.0)
+    out = mb.resume(40.0)
+    out += run_timers(mb, 40.0)
+    reqs = sent(out)
+    assert [r.member_epoch for r in reqs] == [m.LEAVE_GROUP_MEMBER_EPOCH, 0]
+    assert not mb.owned
+
+
+def test_epoch_going_back_is_a_violation():
+    mb = stable_with(member(), T[:1], epoch=3)
+    beat(mb)
+    out = mb.handle(5.4, ok(mb, 2))
+    assert any(e[0] == "violation" for e in out)
