@@ -245,19 +245,6 @@ def test_bench_assignors_json(capsys):
     assert {r["assignor"] for r in rows} == {"range"} and {"moved", "wall_s"} <= set(rows[0])
 
 
-def test_sweep_progress_gives_no_early_estimate(tmp_path):
-    """Progress shows no time-left estimate before a tenth of the work is done, then one for the
-    runs only."""
-    import io
-
-    from experiments.sweep import RunSpec, _Progress
-
-    specs = [RunSpec("crash", (), i, (), run_id=f"r{i}", cost=1.0) for i in range(20)]
-    p = _Progress(tmp_path, specs, "job", stream=io.StringIO())
-    assert "left" not in p.line({"r0"})
-    assert "s left for the runs" in p.line({"r0", "r1"})
-
-
 def test_progress_to_a_file_is_plain_lines(monkeypatch):
     """When stderr is not a terminal, progress is whole lines (no carriage returns), now and then."""
     import io
