@@ -54,10 +54,18 @@ def compute_target(name: str, partitions_per_topic: Mapping[str, int], members: 
 
 
 def _via_registry(assignor, partitions_per_topic, members, current) -> dict[str, frozenset]:
-    result = assignor.assign(partitions_per_topic,
-                             {mid: (spec.topics, spec.rack, spec.instance_id, current.get(mid, frozenset()))
-                              for mid, spec in members.items()})
-    return {mid: frozenset(result.get(mid, ())) for mid in members}
+    from assignors.server import GroupSpec, MemberSubscriptionAndAssignment  # noqa: PLC0415
+
+    specs = {}
+    for mid, spec in members.items():
+        held: dict[str, list[int]] = {}
+        for tp in current.get(mid, ()):
+            held.setdefault(tp.topic, []).append(tp.partition)
+        specs[mid] = MemberSubscriptionAndAssignment(spec.topics, held, instance_id=spec.instance_id,
+                                                     rack_id=spec.rack)
+    result = assignor.assign(GroupSpec(specs), partitions_per_topic)
+    return {mid: frozenset(TopicPartition(t, p) for t, ps in result.get(mid, {}).items() for p in ps)
+            for mid in members}
 
 
 def _uniform_standin(partitions_per_topic, members, current) -> dict[str, frozenset]:
