@@ -14,29 +14,14 @@ already complete); the report, PNGs and CSVs go to ``out/<experiment>/report/``,
 
 from __future__ import annotations
 
-import argparse
-import gc
-import json
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-import attrs
-
 from . import ci_regression
+from .catalog import EXPERIMENTS
+from .catalog.eager_vs_cooperative import to_toml  # noqa: F401  (list_cmd's ``show`` uses it)
 from .outputs import OutputError, check_output_dir
-from .sweep import (
-    GridError,
-    RunSpec,
-    column_name,
-    expand,
-    load_grid,
-    report_failures,
-    resolve,
-    run_sweep,
-)
+from .sweep import GridError, column_name, expand, load_grid, report_failures, run_sweep
 
 
 def register(subparsers) -> None:
@@ -65,16 +50,6 @@ def register(subparsers) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# experiments (``rebalance-sim list`` shows them; see list_cmd.py)
-
-
-@attrs.frozen
-class Experiment:
-    name: str
-    description: str
-    run: Callable[[argparse.Namespace], int]
-
-
 # ---------------------------------------------------------------------------------------------
 # sweep
 
@@ -126,473 +101,7 @@ def _points(grid) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
-# experiment eager-vs-cooperative
-
-
-EAGER_VS_COOP_ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
-
-
-@attrs.frozen
-class Scale:
-    sizes: tuple[int, ...]
-    partitions_per_member: int
-    bounce_members: int        # how many members the rolling bounce restarts (a deploy wave)
-    seeds: tuple[int, ...] = (0, 1, 2)
-    timing_shapes: tuple[tuple[int, int], ...] = tuple((m, p) for m in (100, 1000)
-                                                       for p in (1_000, 10_000, 100_000))
-
-
-SCALES = {
-    "default": Scale(sizes=(10, 100, 1000), partitions_per_member=2, bounce_members=2),
-    "large": Scale(sizes=(10, 100, 1000, 3000), partitions_per_member=2, bounce_members=5),
-    # A quick look (and the tests): tiny groups, one seed.
-    "smoke": Scale(sizes=(4, 8), partitions_per_member=2, bounce_members=2, seeds=(0,),
-                   timing_shapes=((10, 100), (10, 1000))),
-}
-SCENARIO_LABELS = ("scale-out", "crash", "rolling-bounce")
-# Seeds only matter if something is random: a lognormal link latency (median 2 ms).
-COMMON_OVERRIDES = {"network.latency.kind": "lognormal", "network.latency.ms": 2.0}
-# A plain (stateless) consumer doing real work per record: 500 records/s per member, so a
-# 500-record poll batch takes up to 1 s (members react to a rebalance between batches), plus
-# rebalance-listener costs per partition: flush and commit on revoke, re-open state on assign.
-CONSUMER_PROFILE = {"capacity": 500.0, "revoke_cost_ms": 10.0, "assign_cost_ms": 50.0}
-
-
-def _toml_value(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int | float):
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, list | tuple):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    raise TypeError(f"cannot write {v!r} as TOML")
-
-
-def to_toml(data: dict) -> str:
-    """A scenario dict (scalars, lists, tables, lists of tables) as TOML text."""
-    lines: list[str] = []
-
-    def table(d: dict, prefix: str) -> None:
-        scalars = {k: v for k, v in d.items()
-                   if not isinstance(v, dict) and not (isinstance(v, list) and v and isinstance(v[0], dict))}
-        for k, v in scalars.items():
-            lines.append(f"{k} = {_toml_value(v)}")
-        for k, v in d.items():
-            name = f"{prefix}.{k}" if prefix else k
-            if isinstance(v, dict):
-                lines.append(f"\n[{name}]")
-                table(v, name)
-            elif isinstance(v, list) and v and isinstance(v[0], dict):
-                for item in v:
-                    lines.append(f"\n[[{name}]]")
-                    table(item, name)
-
-    table(data, "")
-    return "\n".join(lines) + "\n"
-
-
-def _scenario_dict(label: str, membership: str, members: int, partitions: int, bounce: int) -> dict:
-    from .scenarios import builtin_dict
-
-    overrides = {"members": str(members), "partitions": str(partitions)}
-    width = max(3, len(str(members - 1)))  # member names: c000, c001, ... (wider past 1000)
-    if label == "rolling-bounce":
-        data = builtin_dict(f"rolling-bounce-{membership}", overrides)
-        data["timeline"][0]["members"] = [f"c{i:0{width}d}" for i in range(min(bounce, members))]
-    elif label == "crash":
-        data = builtin_dict(label, {**overrides, "member": f"c{1:0{width}d}"})
-        data["consumer"]["static"] = membership == "static"
-    else:
-        data = builtin_dict(label, overrides)
-        data["consumer"]["static"] = membership == "static"
-    data["name"] = label
-    data["description"] = f"{label}, {membership} members (eager-vs-cooperative experiment)"
-    data["consumer"].update(CONSUMER_PROFILE)
-    net = data.setdefault("network", {})
-    net["latency"] = {"kind": COMMON_OVERRIDES["network.latency.kind"], "ms": COMMON_OVERRIDES["network.latency.ms"]}
-    return data
-
-
-def eager_vs_coop_specs(scale: Scale, work: Path) -> list[RunSpec]:
-    """Every run of the experiment; scenario files are written under ``work/scenarios``."""
-    from .atomic import atomic_write_text
-
-    specs = []
-    for label in SCENARIO_LABELS:
-        for membership in ("dynamic", "static"):
-            for members in scale.sizes:
-                partitions = members * scale.partitions_per_member
-                data = _scenario_dict(label, membership, members, partitions, scale.bounce_members)
-                path = work / "scenarios" / f"{label}-{membership}-{members}.toml"
-                text = to_toml(data)
-                if not path.exists() or path.read_text() != text:
-                    atomic_write_text(path, text)
-                for assignor in EAGER_VS_COOP_ASSIGNORS:
-                    point = (("scenario", label), ("assignor", assignor), ("membership", membership),
-                             ("members", members), ("partitions", partitions))
-                    for seed in scale.seeds:
-                        specs.append(RunSpec(str(path.resolve()),
-                                             (f"consumer.partition_assignment_strategy={assignor}",),
-                                             seed, point))
-    return resolve(specs, "eager-vs-cooperative")
-
-
-def _time_assignors(assignors, shapes) -> list[dict]:
-    """Wall time of one reassignment (after one member left) per assignor and (members, partitions)."""
-    from assignors import get_assignor
-
-    from .bench_assignors import Case, _fresh_subscriptions, _group, _next_round
-
-    rows = []
-    for members, partitions in shapes:
-        topics = max(1, partitions // 10_000)
-        case = Case(f"{members}x{partitions}", members, topics, partitions // topics)
-        metadata, topics_of = _group(case)
-        for name in assignors:
-            a = get_assignor(name)
-            fresh = a.assign(metadata, _fresh_subscriptions(topics_of))
-            subs = _next_round(name, topics_of, fresh, 1, next(iter(topics_of)))
-            times = []
-            for _ in range(3 if partitions <= 100_000 else 1):
-                gc.collect()
-                t0 = time.perf_counter()
-                get_assignor(name).assign(metadata, subs)
-                times.append(time.perf_counter() - t0)
-            rows.append({"assignor": name, "members": members, "partitions": case.partitions,
-                         "assign_s": statistics.median(times)})
-    return rows
-
-
-def _intervals(work: Path, run_id: str):
-    import pyarrow.parquet as pq
-
-    return pq.read_table(work / "runs" / run_id / "intervals.parquet").to_pandas()
-
-
-def _pick(specs: list[RunSpec], **point) -> RunSpec | None:
-    for s in specs:
-        p = dict(s.point)
-        if s.seed == point.get("seed", 0) and all(p.get(k) == v for k, v in point.items() if k != "seed"):
-            return s
-    return None
-
-
-def run_eager_vs_cooperative(args) -> int:
-    import pandas as pd
-
-    from . import plots
-    from .aggregate import aggregate
-    from .atomic import atomic_write_bytes
-    from .report import Figure, Table, write_report
-    from .spark import get_spark
-
-    t_start = time.monotonic()
-    scale = SCALES[args.scale]
-    name = "eager-vs-cooperative"
-    out = Path(args.out or f"out/{name}/report")
-    work = Path(args.work or f"out/{name}")
-    specs = eager_vs_coop_specs(scale, work)
-    print(f"{name}: {len(specs)} runs = {len(SCENARIO_LABELS)} scenarios x 2 memberships x "
-          f"{len(scale.sizes)} group sizes {list(scale.sizes)} x {len(EAGER_VS_COOP_ASSIGNORS)} assignors "
-          f"x {len(scale.seeds)} seeds; runs in {work}/runs, report in {out}/", file=sys.stderr)
-    print(f"{name}: starting Spark ({args.master or 'local[*]'}) ...", file=sys.stderr)
-    spark = get_spark(args.master)
-    status = run_sweep(specs, work, master=args.master, label=name)
-    failed = report_failures(status)
-    print(f"{name}: aggregating with Spark ({time.monotonic() - t_start:.0f} s) ...", file=sys.stderr)
-    tables = aggregate(spark, work, run_ids=[s.run_id for s in specs])
-    runs = tables["runs"].to_pandas()
-    points = tables["points"].to_pandas()
-    wq = tables["window_quantiles"].to_pandas()
-    windows = tables["windows"].to_pandas()
-
-    print(f"{name}: timing the assignors and drawing ({time.monotonic() - t_start:.0f} s) ...",
-          file=sys.stderr)
-    out.mkdir(parents=True, exist_ok=True)
-    for t in ("runs", "points", "window_quantiles"):
-        atomic_write_bytes(out / f"{t}.csv", (work / "aggregate" / f"{t}.csv").read_bytes())
-    figures = _eager_vs_coop_figures(out, work, specs, points, windows, scale)
-    timings = pd.DataFrame(_time_assignors(EAGER_VS_COOP_ASSIGNORS, scale.timing_shapes))
-    atomic_write_bytes(out / "assignor_timing.csv", timings.to_csv(index=False).encode())
-    figures.append(Figure(out / "assignment_time.png",
-                          plots.assignment_time(timings, out / "assignment_time.png")))
-
-    headline = _headline(points, wq, max(scale.sizes))
-    atomic_write_bytes(out / "headline.csv", headline.to_csv(index=False).encode())
-    matched = int(runs["intervals_match"].sum())
-    elapsed = time.monotonic() - t_start
-    intro = [
-        "How long does a consumer group stall when it rebalances, and how much does the assignor "
-        "and membership type matter? Each run simulates one Kafka consumer group (Kafka's classic "
-        "group protocol, client defaults: session.timeout.ms 45 s, heartbeat 3 s) in virtual time.",
-        f"Grid: scenarios {', '.join(SCENARIO_LABELS)} (rolling bounce = the first "
-        f"{scale.bounce_members} members restart in turn, 10 s down, 20 s apart); dynamic and static "
-        f"(KIP-345) members; group sizes {', '.join(map(str, scale.sizes))} with "
-        f"{scale.partitions_per_member} partitions per member (one topic, 100 records/s per partition); "
-        f"assignors {', '.join(EAGER_VS_COOP_ASSIGNORS)}; seeds {', '.join(map(str, scale.seeds))} "
-        "(lognormal link latency, median 2 ms). Each member processes up to "
-        f"{CONSUMER_PROFILE['capacity']:.0f} records/s in poll batches of 500 records and reacts to a "
-        "rebalance between batches; its rebalance listener costs "
-        f"{CONSUMER_PROFILE['revoke_cost_ms']:.0f} ms per revoked and "
-        f"{CONSUMER_PROFILE['assign_cost_ms']:.0f} ms per assigned partition.",
-        "Rebalance time is the sum over the run's rebalance episodes of trigger-to-settled time "
-        "(every partition owned by a live processing member, no rebalance pending). Unassigned "
-        "partition-seconds sum, over partitions, the time no live member processed them. "
-        "Stop-the-world is time during which the whole group processed nothing.",
-        "Caveats: members of a group share their heartbeat phase (as after a real SyncGroup), so "
-        "they learn of a rebalance at nearly the same instant; the rolling "
-        f"bounce restarts only {scale.bounce_members} members (each further restart repeats the "
-        "same episodes), to keep the default run under 10 minutes on 2 cores.",
-    ]
-    cols_runs = ["scenario", "membership", "members", "assignor", "seed", "rebalance_time_total_s",
-                 "rounds_total", "unassigned_partition_s", "unassigned_max_s", "stop_the_world_s",
-                 "throughput_loss_records", "intervals_match"]
-    sections = [
-        ("Headline", [Table(f"Median across seeds at {max(scale.sizes):,} members", headline,
-                            csv="headline.csv")]),
-        ("Figures", figures),
-        ("Per parameter point", [Table("Median / p90 / max across seeds", _points_view(points),
-                                       csv="points.csv"),
-                                 Table("Unassigned windows", wq, csv="window_quantiles.csv")]),
-        ("Per run", [Table("Every run (first 40 rows)", runs[cols_runs].head(40), csv="runs.csv",
-                           note=f"{matched} of {len(runs)} runs: unassigned partition-seconds and max "
-                           "window recomputed by Spark from the intervals equal the simulator's summary.")]),
-    ]
-    meta = [f"command: rebalance-sim experiment {name}" + (f" --scale {args.scale}" if args.scale != "default" else ""),
-            f"{len(specs)} runs ({int((status['status'] == 'skipped').sum())} reused from {work}), "
-            f"{failed} failed; wall time {elapsed:.0f} s including Spark start",
-            f"Spark master: {args.master or 'local[*]'}; raw runs (Parquet): {work}/runs"]
-    report = write_report(out / "report.html", "Eager vs cooperative rebalancing", intro, sections, meta)
-    elapsed = time.monotonic() - t_start
-    print(f"\n{name}: done in {elapsed:.0f} s; {len(specs)} runs, {failed} failed; "
-          f"{matched}/{len(runs)} runs match the simulator's summaries")
-    print(f"\nMedian across seeds at {max(scale.sizes):,} members "
-          "(rebalance s = total trigger-to-settled time; unassigned p*s = partition-seconds):")
-    print(_text_table(headline))
-    print(f"\nreport: {report.resolve()}")
-    return 1 if failed else 0
-
-
-def _points_view(points):
-    keep = ["scenario", "membership", "members", "assignor", "seeds"]
-    for m in ("rebalance_time_total_s", "rounds_total", "unassigned_partition_s", "unassigned_max_s",
-              "throughput_loss_records", "stop_the_world_s"):
-        keep += [f"{m}_median", f"{m}_p90", f"{m}_max"]
-    order = {a: i for i, a in enumerate(EAGER_VS_COOP_ASSIGNORS)}
-    view = points[keep].assign(_o=points["assignor"].map(order))
-    return view.sort_values(["scenario", "membership", "members", "_o"]).drop(columns="_o")
-
-
-def _headline(points, wq, size):
-    import pandas as pd
-
-    p = points[points["members"] == size].copy()
-    w = wq[wq["members"] == size][["scenario", "membership", "assignor", "window_p99_s"]]
-    p = p.merge(w, on=["scenario", "membership", "assignor"], how="left")
-    order = {a: i for i, a in enumerate(EAGER_VS_COOP_ASSIGNORS)}
-    p["_o"] = p["assignor"].map(order)
-    p = p.sort_values(["scenario", "membership", "_o"])
-    return pd.DataFrame({
-        "scenario": p["scenario"], "membership": p["membership"], "assignor": p["assignor"],
-        "rebalance_s": p["rebalance_time_total_s_median"],
-        "rounds": p["rounds_total_median"],
-        "unassigned_partition_s": p["unassigned_partition_s_median"],
-        "max_window_s": p["unassigned_max_s_median"],
-        "window_p99_s": p["window_p99_s"],
-        "stop_the_world_s": p["stop_the_world_s_median"],
-        "throughput_loss_records": p["throughput_loss_records_median"],
-    }).reset_index(drop=True)
-
-
-def _text_table(df) -> str:
-    def fmt(v):
-        if isinstance(v, float):
-            if v != v:
-                return "-"
-            return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.2f}"
-        return str(v)
-
-    rows = [[fmt(v) for v in r] for r in df.itertuples(index=False)]
-    headers = list(df.columns)
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) if i < 3 else h.rjust(w) for i, (h, w) in enumerate(zip(headers, widths, strict=True)))]
-    for r in rows:
-        lines.append("  ".join(c.ljust(w) if i < 3 else c.rjust(w)
-                               for i, (c, w) in enumerate(zip(r, widths, strict=True))))
-    return "\n".join(lines)
-
-
-def _eager_vs_coop_figures(out, work, specs, points, windows, scale):
-    from . import plots
-    from .report import Figure
-    from .sweep import load_run_scenario
-
-    figs = []
-    small = min(scale.sizes)
-    eager = _pick(specs, scenario="scale-out", assignor="range", membership="dynamic", members=small)
-    coop = _pick(specs, scenario="scale-out", assignor="cooperative-sticky", membership="dynamic", members=small)
-    if eager and coop:
-        trigger = load_run_scenario(eager).timeline[0].at_s
-        ivs = [(f"eager: range, {small} members + 1 joining", _intervals(work, eager.run_id)),
-               (f"cooperative: cooperative-sticky, {small} members + 1 joining", _intervals(work, coop.run_id))]
-        hi = max(float(iv["end"].max()) for _, iv in ivs)  # a run stops once the group settles
-        figs.append(Figure(out / "ownership_timeline.png",
-                           plots.ownership_timeline(ivs, out / "ownership_timeline.png",
-                                                    (trigger - 0.5, hi), trigger)))
-    dyn = windows[windows["membership"] == "dynamic"]
-    figs.append(Figure(out / "unassigned_cdf.png",
-                       plots.window_cdf(dyn, out / "unassigned_cdf.png",
-                                        where=" (dynamic members, all sizes and seeds)")))
-    static = windows[windows["membership"] == "static"]
-    if len(static):
-        figs.append(Figure(out / "unassigned_cdf_static.png",
-                           plots.window_cdf(static, out / "unassigned_cdf_static.png",
-                                            where=" (static members, all sizes and seeds)")))
-    figs.append(Figure(out / "rebalance_time_vs_size.png", plots.metric_vs_size(
-        points, "rebalance_time_total_s", "rebalance time (s)", out / "rebalance_time_vs_size.png",
-        logy=False,
-        caption="End-to-end rebalance time (sum over the run's episodes) vs group size: median across "
-                "seeds, band up to the p90; where an assignor's line is hidden it coincides with another.")))
-    figs.append(Figure(out / "unassigned_vs_size.png", plots.metric_vs_size(
-        points, "unassigned_partition_s", "unassigned partition-s (log)",
-        out / "unassigned_vs_size.png",
-        caption="Unassigned partition-seconds (partitions x seconds without a processing member) vs "
-                "group size: median across seeds, band up to the p90; log axes.")))
-    mid = sorted(scale.sizes)[len(scale.sizes) // 2]
-    curves = []
-    first = None
-    for assignor in EAGER_VS_COOP_ASSIGNORS:
-        s = _pick(specs, scenario="crash", assignor=assignor, membership="dynamic", members=mid)
-        if s is None:
-            continue
-        sc = load_run_scenario(s)
-        first = first or sc
-        rate = sc.config.topics[0].rate
-        parts = sum(t.partitions for t in sc.config.topics)
-        trig = sc.timeline[0].at_s
-        rb = points[(points["scenario"] == "crash") & (points["members"] == mid)
-                    & (points["membership"] == "dynamic")]["rebalance_time_total_s_max"].max()
-        t, y = plots.throughput_curve(_intervals(work, s.run_id), rate, parts, trig - 5, trig + float(rb) + 10)
-        curves.append((assignor, t, y))
-    if curves:
-        total = first.config.topics[0].rate * sum(t.partitions for t in first.config.topics)
-        figs.append(Figure(out / "throughput.png", plots.throughput(
-            curves, out / "throughput.png", total, first.timeline[0].at_s,
-            f"one member of {mid} crashes (dynamic members, seed 0)")))
-    return figs
-
-
-# ---------------------------------------------------------------------------------------------
-# experiment assignor-scaling
-
-
-def run_assignor_scaling(args) -> int:
-    import pandas as pd
-
-    from . import plots
-    from .aggregate import aggregate
-    from .atomic import atomic_write_bytes
-    from .report import Figure, Table, write_report
-    from .spark import get_spark
-
-    t_start = time.monotonic()
-    name = "assignor-scaling"
-    out = Path(args.out or f"out/{name}/report")
-    work = Path(args.work or f"out/{name}")
-    large = args.scale == "large"
-    assignors = EAGER_VS_COOP_ASSIGNORS
-    members_list = (100, 1000, 10_000)
-    partitions_list = (1_000, 10_000, 100_000, 1_000_000)
-    shapes = [(m, p) for m in members_list for p in partitions_list if p >= m]
-    print(f"{name}: timing {len(assignors)} assignors on {len(shapes)} group shapes ...", file=sys.stderr)
-    rows = []
-    for shape in shapes:
-        t0 = time.monotonic()
-        rows += _time_assignors(assignors, [shape])
-        print(f"  {shape[0]:>6,} members x {shape[1]:>9,} partitions: {time.monotonic() - t0:5.1f} s",
-              file=sys.stderr)
-    timings = pd.DataFrame(rows)
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(out / "assignor_timing.csv", timings.to_csv(index=False).encode())
-
-    # Simulated rebalances with the measured assignor cost: its share of the rebalance.
-    sim_sizes = (100, 1000, 3000) if not large else (100, 1000, 3000, 10_000)
-    specs = []
-    for members in sim_sizes:
-        for assignor in assignors:
-            for seed in (0,):
-                partitions = members * 20
-                specs.append(RunSpec("scale-out", (f"members={members}", f"partitions={partitions}",
-                                                   f"assignor={assignor}", "assignor_cost=measured",
-                                                   "group.initial_rebalance_delay_ms=0"),
-                                     seed, (("scenario", "scale-out"), ("assignor", assignor),
-                                            ("members", members), ("partitions", partitions))))
-    specs = resolve(specs, name)
-    spark = get_spark(args.master)
-    status = run_sweep(specs, work, master=args.master, label=name)
-    failed = report_failures(status)
-    tables = aggregate(spark, work, run_ids=[s.run_id for s in specs])
-    runs = tables["runs"].to_pandas()
-    assign_s = _assign_time_of_runs(spark, work)
-    runs = runs.merge(assign_s, on="run_id", how="left").fillna({"leader_assign_s": 0.0})
-    runs["assign_share"] = runs["leader_assign_s"] / runs["rebalance_time_total_s"]
-    share = runs.groupby(["assignor", "members", "partitions"], as_index=False)[
-        ["leader_assign_s", "rebalance_time_total_s", "assign_share"]].median()
-    atomic_write_bytes(out / "assignment_share.csv", share.to_csv(index=False).encode())
-    figs = [Figure(out / "assignment_time.png", plots.assignment_time(timings, out / "assignment_time.png")),
-            Figure(out / "assignment_share.png", plots.share_of_rebalance(share, out / "assignment_share.png"))]
-    elapsed = time.monotonic() - t_start
-    intro = ["When does the leader's assignment itself dominate a rebalance? Our assignors are timed "
-             "directly (median of 3 calls, 1 at 1,000,000 partitions; one reassignment after one "
-             "member left, each survivor reporting what it owned the way its assignor's member side "
-             "does), then a scale-out is simulated with the assignor cost 'measured' (the leader's "
-             "simulated assignment takes the real CPU time of our Python assignor).",
-             "Python assignors are slower than Kafka's Java ones, so absolute times are an upper "
-             "bound; the growth with members and partitions is the point."]
-    sections = [("Figures", figs),
-                ("Timings", [Table("Leader assignment time (s)", timings, csv="assignor_timing.csv")]),
-                ("Share of the rebalance", [Table("Scale-out with measured assignor cost (20 partitions per member)",
-                                                  share, csv="assignment_share.csv")])]
-    meta = [f"command: rebalance-sim experiment {name}", f"wall time {elapsed:.0f} s", f"raw runs: {work}/runs"]
-    report = write_report(out / "report.html", "Assignor scaling", intro, sections, meta)
-    print(f"\n{name}: done in {elapsed:.0f} s, {failed} failed runs")
-    piv = timings.pivot_table(index=["members", "partitions"], columns="assignor", values="assign_s")
-    print("\nleader assignment time (s):")
-    print(piv[list(assignors)].to_string(float_format=lambda v: f"{v:.3f}"))
-    print(f"\nreport: {report.resolve()}")
-    return 1 if failed else 0
-
-
-def _assign_time_of_runs(spark, work: Path):
-    """Simulated time the leader spent computing assignments in each run's rebalance episodes
-    (the ``cost=...s`` of its ``assignment_computed`` events), with Spark."""
-    from pyspark.sql import functions as F
-
-    root = str(work.resolve() / "runs" / "*")
-    ev = (spark.read.schema("run_id string, t double, kind string, member string, generation long, "
-                            "detail string").parquet(root + "/events.parquet")
-          .where(F.col("kind") == "assignment_computed")
-          .select("run_id", "t", F.regexp_extract("detail", r"cost=([0-9.eE+-]+)s", 1)
-                  .cast("double").alias("cost_s")))
-    ep = (spark.read.schema("run_id string, episode long, start_s double, end_s double")
-          .parquet(root + "/episodes.parquet").where(F.col("episode") > 0))
-    joined = ev.join(ep, (ev.run_id == ep.run_id) & (ev.t >= ep.start_s) & (ev.t <= ep.end_s))
-    return (joined.groupBy(ev.run_id).agg(F.sum("cost_s").alias("leader_assign_s"))
-            .toArrow().to_pandas())
-
-
-EXPERIMENTS = {e.name: e for e in [
-    Experiment("eager-vs-cooperative", "range vs roundrobin vs sticky vs cooperative-sticky, static "
-               "and dynamic members, scale-out / crash / rolling bounce, 10-1000 members, 3 seeds "
-               "(the main job, under 10 minutes on 2 cores)", run_eager_vs_cooperative),
-    Experiment("assignor-scaling", "leader assignment time and its share of the rebalance per "
-               "assignor, 100-10,000 members, up to 1,000,000 partitions", run_assignor_scaling),
-    Experiment("ci-regression", "a small deterministic suite compared metric by metric with "
-               "results/baseline/ (exit 1 on a move beyond tolerance; --update-baseline)",
-               ci_regression.run),
-]}
+# experiment
 
 
 # Where --update-reference writes each experiment's committed reference results.
@@ -600,13 +109,14 @@ REFERENCE_DIRS = {"ci-regression": Path("results/ci")}
 
 
 def cmd_experiment(args) -> int:
+    from .pipeline import Options, run_experiment
     from .spark import SparkUnavailable
 
     # A user's run writes under out/ (ignored by git); the committed reference results under
     # results/ change only when asked (--update-reference), never as a side effect of a run.
-    if args.out is None:
-        args.out = (str(REFERENCE_DIRS.get(args.name, Path("results") / args.name)) if args.update_reference
-                    else f"out/{args.name}/report")
+    if getattr(args, "out", None) is None:
+        args.out = (str(REFERENCE_DIRS.get(args.name, Path("results") / args.name))
+                    if getattr(args, "update_reference", False) else f"out/{args.name}/report")
     try:
         check_output_dir(args.out)
         if getattr(args, "work", None):
@@ -615,7 +125,23 @@ def cmd_experiment(args) -> int:
             check_output_dir(f"out/{args.name}", flag="work directory")
     except OutputError as e:
         return _err("experiment", str(e))
+    exp = EXPERIMENTS[args.name]
+    opts = Options(
+        name=args.name, scale=getattr(args, "scale", "default"),
+        out=Path(args.out),
+        work=getattr(args, "work", None) or f"out/{args.name}",
+        master=getattr(args, "master", None), conf=tuple(getattr(args, "conf", None) or ()),
+        ship=getattr(args, "ship", True), command=_command_line(args), extra=args)
     try:
-        return EXPERIMENTS[args.name].run(args)
+        return run_experiment(exp, opts)
     except (GridError, SparkUnavailable) as e:
         return _err("experiment", str(e))
+
+
+def _command_line(args) -> str:
+    parts = ["rebalance-sim experiment", args.name]
+    if getattr(args, "scale", "default") != "default":
+        parts.append(f"--scale {args.scale}")
+    if getattr(args, "master", None):
+        parts.append(f"--master {args.master}")
+    return " ".join(parts)

@@ -57,3 +57,9 @@ def produced_by(master: str | None = None, when: _dt.datetime | None = None) -> 
     if master is not None:
         lines.append(f"Spark master: {master}")
     return lines
+
+
+def model_id() -> str:
+    """``<version>+<digest>``: a stored run is reused only by a sweep with the same model id, so a
+    change to the simulator or the assignors (an edit, a ``git pull``) forces recomputation."""
+    return f"{version()}+{model_digest()}"

@@ -17,6 +17,7 @@ import os
 import sys
 import threading
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -77,7 +78,7 @@ def _silence_pandas_version_warning() -> None:
         os.environ["PYTHONWARNINGS"] = f"{current},{spec}" if current else spec
 
 
-def get_spark(master: str | None = None) -> SparkSession:
+def get_spark(master: str | None = None, conf: Sequence[str] = (), ship: bool = True) -> SparkSession:
     """The process's SparkSession, created on the first call (later ``master`` values are ignored)."""
     global _session
     with _lock:

@@ -77,17 +77,18 @@ class RunSpec:
     point: tuple[tuple[str, Any], ...]
     run_id: str = ""
     cost: float = 0.0   # rough relative cost, to start the biggest runs first
+    source: str = ""    # the text of a TOML scenario file, read on the driver (executors cannot)
 
     def to_json(self) -> str:
         return json.dumps({"scenario": self.scenario, "overrides": list(self.overrides),
-                           "seed": self.seed, "point": [list(kv) for kv in self.point]},
-                          sort_keys=True)
+                           "seed": self.seed, "point": [list(kv) for kv in self.point],
+                           "source": self.source}, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str, run_id: str = "") -> RunSpec:
         d = json.loads(text)
         return cls(d["scenario"], tuple(d["overrides"]), d["seed"],
-                   tuple((k, v) for k, v in d["point"]), run_id)
+                   tuple((k, v) for k, v in d["point"]), run_id, source=d.get("source", ""))
 
 
 @attrs.frozen
@@ -269,6 +270,8 @@ def resolve(specs: Iterable[RunSpec], where: str = "<grid>") -> list[RunSpec]:
             except Exception as e:  # the loader's errors name the field; add the file
                 raise GridError(f"{where}: {_describe(spec)}: {_one_line(e)}") from None
         scenario = cache[key]
+        if spec.scenario.endswith(".toml") and not spec.source:
+            spec = attrs.evolve(spec, source=Path(spec.scenario).read_text(encoding="utf-8"))
         run_id = run_id_of(scenario, spec.seed)
         if run_id in seen:
             raise GridError(f"{where}: {_describe(spec)} and {_describe(seen[run_id])} give the same "
@@ -293,10 +296,19 @@ def _one_line(e: BaseException) -> str:
 
 
 def load_run_scenario(spec: RunSpec):
-    """The scenario object of ``spec`` (built-in name or TOML path, plus overrides)."""
+    """The scenario object of ``spec`` (built-in name or TOML file, plus overrides). A file's text
+    travels in ``spec.source``: on an executor it is loaded from a private copy of the same name
+    (the name is the scenario's default name)."""
     from experiments.scenarios import load_scenario
 
-    return load_scenario(spec.scenario, list(spec.overrides))
+    if not spec.source:
+        return load_scenario(spec.scenario, list(spec.overrides))
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="rebalance-sim-scenario-") as tmp:
+        path = Path(tmp) / Path(spec.scenario).name
+        path.write_text(spec.source, encoding="utf-8")
+        return load_scenario(str(path), list(spec.overrides))
 
 
 def run_id_of(scenario, seed: int) -> str:
@@ -512,6 +524,38 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
     with _Progress(out, list(specs), label, stream):
         result = df.mapInPandas(task, RESULT_SCHEMA).toArrow().to_pandas()
     return pd.concat([done, result], ignore_index=True)
+
+
+def local_path(uri: str | os.PathLike) -> Path | None:
+    """The local path of ``uri`` (a plain path or ``file://``), or None for a remote URI."""
+    text = os.fspath(uri)
+    if text.startswith("file://"):
+        return Path(text[len("file://"):])
+    if "://" in text:
+        return None
+    return Path(text)
+
+
+_READ_SCHEMAS = {
+    "events": "run_id string, t double, kind string, member string, generation long, detail string",
+    "intervals": "run_id string, kind string, member string, topic string, partition long, "
+                 "start double, `end` double",
+}
+
+
+def read_table(spark, out, name: str, run_ids: Sequence[str] | None = None):
+    """The raw table ``name`` (events, intervals, episodes, runs, points) of the complete runs
+    under ``out``, as a Spark DataFrame (only ``run_ids`` if given)."""
+    from pyspark.sql import functions as F
+
+    files = {"points": "point.parquet"}.get(name, f"{name}.parquet")
+    reader = spark.read
+    if name in _READ_SCHEMAS:
+        reader = reader.schema(_READ_SCHEMAS[name])
+    df = reader.parquet(str(Path(out).resolve() / "runs" / "*" / files))
+    if run_ids is not None:
+        df = df.where(F.col("run_id").isin(list(run_ids)))
+    return df
 
 
 def report_failures(status, stream=None) -> int:

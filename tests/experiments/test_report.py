@@ -9,7 +9,7 @@ import re
 import pandas as pd
 import pytest
 
-from experiments.experiment_cmd import run_eager_vs_cooperative
+from experiments.experiment_cmd import cmd_experiment
 from experiments.report import Figure, Table, referenced_files, write_report
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -19,8 +19,9 @@ PNG = b"\x89PNG\r\n\x1a\n"
 def smoke_report(spark, tmp_path_factory):
     """`experiment eager-vs-cooperative --scale smoke` into a temporary directory."""
     tmp = tmp_path_factory.mktemp("report")
-    args = argparse.Namespace(scale="smoke", out=str(tmp / "results"), work=str(tmp / "work"), master=None)
-    code = run_eager_vs_cooperative(args)
+    args = argparse.Namespace(name="eager-vs-cooperative", scale="smoke", out=str(tmp / "results"),
+                              work=str(tmp / "work"), master=None)
+    code = cmd_experiment(args)
     return code, tmp / "results"
 
 

@@ -1,0 +1,16 @@
+"""The experiments, as declarations: one module each, registered here by name.
+
+Each module defines ``EXPERIMENT`` (``experiments.pipeline.Experiment``): a grid and a report
+recipe that the generic pipeline runs. To add an experiment, add a module and list it below.
+"""
+
+from __future__ import annotations
+
+from ..pipeline import Experiment
+from . import assignor_scaling, ci_regression, eager_vs_cooperative
+
+EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
+    eager_vs_cooperative.EXPERIMENT,
+    assignor_scaling.EXPERIMENT,
+    ci_regression.EXPERIMENT,
+)}

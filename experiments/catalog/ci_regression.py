@@ -1,0 +1,13 @@
+"""The regression suite (``experiments.ci_regression``) as a catalog entry: not a sweep, so it
+replaces the pipeline with its own ``run``."""
+
+from __future__ import annotations
+
+from .. import ci_regression
+from ..pipeline import Experiment
+
+EXPERIMENT = Experiment(
+    "ci-regression",
+    "a small deterministic suite compared metric by metric with results/baseline/ (exit 1 on a "
+    "move beyond tolerance; --update-baseline)",
+    run=ci_regression.run)

@@ -1,0 +1,354 @@
+"""The main job: eager vs cooperative rebalancing (range, roundrobin, sticky, cooperative-sticky;
+static and dynamic members; scale-out, crash and a rolling bounce; 10..1000 members; 3 seeds).
+
+A declaration for the generic pipeline (``experiments.pipeline``): ``grid`` says which runs,
+``report`` turns the aggregated tables into the page.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import statistics
+import time
+from pathlib import Path
+
+import attrs
+
+from ..pipeline import Experiment, Options, Page, Results, scenario_dir
+from ..sweep import RunSpec, resolve
+
+EAGER_VS_COOP_ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+
+
+@attrs.frozen
+class Scale:
+    sizes: tuple[int, ...]
+    partitions_per_member: int
+    bounce_members: int        # how many members the rolling bounce restarts (a deploy wave)
+    seeds: tuple[int, ...] = (0, 1, 2)
+    timing_shapes: tuple[tuple[int, int], ...] = tuple((m, p) for m in (100, 1000)
+                                                       for p in (1_000, 10_000, 100_000))
+
+
+SCALES = {
+    "default": Scale(sizes=(10, 100, 1000), partitions_per_member=2, bounce_members=2),
+    "large": Scale(sizes=(10, 100, 1000, 3000), partitions_per_member=2, bounce_members=5),
+    # A quick look (and the tests): tiny groups, one seed.
+    "smoke": Scale(sizes=(4, 8), partitions_per_member=2, bounce_members=2, seeds=(0,),
+                   timing_shapes=((10, 100), (10, 1000))),
+}
+SCENARIO_LABELS = ("scale-out", "crash", "rolling-bounce")
+# Seeds only matter if something is random: a lognormal link latency (median 2 ms).
+COMMON_OVERRIDES = {"network.latency.kind": "lognormal", "network.latency.ms": 2.0}
+# A plain (stateless) consumer doing real work per record: 500 records/s per member, so a
+# 500-record poll batch takes up to 1 s (members react to a rebalance between batches), plus
+# rebalance-listener costs per partition: flush and commit on revoke, re-open state on assign.
+CONSUMER_PROFILE = {"capacity": 500.0, "revoke_cost_ms": 10.0, "assign_cost_ms": 50.0}
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(f"cannot write {v!r} as TOML")
+
+
+def to_toml(data: dict) -> str:
+    """A scenario dict (scalars, lists, tables, lists of tables) as TOML text."""
+    lines: list[str] = []
+
+    def table(d: dict, prefix: str) -> None:
+        scalars = {k: v for k, v in d.items()
+                   if not isinstance(v, dict) and not (isinstance(v, list) and v and isinstance(v[0], dict))}
+        for k, v in scalars.items():
+            lines.append(f"{k} = {_toml_value(v)}")
+        for k, v in d.items():
+            name = f"{prefix}.{k}" if prefix else k
+            if isinstance(v, dict):
+                lines.append(f"\n[{name}]")
+                table(v, name)
+            elif isinstance(v, list) and v and isinstance(v[0], dict):
+                for item in v:
+                    lines.append(f"\n[[{name}]]")
+                    table(item, name)
+
+    table(data, "")
+    return "\n".join(lines) + "\n"
+
+
+def _scenario_dict(label: str, membership: str, members: int, partitions: int, bounce: int) -> dict:
+    from ..scenarios import builtin_dict
+
+    overrides = {"members": str(members), "partitions": str(partitions)}
+    width = max(3, len(str(members - 1)))  # member names: c000, c001, ... (wider past 1000)
+    if label == "rolling-bounce":
+        data = builtin_dict(f"rolling-bounce-{membership}", overrides)
+        data["timeline"][0]["members"] = [f"c{i:0{width}d}" for i in range(min(bounce, members))]
+    elif label == "crash":
+        data = builtin_dict(label, {**overrides, "member": f"c{1:0{width}d}"})
+        data["consumer"]["static"] = membership == "static"
+    else:
+        data = builtin_dict(label, overrides)
+        data["consumer"]["static"] = membership == "static"
+    data["name"] = label
+    data["description"] = f"{label}, {membership} members (eager-vs-cooperative experiment)"
+    data["consumer"].update(CONSUMER_PROFILE)
+    net = data.setdefault("network", {})
+    net["latency"] = {"kind": COMMON_OVERRIDES["network.latency.kind"], "ms": COMMON_OVERRIDES["network.latency.ms"]}
+    return data
+
+
+def eager_vs_coop_specs(scale: Scale, scenarios: Path) -> list[RunSpec]:
+    """Every run of the experiment; scenario files are written under ``scenarios`` (a local
+    directory: the specs carry the files' text to the executors)."""
+    from ..atomic import atomic_write_text
+
+    specs = []
+    for label in SCENARIO_LABELS:
+        for membership in ("dynamic", "static"):
+            for members in scale.sizes:
+                partitions = members * scale.partitions_per_member
+                data = _scenario_dict(label, membership, members, partitions, scale.bounce_members)
+                path = scenarios / f"{label}-{membership}-{members}.toml"
+                text = to_toml(data)
+                if not path.exists() or path.read_text() != text:
+                    atomic_write_text(path, text)
+                for assignor in EAGER_VS_COOP_ASSIGNORS:
+                    point = (("scenario", label), ("assignor", assignor), ("membership", membership),
+                             ("members", members), ("partitions", partitions))
+                    for seed in scale.seeds:
+                        specs.append(RunSpec(str(path.resolve()),
+                                             (f"consumer.partition_assignment_strategy={assignor}",),
+                                             seed, point))
+    return resolve(specs, "eager-vs-cooperative")
+
+
+def _time_assignors(assignors, shapes) -> list[dict]:
+    """Wall time of one reassignment (after one member left) per assignor and (members, partitions)."""
+    from assignors import get_assignor
+
+    from ..bench_assignors import Case, _fresh_subscriptions, _group, _next_round
+
+    rows = []
+    for members, partitions in shapes:
+        topics = max(1, partitions // 10_000)
+        case = Case(f"{members}x{partitions}", members, topics, partitions // topics)
+        metadata, topics_of = _group(case)
+        for name in assignors:
+            a = get_assignor(name)
+            fresh = a.assign(metadata, _fresh_subscriptions(topics_of))
+            subs = _next_round(name, topics_of, fresh, 1, next(iter(topics_of)))
+            times = []
+            for _ in range(3 if partitions <= 100_000 else 1):
+                gc.collect()
+                t0 = time.perf_counter()
+                get_assignor(name).assign(metadata, subs)
+                times.append(time.perf_counter() - t0)
+            rows.append({"assignor": name, "members": members, "partitions": case.partitions,
+                         "assign_s": statistics.median(times)})
+    return rows
+
+
+def _pick(specs: list[RunSpec], **point) -> RunSpec | None:
+    for s in specs:
+        p = dict(s.point)
+        if s.seed == point.get("seed", 0) and all(p.get(k) == v for k, v in point.items() if k != "seed"):
+            return s
+    return None
+
+
+def grid(opts: Options) -> list[RunSpec]:
+    """Every run: scenarios x memberships x group sizes x assignors x seeds."""
+    scale = SCALES[opts.scale]
+    return eager_vs_coop_specs(scale, scenario_dir(opts))
+
+
+def report(opts: Options, results: Results) -> Page:
+    import pandas as pd
+
+    from .. import plots
+    from ..atomic import atomic_write_bytes
+    from ..report import Figure, Table
+
+    scale = SCALES[opts.scale]
+    out = Path(opts.out)
+    specs = results.specs
+    runs, points = results.tables["runs"], results.tables["points"]
+    wq, windows = results.tables["window_quantiles"], results.tables["windows"]
+    figures = _eager_vs_coop_figures(out, results, specs, points, windows, scale)
+    timings = pd.DataFrame(_time_assignors(EAGER_VS_COOP_ASSIGNORS, scale.timing_shapes))
+    atomic_write_bytes(out / "assignor_timing.csv", timings.to_csv(index=False).encode())
+    figures.append(Figure(out / "assignment_time.png",
+                          plots.assignment_time(timings, out / "assignment_time.png")))
+
+    headline = _headline(points, wq, max(scale.sizes))
+    atomic_write_bytes(out / "headline.csv", headline.to_csv(index=False).encode())
+    matched = int(runs["intervals_match"].sum())
+    intro = [
+        "How long does a consumer group stall when it rebalances, and how much does the assignor "
+        "and membership type matter? Each run simulates one Kafka consumer group (Kafka's classic "
+        "group protocol, client defaults: session.timeout.ms 45 s, heartbeat 3 s) in virtual time.",
+        f"Grid: scenarios {', '.join(SCENARIO_LABELS)} (rolling bounce = the first "
+        f"{scale.bounce_members} members restart in turn, 10 s down, 20 s apart); dynamic and static "
+        f"(KIP-345) members; group sizes {', '.join(map(str, scale.sizes))} with "
+        f"{scale.partitions_per_member} partitions per member (one topic, 100 records/s per partition); "
+        f"assignors {', '.join(EAGER_VS_COOP_ASSIGNORS)}; seeds {', '.join(map(str, scale.seeds))} "
+        "(lognormal link latency, median 2 ms). Each member processes up to "
+        f"{CONSUMER_PROFILE['capacity']:.0f} records/s in poll batches of 500 records and reacts to a "
+        "rebalance between batches; its rebalance listener costs "
+        f"{CONSUMER_PROFILE['revoke_cost_ms']:.0f} ms per revoked and "
+        f"{CONSUMER_PROFILE['assign_cost_ms']:.0f} ms per assigned partition.",
+        "Rebalance time is the sum over the run's rebalance episodes of trigger-to-settled time "
+        "(every partition owned by a live processing member, no rebalance pending). Unassigned "
+        "partition-seconds sum, over partitions, the time no live member processed them. "
+        "Stop-the-world is time during which the whole group processed nothing.",
+        "Caveats: members of a group share their heartbeat phase (as after a real SyncGroup), so "
+        "they learn of a rebalance at nearly the same instant; the rolling "
+        f"bounce restarts only {scale.bounce_members} members (each further restart repeats the "
+        "same episodes), to keep the default run under 10 minutes on 2 cores.",
+    ]
+    cols_runs = ["scenario", "membership", "members", "assignor", "seed", "rebalance_time_total_s",
+                 "rounds_total", "unassigned_partition_s", "unassigned_max_s", "stop_the_world_s",
+                 "throughput_loss_records", "intervals_match"]
+    sections = [
+        ("Headline", [Table(f"Median across seeds at {max(scale.sizes):,} members", headline,
+                            csv="headline.csv")]),
+        ("Figures", figures),
+        ("Per parameter point", [Table("Median / p90 / max across seeds", _points_view(points),
+                                       csv="points.csv"),
+                                 Table("Unassigned windows", wq, csv="window_quantiles.csv")]),
+        ("Per run", [Table("Every run (first 40 rows)", runs[cols_runs].head(40), csv="runs.csv",
+                           note=f"{matched} of {len(runs)} runs: unassigned partition-seconds and max "
+                           "window recomputed by Spark from the intervals equal the simulator's summary.")]),
+    ]
+    summary = (f"{matched}/{len(runs)} runs match the simulator's summaries\n"
+               f"\nMedian across seeds at {max(scale.sizes):,} members "
+               "(rebalance s = total trigger-to-settled time; unassigned p*s = partition-seconds):\n"
+               + _text_table(headline))
+    return Page(intro, sections, summary=summary)
+
+
+def _points_view(points):
+    keep = ["scenario", "membership", "members", "assignor", "seeds"]
+    for m in ("rebalance_time_total_s", "rounds_total", "unassigned_partition_s", "unassigned_max_s",
+              "throughput_loss_records", "stop_the_world_s"):
+        keep += [f"{m}_median", f"{m}_p90", f"{m}_max"]
+    order = {a: i for i, a in enumerate(EAGER_VS_COOP_ASSIGNORS)}
+    view = points[keep].assign(_o=points["assignor"].map(order))
+    return view.sort_values(["scenario", "membership", "members", "_o"]).drop(columns="_o")
+
+
+def _headline(points, wq, size):
+    import pandas as pd
+
+    p = points[points["members"] == size].copy()
+    w = wq[wq["members"] == size][["scenario", "membership", "assignor", "window_p99_s"]]
+    p = p.merge(w, on=["scenario", "membership", "assignor"], how="left")
+    order = {a: i for i, a in enumerate(EAGER_VS_COOP_ASSIGNORS)}
+    p["_o"] = p["assignor"].map(order)
+    p = p.sort_values(["scenario", "membership", "_o"])
+    return pd.DataFrame({
+        "scenario": p["scenario"], "membership": p["membership"], "assignor": p["assignor"],
+        "rebalance_s": p["rebalance_time_total_s_median"],
+        "rounds": p["rounds_total_median"],
+        "unassigned_partition_s": p["unassigned_partition_s_median"],
+        "max_window_s": p["unassigned_max_s_median"],
+        "window_p99_s": p["window_p99_s"],
+        "stop_the_world_s": p["stop_the_world_s_median"],
+        "throughput_loss_records": p["throughput_loss_records_median"],
+    }).reset_index(drop=True)
+
+
+def _text_table(df) -> str:
+    def fmt(v):
+        if isinstance(v, float):
+            if v != v:
+                return "-"
+            return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.2f}"
+        return str(v)
+
+    rows = [[fmt(v) for v in r] for r in df.itertuples(index=False)]
+    headers = list(df.columns)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) if i < 3 else h.rjust(w) for i, (h, w) in enumerate(zip(headers, widths, strict=True)))]
+    for r in rows:
+        lines.append("  ".join(c.ljust(w) if i < 3 else c.rjust(w)
+                               for i, (c, w) in enumerate(zip(r, widths, strict=True))))
+    return "\n".join(lines)
+
+
+def _eager_vs_coop_figures(out, results, specs, points, windows, scale):
+    from .. import plots
+    from ..report import Figure
+    from ..sweep import load_run_scenario
+
+    figs = []
+    small = min(scale.sizes)
+    eager = _pick(specs, scenario="scale-out", assignor="range", membership="dynamic", members=small)
+    coop = _pick(specs, scenario="scale-out", assignor="cooperative-sticky", membership="dynamic", members=small)
+    if eager and coop:
+        trigger = load_run_scenario(eager).timeline[0].at_s
+        ivs = [(f"eager: range, {small} members + 1 joining", results.intervals(eager.run_id)),
+               (f"cooperative: cooperative-sticky, {small} members + 1 joining", results.intervals(coop.run_id))]
+        hi = max(float(iv["end"].max()) for _, iv in ivs)  # a run stops once the group settles
+        figs.append(Figure(out / "ownership_timeline.png",
+                           plots.ownership_timeline(ivs, out / "ownership_timeline.png",
+                                                    (trigger - 0.5, hi), trigger)))
+    dyn = windows[windows["membership"] == "dynamic"]
+    figs.append(Figure(out / "unassigned_cdf.png",
+                       plots.window_cdf(dyn, out / "unassigned_cdf.png",
+                                        where=" (dynamic members, all sizes and seeds)")))
+    static = windows[windows["membership"] == "static"]
+    if len(static):
+        figs.append(Figure(out / "unassigned_cdf_static.png",
+                           plots.window_cdf(static, out / "unassigned_cdf_static.png",
+                                            where=" (static members, all sizes and seeds)")))
+    figs.append(Figure(out / "rebalance_time_vs_size.png", plots.metric_vs_size(
+        points, "rebalance_time_total_s", "rebalance time (s)", out / "rebalance_time_vs_size.png",
+        logy=False,
+        caption="End-to-end rebalance time (sum over the run's episodes) vs group size: median across "
+                "seeds, band up to the p90; where an assignor's line is hidden it coincides with another.")))
+    figs.append(Figure(out / "unassigned_vs_size.png", plots.metric_vs_size(
+        points, "unassigned_partition_s", "unassigned partition-s (log)",
+        out / "unassigned_vs_size.png",
+        caption="Unassigned partition-seconds (partitions x seconds without a processing member) vs "
+                "group size: median across seeds, band up to the p90; log axes.")))
+    mid = sorted(scale.sizes)[len(scale.sizes) // 2]
+    curves = []
+    first = None
+    for assignor in EAGER_VS_COOP_ASSIGNORS:
+        s = _pick(specs, scenario="crash", assignor=assignor, membership="dynamic", members=mid)
+        if s is None:
+            continue
+        sc = load_run_scenario(s)
+        first = first or sc
+        rate = sc.config.topics[0].rate
+        parts = sum(t.partitions for t in sc.config.topics)
+        trig = sc.timeline[0].at_s
+        rb = points[(points["scenario"] == "crash") & (points["members"] == mid)
+                    & (points["membership"] == "dynamic")]["rebalance_time_total_s_max"].max()
+        t, y = plots.throughput_curve(results.intervals(s.run_id), rate, parts, trig - 5, trig + float(rb) + 10)
+        curves.append((assignor, t, y))
+    if curves:
+        total = first.config.topics[0].rate * sum(t.partitions for t in first.config.topics)
+        figs.append(Figure(out / "throughput.png", plots.throughput(
+            curves, out / "throughput.png", total, first.timeline[0].at_s,
+            f"one member of {mid} crashes (dynamic members, seed 0)")))
+    return figs
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+EXPERIMENT = Experiment(
+    "eager-vs-cooperative",
+    "range vs roundrobin vs sticky vs cooperative-sticky, static and dynamic members, scale-out / "
+    "crash / rolling bounce, 10-1000 members, 3 seeds (the main job, under 10 minutes on 2 cores)",
+    title="Eager vs cooperative rebalancing",
+    grid=grid, report=report)
