@@ -12,11 +12,14 @@ import time
 from sim import Scenario, run_scenario
 
 
-def _scenario(name: str, members: int, partitions: int, action: dict) -> Scenario:
+def _scenario(name: str, members: int, partitions: int, action: dict, protocol: str = "classic") -> Scenario:
+    consumer = {"partition_assignment_strategy": ["cooperative-sticky"]}
+    if protocol != "classic":
+        consumer = {"group_protocol": protocol}  # KIP-848: the coordinator assigns (uniform)
     return Scenario.from_dict({
         "name": name, "members": members,
         "topics": [{"name": "events", "partitions": partitions, "rate": 1.0}],
-        "consumer": {"partition_assignment_strategy": ["cooperative-sticky"]},
+        "consumer": consumer,
         "timeline": [action],
     })
 
@@ -31,6 +34,8 @@ def cases(quick: bool) -> list[tuple[str, Scenario, float | None]]:
             ("1000x10000 coop crash", _scenario("bench-crash", 1000, 10000, dict(crash, member="c001")), None),
             ("scale-out 100 members", _scenario("bench-growth", 100, 1000, add), None),
             ("scale-out 1000 members", _scenario("bench-growth", 1000, 10000, add), None),
+            ("scale-out 1000 members, consumer protocol",
+             _scenario("bench-growth", 1000, 10000, add, "consumer"), None),
         ]
     return [
         ("2100x2100 coop add one", _scenario("bench-add", 2100, 2100, add), 10.0),
@@ -38,6 +43,9 @@ def cases(quick: bool) -> list[tuple[str, Scenario, float | None]]:
         ("scale-out 100 members", _scenario("bench-growth", 100, 1000, add), None),
         ("scale-out 1000 members", _scenario("bench-growth", 1000, 10000, add), None),
         ("scale-out 10000 members", _scenario("bench-growth", 10000, 100000, add), None),
+        # issue 11 target: a 10,000-member scale-out under the consumer group protocol in <= 60 s
+        ("scale-out 10000 members, consumer protocol",
+         _scenario("bench-growth", 10000, 100000, add, "consumer"), 60.0),
     ]
 
 

@@ -56,16 +56,20 @@ def compute_target(name: str, partitions_per_topic: Mapping[str, int], members: 
 def _via_registry(assignor, partitions_per_topic, members, current) -> dict[str, frozenset]:
     from assignors.server import GroupSpec, MemberSubscriptionAndAssignment  # noqa: PLC0415
 
-    specs = {}
-    for mid, spec in members.items():
-        held: dict[str, list[int]] = {}
+    def assigned(mid):
+        by_topic: dict[str, list[int]] = {}
         for tp in current.get(mid, ()):
-            held.setdefault(tp.topic, []).append(tp.partition)
-        specs[mid] = MemberSubscriptionAndAssignment(spec.topics, held, instance_id=spec.instance_id,
-                                                     rack_id=spec.rack)
-    result = assignor.assign(GroupSpec(specs), partitions_per_topic)
-    return {mid: frozenset(TopicPartition(t, p) for t, ps in result.get(mid, {}).items() for p in ps)
-            for mid in members}
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        return by_topic
+
+    spec = GroupSpec({mid: MemberSubscriptionAndAssignment(set(s.topics), assigned(mid), s.instance_id, s.rack)
+                      for mid, s in members.items()})
+    result = assignor.assign(spec, dict(partitions_per_topic))
+    out: dict[str, frozenset] = {}
+    for mid in members:
+        parts = result.get(mid) or {}
+        out[mid] = frozenset(TopicPartition(t, int(p)) for t, ps in parts.items() for p in ps)
+    return out
 
 
 def _uniform_standin(partitions_per_topic, members, current) -> dict[str, frozenset]:
