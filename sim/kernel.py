@@ -22,6 +22,8 @@ from collections.abc import Callable
 import numpy as np
 import trio
 
+_IO = ("send", "timer")
+
 
 class Actor:
     """Base of the thin trio actors: an inbox, a seeded random stream, and effect handling."""
@@ -65,7 +67,7 @@ class Actor:
                 rec.violation(now, eff[1])
             else:
                 raise ValueError(f"unknown effect {eff!r}")
-        if effects:
+        if effects and (k.dirty_on_io or any(e[0] not in _IO for e in effects)):
             k.dirty = True
 
     async def run(self) -> None:
@@ -94,6 +96,10 @@ class Kernel:
         self._done: trio.Event | None = None
         self.now = 0.0
         self.dirty = False
+        # False: messages and timers alone do not make the run re-check whether it settled (a
+        # core then records an event whenever its settled state can change; the consumer
+        # protocol's cores do, where every idle heartbeat is simulated)
+        self.dirty_on_io = True
         self.messages = 0
         self.batches = 0
         self.delivered = 0  # inputs handed to actors (the unit of --max-events)
