@@ -1,11 +1,13 @@
 """Aggregation of a sweep with PySpark DataFrames: per-run metrics, percentiles across seeds,
 and the distribution of per-partition unassigned windows.
 
-Inputs (one directory per run, see ``experiments.sweep``): the simulator's ``runs.parquet`` (its
-``summary.*`` columns are the run's metrics, defined once in ``sim.metrics``), its
-``intervals.parquet``, and the sweep's ``episodes.parquet`` and ``point.parquet``.
+Inputs (the tables a sweep wrote through Spark, see ``experiments.store``; only runs complete
+for the current model): the simulator's ``runs`` (its ``summary.*`` columns are the run's
+metrics, defined once in ``sim.metrics``), its ``intervals``, and the sweep's ``episodes`` and
+``points``.
 
-Outputs (``aggregate(...)`` writes them as Parquet and CSV, each file atomically):
+Outputs (``aggregate(...)`` has Spark write them as Parquet under ``OUT/aggregate/<name>/``, and
+as CSV: one file ``<name>.csv`` per table when OUT is local, a Spark CSV directory otherwise):
 
 ``runs``     one row per run: the parameter point, seed, the summary metrics, and the unassigned
              partition-seconds and max window recomputed here from ``intervals`` (the
@@ -22,11 +24,9 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
 
 from .atomic import atomic_write_bytes
 
@@ -56,22 +56,20 @@ NOT_POINT = {"run_id", "seed", "spec"}
 MATCH_TOL = 1e-6
 
 
-def _glob(sweep_dir: Path, name: str) -> str:
-    return str(Path(sweep_dir).resolve() / "runs" / "*" / name)
-
-
-def load_runs(spark, sweep_dir: Path, run_ids: Sequence[str] | None = None):
-    """point.parquet joined with the simulator's summary metrics: one row per run (only
-    ``run_ids`` if given: a work directory may also hold runs of an older configuration)."""
+def load_runs(spark, sweep_dir, run_ids: Sequence[str] | None = None):
+    """The points joined with the simulator's summary metrics: one row per run (only ``run_ids``
+    if given: an output may also hold runs of other grids)."""
     from pyspark.sql import functions as F
 
-    points = spark.read.parquet(_glob(sweep_dir, "point.parquet"))
-    if run_ids is not None:
-        points = points.where(F.col("run_id").isin(list(run_ids)))
+    from .store import read_table
+
+    points = read_table(spark, sweep_dir, "points", run_ids)
+    runs = read_table(spark, sweep_dir, "runs", run_ids)
+    have = set(runs.columns)
     wanted = METRICS + EXTRA
-    schema = ", ".join(["`run_id` string"] + [f"`summary.{m}` {t}" for m, t in wanted])
-    runs = spark.read.schema(schema).parquet(_glob(sweep_dir, "runs.parquet"))
-    runs = runs.select("run_id", *[F.col(f"`summary.{m}`").alias(m) for m, _ in wanted])
+    runs = runs.select("run_id", *[
+        (F.col(f"`summary.{m}`") if f"summary.{m}" in have else F.lit(None)).cast(t).alias(m)
+        for m, t in wanted])
     return points.drop("spec").join(runs, "run_id", "inner")
 
 
@@ -81,17 +79,19 @@ def point_columns(runs_df) -> list[str]:
     return [c for c in runs_df.columns if c not in known]
 
 
-def unassigned_windows(spark, sweep_dir: Path, runs_df):
+def unassigned_windows(spark, sweep_dir, runs_df, run_ids: Sequence[str] | None = None):
     """Unassigned intervals clipped to each rebalance episode (formation excluded), with points."""
     from pyspark.sql import functions as F
 
-    intervals = (spark.read.schema("run_id string, kind string, member string, topic string, "
-                                   "partition long, start double, `end` double")
-                 .parquet(_glob(sweep_dir, "intervals.parquet"))
+    from .store import read_table
+
+    run_ids = None if run_ids is None else list(run_ids)
+    intervals = (read_table(spark, sweep_dir, "intervals", run_ids)
                  .where(F.col("kind") == "unassigned")
                  .select("run_id", "topic", "partition", "start", "end"))
-    episodes = (spark.read.schema("run_id string, episode long, start_s double, end_s double")
-                .parquet(_glob(sweep_dir, "episodes.parquet"))
+    episodes = (read_table(spark, sweep_dir, "episodes", run_ids)
+                .select("run_id", F.col("episode").cast("long"), F.col("start_s").cast("double"),
+                        F.col("end_s").cast("double"))
                 .where(F.col("episode") > 0))
     i, e = intervals.alias("i"), episodes.alias("e")
     clipped = (i.join(e, (F.col("i.run_id") == F.col("e.run_id"))
@@ -109,8 +109,10 @@ def per_run(runs_df, windows_df):
     from pyspark.sql import functions as F
 
     # Per episode first: the summary's max window is the largest of the episodes' maxima.
+    # The sum in sorted order: the same floats give the same bits however Spark partitioned them.
+    ordered_sum = F.aggregate(F.array_sort(F.collect_list("window_s")), F.lit(0.0), lambda acc, x: acc + x)
     recomputed = (windows_df.groupBy("run_id")
-                  .agg(F.sum("window_s").alias("unassigned_partition_s_from_intervals"),
+                  .agg(ordered_sum.alias("unassigned_partition_s_from_intervals"),
                        F.max("window_s").alias("unassigned_max_s_from_intervals")))
     out = runs_df.join(recomputed, "run_id", "left").fillna(
         0.0, ["unassigned_partition_s_from_intervals", "unassigned_max_s_from_intervals"])
@@ -156,41 +158,51 @@ def window_quantiles(windows_df, runs_df):
     return q.join(touched, cols, "inner").orderBy(*cols)
 
 
-def _write(table: pa.Table, out_dir: Path, name: str, csv: bool = True) -> None:
-    buf = io.BytesIO()
-    pq.write_table(table, buf, compression="zstd")
-    atomic_write_bytes(out_dir / f"{name}.parquet", buf.getvalue())
-    if csv:
+def _write(spark, df, table: pa.Table, out_dir: str, name: str, csv: bool = True) -> None:
+    """``df`` (already collected as ``table``) written by Spark as Parquet; the CSV beside it."""
+    from .store import local_path
+
+    df.coalesce(1).write.mode("overwrite").parquet(f"{out_dir}/{name}")
+    if not csv:
+        return
+    local = local_path(out_dir)
+    if local is not None:
         buf = io.BytesIO()
         pacsv.write_csv(table, buf)
-        atomic_write_bytes(out_dir / f"{name}.csv", buf.getvalue())
+        atomic_write_bytes(local / f"{name}.csv", buf.getvalue())
+    else:
+        df.coalesce(1).write.mode("overwrite").option("header", "true").csv(f"{out_dir}/{name}.csv")
 
 
-def _to_arrow(df) -> pa.Table:
-    return df.toArrow()
-
-
-def aggregate(spark, sweep_dir: str | Path, out_dir: str | Path | None = None,
-              run_ids: Sequence[str] | None = None) -> dict[str, pa.Table]:
-    """Aggregate the complete runs under ``sweep_dir/runs`` (all, or only ``run_ids``); write the
+def aggregate(spark, sweep_dir, out_dir=None, run_ids: Sequence[str] | None = None) -> dict[str, pa.Table]:
+    """Aggregate the complete runs under ``sweep_dir`` (all, or only ``run_ids``); write the
     tables to ``out_dir`` (default ``sweep_dir/aggregate``). Returns them as pyarrow Tables,
     sorted deterministically."""
-    sweep_dir = Path(sweep_dir)
-    out_dir = Path(out_dir) if out_dir is not None else sweep_dir / "aggregate"
+    from .store import uri
+
+    out_dir = uri(out_dir) if out_dir is not None else f"{uri(sweep_dir)}/aggregate"
     runs_df = load_runs(spark, sweep_dir, run_ids).cache()
     cols = point_columns(runs_df)
-    windows_df = unassigned_windows(spark, sweep_dir, runs_df).cache()
-    tables = {
-        "runs": _to_arrow(per_run(runs_df, windows_df).orderBy(*cols, "seed")),
-        "points": _to_arrow(per_point(runs_df)),
-        "window_quantiles": _to_arrow(window_quantiles(windows_df, runs_df)),
-        "windows": _to_arrow(windows_df.select(*cols, "seed", "run_id", "episode", "topic",
-                                               "partition", "window_s")
-                             .orderBy(*cols, "seed", "episode", "topic", "partition", "window_s")),
+    windows_df = unassigned_windows(spark, sweep_dir, runs_df, run_ids).cache()
+    frames = {
+        "runs": per_run(runs_df, windows_df).orderBy(*cols, "seed"),
+        "points": per_point(runs_df),
+        "window_quantiles": window_quantiles(windows_df, runs_df),
+        "windows": windows_df.select(*cols, "seed", "run_id", "episode", "topic", "partition", "window_s")
+                             .orderBy(*cols, "seed", "episode", "topic", "partition", "window_s"),
     }
+    tables = {name: df.toArrow() for name, df in frames.items()}
+    local = _local_dir(out_dir)
+    if local is not None:
+        local.mkdir(parents=True, exist_ok=True)
+    for name, df in frames.items():
+        _write(spark, df, tables[name], out_dir, name, csv=(name != "windows"))
     windows_df.unpersist()
     runs_df.unpersist()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for name, table in tables.items():
-        _write(table, out_dir, name, csv=(name != "windows"))
     return tables
+
+
+def _local_dir(out_dir: str):
+    from .store import local_path
+
+    return local_path(out_dir)

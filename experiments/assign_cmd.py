@@ -37,7 +37,6 @@ from assignors import Assignment, AssignorError, Subscription, TopicPartition, g
 from assignors.quality import assignment_quality
 from assignors.stream_join import encode_assignment_user_data
 
-
 # Bounds that keep a typo ("orders": 100000000) from eating the machine's memory: twice the
 # largest group `bench assignors` times (2,000 members x 1,000,000 partitions).
 MAX_PARTITIONS = 2_000_000

@@ -29,8 +29,12 @@ def register(subparsers) -> None:
                               description="Run every point of GRID (TOML; format in experiments/sweep.py) "
                               "as Spark tasks, then aggregate. Rerunning skips complete runs.")
     p.add_argument("grid", help="grid TOML file")
-    p.add_argument("--out", required=True, help="output directory (runs/ and aggregate/)")
-    p.add_argument("--master", help="Spark master URL (default local[*]; sc://... for Spark Connect)")
+    p.add_argument("--out", required=True, help="output directory or URI (file://, s3a://, hdfs://, ...): "
+                   "the runs' tables and aggregate/")
+    p.add_argument("--batch-runs", type=int, default=None, metavar="N",
+                   help="runs per committed batch (default: 4 per core, at least 1/8 of the sweep); "
+                   "a kill loses at most the batch in flight")
+    _spark_options(p)
     p.set_defaults(func=cmd_sweep)
 
     p = subparsers.add_parser("experiment", help="run a packaged experiment and write its report",
@@ -43,8 +47,8 @@ def register(subparsers) -> None:
     p.add_argument("--update-reference", action="store_true",
                    help="write the report to the committed reference results (results/NAME; "
                    "results/ci for ci-regression) instead of out/")
-    p.add_argument("--work", help="directory of the raw runs (default out/NAME; reruns resume)")
-    p.add_argument("--master", help="Spark master URL (default local[*]; sc://... for Spark Connect)")
+    p.add_argument("--work", help="directory or URI of the raw runs (default out/NAME; reruns resume)")
+    _spark_options(p)
     ci_regression.add_arguments(p, with_out=False)
     p.set_defaults(func=cmd_experiment)
 
@@ -59,37 +63,111 @@ def _err(cmd: str, message: str) -> int:
     return 2
 
 
+def _spark_err(cmd: str, e: Exception) -> int:
+    from .spark import SparkHung, exit_now
+
+    code = _err(cmd, str(e))
+    if isinstance(e, SparkHung):
+        exit_now(code)
+    return code
+
+
+def _spark_options(p) -> None:
+    """The options every command that starts Spark takes."""
+    p.add_argument("--master", help="Spark master URL (default local[*]; spark://HOST:7077, yarn, "
+                   "k8s://..., or sc://HOST:15002 for Spark Connect)")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting, as in spark-submit (repeatable)")
+    p.add_argument("--no-ship", dest="ship", action="store_false",
+                   help="do not ship this project and its dependencies to a non-local master "
+                   "(its workers have them installed)")
+    p.add_argument("--spark-timeout", type=float, default=None, metavar="SECONDS",
+                   help="how long a master or Connect server may take to answer (default 60)")
+
+
+def _check_spark_options(cmd: str, args) -> int | None:
+    from .spark import parse_conf
+
+    try:
+        parse_conf(getattr(args, "conf", None) or [])
+    except ValueError as e:
+        return _err(cmd, str(e))
+    t = getattr(args, "spark_timeout", None)
+    if t is not None and not t > 0:
+        return _err(cmd, f"--spark-timeout {t:g}: must be a positive number of seconds")
+    return None
+
+
+def _check_out(flag: str, where: str):
+    """A local output directory is created and probed now; a URI is checked by Spark itself
+    (``experiments.store``) before any run starts."""
+    from .store import local_path
+
+    local = local_path(where)
+    if local is None:
+        return where
+    check_output_dir(local, flag=flag)
+    return where
+
+
+def _interrupted(cmd: str, message: str) -> int:
+    print(f"rebalance-sim {cmd}: {message}", file=sys.stderr, flush=True)
+    return 130
+
+
 def cmd_sweep(args) -> int:
     from .aggregate import aggregate
     from .atomic import atomic_write_bytes
-    from .spark import SparkUnavailable, get_spark
+    from .spark import SparkUnavailable, get_spark, interrupt_all, is_spark_error, spark_error_line
+    from .store import OutputError as StoreError
+    from .store import local_path
+    from .sweep import SweepInterrupted
 
+    bad = _check_spark_options("sweep", args)
+    if bad is not None:
+        return bad
+    if getattr(args, "batch_runs", None) is not None and args.batch_runs < 1:
+        return _err("sweep", f"--batch-runs {args.batch_runs}: must be at least 1")
     try:
         grid = load_grid(args.grid)
         specs = expand(grid)
     except GridError as e:
         return _err("sweep", str(e))
     try:
-        out = check_output_dir(args.out)
+        out = _check_out("--out", args.out)
     except OutputError as e:
         return _err("sweep", str(e))
-    atomic_write_bytes(out / "grid.toml", Path(args.grid).read_bytes())
+    if local_path(out) is not None:
+        atomic_write_bytes(local_path(out) / "grid.toml", Path(args.grid).read_bytes())
     print(f"sweep {grid.name}: {len(specs)} runs ({len(grid.scenarios)} scenario(s) x "
           f"{len(grid.assignors or [None])} assignor(s) x {_points(grid)} point(s) x {len(grid.seeds)} seed(s))",
           file=sys.stderr)
+    master = getattr(args, "master", None)
     try:
-        status = run_sweep(specs, out, master=args.master, label=f"sweep {grid.name}")
-        spark = get_spark(args.master)
-    except SparkUnavailable as e:
-        return _err("sweep", str(e))
-    failed = report_failures(status)
-    tables = aggregate(spark, out, run_ids=[s.run_id for s in specs])
+        spark = get_spark(master, conf=getattr(args, "conf", None) or (),
+                          ship=getattr(args, "ship", True), timeout_s=getattr(args, "spark_timeout", None))
+        status = run_sweep(specs, out, master=master, label=f"sweep {grid.name}",
+                           batch_runs=getattr(args, "batch_runs", None))
+        failed = report_failures(status)
+        tables = aggregate(spark, out, run_ids=[s.run_id for s in specs])
+    except (SparkUnavailable, StoreError) as e:
+        return _spark_err("sweep", e)
+    except SweepInterrupted as e:
+        return _interrupted("sweep", str(e))
+    except KeyboardInterrupt:
+        interrupt_all()
+        return _interrupted("sweep", f"interrupted while aggregating; every run is complete in {out} "
+                            "(rerun the same command to aggregate)")
+    except Exception as e:
+        if not is_spark_error(e):
+            raise
+        return _err("sweep", spark_error_line(e))
     points = tables["points"].to_pandas()
     cols = [c for c in ("scenario", "assignor", *map(column_name, grid.vary)) if c in points.columns]
     show = cols + ["seeds", "rebalance_time_total_s_median", "unassigned_partition_s_median",
                    "unassigned_max_s_max"]
     print(points[show].to_string(index=False))
-    print(f"\naggregate tables: {out / 'aggregate'}")
+    print(f"\naggregate tables: {str(out).rstrip('/')}/aggregate")
     return 1 if failed else 0
 
 
@@ -110,17 +188,22 @@ REFERENCE_DIRS = {"ci-regression": Path("results/ci")}
 
 def cmd_experiment(args) -> int:
     from .pipeline import Options, run_experiment
-    from .spark import SparkUnavailable
+    from .spark import SparkUnavailable, interrupt_all, is_spark_error, spark_error_line
+    from .store import OutputError as StoreError
+    from .sweep import SweepInterrupted
 
     # A user's run writes under out/ (ignored by git); the committed reference results under
     # results/ change only when asked (--update-reference), never as a side effect of a run.
     if getattr(args, "out", None) is None:
         args.out = (str(REFERENCE_DIRS.get(args.name, Path("results") / args.name))
                     if getattr(args, "update_reference", False) else f"out/{args.name}/report")
+    bad = _check_spark_options("experiment", args)
+    if bad is not None:
+        return bad
     try:
         check_output_dir(args.out)
         if getattr(args, "work", None):
-            check_output_dir(args.work, flag="--work")
+            _check_out("--work", args.work)
         elif args.name != "ci-regression":
             check_output_dir(f"out/{args.name}", flag="work directory")
     except OutputError as e:
@@ -131,11 +214,22 @@ def cmd_experiment(args) -> int:
         out=Path(args.out),
         work=getattr(args, "work", None) or f"out/{args.name}",
         master=getattr(args, "master", None), conf=tuple(getattr(args, "conf", None) or ()),
-        ship=getattr(args, "ship", True), command=_command_line(args), extra=args)
+        ship=getattr(args, "ship", True), timeout_s=getattr(args, "spark_timeout", None),
+        command=_command_line(args), extra=args)
     try:
         return run_experiment(exp, opts)
-    except (GridError, SparkUnavailable) as e:
-        return _err("experiment", str(e))
+    except (GridError, SparkUnavailable, StoreError) as e:
+        return _spark_err("experiment", e)
+    except SweepInterrupted as e:
+        return _interrupted("experiment", str(e))
+    except KeyboardInterrupt:
+        interrupt_all()
+        return _interrupted("experiment", f"interrupted; the runs complete so far are kept in "
+                            f"{opts.work} (rerun the same command to resume)")
+    except Exception as e:
+        if not is_spark_error(e):
+            raise
+        return _err("experiment", spark_error_line(e))
 
 
 def _command_line(args) -> str:

@@ -38,6 +38,7 @@ class Options:
     master: str | None = None
     conf: tuple[str, ...] = ()           # extra Spark settings, KEY=VALUE
     ship: bool = True                    # ship code and dependencies to a non-local master
+    timeout_s: float | None = None       # how long a master may take to answer (None: 60 s)
     command: str = ""                    # the command line, for the report
     extra: Any = None                    # the parsed arguments, for experiment-specific options
 
@@ -105,7 +106,7 @@ def run_experiment(exp: Experiment, opts: Options) -> int:
     from .atomic import atomic_write_bytes
     from .provenance import produced_by
     from .report import write_report
-    from .spark import get_spark
+    from .spark import current_master, get_spark
     from .sweep import report_failures, run_sweep
 
     if exp.run is not None:
@@ -114,7 +115,7 @@ def run_experiment(exp: Experiment, opts: Options) -> int:
     specs = exp.grid(opts)
     say(opts, f"{len(specs)} runs; raw runs in {opts.work}, report in {opts.out}/")
     say(opts, f"starting Spark ({opts.master or 'local[*]'}) ...")
-    spark = get_spark(opts.master, conf=opts.conf, ship=opts.ship)
+    spark = get_spark(opts.master, conf=opts.conf, ship=opts.ship, timeout_s=opts.timeout_s)
     status = run_sweep(specs, opts.work, master=opts.master, label=opts.name)
     failed = report_failures(status)
     say(opts, f"aggregating with Spark ({time.monotonic() - t_start:.0f} s) ...")
@@ -131,7 +132,7 @@ def run_experiment(exp: Experiment, opts: Options) -> int:
     meta = [f"command: {opts.command or 'rebalance-sim experiment ' + opts.name}",
             f"{len(specs)} runs ({reused} reused from {opts.work}), {failed} failed; "
             f"wall time {time.monotonic() - t_start:.0f} s including Spark start",
-            *produced_by(opts.master or "local[*]"),
+            *produced_by(current_master()),
             *page.meta]
     report = write_report(out / "report.html", exp.title or exp.name, page.intro, page.sections, meta)
     print(f"\n{opts.name}: done in {time.monotonic() - t_start:.0f} s; {len(specs)} runs, {failed} failed")

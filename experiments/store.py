@@ -127,24 +127,25 @@ def read_table(spark, out, name: str, run_ids: Sequence[str] | None = None, mode
     if run_ids is not None:
         wanted = set(run_ids)
         chosen = {r: b for r, b in chosen.items() if r in wanted}
-    reader = spark.read
-    if name in READ_SCHEMAS:
-        reader = reader.schema(READ_SCHEMAS[name] + ", batch string")
-    else:
-        reader = reader.option("mergeSchema", "true")
     if not chosen:
         if name in READ_SCHEMAS:
             return spark.createDataFrame([], READ_SCHEMAS[name])
         raise OutputError(f"{uri(out)}: no complete runs to read")
-    df = reader.parquet(table_path(out, name))
+    # Only the chosen batches' directories are listed and read: stale or uncommitted batches are
+    # never opened (so their schemas and leftovers cannot matter).
     batches = sorted(set(chosen.values()))
-    df = df.where(F.col("batch").isin(batches))
-    if len(batches) > 1 or run_ids is not None:
-        import pandas as pd
+    reader = spark.read.option("basePath", table_path(out, name))
+    if name in READ_SCHEMAS:
+        reader = reader.schema(READ_SCHEMAS[name] + ", batch string")
+    else:
+        reader = reader.option("mergeSchema", "true")
+    df = reader.parquet(*[table_path(out, name, b) for b in batches])
+    # A run held by two chosen batches (two sweeps into one OUT) is read from its newest only.
+    import pandas as pd
 
-        keys = spark.createDataFrame(pd.DataFrame({"run_id": list(chosen), "batch": list(chosen.values())}),
-                                     "run_id string, batch string")
-        df = df.join(keys, ["run_id", "batch"], "left_semi")
+    keys = spark.createDataFrame(pd.DataFrame({"run_id": list(chosen), "batch": list(chosen.values())}),
+                                 "run_id string, batch string")
+    df = df.join(F.broadcast(keys), ["run_id", "batch"], "left_semi")
     return df.drop("batch")
 
 

@@ -21,20 +21,18 @@ Grid file (TOML)::
 is loaded and validated before anything runs; an error names the file, the field and what is
 allowed, in one line.
 
-Output layout of ``rebalance-sim sweep GRID --out DIR``::
+Output of ``rebalance-sim sweep GRID --out OUT`` (OUT: a local path or any Hadoop URI)::
 
-    DIR/grid.toml                  the grid as given
-    DIR/runs/<run_id>/             one directory per run, written atomically:
-        events.parquet intervals.parquet runs.parquet   (the simulator's tables)
-        point.parquet              run_id, seed, scenario, assignor and the [vary] values
-    DIR/aggregate/                 see ``experiments.aggregate``
+    OUT/grid.toml                  the grid as given (local OUT only)
+    OUT/events/ intervals/ episodes/ runs/ points/ commits/
+                                   the runs' rows, written by Spark in committed batches
+                                   (``experiments.store``)
+    OUT/aggregate/                 see ``experiments.aggregate``
 
-``run_id`` is the simulator's own (scenario name, seed and a hash of the full configuration), so a
-run directory is complete exactly when it exists (``atomic_directory``), and a rerun skips it: a
-killed sweep resumes where it stopped, without losing or duplicating rows.
-
-On a real cluster (``--master`` or ``SPARK_REMOTE``), DIR must be on a filesystem that the
-executors and the driver share.
+Each task runs one simulation in memory and returns its rows; Spark writes them. A run is
+complete when a commit row names it with the current model (``experiments.provenance``): a rerun
+skips complete runs, so a killed sweep resumes without losing or duplicating rows, and a change
+to the simulator or the assignors recomputes everything.
 """
 
 from __future__ import annotations
@@ -43,9 +41,7 @@ import hashlib
 import itertools
 import json
 import os
-import shutil
 import sys
-import threading
 import time
 import tomllib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -54,9 +50,9 @@ from typing import Any
 
 import attrs
 
-RUN_FILES = ("events.parquet", "intervals.parquet", "runs.parquet", "episodes.parquet", "point.parquet")
+from experiments.store import TABLES, local_path, new_batch_id, read_table  # noqa: F401
+
 GRID_KEYS = ("name", "scenarios", "assignors", "seeds", "set", "vary")
-RESULT_SCHEMA = "run_id string, status string, wall_s double, error string"
 
 
 class GridError(ValueError):
@@ -341,25 +337,24 @@ def _cost(scenario) -> float:
     return (members + partitions / 20) * rebalances
 
 
-def run_one(spec: RunSpec, out_dir: Path) -> tuple[str, str]:
-    """Run one simulation into ``out_dir`` (a fresh directory); returns (status, detail)."""
+def run_one(spec: RunSpec) -> tuple[str, str, dict]:
+    """Run one simulation in memory; returns (status, detail, tables) with the run's tables
+    (events, intervals, episodes, runs, points) as pyarrow Tables."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from sim import run_scenario
 
     scenario = load_run_scenario(spec)
-    try:
-        result = run_scenario(scenario, seed=spec.seed, out_dir=out_dir, raise_on_violation=False)
-    except TypeError:  # a simulator without the keyword: it raises on violations instead
-        result = run_scenario(scenario, seed=spec.seed, out_dir=out_dir)
-    row = {"run_id": spec.run_id, "seed": spec.seed, **dict(spec.point), "spec": spec.to_json()}
-    pq.write_table(pa.Table.from_pylist([row]), out_dir / "point.parquet")
-    pq.write_table(episodes_table(spec.run_id, result.episodes), out_dir / "episodes.parquet")
-    violations = list(getattr(result, "invariant_violations", []) or [])
+    result = run_scenario(scenario, seed=spec.seed, raise_on_violation=False)
+    runs = result.runs
+    point = {"run_id": spec.run_id, "seed": spec.seed, **dict(spec.point), "spec": spec.to_json()}
+    tables = {"events": result.events, "intervals": result.intervals,
+              "episodes": episodes_table(spec.run_id, result.episodes), "runs": runs,
+              "points": pa.Table.from_pylist([point])}
+    violations = list(result.invariant_violations or [])
     if violations:
-        return "violations", f"{len(violations)} invariant violation(s); first: {violations[0]}"
-    return "ok", ""
+        return "violations", f"{len(violations)} invariant violation(s); first: {violations[0]}", tables
+    return "ok", "", tables
 
 
 def episodes_table(run_id: str, episodes: list[dict]):
@@ -392,170 +387,163 @@ def episodes_table(run_id: str, episodes: list[dict]):
 # Running a sweep
 
 
-def run_dir(out: Path, run_id: str) -> Path:
-    return Path(out) / "runs" / run_id
+BLOB_SCHEMA = ("slot long, run_id string, status string, wall_s double, error string, "
+               + ", ".join(f"{t} binary, {t}_schema binary" for t in TABLES))
 
 
-def is_complete(path: Path) -> bool:
-    """A run directory is complete when it exists (it is renamed into place whole) with its files."""
-    return path.is_dir() and all((path / f).is_file() for f in RUN_FILES)
-
-
-def clean_partial(out: Path) -> int:
-    """Remove temporary run directories left by a killed sweep; returns how many."""
-    runs = Path(out) / "runs"
-    if not runs.is_dir():
-        return 0
-    n = 0
-    for p in runs.iterdir():
-        if p.name.startswith(".") and p.is_dir():
-            shutil.rmtree(p, ignore_errors=True)
-            n += 1
-        elif p.is_dir() and not is_complete(p):  # not written by us: never trust it
-            shutil.rmtree(p, ignore_errors=True)
-            n += 1
-    return n
+class SweepInterrupted(Exception):
+    """Ctrl-C during a sweep: what was kept, in one line."""
 
 
 class _Task:
-    """The mapInPandas function: each input row is one run; each output row its status."""
+    """The mapInPandas function: each input row is one run; each output row carries its status
+    and its tables as Arrow IPC blobs (Spark writes them, see ``experiments.store``)."""
 
-    def __init__(self, out: str, runner: Callable[[RunSpec, Path], tuple[str, str]] | None = None):
-        self.out = out
+    def __init__(self, model: str, runner: Callable[[RunSpec], tuple[str, str, dict]] | None = None):
+        self.model = model     # computed on the driver, from the sources it ships
         self.runner = runner
 
     def __call__(self, batches: Iterator) -> Iterator:
         import pandas as pd
+        import pyarrow as pa
 
-        from experiments.atomic import atomic_directory
+        from experiments.store import to_blob
 
         runner = self.runner or run_one
         for batch in batches:
-            rows = []
-            for run_id, spec_json in zip(batch["run_id"], batch["spec"], strict=True):
+            for slot, run_id, spec_json in zip(batch["slot"], batch["run_id"], batch["spec"], strict=True):
                 spec = RunSpec.from_json(spec_json, run_id)
-                target = run_dir(Path(self.out), run_id)
                 t0 = time.perf_counter()
-                if is_complete(target):
-                    rows.append((run_id, "skipped", 0.0, ""))
-                    continue
+                tables: dict = {}
                 try:
-                    with atomic_directory(target) as tmp:
-                        status, detail = runner(spec, Path(tmp))
+                    status, detail, tables = runner(spec)
                 except Exception as e:  # one failed run must not sink the sweep; it is reported
                     status, detail = "failed", f"{type(e).__name__}: {_one_line(e)}"
-                rows.append((run_id, status, time.perf_counter() - t0, detail))
-            yield pd.DataFrame(rows, columns=["run_id", "status", "wall_s", "error"])
+                if "runs" in tables:  # the runs table records the model that produced the run
+                    version, _, digest = self.model.partition("+")
+                    runs = tables["runs"]
+                    runs = runs.append_column("model_version", pa.array([version] * runs.num_rows, pa.string()))
+                    tables["runs"] = runs.append_column("model_digest", pa.array([digest] * runs.num_rows, pa.string()))
+                row = {"slot": int(slot), "run_id": run_id, "status": status,
+                       "wall_s": time.perf_counter() - t0, "error": detail}
+                for t in TABLES:
+                    table = tables.get(t)
+                    row[t] = None if table is None else to_blob(table)
+                    row[f"{t}_schema"] = None if table is None else table.schema.serialize().to_pybytes()
+                yield pd.DataFrame([row])
 
 
-class _Progress:
-    """Counts complete run directories from the driver while the Spark job runs; the estimate of
-    the time left weighs runs by their rough cost (the biggest run first)."""
+def _parallelism(spark) -> int:
+    try:
+        return max(1, int(spark.sparkContext.defaultParallelism))
+    except Exception:  # Spark Connect has no SparkContext
+        try:
+            return max(1, int(spark.conf.get("spark.default.parallelism")))
+        except Exception:
+            return os.cpu_count() or 2
 
-    def __init__(self, out: Path, specs: list[RunSpec], label: str, stream=None, every_s: float = 2.0):
-        self.out = out
-        self.cost = {s.run_id: max(s.cost, 1.0) for s in specs}
-        self.label = label
-        self.stream = stream or sys.stderr
-        self.every_s = every_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self.t0 = time.monotonic()
-        self.done0 = self.complete()
-        self._last = -1
 
-    def complete(self) -> set[str]:
-        return {r for r in self.cost if is_complete(run_dir(self.out, r))}
+def _batches(todo: list[RunSpec], parallelism: int, batch_runs: int | None) -> list[list[RunSpec]]:
+    """Runs in batches, biggest first. Each batch is one Spark job and one commit: small enough
+    that a kill loses little, large enough that every core stays busy."""
+    size = batch_runs or max(4 * parallelism, -(-len(todo) // 8))
+    return [todo[i:i + size] for i in range(0, len(todo), size)]
 
-    def line(self, done: set[str]) -> str:
-        total = len(self.cost)
-        elapsed = time.monotonic() - self.t0
-        new_cost = sum(self.cost[r] for r in done - self.done0)
-        left_cost = sum(c for r, c in self.cost.items() if r not in done)
-        eta = f", ~{elapsed / new_cost * left_cost:.0f} s left" if new_cost and left_cost else ""
-        return f"{self.label}: {len(done)}/{total} runs complete ({elapsed:.0f} s{eta})"
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.every_s):
-            done = self.complete()
-            if len(done) != self._last:
-                self._last = len(done)
-                print(self.line(done), file=self.stream, flush=True)
-
-    def __enter__(self):
-        print(self.line(self.done0) + (" (resuming)" if self.done0 else ""), file=self.stream, flush=True)
-        self._last = len(self.done0)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
+def _eta(elapsed: float, done_cost: float, left_cost: float) -> str:
+    return f", ~{elapsed / done_cost * left_cost:.0f} s left" if done_cost and left_cost > 1e-9 else ""
 
 
 def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str | None = None,
               label: str = "sweep", stream=None,
-              runner: Callable[[RunSpec, Path], tuple[str, str]] | None = None):
-    """Run every spec not yet complete under ``out/runs`` as one Spark task each.
+              runner: Callable[[RunSpec], tuple[str, str, dict]] | None = None,
+              batch_runs: int | None = None):
+    """Run every spec not yet complete under ``out`` (for the current model) as Spark tasks, and
+    write their rows through Spark, batch by batch (``experiments.store``).
 
     Returns a pandas DataFrame (run_id, status, wall_s, error) with one row per spec; complete
-    runs are reported as ``skipped``. ``runner`` replaces ``run_one`` (tests).
+    runs are reported as ``skipped``. ``runner`` replaces ``run_one`` (tests). Ctrl-C raises
+    ``SweepInterrupted`` saying how many runs are kept.
     """
     import pandas as pd
+    import pyarrow as pa
 
-    from experiments.spark import get_spark
+    from experiments.provenance import model_id
+    from experiments.spark import get_spark, interrupt_all
+    from experiments.store import COMPLETE_STATUSES, complete_runs, unify, write_batch
 
-    out = Path(out).resolve()
-    (out / "runs").mkdir(parents=True, exist_ok=True)
-    clean_partial(out)
-    todo = [s for s in specs if not is_complete(run_dir(out, s.run_id))]
-    done = pd.DataFrame({"run_id": [s.run_id for s in specs if s not in todo],
+    stream = stream or sys.stderr
+    spark = get_spark(master)
+    model = model_id()
+    local = local_path(out)
+    if local is not None:
+        local.mkdir(parents=True, exist_ok=True)
+    complete = set(complete_runs(spark, out, model))
+    todo = [s for s in specs if s.run_id not in complete]
+    done = pd.DataFrame({"run_id": [s.run_id for s in specs if s.run_id in complete],
                          "status": "skipped", "wall_s": 0.0, "error": ""})
     if not todo:
-        print(f"{label}: all {len(specs)} runs already complete", file=stream or sys.stderr)
+        print(f"{label}: all {len(specs)} runs already complete", file=stream)
         return done
-    spark = get_spark(master)
-    # Biggest runs first, one run per Spark partition: the tail of the job stays short.
     todo.sort(key=lambda s: (-s.cost, s.run_id))
-    pdf = pd.DataFrame({"slot": range(len(todo)), "run_id": [s.run_id for s in todo],
-                        "spec": [s.to_json() for s in todo], "seed": [s.seed for s in todo]})
-    df = spark.createDataFrame(pdf).repartitionByRange(len(todo), "slot")
-    task = _Task(str(out), runner)
-    with _Progress(out, list(specs), label, stream):
-        result = df.mapInPandas(task, RESULT_SCHEMA).toArrow().to_pandas()
-    return pd.concat([done, result], ignore_index=True)
+    batches = _batches(todo, _parallelism(spark), batch_runs)
+    cost = {s.run_id: max(s.cost, 1.0) for s in specs}
+    left_cost = sum(cost[s.run_id] for s in todo)
+    kept = len(specs) - len(todo)
+    print(f"{label}: {kept}/{len(specs)} runs complete" + (" (resuming)" if kept else "")
+          + f"; {len(todo)} to run in {len(batches)} batch(es), model {model}", file=stream, flush=True)
+    points_schema = pa.Table.from_pylist(
+        [{"run_id": s.run_id, "seed": s.seed, **dict(s.point), "spec": s.to_json()} for s in specs]).schema
+    t0 = time.monotonic()
+    done_cost = 0.0
+    results = [done]
+    try:
+        for batch_specs in batches:
+            batch_id = new_batch_id()
+            pdf = pd.DataFrame({"slot": range(len(batch_specs)), "run_id": [s.run_id for s in batch_specs],
+                                "spec": [s.to_json() for s in batch_specs]})
+            df = spark.createDataFrame(pdf).repartitionByRange(len(batch_specs), "slot")
+            blobs = df.mapInPandas(_Task(model, runner), BLOB_SCHEMA).persist()
+            try:
+                meta = blobs.select("run_id", "status", "wall_s", "error", "runs_schema",
+                                    "episodes_schema").toArrow().to_pandas()
+                ok = meta[meta["status"].isin(COMPLETE_STATUSES)]
+                schemas = {}
+                if len(ok):
+                    schemas = {"events": _recorder_schema("EVENTS_SCHEMA"),
+                               "intervals": _recorder_schema("INTERVALS_SCHEMA"),
+                               "points": points_schema,
+                               "runs": unify(_schemas(ok["runs_schema"])),
+                               "episodes": unify(_schemas(ok["episodes_schema"]))}
+                commit_rows = meta[["run_id", "status", "wall_s", "error"]].assign(model=model)
+                write_batch(spark, out, batch_id, blobs.where(blobs.status.isin(*COMPLETE_STATUSES)),
+                            schemas, commit_rows, max(1, min(len(ok), _parallelism(spark))))
+            finally:
+                blobs.unpersist()
+            results.append(meta[["run_id", "status", "wall_s", "error"]])
+            kept += len(ok)
+            batch_cost = sum(cost[r] for r in meta["run_id"])
+            done_cost += batch_cost
+            left_cost -= batch_cost
+            print(f"{label}: {kept}/{len(specs)} runs complete ({time.monotonic() - t0:.0f} s"
+                  f"{_eta(time.monotonic() - t0, done_cost, left_cost)})", file=stream, flush=True)
+    except KeyboardInterrupt:
+        interrupt_all()
+        raise SweepInterrupted(f"interrupted; {kept} of {len(specs)} runs are complete in {out} "
+                               "(rerun the same command to finish the rest)") from None
+    return pd.concat(results, ignore_index=True)
 
 
-def local_path(uri: str | os.PathLike) -> Path | None:
-    """The local path of ``uri`` (a plain path or ``file://``), or None for a remote URI."""
-    text = os.fspath(uri)
-    if text.startswith("file://"):
-        return Path(text[len("file://"):])
-    if "://" in text:
-        return None
-    return Path(text)
+def _schemas(blobs) -> list:
+    import pyarrow as pa
+
+    return [pa.ipc.read_schema(pa.py_buffer(b)) for b in blobs]
 
 
-_READ_SCHEMAS = {
-    "events": "run_id string, t double, kind string, member string, generation long, detail string",
-    "intervals": "run_id string, kind string, member string, topic string, partition long, "
-                 "start double, `end` double",
-}
+def _recorder_schema(name: str):
+    from sim import recorder
 
-
-def read_table(spark, out, name: str, run_ids: Sequence[str] | None = None):
-    """The raw table ``name`` (events, intervals, episodes, runs, points) of the complete runs
-    under ``out``, as a Spark DataFrame (only ``run_ids`` if given)."""
-    from pyspark.sql import functions as F
-
-    files = {"points": "point.parquet"}.get(name, f"{name}.parquet")
-    reader = spark.read
-    if name in _READ_SCHEMAS:
-        reader = reader.schema(_READ_SCHEMAS[name])
-    df = reader.parquet(str(Path(out).resolve() / "runs" / "*" / files))
-    if run_ids is not None:
-        df = df.where(F.col("run_id").isin(list(run_ids)))
-    return df
+    return getattr(recorder, name)
 
 
 def report_failures(status, stream=None) -> int:

@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from experiments.aggregate import aggregate
+from experiments.provenance import model_id
 
 INTERVAL_COLUMNS = ("run_id", "kind", "member", "topic", "partition", "start", "end")
 
@@ -22,24 +23,29 @@ def _summary(rebalance, rounds, ua_s, ua_max, loss, stw):
 
 
 def _write_run(root: Path, run_id, assignor, seed, summary, episodes, intervals):
-    d = root / "runs" / run_id
-    d.mkdir(parents=True)
-    pq.write_table(pa.Table.from_pylist([{"run_id": run_id, "seed": seed, "scenario": "crash",
-                                          "assignor": assignor, "members": 3, "spec": "{}"}]),
-                   d / "point.parquet")
+    """One run in the layout a sweep writes (``experiments.store``): its own batch, committed."""
+    batch = f"b20260101T000000000000-{run_id}"
+
+    def write(table: pa.Table, name: str) -> None:
+        d = root / name / f"batch={batch}"
+        d.mkdir(parents=True)
+        pq.write_table(table, d / "part-00000.parquet")
+
+    write(pa.Table.from_pylist([{"run_id": run_id, "seed": seed, "scenario": "crash",
+                                 "assignor": assignor, "members": 3, "spec": "{}"}]), "points")
     row = {"run_id": run_id, "scenario": "crash", "seed": seed, "config.members": 3,
            **{f"summary.{k}": v for k, v in summary.items()}}
-    pq.write_table(pa.Table.from_pylist([row]), d / "runs.parquet")
-    pq.write_table(pa.Table.from_pylist(
+    write(pa.Table.from_pylist([row]), "runs")
+    write(pa.Table.from_pylist(
         [{"run_id": run_id, "episode": i, "start_s": float(s), "end_s": float(e)}
-         for i, (s, e) in enumerate(episodes)]),
-        d / "episodes.parquet")
+         for i, (s, e) in enumerate(episodes)]), "episodes")
+    write(pa.Table.from_pylist([{"run_id": run_id, "model": model_id(), "status": "ok", "wall_s": 0.1,
+                                 "error": "", "committed_at": "2026-01-01T00:00:00Z"}]), "commits")
     rows = [dict(zip(INTERVAL_COLUMNS, (run_id, *r), strict=True)) for r in intervals]
     schema = pa.schema([("run_id", pa.string()), ("kind", pa.string()), ("member", pa.string()),
                         ("topic", pa.string()), ("partition", pa.int64()), ("start", pa.float64()),
                         ("end", pa.float64())])
-    pq.write_table(pa.Table.from_pylist(rows, schema=schema), d / "intervals.parquet")
-    pq.write_table(pa.Table.from_pylist([], schema=pa.schema([("run_id", pa.string())])), d / "events.parquet")
+    write(pa.Table.from_pylist(rows, schema=schema), "intervals")
 
 
 @pytest.fixture(scope="module")
@@ -126,11 +132,12 @@ def test_runs_recompute_unassigned_metrics_from_intervals(tables):
 
 
 def test_outputs_written_as_parquet_and_csv(tables):
-    """Every aggregate table is written as Parquet, and every small one also as CSV."""
+    """Every aggregate table is written by Spark as Parquet, and every small one also as a CSV
+    file (the output is local)."""
     root, _ = tables
     out = root / "aggregate"
     for name in ("runs", "points", "window_quantiles"):
-        assert (out / f"{name}.parquet").is_file() and (out / f"{name}.csv").is_file()
-    assert (out / "windows.parquet").is_file()
-    assert pq.read_table(out / "points.parquet").num_rows == 2
+        assert (out / name / "_SUCCESS").is_file() and (out / f"{name}.csv").is_file()
+    assert (out / "windows" / "_SUCCESS").is_file()
+    assert pq.read_table(out / "points").num_rows == 2
     assert not [p for p in out.iterdir() if p.name.startswith(".")]

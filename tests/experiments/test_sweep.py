@@ -15,11 +15,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from experiments import provenance
 from experiments.aggregate import aggregate
 from experiments.experiment_cmd import cmd_sweep
-from experiments.sweep import GridError, expand, is_complete, load_grid, run_sweep
+from experiments.sweep import GridError, expand, load_grid, run_sweep
 
-# 2 assignors x 2 group sizes x 2 seeds = 8 small runs (a crash 5 s in, 8 partitions).
+# 2 assignors x 2 group sizes x 2 seeds = 8 small runs (a crash 30 s in, 8 partitions).
 GRID = textwrap.dedent("""
     name = "tiny"
     scenarios = ["crash"]
@@ -28,7 +29,7 @@ GRID = textwrap.dedent("""
 
     [set]
     partitions = 8
-    at_s = 5.0
+    at_s = 30.0
     "network.latency.kind" = "lognormal"
 
     [vary]
@@ -45,9 +46,18 @@ def _grid(tmp_path: Path, text: str = GRID, name: str = "grid.toml") -> Path:
 
 
 def _tables(out: Path) -> dict:
-    return {name: pq.read_table(out / "aggregate" / f"{name}.parquet").drop_columns(
-        [c for c in WALL_COLUMNS if c in pq.read_table(out / "aggregate" / f"{name}.parquet").column_names])
-        for name in ("runs", "points", "window_quantiles", "windows")}
+    tables = {}
+    for name in ("runs", "points", "window_quantiles", "windows"):
+        t = pq.read_table(out / "aggregate" / name)
+        tables[name] = t.drop_columns([c for c in WALL_COLUMNS if c in t.column_names])
+    return tables
+
+
+def _commits(out: Path) -> list[dict]:
+    """The commit rows a sweep wrote (read without Spark)."""
+    if not (out / "commits").is_dir():
+        return []
+    return pq.read_table(out / "commits").to_pylist()
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +66,7 @@ def reference(spark, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ref")
     specs = expand(load_grid(_grid(tmp)))
     out = tmp / "out"
-    status = run_sweep(specs, out)
+    status = run_sweep(specs, out, batch_runs=4)
     aggregate(spark, out)
     return specs, out, status
 
@@ -78,15 +88,19 @@ def test_run_ids_are_stable(tmp_path):
     assert a == b
 
 
-def test_sweep_writes_complete_run_directories(reference):
-    """Every run of a sweep ends as one complete directory with the simulator's tables and the point."""
+def test_sweep_commits_every_run_with_its_model(reference):
+    """Every run of a sweep ends committed once, with the model that produced it, and its rows
+    are in the tables Spark wrote (the runs table records the model too)."""
     specs, out, status = reference
     assert set(status["status"]) == {"ok"}
-    dirs = sorted(p.name for p in (out / "runs").iterdir())
-    assert dirs == sorted(s.run_id for s in specs)
-    for s in specs:
-        assert is_complete(out / "runs" / s.run_id)
-    points = pq.read_table(out / "aggregate" / "points.parquet")
+    commits = _commits(out)
+    assert sorted(c["run_id"] for c in commits) == sorted(s.run_id for s in specs)
+    assert {c["model"] for c in commits} == {provenance.model_id()}
+    assert len({c["batch"] for c in commits}) >= 2, "the sweep ran in several batches"
+    runs = pq.read_table(out / "runs").to_pylist()
+    assert sorted(r["run_id"] for r in runs) == sorted(s.run_id for s in specs)
+    assert {r["model_digest"] for r in runs} == {provenance.model_digest()}
+    points = pq.read_table(out / "aggregate" / "points")
     assert points.num_rows == 4
     assert set(points.column("seeds").to_pylist()) == {2}
 
@@ -95,8 +109,9 @@ def test_aggregate_matches_simulator_summaries(reference):
     """Unassigned partition-seconds and max window recomputed by Spark from the intervals equal the
     simulator's own per-run summary, for every run of a real sweep."""
     _, out, _ = reference
-    runs = pq.read_table(out / "aggregate" / "runs.parquet").to_pylist()
+    runs = pq.read_table(out / "aggregate" / "runs").to_pylist()
     assert len(runs) == 8
+    assert sum(r["unassigned_partition_s"] for r in runs) > 0, "the grid must produce windows"
     for r in runs:
         assert r["intervals_match"], r
         assert r["unassigned_partition_s_from_intervals"] == pytest.approx(r["unassigned_partition_s"])
@@ -112,51 +127,74 @@ def test_rerun_skips_complete_runs(reference):
 
 
 def test_resume_after_partial_loss_gives_the_same_tables(spark, reference, tmp_path):
-    """With some run directories missing and a half-written temporary one left behind, a rerun
-    completes exactly the missing runs and the final tables equal the uninterrupted sweep's."""
+    """A batch whose commit is missing (killed between its tables and its commit) and leftovers of
+    an uncommitted write are ignored: a rerun recomputes exactly that batch's runs and the final
+    tables equal the uninterrupted sweep's, with no run counted twice."""
     specs, ref_out, _ = reference
     out = tmp_path / "out"
-    shutil.copytree(ref_out / "runs", out / "runs")
-    lost = [s.run_id for s in specs[::3]]
-    for run_id in lost:
-        shutil.rmtree(out / "runs" / run_id)
-    half = out / "runs" / f".{lost[0]}.abc123.tmp"
-    half.mkdir()
-    (half / "events.parquet").write_bytes(b"PAR1 truncated")
+    shutil.copytree(ref_out, out)
+    shutil.rmtree(out / "aggregate")
+    commits = _commits(out)
+    lost_batch = sorted({c["batch"] for c in commits})[0]
+    lost = {c["run_id"] for c in commits if c["batch"] == lost_batch}
+    shutil.rmtree(out / "commits" / f"batch={lost_batch}")
+    junk = out / "events" / "batch=b00000000T000000000000-deadbeef" / "_temporary" / "0"
+    junk.mkdir(parents=True)
+    (junk / "part-00000.parquet").write_bytes(b"PAR1 truncated")
     status = run_sweep(specs, out)
     ran = set(status.loc[status["status"] == "ok", "run_id"])
-    assert ran == set(lost)
-    assert not half.exists()
+    assert ran == lost
     aggregate(spark, out)
     ref, got = _tables(ref_out), _tables(out)
     for name in ref:
         assert got[name].equals(ref[name]), name
 
 
+def test_model_change_forces_recomputation(spark, reference, tmp_path, monkeypatch):
+    """After the simulator's or assignors' sources change (a new model digest), a rerun into the
+    same output recomputes every run instead of reusing them, and the tables hold each run once."""
+    specs, ref_out, _ = reference
+    out = tmp_path / "out"
+    shutil.copytree(ref_out, out)
+    before = provenance.model_id()
+    monkeypatch.setattr(provenance, "model_digest", lambda: "0123456789ab")
+    assert provenance.model_id() != before
+    status = run_sweep(specs, out)
+    assert set(status["status"]) == {"ok"} and len(status) == len(specs)
+    assert {c["model"] for c in _commits(out)} == {before, provenance.model_id()}
+    assert {r["model_digest"] for r in pq.read_table(out / "runs").to_pylist()} == {
+        before.partition("+")[2], "0123456789ab"}
+    aggregate(spark, out)
+    ref, got = _tables(ref_out), _tables(out)
+    for name in ref:
+        assert got[name].equals(ref[name]), name
+    assert run_sweep(specs, out)["status"].eq("skipped").all()
+
+
 def test_killed_sweep_resumes_to_the_same_tables(spark, reference, tmp_path):
-    """A sweep process killed (SIGKILL, JVM and workers included) once its first runs are written
-    leaves only complete run directories, and a rerun yields exactly the uninterrupted tables."""
+    """A sweep process killed (SIGKILL, JVM and workers included) once its first batch is
+    committed keeps exactly its committed runs, and a rerun yields exactly the uninterrupted
+    tables."""
     specs, ref_out, _ = reference
     grid = _grid(tmp_path)
     out = tmp_path / "out"
     code = ("import argparse, sys; from experiments.experiment_cmd import cmd_sweep; "
-            f"sys.exit(cmd_sweep(argparse.Namespace(grid={str(grid)!r}, out={str(out)!r}, master=None)))")
+            f"sys.exit(cmd_sweep(argparse.Namespace(grid={str(grid)!r}, out={str(out)!r}, master=None, "
+            "batch_runs=2)))")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300
         while time.monotonic() < deadline and proc.poll() is None:
-            runs = out / "runs"
-            if runs.is_dir() and any(is_complete(p) for p in runs.iterdir()):
+            if list((out / "commits").glob("batch=*/part-*")):
                 break
             time.sleep(0.05)
     finally:
         _kill_tree(proc)
-    survivors = [p for p in (out / "runs").iterdir() if not p.name.startswith(".")]
-    assert all(is_complete(p) for p in survivors)
+    survivors = {c["run_id"] for c in _commits(out)}
     assert 1 <= len(survivors)
     status = run_sweep(specs, out)
-    assert (status["status"] == "skipped").sum() == len(survivors)
+    assert set(status.loc[status["status"] == "skipped", "run_id"]) == survivors
     aggregate(spark, out)
     ref, got = _tables(ref_out), _tables(out)
     for name in ref:

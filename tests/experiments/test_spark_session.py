@@ -1,0 +1,86 @@
+"""Starting Spark as asked: --conf, and masters that do not answer failing fast in one line."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from experiments.spark import _endpoints, parse_conf
+
+GRID = 'scenarios = ["crash"]\nseeds = 1\n[set]\nmembers = 3\npartitions = 6\n'
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]   # nothing listens once the socket is closed
+
+
+def _sweep(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, float]:
+    grid = tmp_path / "grid.toml"
+    grid.write_text(GRID)
+    exe = Path(sys.prefix) / "bin" / "rebalance-sim"
+    t0 = time.monotonic()
+    r = subprocess.run([str(exe), "sweep", str(grid), "--out", str(tmp_path / "out"), *args],
+                       capture_output=True, text=True, timeout=120)
+    return r, time.monotonic() - t0
+
+
+@pytest.mark.parametrize("scheme", ["spark", "sc"])
+def test_unreachable_master_fails_in_one_line(tmp_path, scheme):
+    """A standalone master or Connect URL with nothing listening: exit 2 within seconds, one line
+    naming the URL and what to check, no Python or Java traceback."""
+    url = f"{scheme}://127.0.0.1:{_closed_port()}"
+    r, elapsed = _sweep(tmp_path, "--master", url, "--spark-timeout", "5")
+    assert r.returncode == 2, r.stderr
+    lines = [line for line in r.stderr.strip().splitlines() if not line.startswith("sweep ")]
+    assert len(lines) == 1, r.stderr
+    assert url in lines[0] and "check" in lines[0]
+    assert "Traceback" not in r.stderr and "Exception" not in r.stderr
+    assert elapsed < 60
+
+
+@pytest.fixture
+def silent_server():
+    """A port that accepts connections and never answers (a firewall, a wrong service)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(16)
+        yield s.getsockname()[1]
+
+
+def test_connect_server_that_never_answers_fails_within_the_timeout(tmp_path, silent_server):
+    """A Connect URL whose server accepts and says nothing: exit 2 after --spark-timeout, one
+    line naming it; no hang, no traceback."""
+    url = f"sc://127.0.0.1:{silent_server}"
+    r, elapsed = _sweep(tmp_path, "--master", url, "--spark-timeout", "3")
+    assert r.returncode == 2, r.stderr
+    lines = [line for line in r.stderr.strip().splitlines() if not line.startswith("sweep ")]
+    assert len(lines) == 1 and url in lines[0] and "--spark-timeout" in lines[0], r.stderr
+    assert "Traceback" not in r.stderr
+    assert elapsed < 60
+
+
+def test_bad_conf_is_bad_input(tmp_path):
+    """`--conf` without KEY=VALUE is rejected before Spark starts: exit 2, one line naming it."""
+    r, _ = _sweep(tmp_path, "--conf", "spark.executor.memory")
+    assert r.returncode == 2
+    assert r.stderr.strip().count("\n") == 0 and "--conf" in r.stderr and "KEY=VALUE" in r.stderr
+
+
+def test_conf_and_endpoints_parse():
+    """KEY=VALUE pairs keep '=' inside values; master URLs name their endpoints (with defaults)."""
+    assert parse_conf(["a.b=1", "spark.driver.extraJavaOptions=-Dx=y"]) == [
+        ("a.b", "1"), ("spark.driver.extraJavaOptions", "-Dx=y")]
+    with pytest.raises(ValueError):
+        parse_conf(["=1"])
+    assert _endpoints("spark://h1:7077,h2:7078") == [("h1", 7077), ("h2", 7078)]
+    assert _endpoints("spark://h1") == [("h1", 7077)]
+    assert _endpoints("sc://host/;token=abc") == [("host", 15002)]
+    assert _endpoints("sc://host:443/;use_ssl=true") == [("host", 443)]
+    assert _endpoints("yarn") == []
