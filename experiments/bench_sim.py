@@ -36,6 +36,7 @@ def cases(quick: bool) -> list[tuple[str, Scenario, float | None]]:
             ("scale-out 1000 members", _scenario("bench-growth", 1000, 10000, add), None),
             ("scale-out 1000 members, consumer protocol",
              _scenario("bench-growth", 1000, 10000, add, "consumer"), None),
+            ("run rolling-deploy members=100", _builtin("rolling-deploy", members=100), None),
         ]
     return [
         ("2100x2100 coop add one", _scenario("bench-add", 2100, 2100, add), 10.0),
@@ -46,7 +47,19 @@ def cases(quick: bool) -> list[tuple[str, Scenario, float | None]]:
         # issue 11 target: a 10,000-member scale-out under the consumer group protocol in <= 60 s
         ("scale-out 10000 members, consumer protocol",
          _scenario("bench-growth", 10000, 100000, add, "consumer"), 60.0),
+        # issue 8: the built-ins as a user types them (`rebalance-sim run NAME --set members=N`)
+        ("run crash members=10000", _builtin("crash", members=10000), 60.0),
+        ("run rolling-deploy members=1000", _builtin("rolling-deploy", members=1000), 120.0),
+        ("run rolling-deploy members=10000", _builtin("rolling-deploy", members=10000), 1200.0),
     ]
+
+
+def _builtin(name: str, **overrides) -> Scenario:
+    """A built-in scenario with ``--set`` overrides (its defaults otherwise: for rolling-deploy,
+    dynamic cooperative-sticky members restarting 10% of the group at a time)."""
+    from .scenarios import load_scenario
+
+    return load_scenario(name, {k: str(v) for k, v in overrides.items()})
 
 
 def _peak_rss_mib() -> float:

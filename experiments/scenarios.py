@@ -9,6 +9,7 @@ key, any field of the scenario table (``consumer.session_timeout_ms=10000``,
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import attrs
 
 from sim import ConfigError, Scenario
+from sim.scenario import batch_count
 
 
 @attrs.frozen
@@ -48,12 +50,20 @@ def _crash(p):
     return {**_base(p), "timeline": [{"action": "crash", "at_s": p["at_s"], "member": p["member"]}]}
 
 
+def _restart(p, **extra) -> dict:
+    """A rolling_restart action from a built-in's parameters."""
+    return {"action": "rolling_restart", "at_s": p["at_s"], "down_s": p["down_s"], "gap_s": p["gap_s"],
+            "batch_size": p["batch_size"], **extra}
+
+
 def _bounce(static: bool):
     def build(p):
-        return {**_base(p, static=static),
-                "timeline": [{"action": "rolling_restart", "at_s": p["at_s"], "down_s": p["down_s"],
-                              "gap_s": p["gap_s"]}]}
+        return {**_base(p, static=static), "timeline": [_restart(p)]}
     return build
+
+
+def _deploy(p):
+    return {**_base(p, static=p["static"]), "timeline": [_restart(p, graceful=p["graceful"])]}
 
 
 def _gc_pause(p):
@@ -62,14 +72,12 @@ def _gc_pause(p):
 
 
 def _upgrade(p):
-    second = p["at_s"] + p["members"] * (p["down_s"] + p["gap_s"]) + p["gap_s"]
-    return {**_base(p),
-            "timeline": [
-                {"action": "rolling_restart", "at_s": p["at_s"], "down_s": p["down_s"], "gap_s": p["gap_s"],
-                 "assignors": ["range", "cooperative-sticky"]},
-                {"action": "rolling_restart", "at_s": second, "down_s": p["down_s"], "gap_s": p["gap_s"],
-                 "assignors": ["cooperative-sticky"]},
-            ]}
+    first = _restart(p, assignors=["range", "cooperative-sticky"])
+    # the second bounce starts one gap after the first has restarted every member
+    waves = math.ceil(p["members"] / batch_count(p["batch_size"], p["members"]))
+    second = _restart({**p, "at_s": p["at_s"] + waves * (p["down_s"] + p["gap_s"]) + p["gap_s"]},
+                      assignors=["cooperative-sticky"])
+    return {**_base(p), "timeline": [first, second]}
 
 
 def _stream_join(p):
@@ -86,21 +94,32 @@ def _slow_assignor(p):
 
 # at_s falls mid-way between heartbeats: after SyncGroup every member's heartbeat timer restarts at
 # once (Kafka resets it on sync), so an event at a round number of seconds would be seen at once.
+PARTITIONS_PER_MEMBER = 4  # the default partition count is this many per initial member
 _COMMON = {"members": 6, "partitions": 24, "rate": 100.0, "assignor": ["cooperative-sticky"], "at_s": 61.5}
+# Targets by role or index, never by name, so every built-in holds at any group size (names widen
+# past 1000 members). Index 1, the second member by name, is rarely the group's leader.
+_TARGET = {"member": 1}
+_BOUNCE = {"down_s": 10.0, "gap_s": 20.0, "batch_size": 1}
+# Parameters that take a number or a string (a role, a percentage).
+_NUMBER_OR_TEXT = ("member", "batch_size")
 
 BUILTINS: dict[str, Builtin] = {b.name: b for b in [
     Builtin("scale-out", "one member joins a stable group", {**_COMMON, "count": 1}, _scale_out),
     Builtin("scale-in", "one member leaves gracefully (LeaveGroup)", {**_COMMON, "count": 1}, _scale_in),
-    Builtin("crash", "one member dies without LeaveGroup; noticed after session.timeout.ms",
-            {**_COMMON, "member": "c001"}, _crash),
+    Builtin("crash", "one member dies without LeaveGroup; noticed after session.timeout.ms "
+            "(member: a name, an index, or first / middle / last / leader)",
+            {**_COMMON, **_TARGET}, _crash),
     Builtin("rolling-bounce-dynamic", "every member restarts in turn, dynamic membership",
-            {**_COMMON, "down_s": 10.0, "gap_s": 20.0}, _bounce(False)),
+            {**_COMMON, **_BOUNCE}, _bounce(False)),
     Builtin("rolling-bounce-static", "every member restarts in turn within session.timeout.ms, static "
-            "membership (KIP-345)", {**_COMMON, "down_s": 10.0, "gap_s": 20.0}, _bounce(True)),
+            "membership (KIP-345)", {**_COMMON, **_BOUNCE}, _bounce(True)),
+    Builtin("rolling-deploy", "a deploy: the whole group restarts in batches (batch_size, default 10% "
+            "of the group), graceful or not, dynamic or static; max_duration_s grows with the group",
+            {**_COMMON, **_BOUNCE, "batch_size": "10%", "graceful": True, "static": False}, _deploy),
     Builtin("gc-pause-zombie", "a member pauses past its session timeout and resumes as a zombie (KIP-341)",
-            {**_COMMON, "assignor": ["sticky"], "member": "c001", "duration_s": 60.0}, _gc_pause),
+            {**_COMMON, "assignor": ["sticky"], **_TARGET, "duration_s": 60.0}, _gc_pause),
     Builtin("eager-to-cooperative-upgrade", "two rolling bounces: range -> [range, cooperative-sticky] -> "
-            "cooperative-sticky", {**_COMMON, "assignor": ["range"], "down_s": 5.0, "gap_s": 20.0}, _upgrade),
+            "cooperative-sticky", {**_COMMON, "assignor": ["range"], **_BOUNCE, "down_s": 5.0}, _upgrade),
     Builtin("stream-join-restore", "co-partitioned topics with the stream-join sticky assignor (KIP-315); "
             "a new member restores state", {**_COMMON, "assignor": ["stream-join-sticky"], "count": 1,
                                              "restore_ms": 2000.0}, _stream_join),
@@ -163,6 +182,8 @@ def builtin_dict(name: str, overrides: Mapping[str, str] | None = None) -> dict:
                 value = [v.strip() for v in str(raw).split(",") if v.strip()] if isinstance(raw, str) else list(raw)
             elif isinstance(params[key], float) and isinstance(value, int):
                 value = float(value)
+            elif key in _NUMBER_OR_TEXT and isinstance(value, int | str) and not isinstance(value, bool):
+                pass  # checked where the scenario is built, with the field's own message
             elif type(params[key]) is not type(value) and not isinstance(params[key], list):
                 raise ConfigError(key, f"{raw!r} is not a {type(params[key]).__name__} "
                                   f"(parameters of {name}: {', '.join(params)})")
@@ -172,6 +193,12 @@ def builtin_dict(name: str, overrides: Mapping[str, str] | None = None) -> dict:
         else:
             raise ConfigError(key, f"unknown parameter of {name}; allowed: {', '.join(params)}, "
                               "or a dotted field such as consumer.session_timeout_ms")
+    members = params.get("members")
+    if ("partitions" in params and "partitions" not in (overrides or {}) and isinstance(members, int)
+            and members > 0):
+        # the default grows with the group (24 at the default 6 members), so a large group is
+        # not mostly idle members
+        params["partitions"] = PARTITIONS_PER_MEMBER * params["members"]
     data = b.build(params)
     data["name"] = name
     data["description"] = b.description

@@ -529,6 +529,11 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
                   f"{_eta(time.monotonic() - t0, done_cost, left_cost)})", file=stream, flush=True)
     except KeyboardInterrupt:
         interrupt_all()
+        try:  # a batch may have committed between the last count and the Ctrl-C: ask the store
+            wanted = {s.run_id for s in specs}
+            kept = len(wanted & set(complete_runs(spark, out, model)))
+        except BaseException:  # noqa: BLE001 - a second Ctrl-C, a lost session: keep the count
+            pass
         raise SweepInterrupted(f"interrupted; {kept} of {len(specs)} runs are complete in {out} "
                                "(rerun the same command to finish the rest)") from None
     return pd.concat(results, ignore_index=True)

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import attrs
+
 from . import messages as m
 from .group import GroupCoordinator
 from .kernel import Actor
@@ -151,20 +153,32 @@ class Director(Actor):
             self._trigger(now, name, "rolling_restart start")
             r.start_member(self, name, extra)
         elif what == "crash_leader":
-            leader = r.coordinator.leader
-            meta = r.coordinator.members.get(leader) if leader is not None else None
-            if meta is None:
+            client = self.leader_client()
+            if client is None:
                 self._trigger(now, None, f"crash_leader phase={payload[1]}: no leader")
             else:
-                self._trigger(now, meta.client, f"crash_leader phase={payload[1]} member_id={leader}")
-                self._note(meta.client, ("crash",))
+                self._trigger(now, client, f"crash_leader phase={payload[1]} member_id={r.coordinator.leader}")
+                self._note(client, ("crash",))
         elif what == "link_fault":
             for name in r.member_names(alive_only=True) if payload[1] is None else [payload[1]]:
                 self._note(name, "link_fault")
 
+    def leader_client(self) -> str | None:
+        """The client (member name) of the group's leader now, if there is one."""
+        c = self.runner.coordinator
+        meta = c.members.get(c.leader) if c.leader is not None else None
+        return None if meta is None else meta.client
+
     def _run_action(self, now: float, index: int, a) -> None:
         r = self.runner
         desc = " ".join(f"{k}={v}" for k, v in action_to_dict(a).items() if k != "at_s" and v not in (None, {}, []))
+        if isinstance(a, Crash | Pause) and a.member == "leader":
+            client = self.leader_client()
+            if client is None:
+                self._trigger(now, None, f"{desc}: no leader")
+                return
+            desc = f"{desc} ({client})"
+            a = attrs.evolve(a, member=client)
         if isinstance(a, AddMembers):
             for _ in range(a.count):
                 name = r.next_member_name()
@@ -194,10 +208,11 @@ class Director(Actor):
             if a.static is not None:
                 extra["static"] = a.static
             self._trigger(now, None, desc)
-            for i, name in enumerate(names):
+            for i, batch in enumerate(a.batches(names)):
                 t_stop = now + i * (a.down_s + a.gap_s)
-                self._later(t_stop, ("stop", name, a.graceful))
-                self._later(t_stop + a.down_s, ("start", name, extra))
+                for name in batch:
+                    self._later(t_stop, ("stop", name, a.graceful))
+                    self._later(t_stop + a.down_s, ("start", name, extra))
         elif isinstance(a, AddPartitions | CreateTopic | DeleteTopic):
             self._trigger(now, None, desc)
             for name in r.member_names(alive_only=True):

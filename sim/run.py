@@ -113,7 +113,7 @@ class MetadataHistory:
 
 def run_id_for(scenario: Scenario, seed: int) -> str:
     blob = json.dumps({"config": to_flat_dict(scenario.config), "seed": seed, "name": scenario.name,
-                       "timeline": [action_to_dict(a) for a in scenario.timeline]},
+                       "timeline": [action_to_dict(a) for a in scenario.resolved_timeline]},
                       sort_keys=True, default=str)
     return f"{scenario.name}-s{seed}-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
 
@@ -136,7 +136,7 @@ class _Runner:
         self.world = MetadataHistory(scenario)
         self.kernel = Kernel(seed, self.recorder, self.config.max_duration_s)
         faults = []
-        for a in scenario.timeline:
+        for a in scenario.resolved_timeline:
             if isinstance(a, NetworkPartition):
                 faults.append(LinkFault(a.at_s, a.at_s + a.duration_s, a.member, a.direction))
             elif isinstance(a, DelaySpike):
@@ -161,7 +161,7 @@ class _Runner:
         self.handoffs = Handoffs(lambda tp: created.get((tp.topic, tp.partition), 0.0))
         self.subscribed_topics: set[str] = set()
         self.watches: list = []  # CrashLeader actions waiting for their phase
-        self.director = Director(self.kernel, self, scenario.timeline)
+        self.director = Director(self.kernel, self, scenario.resolved_timeline)
         for name in initial:
             self.start_member(self.director, name, {})
         self.kernel.after_batch = self._after_batch

@@ -17,6 +17,18 @@ As a dict (or TOML file)::
 Actions (``action`` = ...): add_members, remove_members, crash, crash_leader, pause,
 rolling_restart, add_partitions, create_topic, delete_topic, network_partition, delay_spike,
 packet_loss.
+
+Member targets (``member``, and the entries of ``members``) are a name (``"c007"``), a role, or an
+index, so one scenario holds at every group size (names widen with the group: ``c0007`` past 1000
+members). Roles and indexes are resolved against the members in the group by then, by name (the
+initial members, plus those added, minus those removed or crashed by earlier actions):
+``"first"``, ``"middle"`` (index n // 2), ``"last"``, or an integer (``1`` is the second member,
+``-1`` the last). ``"leader"`` (``crash`` and ``pause`` only) is whichever client leads the group
+at that instant, resolved during the run. These roles are the simulator's, not Kafka's.
+
+A timeline must fit in ``max_duration_s``: a scenario whose last step (plus the session timeout,
+to detect a crash after it) ends later is rejected before the run, naming the time it needs. When
+``max_duration_s`` is not given it grows with the timeline (see ``Scenario.from_dict``).
 """
 
 from __future__ import annotations
@@ -68,9 +80,54 @@ def _names(field: str):
     return lambda value: None if value is None else convert(value)
 
 
+ROLES = ("first", "middle", "last", "leader")
+_UNBOUNDED_S = 1e15  # a max_duration_s no timeline reaches (used to measure what one needs)
+
+
+def _target(value) -> bool:
+    return (isinstance(value, str) and bool(value)) or (isinstance(value, int) and not isinstance(value, bool))
+
+
 def _member(_inst, attribute, value):
-    if not isinstance(value, str) or not value:
-        raise ConfigError(attribute.name, f"{value!r} is not a member name")
+    if not _target(value):
+        raise ConfigError(attribute.name, f"{value!r} is not a member name, role ({', '.join(ROLES)}) "
+                          "or index")
+
+
+def _targets(field: str):
+    """A converter: one target or a list of targets (names, roles, indexes) -> tuple."""
+    def convert(value):
+        if value is None:
+            return None
+        if _target(value):
+            return (value,)
+        if not isinstance(value, list | tuple) or not all(_target(v) for v in value):
+            raise ConfigError(field, f"{value!r} is not a member name, role, index, or a list of them")
+        return tuple(value)
+    return convert
+
+
+def _batch_size(_inst, attribute, value):
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 1:
+            raise ConfigError(attribute.name, f"{value!r} must be >= 1 (members per batch)")
+        return
+    if isinstance(value, str) and value.endswith("%"):
+        try:
+            pct = float(value[:-1])
+        except ValueError:
+            pct = math.nan
+        if 0 < pct <= 100:
+            return
+    raise ConfigError(attribute.name, f"{value!r} is not a number of members >= 1 or a percentage "
+                      "such as \"10%\" of the members restarted")
+
+
+def batch_count(batch_size: int | str, n: int) -> int:
+    """Members per batch of a rolling restart of ``n`` members (``"10%"``: a tenth, rounded up)."""
+    if isinstance(batch_size, str):
+        return max(1, math.ceil(n * float(batch_size[:-1]) / 100 - 1e-9))
+    return batch_size
 
 
 def _topic(_inst, attribute, value):
@@ -102,7 +159,7 @@ class RemoveMembers:
     """Close ``members`` gracefully (or the ``count`` highest-named live members)."""
 
     at_s: float = attrs.field(validator=_at)
-    members: tuple[str, ...] | None = attrs.field(default=None, converter=_names("members"))
+    members: tuple[str | int, ...] | None = attrs.field(default=None, converter=_targets("members"))
     count: int = attrs.field(default=1, validator=_count(MAX_MEMBERS))
 
 
@@ -111,7 +168,7 @@ class Crash:
     """Kill ``member`` (no LeaveGroup, no callbacks)."""
 
     at_s: float = attrs.field(validator=_at)
-    member: str = attrs.field(default="c000", validator=_member)
+    member: str | int = attrs.field(default=0, validator=_member)
 
 
 LEADER_PHASES = ("join", "sync", "stable")
@@ -138,24 +195,40 @@ class Pause:
     """Freeze ``member`` for ``duration_s`` (GC or debugger), then let it resume with stale state."""
 
     at_s: float = attrs.field(validator=_at)
-    member: str = attrs.field(default="c000", validator=_member)
+    member: str | int = attrs.field(default=0, validator=_member)
     duration_s: float = attrs.field(default=60.0, validator=_nonneg)
 
 
 @attrs.frozen
 class RollingRestart:
-    """Restart ``members`` (default: every live member, by name) one at a time: member i stops at
-    ``at_s + i * (down_s + gap_s)`` (gracefully, or crashing if ``graceful`` is false) and starts
-    ``down_s`` later, with ``assignors`` as its new partition.assignment.strategy if given (the
-    two-bounce upgrade) and ``static`` switched if given."""
+    """Restart ``members`` (default: every member in the group by then, by name) in batches of
+    ``batch_size`` members (a number, or a percentage such as ``"10%"`` of the members restarted,
+    rounded up): batch j stops at ``at_s + j * (down_s + gap_s)`` (gracefully, or crashing if
+    ``graceful`` is false) and starts ``down_s`` later, with ``assignors`` as its new
+    partition.assignment.strategy if given (the two-bounce upgrade) and ``static`` switched if
+    given. Kafka defines no deploy; this is how a deploy tool (Kubernetes' rolling update with
+    ``maxUnavailable``, say) restarts a consumer fleet."""
 
     at_s: float = attrs.field(validator=_at)
-    members: tuple[str, ...] | None = attrs.field(default=None, converter=_names("members"))
+    members: tuple[str | int, ...] | None = attrs.field(default=None, converter=_targets("members"))
     down_s: float = attrs.field(default=5.0, validator=_nonneg)
     gap_s: float = attrs.field(default=30.0, validator=_nonneg)
     graceful: bool = attrs.field(default=True, validator=boolean)
     assignors: tuple[str, ...] | None = attrs.field(default=None, converter=_names("assignors"))
     static: bool | None = attrs.field(default=None, validator=_optional_bool)
+    batch_size: int | str = attrs.field(default=1, validator=_batch_size)
+
+    def batches(self, names: list[str]) -> list[list[str]]:
+        """``names`` cut into the batches that restart together, in order."""
+        size = batch_count(self.batch_size, len(names))
+        return [names[i:i + size] for i in range(0, len(names), size)]
+
+    def duration_s(self, n: int) -> float:
+        """From ``at_s`` until the last batch of ``n`` members is started again."""
+        if n == 0:
+            return 0.0
+        waves = math.ceil(n / batch_count(self.batch_size, n))
+        return (waves - 1) * (self.down_s + self.gap_s) + self.down_s
 
 
 @attrs.frozen
@@ -187,7 +260,7 @@ class NetworkPartition:
     (to_coordinator, from_coordinator or both)."""
 
     at_s: float = attrs.field(validator=_at)
-    member: str = attrs.field(default="c000", validator=_member)
+    member: str | int = attrs.field(default=0, validator=_member)
     duration_s: float = attrs.field(default=60.0, validator=_nonneg)
     direction: str = "both"
 
@@ -251,31 +324,47 @@ def action_from_dict(data: Mapping[str, Any], where: str):
     return build(ACTIONS[kind], rest, where)
 
 
+# Fields added later are left out at their default, so existing scenarios keep their run ids
+# (a digest of this dict) and their recorded trigger details.
+_OMIT_AT_DEFAULT = {"batch_size": 1}
+
+
 def action_to_dict(action) -> dict:
     d = {"action": ACTION_NAMES[type(action)]}
     for a in attrs.fields(type(action)):
         v = getattr(action, a.name)
+        if a.name in _OMIT_AT_DEFAULT and v == _OMIT_AT_DEFAULT[a.name]:
+            continue
         d[a.name] = list(v) if isinstance(v, tuple) else v
     return d
 
 
 @attrs.frozen
 class Scenario:
-    """A named configuration plus its timeline (actions sorted by time)."""
+    """A named configuration plus its timeline (actions sorted by time).
+
+    ``resolved_timeline`` is the timeline with member roles and indexes replaced by names
+    (``"leader"`` stays: it is resolved during the run); the simulator plays that one.
+    """
 
     config: SimConfig
     timeline: tuple = attrs.field(default=(), converter=lambda v: tuple(sorted(v, key=lambda a: a.at_s)))
     name: str = "custom"
     description: str = ""
+    resolved_timeline: tuple = attrs.field(init=False, default=(), eq=False, repr=False)
+    _ends: tuple = attrs.field(init=False, default=(), eq=False, repr=False)
 
     def __attrs_post_init__(self):
         """Checks that need the config and the whole timeline: members and topics that actions
-        name must exist by then, times within max_duration_s, overrides valid consumer configs.
+        name must exist by then, the group must not start empty, the timeline must fit in
+        max_duration_s, overrides must be valid consumer configs.
         (Indexes in messages are positions in the time-sorted timeline.)"""
         cfg = self.config
+        if cfg.members == 0 and not any(isinstance(a, AddMembers) and a.count for a in self.timeline):
+            raise ConfigError("members", "0: the group needs at least 1 member (or an add_members action "
+                              "that starts some)")
         topics = {t.name for t in cfg.topics}
         initial, width = member_names(cfg, self.timeline)
-        members = set(initial)
         ever = set(initial) | {f"c{i:0{width}d}" for i in range(len(initial), len(initial) + sum(
             a.count for a in self.timeline if isinstance(a, AddMembers)))}
         for where, names in (("member_overrides", cfg.member_overrides),
@@ -284,22 +373,38 @@ class Scenario:
                 if name not in ever:
                     raise ConfigError(f"{where}.{name}", f"no member is called {name!r} in this scenario "
                                       f"(members: {_span(sorted(ever))})")
+        members = set(initial)     # every member started by then (literal names must be one of them)
+        in_group = list(initial)   # by name: started, not yet removed or crashed (roles resolve here)
+        next_index = len(initial)
+        resolved = []
+        ends = []
         for i, a in enumerate(self.timeline):
             if a.at_s > cfg.max_duration_s:
                 raise ConfigError(f"timeline[{i}].at_s", f"{a.at_s:g} is beyond max_duration_s ({cfg.max_duration_s:g})")
-            named = ()
-            if isinstance(a, Crash | Pause | NetworkPartition) or (isinstance(a, DelaySpike | PacketLoss) and a.member):
-                named = (("member", a.member),)
+            where = f"timeline[{i}]"
+            if isinstance(a, Crash | Pause | NetworkPartition) or (isinstance(a, DelaySpike | PacketLoss)
+                                                                   and a.member is not None):
+                name = self._resolve(a.member, a, f"{where}.member", members, in_group,
+                                     leader_ok=isinstance(a, Crash | Pause))
+                a = attrs.evolve(a, member=name)
+                if isinstance(a, Crash) and name in in_group:
+                    in_group.remove(name)
             elif isinstance(a, RemoveMembers | RollingRestart) and a.members is not None:
-                named = tuple(("members", name) for name in a.members)
-            for field, name in named:
-                if name not in members:
-                    raise ConfigError(f"timeline[{i}].{field}",
-                                      f"{name!r} is not a member at t={a.at_s:g} (members by then: "
-                                      f"{_span(sorted(members))})")
+                names = tuple(self._resolve(t, a, f"{where}.members", members, in_group, leader_ok=False)
+                              for t in a.members)
+                a = attrs.evolve(a, members=names)
+            if isinstance(a, RemoveMembers):
+                gone = list(a.members) if a.members is not None else (in_group[-a.count:] if a.count else [])
+                in_group = [n for n in in_group if n not in set(gone)]
+            end = a.at_s
+            if isinstance(a, Pause | NetworkPartition | DelaySpike | PacketLoss):
+                end += a.duration_s
+            if isinstance(a, RollingRestart):
+                end += a.duration_s(len(a.members) if a.members is not None else len(in_group))
+            ends.append(end)
             if isinstance(a, AddMembers):
-                n = len(members)
-                new = [f"c{j:0{width}d}" for j in range(n, n + a.count)]
+                new = [f"c{j:0{width}d}" for j in range(next_index, next_index + a.count)]
+                next_index += a.count
                 for name in new[:1]:  # they all share the overrides
                     try:
                         consumer = cfg.consumer_for(name, a.overrides)
@@ -307,6 +412,7 @@ class Scenario:
                         raise e.under(f"timeline[{i}].overrides") from None
                     cfg.check_consumer(consumer, f"timeline[{i}].overrides")
                 members.update(new)
+                in_group.extend(new)
             if isinstance(a, AddPartitions | DeleteTopic) and a.topic not in topics:
                 raise ConfigError(f"timeline[{i}].topic",
                                   f"{a.topic!r} is not a topic at t={a.at_s:g} ({', '.join(sorted(topics)) or 'none'})")
@@ -321,6 +427,52 @@ class Scenario:
                     build(type(cfg.consumer), {"partition_assignment_strategy": list(a.assignors)}, "")
                 except ConfigError as e:
                     raise ConfigError(f"timeline[{i}].assignors", e.reason) from None
+            resolved.append(a)
+        object.__setattr__(self, "resolved_timeline", tuple(resolved))
+        object.__setattr__(self, "_ends", tuple(ends))
+        needed = self.needed_duration_s()
+        if needed > cfg.max_duration_s:
+            last = max(range(len(ends)), key=lambda j: ends[j])
+            raise ConfigError("max_duration_s", f"{cfg.max_duration_s:g} s is too short for this timeline: it "
+                              f"needs {needed:,.0f} s (timeline[{last}] {ACTION_NAMES[type(self.timeline[last])]} "
+                              f"ends at t={ends[last]:,.1f} s, plus session.timeout.ms to settle); set "
+                              f"max_duration_s >= {math.ceil(needed)} or leave it out (it then grows with the "
+                              "timeline)")
+
+    @staticmethod
+    def _resolve(target, action, field: str, members: set, in_group: list, leader_ok: bool) -> str:
+        at = f"t={action.at_s:g}"
+        if isinstance(target, int):
+            if -len(in_group) <= target < len(in_group):
+                return in_group[target]
+            raise ConfigError(field, f"{target} is not a member index at {at} ({len(in_group):,} member(s) by then"
+                              f"{': ' + _span(in_group) if in_group else ''})")
+        if target in ROLES:
+            if target == "leader":
+                if leader_ok:
+                    return target
+                raise ConfigError(field, "'leader' is resolved during the run; only crash and pause accept it")
+            if not in_group:
+                raise ConfigError(field, f"{target!r}: no member is in the group at {at}")
+            return in_group[{"first": 0, "middle": len(in_group) // 2, "last": -1}[target]]
+        if target not in members:
+            raise ConfigError(field, f"{target!r} is not a member at {at} (members by then: "
+                              f"{_span(sorted(members))}; or use a role: first, middle, last, leader, or an index)")
+        return target
+
+    def end_of_timeline(self) -> float:
+        """When the last action's last step happens (a rolling restart's last start, a pause's end)."""
+        return max(self._ends, default=0.0)
+
+    def needed_duration_s(self) -> float:
+        """The simulated time this timeline needs at least: its end plus the longest session
+        timeout (a crash or a lost member at the end is only noticed that much later)."""
+        if not self._ends:
+            return 0.0
+        cfg = self.config
+        session_s = max([cfg.consumer.session_timeout_s] + [cfg.consumer_for(n).session_timeout_s
+                                                              for n in cfg.member_overrides])
+        return self.end_of_timeline() + session_s
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "") -> Scenario:
@@ -338,7 +490,17 @@ class Scenario:
         config = sim_config_from_dict(d, where)
         actions = [action_from_dict(a, f"{where + '.' if where else ''}timeline[{i}]")
                    for i, a in enumerate(timeline)]
-        return cls(config=config, timeline=actions, name=str(name), description=str(description))
+        if "max_duration_s" in {_key(k) for k in d}:
+            return cls(config=config, timeline=actions, name=str(name), description=str(description))
+        # Not given: the default (SimConfig's), or longer if the timeline needs it, with room for
+        # one more rebalance after it (the rebalance timeout, max.poll.interval.ms).
+        free = cls(config=attrs.evolve(config, max_duration_s=_UNBOUNDED_S), timeline=actions,
+                   name=str(name), description=str(description))
+        needed = free.needed_duration_s()
+        if needed + config.consumer.max_poll_interval_s <= config.max_duration_s:
+            return attrs.evolve(free, config=config)
+        grown = float(math.ceil(needed + config.consumer.max_poll_interval_s))
+        return attrs.evolve(free, config=attrs.evolve(config, max_duration_s=grown))
 
     @classmethod
     def from_toml(cls, path: str) -> Scenario:
@@ -354,18 +516,6 @@ class Scenario:
 
     def with_config(self, config: SimConfig) -> Scenario:
         return attrs.evolve(self, config=config)
-
-    def end_of_timeline(self) -> float:
-        end = 0.0
-        for a in self.timeline:
-            t = a.at_s
-            if isinstance(a, Pause | NetworkPartition | DelaySpike | PacketLoss):
-                t += a.duration_s
-            if isinstance(a, RollingRestart):
-                n = len(a.members) if a.members is not None else self.config.members
-                t += n * (a.down_s + a.gap_s)
-            end = max(end, t)
-        return end
 
 
 def _span(names: list[str]) -> str:

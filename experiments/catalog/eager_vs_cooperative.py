@@ -1,5 +1,5 @@
 """The main job: eager vs cooperative rebalancing (range, roundrobin, sticky, cooperative-sticky;
-static and dynamic members; scale-out, crash and a rolling bounce; 10..1000 members; 3 seeds).
+static and dynamic members; scale-out, crash and a full rolling deploy; 10..1000 members; 3 seeds).
 
 A declaration for the generic pipeline (``experiments.pipeline``): ``grid`` says which runs,
 ``report`` turns the aggregated tables into the page.
@@ -32,13 +32,17 @@ def variant_overrides(variant: str) -> tuple[str, ...]:
     if variant == CONSUMER_PROTOCOL:
         return ("consumer.group_protocol=consumer", "consumer.group_remote_assignor=uniform")
     return (f"consumer.partition_assignment_strategy={variant}",)
+# The deploy: every member restarts once, a quarter of the group at a time (Kubernetes' default
+# maxUnavailable for a Deployment), 10 s down, 20 s between batches. Four batches at every size,
+# so the run cost grows with the group like the other scenarios'.
+DEPLOY_BATCH = "25%"
 
 
 @attrs.frozen
 class Scale:
     sizes: tuple[int, ...]
     partitions_per_member: int
-    bounce_members: int        # how many members the rolling bounce restarts (a deploy wave)
+    deploy_batch: str = DEPLOY_BATCH  # the rolling deploy restarts the whole group, this much at a time
     seeds: tuple[int, ...] = (0, 1, 2)
     timing_shapes: tuple[tuple[int, int], ...] = tuple((m, p) for m in (100, 1000)
                                                        for p in (1_000, 10_000, 100_000))
@@ -48,15 +52,15 @@ class Scale:
 
 
 SCALES = {
-    "default": Scale(sizes=(10, 100, 1000), partitions_per_member=2, bounce_members=2,
-                     consumer_sizes=(10, 100)),
-    "large": Scale(sizes=(10, 100, 1000, 3000), partitions_per_member=2, bounce_members=5,
+    "default": Scale(sizes=(10, 100, 1000), partitions_per_member=2, consumer_sizes=(10, 100)),
+    # Up to 10,000 members, one seed (the runs at 10,000 members dominate; see README for times).
+    "large": Scale(sizes=(10, 100, 1000, 10_000), partitions_per_member=2, seeds=(0,),
                    consumer_sizes=(10, 100, 1000)),
     # A quick look (and the tests): tiny groups, one seed.
-    "smoke": Scale(sizes=(4, 8), partitions_per_member=2, bounce_members=2, seeds=(0,),
+    "smoke": Scale(sizes=(4, 8), partitions_per_member=2, seeds=(0,),
                    timing_shapes=((10, 100), (10, 1000))),
 }
-SCENARIO_LABELS = ("scale-out", "crash", "rolling-bounce")
+SCENARIO_LABELS = ("scale-out", "crash", "rolling-deploy")
 # Seeds only matter if something is random: a lognormal link latency (median 2 ms).
 COMMON_OVERRIDES = {"network.latency.kind": "lognormal", "network.latency.ms": 2.0}
 # A plain (stateless) consumer doing real work per record: 500 records/s per member, so a
@@ -100,19 +104,15 @@ def to_toml(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _scenario_dict(label: str, membership: str, members: int, partitions: int, bounce: int) -> dict:
+def _scenario_dict(label: str, membership: str, members: int, partitions: int, deploy_batch: str) -> dict:
     from ..scenarios import builtin_dict
 
     overrides = {"members": str(members), "partitions": str(partitions)}
-    width = max(3, len(str(members - 1)))  # member names: c000, c001, ... (wider past 1000)
-    if label == "rolling-bounce":
-        data = builtin_dict(f"rolling-bounce-{membership}", overrides)
-        data["timeline"][0]["members"] = [f"c{i:0{width}d}" for i in range(min(bounce, members))]
-    elif label == "crash":
-        data = builtin_dict(label, {**overrides, "member": f"c{1:0{width}d}"})
-        data["consumer"]["static"] = membership == "static"
+    if label == "rolling-deploy":
+        data = builtin_dict(label, {**overrides, "batch_size": deploy_batch,
+                                    "static": str(membership == "static").lower()})
     else:
-        data = builtin_dict(label, overrides)
+        data = builtin_dict(label, overrides)  # crash: the second member by name, at any size
         data["consumer"]["static"] = membership == "static"
     data["name"] = label
     data["description"] = f"{label}, {membership} members (eager-vs-cooperative experiment)"
@@ -132,7 +132,7 @@ def eager_vs_coop_specs(scale: Scale, scenarios: Path) -> list[RunSpec]:
         for membership in ("dynamic", "static"):
             for members in scale.sizes:
                 partitions = members * scale.partitions_per_member
-                data = _scenario_dict(label, membership, members, partitions, scale.bounce_members)
+                data = _scenario_dict(label, membership, members, partitions, scale.deploy_batch)
                 path = scenarios / f"{label}-{membership}-{members}.toml"
                 text = to_toml(data)
                 if not path.exists() or path.read_text() != text:
@@ -206,6 +206,9 @@ def report(opts: Options, results: Results) -> Page:
     figures.append(Figure(out / "assignment_time.png",
                           plots.assignment_time(timings, out / "assignment_time.png")))
 
+    deploy = _deploy_table(points)
+    atomic_write_bytes(out / "deploy.csv", deploy.to_csv(index=False).encode())
+    deploy_lines = _deploy_statements(deploy)
     headline = _headline(points, wq, max(scale.sizes))
     atomic_write_bytes(out / "headline.csv", headline.to_csv(index=False).encode())
     matched = int(runs["intervals_match"].sum())
@@ -217,8 +220,8 @@ def report(opts: Options, results: Results) -> Page:
         f"the consumer group protocol (KIP-848, shown as {CONSUMER_PROTOCOL}: the coordinator "
         "assigns with its uniform assignor and reconciles each member on its own; broker defaults: "
         "heartbeat 5 s, session 45 s).",
-        f"Grid: scenarios {', '.join(SCENARIO_LABELS)} (rolling bounce = the first "
-        f"{scale.bounce_members} members restart in turn, 10 s down, 20 s apart); dynamic and static "
+        f"Grid: scenarios {', '.join(SCENARIO_LABELS)} (rolling deploy = every member restarts once, "
+        f"{scale.deploy_batch} of the group at a time, 10 s down, 20 s between batches); dynamic and static "
         f"(KIP-345) members; group sizes {', '.join(map(str, scale.sizes))} with "
         f"{scale.partitions_per_member} partitions per member (one topic, 100 records/s per partition); "
         f"assignors {', '.join(MAIN_JOB_VARIANTS)}; seeds {', '.join(map(str, scale.seeds))} "
@@ -236,14 +239,17 @@ def report(opts: Options, results: Results) -> Page:
         "simulated under it, which costs minutes per 1000-member run; `--scale large` adds 1000): "
         "compare it with the classic protocol in the per-point table and the figures.",
         "Caveats: members of a group share their heartbeat phase (as after a real SyncGroup), so "
-        "they learn of a rebalance at nearly the same instant; the rolling "
-        f"bounce restarts only {scale.bounce_members} members (each further restart repeats the "
-        "same episodes), to keep the default run under 10 minutes on 2 cores.",
+        "they learn of a rebalance at nearly the same instant; the deploy restarts "
+        f"{scale.deploy_batch} of the group at a time (a one-at-a-time deploy of 1,000 members takes "
+        "hours of simulated time and is not in the grid: run rolling-deploy with batch_size=1).",
     ]
     cols_runs = ["scenario", "membership", "members", "assignor", "seed", "rebalance_time_total_s",
                  "rounds_total", "unassigned_partition_s", "unassigned_max_s", "stop_the_world_s",
                  "throughput_loss_records", "intervals_match"]
     sections = [
+        ("How long does the group stall during a full deploy?", [Table(
+            f"Rolling deploy of the whole group ({scale.deploy_batch} at a time), median across seeds",
+            deploy, csv="deploy.csv", note=" ".join(deploy_lines))]),
         ("Headline", [Table(f"Median across seeds at {max(scale.sizes):,} members", headline,
                             csv="headline.csv")]),
         ("Figures", figures),
@@ -255,10 +261,51 @@ def report(opts: Options, results: Results) -> Page:
                            "window recomputed by Spark from the intervals equal the simulator's summary.")]),
     ]
     summary = (f"{matched}/{len(runs)} runs match the simulator's summaries\n"
+               f"\nA full rolling deploy ({scale.deploy_batch} of the group at a time), median across seeds:\n"
+               + "".join(f"  {line}\n" for line in deploy_lines) +
                f"\nMedian across seeds at {max(scale.sizes):,} members "
                "(rebalance s = total trigger-to-settled time; unassigned p*s = partition-seconds):\n"
                + _text_table(headline))
     return Page(intro, sections, summary=summary)
+
+
+def _deploy_table(points):
+    """Per group size, membership and assignor: how long a full rolling deploy stalls the group."""
+    import pandas as pd
+
+    p = points[points["scenario"] == "rolling-deploy"].copy()
+    order = {a: i for i, a in enumerate(EAGER_VS_COOP_ASSIGNORS)}
+    p["_o"] = p["assignor"].map(order)
+    p = p.sort_values(["members", "membership", "_o"])
+    return pd.DataFrame({
+        "members": p["members"], "membership": p["membership"], "assignor": p["assignor"],
+        "protocol": p["assignor"].map(lambda a: "cooperative" if a == "cooperative-sticky" else "eager"),
+        "rebalance_s": p["rebalance_time_total_s_median"],
+        "rounds": p["rounds_total_median"],
+        "stop_the_world_s": p["stop_the_world_s_median"],
+        "max_window_s": p["unassigned_max_s_median"],
+        "unassigned_partition_s": p["unassigned_partition_s_median"],
+    }).reset_index(drop=True)
+
+
+def _deploy_statements(deploy) -> list[str]:
+    """One sentence per group size: eager (range) vs cooperative (cooperative-sticky), dynamic vs
+    static, in the deploy's own numbers."""
+    def cell(size, membership, assignor):
+        row = deploy[(deploy["members"] == size) & (deploy["membership"] == membership)
+                     & (deploy["assignor"] == assignor)]
+        if row.empty:
+            return "-"
+        r = row.iloc[0]
+        return (f"{r['rebalance_s']:,.1f} s in rebalance episodes, {r['stop_the_world_s']:,.1f} s with "
+                f"the whole group stopped, longest partition gap {r['max_window_s']:,.1f} s")
+
+    lines = []
+    for size in sorted(deploy["members"].unique()):
+        parts = [f"{membership}: eager range {cell(size, membership, 'range')}; cooperative-sticky "
+                 f"{cell(size, membership, 'cooperative-sticky')}" for membership in ("dynamic", "static")]
+        lines.append(f"{size:,} members: " + " | ".join(parts) + ".")
+    return lines
 
 
 def _points_view(points):
@@ -376,6 +423,6 @@ def _eager_vs_coop_figures(out, results, specs, points, windows, scale):
 EXPERIMENT = Experiment(
     "eager-vs-cooperative",
     "range vs roundrobin vs sticky vs cooperative-sticky, static and dynamic members, scale-out / "
-    "crash / rolling bounce, 10-1000 members, 3 seeds (the main job, under 10 minutes on 2 cores)",
+    "crash / full rolling deploy, 10-1000 members, 3 seeds (the main job, under 10 minutes on 2 cores)",
     title="Eager vs cooperative rebalancing",
     grid=grid, report=report)

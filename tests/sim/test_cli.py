@@ -98,7 +98,7 @@ def test_bench_sim_quick_json(capsys):
     (["scale-out", "--set", "consumer.max_poll_records=0"], "consumer.max_poll_records"),
     (["scale-out", "--set", "consumer.topics.x=1"], "consumer.topics"),
     (["scale-out", "--set", "network.latency=abc"], "network.latency"),
-    (["scale-out", "--set", "at_s=1e9"], "beyond max_duration_s"),
+    (["scale-out", "--set", "at_s=1e9", "--set", "max_duration_s=3600"], "beyond max_duration_s"),
     (["scale-out", "--max-wall", "0"], "--max-wall"),
     (["scale-out", "--max-events", "-5"], "--max-events"),
 ])

@@ -33,8 +33,10 @@ CASES = [
      "timeline[0].count", "integer"),
     ("graceful not a bool", _timeline({"action": "rolling_restart", "at_s": 1, "graceful": "no"}),
      "timeline[0].graceful", "true or false"),
-    ("members not names", _timeline({"action": "rolling_restart", "at_s": 1, "members": 5}),
-     "timeline[0].members", "not a name"),
+    ("members not names", _timeline({"action": "rolling_restart", "at_s": 1, "members": [1.5]}),
+     "timeline[0].members", "not a member name"),
+    ("member index out of range", _timeline({"action": "rolling_restart", "at_s": 1, "members": 5}),
+     "timeline[0].members", "not a member index"),
     ("name not a string", _base(name=[1]), "name", "not a string"),
     # negative or impossible values
     ("negative partitions", {"topics": [{"name": "t", "partitions": -1}]}, "topics[0].partitions", ">= 0"),
