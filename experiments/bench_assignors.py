@@ -230,7 +230,8 @@ def _machine() -> str:
     import os
     import platform
 
-    return f"{os.cpu_count()} cores, Python {platform.python_version()}"
+    load = f", load average {os.getloadavg()[0]:.1f} at the end" if hasattr(os, "getloadavg") else ""
+    return f"{os.cpu_count()} cores, Python {platform.python_version()}{load}"
 
 
 def register(bench_subparsers) -> None:

@@ -27,10 +27,12 @@ ASSIGNOR_COLORS = {
     "sticky": "#9467bd",
     "cooperative-sticky": "#1f77b4",
     "stream-join-sticky": "#2ca02c",
+    "consumer-uniform": "#111111",   # the consumer group protocol (KIP-848)
 }
 # Eager assignors often give identical curves: distinct dashes and widths keep each one visible.
 ASSIGNOR_LINES = {"range": ("-", 3.2), "roundrobin": ("--", 2.2), "sticky": (":", 1.8),
-                  "cooperative-sticky": ("-", 1.4), "stream-join-sticky": ("-.", 1.4)}
+                  "cooperative-sticky": ("-", 1.4), "stream-join-sticky": ("-.", 1.4),
+                  "consumer-uniform": ("-", 2.0)}
 DPI = 110
 
 

@@ -32,7 +32,10 @@ def test_experiment_succeeds_and_writes_report(smoke_report):
     assert (out / "report.html").is_file()
     for name in ("points.csv", "runs.csv", "window_quantiles.csv", "headline.csv", "assignor_timing.csv"):
         assert (out / name).is_file(), name
-    assert len(pd.read_csv(out / "runs.csv")) == 3 * 2 * 2 * 4
+    # scenarios x memberships x sizes x (4 classic assignors + the consumer group protocol)
+    runs = pd.read_csv(out / "runs.csv")
+    assert len(runs) == 3 * 2 * 2 * 5
+    assert (runs["assignor"] == "consumer-uniform").sum() == 3 * 2 * 2
 
 
 def test_every_referenced_figure_exists_and_is_embedded(smoke_report):
