@@ -5,8 +5,10 @@ per assignor: a fresh assignment (nobody owns anything) and a reassignment after
 (everyone else reports what the fresh assignment gave it, one generation later, the way each
 assignor's member side reports it). Wall time is the median of ``--repeat`` runs; peak memory is
 measured in one extra run under ``tracemalloc`` (Python and numpy allocations) so that tracing
-does not slow the timed runs. The KIP-848 server-side assignors (``server:uniform``,
-``server:range``) run their own cases: see ``experiments/bench_server_assignors.py``.
+does not slow the timed runs. ``moved`` counts partitions whose owner changed from the previous
+assignment (the leaver's partitions and cooperatively withheld ones included). The KIP-848
+server-side assignors (``server:uniform``, ``server:range``) run their own cases: see
+``experiments/bench_server_assignors.py``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,12 @@ from assignors.quality import assignment_quality
 from assignors.stream_join import decode_assignment_user_data, encode_assignment_user_data
 
 from .atomic import atomic_write_text
-from .bench_server_assignors import QUICK_SERVER_CASES, SERVER_CASES, bench_server_case, server_names
+from .bench_server_assignors import (
+    QUICK_SERVER_CASES,
+    SERVER_CASES,
+    bench_server_case,
+    server_names,
+)
 
 
 @attrs.frozen
@@ -113,7 +120,7 @@ def bench_case(name: str, case: Case, repeat: int, measure_memory: bool = True) 
     rows = []
     assignor = get_assignor(name)
     wall, fresh = _time(lambda: assignor.assign(metadata, fresh_subs), repeat)
-    rows.append(_row(name, case, "fresh", wall, metadata, fresh_subs, fresh,
+    rows.append(_row(name, case, "fresh", wall, metadata, fresh_subs, fresh, None,
                      _peak_mib(lambda: assignor.assign(metadata, fresh_subs)) if measure_memory else None))
     generation = 1
     leaver = next(iter(topics_of))
@@ -121,12 +128,22 @@ def bench_case(name: str, case: Case, repeat: int, measure_memory: bool = True) 
         generation = decode_assignment_user_data(fresh[leaver].user_data or encode_assignment_user_data(0))
     subs = _next_round(name, topics_of, fresh, generation, leaver)
     wall, again = _time(lambda: assignor.assign(metadata, subs), repeat)
-    rows.append(_row(name, case, "one member left", wall, metadata, subs, again,
+    rows.append(_row(name, case, "one member left", wall, metadata, subs, again, fresh,
                      _peak_mib(lambda: assignor.assign(metadata, subs)) if measure_memory else None))
     return rows
 
 
-def _row(name, case, mode, wall, metadata, subs, result, peak) -> dict:
+def moved_since(previous: dict[str, Assignment] | None, result: dict[str, Assignment]) -> int:
+    """Partitions of the previous assignment whose owner is not the same now: the leaver's
+    partitions count (they must move), and so do partitions a cooperative assignor withholds
+    (they move in the follow-up round). Counting only the survivors' claims would hide both."""
+    if previous is None:
+        return 0
+    now = {tp: m for m, a in result.items() for tp in a.partitions}
+    return sum(now.get(tp) != m for m, a in previous.items() for tp in a.partitions)
+
+
+def _row(name, case, mode, wall, metadata, subs, result, previous, peak) -> dict:
     q = assignment_quality(metadata, subs, result)
     return {
         "assignor": name,
@@ -137,7 +154,7 @@ def _row(name, case, mode, wall, metadata, subs, result, peak) -> dict:
         "wall_s": wall,
         "peak_mib": peak,
         "spread": q.spread,
-        "moved": q.moved,
+        "moved": moved_since(previous, result),
         "withheld": q.withheld,
     }
 
@@ -169,6 +186,14 @@ def run(args) -> int:
     if unknown:
         print(f"rebalance-sim bench assignors: unknown assignor {unknown[0]!r}; known: {', '.join(known)}", file=sys.stderr)
         return 2
+    if args.out:
+        from .outputs import OutputError, check_output_file
+
+        try:
+            check_output_file(args.out)
+        except OutputError as e:
+            print(f"rebalance-sim bench assignors: {e}", file=sys.stderr)
+            return 2
     cases = QUICK_CASES if args.quick else CASES
     plan = [(n, c) for n in names if n in ASSIGNORS for c in cases]
     # KIP-848 server-side assignors ("server:uniform", "server:range") on their own cases.
@@ -183,7 +208,12 @@ def run(args) -> int:
         else:
             rows.extend(bench_server_case(name, case, args.repeat, None if args.no_memory else _peak_mib))
     table = markdown_table(rows)
-    print(table)
+    if args.json:
+        import json
+
+        print(json.dumps(rows, indent=2))
+    else:
+        print(table)
     if args.out:
         header = (
             "# Assignor benchmark\n\n"
@@ -200,7 +230,8 @@ def _machine() -> str:
     import os
     import platform
 
-    return f"{os.cpu_count()} cores, Python {platform.python_version()}"
+    load = f", load average {os.getloadavg()[0]:.1f} at the end" if hasattr(os, "getloadavg") else ""
+    return f"{os.cpu_count()} cores, Python {platform.python_version()}{load}"
 
 
 def register(bench_subparsers) -> None:
@@ -211,5 +242,6 @@ def register(bench_subparsers) -> None:
     p.add_argument("--quick", action="store_true", help="small cases only (seconds)")
     p.add_argument("--repeat", type=int, default=3, help="timed runs per measurement (median)")
     p.add_argument("--no-memory", action="store_true", help="skip the tracemalloc run")
+    p.add_argument("--json", action="store_true", help="print JSON rows instead of the table")
     p.add_argument("--out", default=None, help="also write the table (markdown) to this file")
     p.set_defaults(func=run)

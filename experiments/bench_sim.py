@@ -1,11 +1,13 @@
 """``rebalance-sim bench sim``: wall time, simulated messages per second and peak memory of the
-simulator on large groups (issue 3 targets on a 2-core machine)."""
+simulator on large groups (issue 3 targets on a 2-core machine). Every case runs in a fresh
+process, so its peak RSS is its own."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import resource
+import subprocess
 import sys
 import time
 
@@ -63,26 +65,48 @@ def _builtin(name: str, **overrides) -> Scenario:
 
 
 def _peak_rss_mib() -> float:
-    # ru_maxrss is KiB on Linux; it is the process peak so far (monotone across cases)
+    # ru_maxrss is KiB on Linux; it is this process's peak so far, hence one process per case
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def measure(index: int, quick: bool) -> dict:
+    """Run case ``index`` in this process and return its row (peak RSS covers only this case,
+    plus the interpreter and imports, when the process runs nothing else)."""
+    label, sc, target = cases(quick)[index]
+    t0 = time.perf_counter()
+    result = run_scenario(sc, seed=0, raise_on_violation=False)
+    wall = time.perf_counter() - t0
+    s = result.summary
+    return {"case": label, "wall_s": round(wall, 2), "sim_wall_s": s["wall_s"], "messages": s["messages"],
+            "messages_per_s": round(s["messages"] / s["wall_s"]) if s["wall_s"] else None,
+            "peak_rss_mib": round(_peak_rss_mib()), "target_s": target,
+            "ok": (target is None or wall <= target) and not result.invariant_violations,
+            "rounds": s["rounds_total"], "rebalance_s": round(s["rebalance_time_max_s"], 3)}
+
+
+def _measure_in_subprocess(index: int, quick: bool) -> dict:
+    """Each case in a fresh interpreter: a process's peak RSS never goes down, so measuring the
+    100-member case after the 10,000-member one in the same process would report the latter."""
+    argv = [sys.executable, "-m", "experiments.bench_sim", "--case", str(index)] + (["--quick"] if quick else [])
+    p = subprocess.run(argv, capture_output=True, text=True)
+    if p.returncode != 0:
+        tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"case {index} failed (exit {p.returncode}): {tail}")
+    return json.loads(p.stdout)
 
 
 def cmd_bench_sim(args) -> int:
     rows = []
-    for label, sc, target in cases(args.quick):
-        t0 = time.perf_counter()
-        result = run_scenario(sc, seed=0, raise_on_violation=False)
-        wall = time.perf_counter() - t0
-        s = result.summary
-        row = {"case": label, "wall_s": round(wall, 2), "sim_wall_s": s["wall_s"], "messages": s["messages"],
-               "messages_per_s": round(s["messages"] / s["wall_s"]) if s["wall_s"] else None,
-               "peak_rss_mib": round(_peak_rss_mib()), "target_s": target,
-               "ok": (target is None or wall <= target) and not result.invariant_violations,
-               "rounds": s["rounds_total"], "rebalance_s": round(s["rebalance_time_max_s"], 3)}
+    for index, (label, _sc, target) in enumerate(cases(args.quick)):
+        try:
+            row = _measure_in_subprocess(index, args.quick)
+        except RuntimeError as e:
+            print(f"rebalance-sim bench sim: {label}: {e}", file=sys.stderr)
+            return 1
         rows.append(row)
         if not args.json:
-            print(f"{label:<28} wall {wall:7.2f}s  (simulation {s['wall_s']:.2f}s, rest = metrics/tables)  "
-                  f"messages {s['messages']:>8,}  {row['messages_per_s'] or 0:>8,}/s  "
+            print(f"{label:<28} wall {row['wall_s']:7.2f}s  (simulation {row['sim_wall_s']:.2f}s, rest = "
+                  f"metrics/tables)  messages {row['messages']:>8,}  {row['messages_per_s'] or 0:>8,}/s  "
                   f"peak RSS {row['peak_rss_mib']:>6,} MiB"
                   + (f"  target <= {target:g}s {'OK' if row['ok'] else 'MISSED'}" if target else ""),
                   flush=True)
@@ -93,14 +117,20 @@ def cmd_bench_sim(args) -> int:
 
 def register(bench_subparsers) -> None:
     """Add the ``sim`` target to the ``bench`` subcommand's subparsers (``rebalance-sim bench sim``)."""
-    p = bench_subparsers.add_parser("sim", help="simulator speed and memory on large groups")
+    p = bench_subparsers.add_parser(
+        "sim", help="simulator speed and memory on large groups",
+        description="Measure the simulator on large groups (up to 10,000 members x 100,000 "
+        "partitions): wall time, simulated messages per second and peak memory (RSS). Each case "
+        "runs in its own process, so its peak memory is its own.")
     p.add_argument("--quick", action="store_true", help="a smaller set of cases (seconds)")
     p.add_argument("--json", action="store_true", help="print JSON rows")
     p.set_defaults(func=cmd_bench_sim)
 
 
 if __name__ == "__main__":
+    # one case, as a child of `rebalance-sim bench sim`: its row as JSON on stdout
     parser = argparse.ArgumentParser(prog="bench_sim")
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--json", action="store_true")
-    sys.exit(cmd_bench_sim(parser.parse_args()))
+    parser.add_argument("--case", type=int, required=True)
+    a = parser.parse_args()
+    print(json.dumps(measure(a.case, a.quick)))

@@ -7,9 +7,10 @@ change. Each metric of each run is compared with the committed baseline
 floor for values near zero) in either direction fails the run, naming the metric, the run and
 both values. ``--update-baseline`` rewrites the baseline on purpose.
 
-Outputs (``--out``, default ``results/ci``): ``metrics.csv`` (this commit), ``comparison.csv``
-(every metric with baseline, current, change and verdict), one PNG per metric comparing baseline
-and current per run, and ``summary.md``.
+Outputs (``--out``; from ``rebalance-sim experiment ci-regression`` the default is
+``out/ci-regression/report``, or the committed ``results/ci`` with ``--update-reference``):
+``metrics.csv`` (this commit), ``comparison.csv`` (every metric with baseline, current, change and
+verdict), one PNG per metric with the relative change per run and both values, and ``summary.md``.
 """
 
 from __future__ import annotations
@@ -148,8 +149,9 @@ def compare(baseline: list[dict], current: list[dict], rel_tol: float, abs_tol: 
     return findings
 
 
-def _plot(findings: list[Finding], out: Path) -> list[Path]:
-    """One PNG per metric: baseline and current value of every run, side by side."""
+def _plot(findings: list[Finding], out: Path, rel_tol: float = 0.02) -> list[Path]:
+    """One PNG per metric: on top the relative change of every run against the baseline (a 2%
+    move is plain to see, the tolerance band is drawn), below the two values side by side."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -161,23 +163,33 @@ def _plot(findings: list[Finding], out: Path) -> list[Path]:
         rows = [f for f in findings if f.metric == metric]
         if not rows:
             continue
-        labels = [f"{f.scenario}\n{f.assignor} s{f.seed}" for f in rows]
+        labels = [f"{f.scenario} {f.assignor} s{f.seed}" for f in rows]
         x = np.arange(len(rows))
-        fig, ax = plt.subplots(figsize=(max(8, 0.45 * len(rows)), 4.2))
+        fig, (rel, ax) = plt.subplots(2, 1, figsize=(max(8, 0.45 * len(rows)), 7.0), sharex=True,
+                                      gridspec_kw={"height_ratios": [1, 1.3]})
+        change = [_relative(f.baseline, f.current) for f in rows]
+        pct = np.array([100.0 * c if c is not None else np.nan for c in change])
+        colors = ["#d62728" if f.status != "ok" else "#3182bd" for f in rows]
+        rel.bar(x, np.nan_to_num(pct), 0.6, color=colors)
+        rel.axhspan(-100 * rel_tol, 100 * rel_tol, color="grey", alpha=0.15, linewidth=0,
+                    label=f"tolerance ±{rel_tol:.0%}")
+        rel.axhline(0, color="black", linewidth=0.6)
+        top = max(2.5 * 100 * rel_tol, float(np.nanmax(np.abs(pct), initial=0.0)) * 1.15)
+        rel.set_ylim(-top, top)
+        rel.set_ylabel("change vs baseline (%)")
+        rel.set_title(f"{metric}: this commit vs baseline (ci-regression suite; red = outside tolerance)")
+        rel.legend(fontsize=8, loc="upper right")
+        rel.grid(True, axis="y", alpha=0.3)
         ax.bar(x - 0.2, [f.baseline or 0 for f in rows], 0.4, label="baseline", color="#9ecae1")
         ax.bar(x + 0.2, [f.current or 0 for f in rows], 0.4, label="this commit", color="#3182bd")
-        for xi, f in zip(x, rows, strict=True):
-            if f.status != "ok":
-                ax.annotate("moved" if f.status == "moved" else f.status, (xi, max(f.baseline or 0, f.current or 0)),
-                            ha="center", va="bottom", color="#d62728", fontsize=8)
-        ax.set_xticks(x, labels, rotation=90, fontsize=7)
+        ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
         unit = "s" if metric.endswith("_s") else ("records" if "records" in metric else "count")
         ax.set_ylabel(f"{metric} ({unit})")
-        ax.set_title(f"{metric}: baseline vs this commit (ci-regression suite)")
-        ax.legend()
+        ax.legend(fontsize=8, loc="upper right")
         fig.tight_layout()
         buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=90)
+        # bbox_inches="tight": rotated labels at the edges are kept whole, never clipped
+        fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
         plt.close(fig)
         path = out / f"{metric}.png"
         atomic_write_bytes(path, buf.getvalue())
@@ -221,7 +233,7 @@ def run(args) -> int:
         w.writerow([f.scenario, f.assignor, f.seed, f.metric, f.baseline, f.current,
                     "" if change is None else f"{change:.6f}", f.status])
     atomic_write_text(out / "comparison.csv", buf.getvalue())
-    _plot(findings, out)
+    _plot(findings, out, args.tolerance)
     atomic_write_text(out / "summary.md", _summary_md(findings, args.tolerance))
     bad = [f for f in findings if f.status != "ok"]
     for f in bad:

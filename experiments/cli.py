@@ -8,7 +8,7 @@ import os
 import sys
 
 # Modules that add top-level subcommands, and those that add `bench` targets.
-COMMAND_MODULES = ["experiments.run_cmd", "experiments.list_cmd", "experiments.experiment_cmd",
+COMMAND_MODULES = ["experiments.run_cmd", "experiments.list_cmd", "experiments.experiment_cmd", "experiments.soak",
                    "experiments.assign_cmd"]
 BENCH_MODULES = ["experiments.bench_assignors", "experiments.bench_sim"]
 
@@ -44,11 +44,11 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        return _usage(parser)
     try:
+        parser = build_parser()  # imports every command module: Ctrl-C can land here too
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            return _usage(parser)
         rc = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return rc

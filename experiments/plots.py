@@ -27,11 +27,24 @@ ASSIGNOR_COLORS = {
     "sticky": "#9467bd",
     "cooperative-sticky": "#1f77b4",
     "stream-join-sticky": "#2ca02c",
+    "consumer-uniform": "#111111",   # the consumer group protocol (KIP-848)
 }
 # Eager assignors often give identical curves: distinct dashes and widths keep each one visible.
 ASSIGNOR_LINES = {"range": ("-", 3.2), "roundrobin": ("--", 2.2), "sticky": (":", 1.8),
-                  "cooperative-sticky": ("-", 1.4), "stream-join-sticky": ("-.", 1.4)}
+                  "cooperative-sticky": ("-", 1.4), "stream-join-sticky": ("-.", 1.4),
+                  "consumer-uniform": ("-", 2.0)}
 DPI = 110
+
+
+def plain_log_ticks(axis) -> None:
+    """Label a log axis the same way everywhere: plain numbers (0.5, 1, 2, 5, 10, 20, ...) at 1, 2
+    and 5 times each power of ten, no labels on the minor ticks (matplotlib's default mixes
+    "100" with "2x10^2" and prints minor labels on top of each other)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,g}"))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def color(assignor: str) -> str:
@@ -60,7 +73,17 @@ def ownership_timeline(runs: Sequence[tuple[str, pd.DataFrame]], path: Path, win
     cmap = plt.get_cmap("tab20")
     palette = [cmap(i) for i in range(20) if i not in (6, 7)]  # no reds: red means unassigned
     member_color = {m: palette[i % len(palette)] for i, m in enumerate(members)}
+    joiners = []  # members that own nothing when the window opens: the ones the story is about
+    for _, iv in runs:
+        owned = iv[iv["kind"] == "owned"]
+        first = owned.groupby("member")["start"].min()
+        joiners += [m for m, t in first.items() if t > lo and m not in joiners]
     for ax, (title, iv) in zip(axes[0], runs, strict=True):
+        # A run stops one second after its group settles; from then on nothing changes, so the
+        # final ownership is drawn on to the end of the shared time axis (and said so).
+        run_end = float(iv["end"].max())
+        iv = iv.copy()
+        iv.loc[(iv["end"] >= run_end) & (iv["kind"] == "owned"), "end"] = hi
         iv = iv[(iv["end"] > lo) & (iv["start"] < hi) & iv["topic"].notna()]
         parts = sorted({(t, int(p)) for t, p in zip(iv["topic"], iv["partition"], strict=True)})
         row = {tp: i for i, tp in enumerate(parts)}
@@ -78,12 +101,13 @@ def ownership_timeline(runs: Sequence[tuple[str, pd.DataFrame]], path: Path, win
             ax.axvline(trigger_s, color="black", linestyle=":", linewidth=1)
         ua = iv[iv["kind"] == "unassigned"]
         lengths = (ua["end"].clip(upper=hi) - ua["start"].clip(lower=lo)).clip(lower=0)
-        ax.text(0.99, 0.01, f"unassigned: {lengths.sum():.2f} partition-s, longest {lengths.max() if len(lengths) else 0:.2f} s",
-                transform=ax.transAxes, ha="right", va="bottom", fontsize=8,
-                bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "none"})
+        # the figures go under the axis, where they cannot cover a partition's row
         ax.set_title(title, fontsize=10)
         ax.set_xlim(lo, hi)
-        ax.set_xlabel("simulated time (s)")
+        ax.set_xlabel(f"simulated time (s)\nunassigned: {lengths.sum():,.2f} partition-s, longest "
+                      f"{lengths.max() if len(lengths) else 0:.2f} s", fontsize=9)
+        if run_end < hi:
+            ax.axvline(run_end, color="grey", linewidth=0.8, linestyle="--")
         ax.set_ylim(-0.7, max(len(parts), 1) - 0.3)
         if ax is axes[0][0]:
             step = max(1, len(parts) // 12)
@@ -92,12 +116,13 @@ def ownership_timeline(runs: Sequence[tuple[str, pd.DataFrame]], path: Path, win
             ax.set_ylabel("partition")
     handles = [plt.Rectangle((0, 0), 1, 1, color="#e41a1c")]
     labels = ["unassigned"]
-    for m in members[:8]:
+    shown = joiners + [m for m in members if m not in joiners][: max(0, 8 - len(joiners))]
+    for m in sorted(shown, key=lambda m: (m not in joiners, m)):
         handles.append(plt.Rectangle((0, 0), 1, 1, color=member_color[m]))
-        labels.append(f"owned by {m}")
-    if len(members) > 8:
+        labels.append(f"owned by {m}" + (" (joins)" if m in joiners else ""))
+    if len(members) > len(shown):
         handles.append(plt.Rectangle((0, 0), 1, 1, color="white"))
-        labels.append(f"... {len(members)} members")
+        labels.append(f"... {len(members)} members in all")
     if trigger_s is not None:
         handles.append(plt.Line2D([0], [0], color="black", linestyle=":"))
         labels.append("trigger")
@@ -105,7 +130,8 @@ def ownership_timeline(runs: Sequence[tuple[str, pd.DataFrame]], path: Path, win
                bbox_to_anchor=(0.5, 1.08), frameon=False)
     save(fig, path)
     return ("Ownership of each partition over time (colour = owning member, red = no member "
-            "processing it), eager vs cooperative, same group and trigger.")
+            "processing it), eager vs cooperative, same group and trigger. A run stops 1 s after "
+            "its group settles (dashed line); its final ownership is drawn on from there.")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -128,9 +154,20 @@ def window_cdf(windows: pd.DataFrame, path: Path, facet: str = "scenario", line:
             ls, lw = ASSIGNOR_LINES.get(name, ("-", 1.4))
             ax.step(x, y, where="post", color=color(name), linestyle=ls, linewidth=lw,
                     label=f"{name} (n={x.size:,})")
-        ax.set_xscale("log")
+        values = sub["window_s"].to_numpy(dtype=float)
+        values = values[values > 0]
+        if values.size and values.max() / values.min() >= 10:
+            ax.set_xscale("log")
+            plain_log_ticks(ax.xaxis)
+            ax.set_xlabel("unassigned window (s, log scale)")
+        else:
+            # all windows within one decade (e.g. 10.10-10.12 s): a log axis would print its
+            # minor labels on top of each other; a linear axis reads plainly
+            from matplotlib.ticker import MaxNLocator
+
+            ax.xaxis.set_major_locator(MaxNLocator(5))
+            ax.set_xlabel("unassigned window (s)")
         ax.set_title(str(f), fontsize=10)
-        ax.set_xlabel("unassigned window (s, log scale)")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7, loc="lower right")
     axes[0][0].set_ylabel("fraction of windows ≤ x")
@@ -156,7 +193,7 @@ def metric_vs_size(points: pd.DataFrame, metric: str, ylabel: str, path: Path, f
                    size: str = "members", logy: bool = True, caption: str = "") -> str:
     """Median across seeds (line) with a band up to the p90, per assignor, vs group size; one
     column per ``facet`` value and one row per membership (dynamic / static) if present."""
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import NullFormatter, NullLocator
 
     facets = sorted(points[facet].unique())
     rows = sorted(points["membership"].unique()) if "membership" in points.columns else [None]
@@ -178,9 +215,13 @@ def metric_vs_size(points: pd.DataFrame, metric: str, ylabel: str, path: Path, f
                         markerfacecolor="none" if ms >= 7 else color(assignor), linewidth=1.3, alpha=0.9)
                 ax.fill_between(x, med, p90, color=color(assignor), alpha=0.10, linewidth=0)
             ax.set_xscale("log")
+            sizes = sorted(points[size].unique())
+            ax.set_xticks(sizes, [f"{int(v):,}" for v in sizes])  # the sizes run, nothing else
+            ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.xaxis.set_minor_locator(NullLocator())
             if logy:
                 ax.set_yscale("log")
-                ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+                plain_log_ticks(ax.yaxis)
                 values = sub[[f"{metric}_median", f"{metric}_p90"]].to_numpy(dtype=float)
                 values = values[values > 0]
                 if values.size and values.max() / values.min() < 10:

@@ -35,6 +35,7 @@ body { font-family: -apple-system, Segoe UI, Helvetica, Arial, sans-serif; margi
 h1 { font-size: 1.6em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; }
 figure { margin: 1.5em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
 figcaption { font-size: 0.92em; color: #444; margin-top: 0.3em; }
+.table-wrap { max-width: 100%; overflow-x: auto; }   /* wide tables scroll, the page does not */
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.8em 0; }
 th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; }
 th { background: #f5f5f5; } td.text, th.text { text-align: left; }
@@ -43,7 +44,7 @@ th { background: #f5f5f5; } td.text, th.text { text-align: left; }
 
 
 def _cell(v) -> tuple[str, bool]:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
+    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
         return "–", False
     if isinstance(v, bool):
         return ("yes" if v else "no"), True
@@ -66,7 +67,8 @@ def table_html(frame: pd.DataFrame) -> str:
             text, is_text = _cell(v.item() if hasattr(v, "item") else v)
             cells.append(f'<td class="text">{text}</td>' if is_text else f"<td>{text}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    return (f'<div class="table-wrap"><table><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table></div>")
 
 
 def figure_html(fig: Figure) -> str:

@@ -159,6 +159,7 @@ class ConsumerGroupCoordinator:
         self.assign_pending = False
         self.busy_until = 0.0
         self.subscribed_partitions: dict[str, int] = {}
+        self.topic_subscribers: dict[str, int] = {}
         self._meta_version = -1
         self._next_id = 0
         self._rebalance_open = False
@@ -281,6 +282,7 @@ class ConsumerGroupCoordinator:
             self.out.append(("open", "rebalance", None, None, None))
 
     def _remove(self, mm: ConsumerGroupMember) -> None:
+        self._subscribe(mm.topics, -1)
         self._set_holdings(mm, _EMPTY, _EMPTY)
         del self.members[mm.member_id]
         self.target.pop(mm.member_id, None)
@@ -325,16 +327,25 @@ class ConsumerGroupCoordinator:
         if version == self._meta_version:
             return False
         self._meta_version = version
-        topics = {t for mm in self.members.values() for t in mm.topics}
-        counts = {t: meta.get(t, 0) for t in sorted(topics)}
+        counts = {t: meta.get(t, 0) for t in sorted(self.topic_subscribers)}
         changed = counts != self.subscribed_partitions
         self.subscribed_partitions = counts
         return changed
 
-    def _subscription_changed(self) -> None:
-        _, meta = self._metadata()
-        topics = {t for mm in self.members.values() for t in mm.topics}
-        self.subscribed_partitions = {t: meta.get(t, 0) for t in sorted(topics)}
+    def _subscribe(self, topics, delta: int) -> None:
+        """Count the members subscribed to each topic (ConsumerGroup.subscribedTopicNames)."""
+        counts = self.topic_subscribers
+        new_topic = False
+        for t in topics:
+            n = counts.get(t, 0) + delta
+            if n:
+                new_topic |= t not in counts
+                counts[t] = n
+            else:
+                del counts[t]
+        if new_topic or delta < 0:
+            _, meta = self._metadata()
+            self.subscribed_partitions = {t: meta.get(t, 0) for t in sorted(counts)}
 
     # ------------------------------------------------------------------ ConsumerGroupHeartbeat
 
@@ -365,8 +376,9 @@ class ConsumerGroupCoordinator:
             mm.server_assignor = req.server_assignor
             bump = bump or f"member {client} changed its assignor"
         if req.subscribed_topics is not None and tuple(req.subscribed_topics) != mm.topics:
+            self._subscribe(mm.topics, -1)
             mm.topics = tuple(req.subscribed_topics)
-            self._subscription_changed()
+            self._subscribe(mm.topics, +1)
             bump = bump or f"member {client} changed its subscription"
         if self._refresh_metadata() and bump is None:
             bump = "partition metadata changed"
@@ -401,6 +413,7 @@ class ConsumerGroupCoordinator:
             self._event("member_fenced", old.client, f"member_id={old.member_id} replaced_by={new.member_id}")
             self.members[new.member_id] = new
             self.static_members[iid] = new.member_id
+            self._subscribe(new.topics, +1)
             self._set_holdings(new, assigned, _EMPTY)
             if target is not None:
                 self.target[new.member_id] = target
@@ -412,7 +425,7 @@ class ConsumerGroupCoordinator:
         self.members[mm.member_id] = mm
         if iid is not None:
             self.static_members[iid] = mm.member_id
-        self._subscription_changed()
+        self._subscribe(mm.topics, +1)
         self._touch(mm)
         self._event("member_added", client, f"member_id={mm.member_id}")
         return mm, f"member {client} joined"

@@ -327,14 +327,15 @@ class ConsumerMember:
             self.out.append(("violation", f"{self.name}: member {r.member_id} epoch went back from "
                              f"{last} to {r.member_epoch}"))
         self.epochs_seen[r.member_id] = max(r.member_epoch, last if last is not None else r.member_epoch)
-        self.epoch = r.member_epoch
         self.interval_s = r.heartbeat_interval_s or self.interval_s
         changed = r.assignment is not None and r.assignment != self.target
+        epoch_moved = r.member_epoch != self.epoch
+        self.epoch = r.member_epoch
         if r.assignment is not None:
             self.target = r.assignment
-        if changed:
+        if changed or epoch_moved:
             self._event("assignment_received", f"member_id={self.member_id} epoch={self.epoch} "
-                        f"assigned={len(self.target)}")
+                        f"assigned={len(self.target) if self.target is not None else 0}")
         before = self.state
         if self.state == ACKNOWLEDGING and was_ack:
             self.state = RECONCILING if (self.target is not None and self.target != frozenset(self.owned)) else STABLE

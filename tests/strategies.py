@@ -6,6 +6,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from assignors.types import Subscription, TopicPartition
+from experiments import schedules
 
 topic_names = st.sampled_from([f"t{i}" for i in range(6)])
 member_ids = st.sampled_from([f"m{i:02d}" for i in range(24)] + ["consumer-a", "consumer-b", "zz"])
@@ -134,87 +135,39 @@ def shuffled(mapping: dict, permutation: list[int]) -> dict:
 
 
 # ---- simulator: scenarios with randomized fault schedules ----
+# One definition (experiments.schedules) drawn two ways: here through Hypothesis, which shrinks a
+# failing schedule; in `rebalance-sim soak` through a seeded random.Random.
 
-SIM_STRATEGIES = [["range"], ["roundrobin"], ["sticky"], ["cooperative-sticky"], ["range", "cooperative-sticky"]]
-FAULT_KINDS = ["crash", "pause", "add_members", "remove_members", "join_and_leave", "rolling_restart",
-               "network_partition", "delay_spike", "packet_loss", "crash_leader"]
+SIM_STRATEGIES = [list(s) for s in schedules.CLASSIC_STRATEGIES]
+FAULT_KINDS = list(schedules.FAULT_KINDS)
+
+
+class _HypothesisChooser:
+    """``experiments.schedules.Chooser`` over Hypothesis's ``draw``."""
+
+    def __init__(self, draw):
+        self._draw = draw
+
+    def choice(self, options):
+        return self._draw(st.sampled_from(list(options)))
+
+    def integer(self, lo: int, hi: int) -> int:
+        return self._draw(st.integers(lo, hi))
+
+    def real(self, lo: float, hi: float) -> float:
+        return self._draw(st.floats(lo, hi))
 
 
 @st.composite
 def fault_schedules(draw, members: int, session_s: float, poll_s: float, max_faults: int = 6,
                     start_s: float = 10.0, end_s: float = 200.0) -> list[dict]:
-    """Timeline actions on the initial members c000..: crashes, pauses shorter and longer than the
-    session timeout and max.poll.interval, joins and leaves (sometimes at the same instant),
-    restarts, one- and two-way network partitions, delay spikes, windows of packet loss, and
-    leader crashes timed inside the JoinGroup or SyncGroup phase of a rebalance that starts at the
-    same instant."""
-    names = [f"c{i:03d}" for i in range(members)]
-    times = st.floats(start_s, end_s).map(lambda x: round(x, 3))
-    actions: list[dict] = []
-    for _ in range(draw(st.integers(0, max_faults))):
-        # a quarter of the faults reuse the instant of an earlier one (ties in the kernel)
-        at = draw(st.sampled_from([a["at_s"] for a in actions])) if actions and draw(
-            st.integers(0, 3)) == 0 else draw(times)
-        kind = draw(st.sampled_from(FAULT_KINDS))
-        member = draw(st.sampled_from(names))
-        if kind == "crash":
-            actions.append({"action": "crash", "at_s": at, "member": member})
-        elif kind == "pause":
-            duration = draw(st.sampled_from([0.5, session_s * 0.5, session_s + 2.0, poll_s + 2.0]))
-            actions.append({"action": "pause", "at_s": at, "member": member, "duration_s": duration})
-        elif kind == "add_members":
-            actions.append({"action": "add_members", "at_s": at, "count": draw(st.integers(1, 2))})
-        elif kind == "remove_members":
-            actions.append({"action": "remove_members", "at_s": at, "members": [member]})
-        elif kind == "join_and_leave":
-            actions.append({"action": "add_members", "at_s": at})
-            actions.append({"action": "remove_members", "at_s": at, "members": [member]})
-        elif kind == "rolling_restart":
-            actions.append({"action": "rolling_restart", "at_s": at, "members": [member],
-                            "down_s": draw(st.sampled_from([1.0, session_s + 5.0])),
-                            "graceful": draw(st.booleans())})
-        elif kind == "network_partition":
-            actions.append({"action": "network_partition", "at_s": at, "member": member,
-                            "duration_s": draw(st.sampled_from([2.0, session_s + 5.0])),
-                            "direction": draw(st.sampled_from(["both", "to_coordinator", "from_coordinator"]))})
-        elif kind == "delay_spike":
-            actions.append({"action": "delay_spike", "at_s": at, "duration_s": draw(st.sampled_from([1.0, 8.0])),
-                            "extra_ms": draw(st.sampled_from([50.0, 2000.0])),
-                            "member": draw(st.sampled_from([None, member]))})
-        elif kind == "packet_loss":
-            actions.append({"action": "packet_loss", "at_s": at, "duration_s": draw(st.sampled_from([5.0, 60.0])),
-                            "probability": draw(st.sampled_from([0.05, 0.2])),
-                            "member": draw(st.sampled_from([None, member]))})
-        else:
-            actions.append({"action": "add_members", "at_s": at})  # starts a rebalance
-            actions.append({"action": "crash_leader", "at_s": at, "phase": draw(st.sampled_from(["join", "sync"])),
-                            "delay_s": draw(st.sampled_from([0.0, 0.0005, 0.001, 0.002]))})
-    return [{k: v for k, v in a.items() if v is not None} for a in actions]
+    """Timeline actions on the initial members c000.. (``experiments.schedules.fault_schedule``)."""
+    return schedules.fault_schedule(_HypothesisChooser(draw), members, session_s, poll_s, max_faults,
+                                    start_s, end_s)
 
 
 @st.composite
 def faulty_scenarios(draw, max_faults: int = 6) -> dict:
-    """A small group (2-5 members, 1-2 topics) with random client settings, network and faults."""
-    members = draw(st.integers(2, 5))
-    session_ms = draw(st.sampled_from([10000, 45000]))
-    poll_ms = draw(st.sampled_from([30000, 60000, 300000]))
-    topics = [{"name": "t", "partitions": draw(st.integers(1, 10)), "rate": draw(st.sampled_from([10.0, 200.0]))}]
-    if draw(st.booleans()):
-        topics.append({"name": "u", "partitions": draw(st.integers(0, 4)), "rate": 10.0})
-    return {
-        "name": "faults", "members": members, "topics": topics, "max_duration_s": 4000.0,
-        "consumer": {"partition_assignment_strategy": draw(st.sampled_from(SIM_STRATEGIES)),
-                     "static": draw(st.booleans()),
-                     "session_timeout_ms": session_ms, "max_poll_interval_ms": poll_ms,
-                     "capacity": draw(st.sampled_from([10000.0, 1000.0])),
-                     "max_poll_records": draw(st.sampled_from([500, 100])),
-                     "revoke_cost_ms": draw(st.sampled_from([0.0, 50.0])),
-                     "assign_cost_ms": draw(st.sampled_from([0.0, 300.0]))},
-        "network": {"latency": draw(st.sampled_from([{"kind": "constant", "ms": 1.0},
-                                                     {"kind": "lognormal", "ms": 2.0, "sigma": 1.0}])),
-                    # loss that never ends is kept small: a lost message waits for its request
-                    # timeout, so heavy endless loss can keep a group rebalancing for hours
-                    "drop_probability": draw(st.sampled_from([0.0, 0.0, 0.0, 0.005]))},
-        "assignor_cost": draw(st.sampled_from(["zero", "model", "fixed:0.5"])),
-        "timeline": draw(fault_schedules(members, session_ms / 1000.0, poll_ms / 1000.0, max_faults)),
-    }
+    """A small group (2-5 members, 1-2 topics) with random client settings, network and faults
+    (``experiments.schedules.faulty_scenario``)."""
+    return schedules.faulty_scenario(_HypothesisChooser(draw), max_faults=max_faults)

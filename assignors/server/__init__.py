@@ -17,9 +17,14 @@ a registry of their own: ``range`` names a different algorithm here than on the 
     target["m3"]              # {"orders": (2, 5)}: one partition from each of m1 and m2
     target.owners("orders")   # numpy: index into target.member_ids per partition (-1: none)
 
+Next epoch, hand each member's ``target[member_id]`` (a ``MemberAssignment`` view) back as its
+``assigned_partitions``: the assignor then reads the previous target from its arrays, which is
+what keeps a 10,000-member group's reassignment in milliseconds. Plain dicts work too.
+
 Layout:
   spec     GroupSpec, MemberSubscriptionAndAssignment, SubscribedTopicDescriber,
-           SubscriptionType, GroupAssignment (Kafka's names, topics keyed by name)
+           SubscriptionType, GroupAssignment, MemberAssignment (Kafka's names, topics keyed
+           by name)
   uniform  UniformAssignor: homogeneous and heterogeneous builders       "uniform"
   range    RangeAssignor (server side): co-partitioned ranges            "range"
   _group   the group spec as numpy arrays
@@ -44,6 +49,7 @@ from ..types import AssignorError
 from .spec import (
     GroupAssignment,
     GroupSpec,
+    MemberAssignment,
     MemberSubscriptionAndAssignment,
     SubscribedTopicDescriber,
     SubscriptionType,
@@ -98,6 +104,7 @@ __all__ = [
     "SERVER_ASSIGNORS",
     "GroupAssignment",
     "GroupSpec",
+    "MemberAssignment",
     "MemberSubscriptionAndAssignment",
     "ServerAssignor",
     "SubscribedTopicDescriber",

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._java import java_sort_key
 from ..types import AssignorError
-from .spec import GroupSpec, SubscribedTopicDescriber
+from .spec import GroupAssignment, GroupSpec, MemberAssignment, SubscribedTopicDescriber
 
 
 class GroupArrays:
@@ -28,7 +28,6 @@ class GroupArrays:
     def __init__(self, spec: GroupSpec, describer: SubscribedTopicDescriber, topics: Collection[str],
                  member_topics: list[frozenset[str]] | None = None, read_assignment: bool = True):
         self.member_ids = spec.member_ids
-        self.index = {m: i for i, m in enumerate(self.member_ids)}
         names = sorted((t for t in topics if describer.num_partitions(t) >= 0), key=java_sort_key)
         self.topics: list[str] = names
         self.rank = {t: r for r, t in enumerate(names)}
@@ -51,10 +50,26 @@ class GroupArrays:
         ndarray = np.ndarray
         get_rank = rank.get
         members = spec._members  # noqa: SLF001 (same package; skips a method call per member)
-        for i, member_id in enumerate(self.member_ids):
-            assigned = members[member_id].assigned_partitions
-            if not assigned:
-                continue
+        # Members whose current target is a MemberAssignment of an earlier GroupAssignment are
+        # read from that assignment's arrays (below); comprehensions keep this pass cheap.
+        assigned_all = [members[m].assigned_partitions for m in self.member_ids]
+        view_at = [i for i, a in enumerate(assigned_all) if type(a) is MemberAssignment]
+        views: dict[int, tuple[GroupAssignment, list[int], list[int]]] = {}
+        if view_at:
+            parents = [assigned_all[i]._parent for i in view_at]  # noqa: SLF001
+            theirs = [assigned_all[i]._member_index for i in view_at]  # noqa: SLF001
+            if all(p is parents[0] for p in parents):
+                views[id(parents[0])] = (parents[0], view_at, theirs)
+            else:
+                for i, parent, j in zip(view_at, parents, theirs):
+                    entry = views.setdefault(id(parent), (parent, [], []))
+                    entry[1].append(i)
+                    entry[2].append(j)
+        # (``type`` first: the truth value of a view would materialize it.)
+        slow_at = [i for i, a in enumerate(assigned_all) if type(a) is not MemberAssignment and a]
+        for i in slow_at:
+            assigned = assigned_all[i]
+            member_id = self.member_ids[i]
             allowed = member_topics[i] if member_topics is not None else None
             for topic, parts in assigned.items():
                 r = get_rank(topic)
@@ -71,27 +86,72 @@ class GroupArrays:
                     claim_member.append(i)
                     claim_rank.append(r)
                     claim_length.append(len(flat) - before)
+        gid_chunks: list[np.ndarray] = []
+        member_chunks: list[np.ndarray] = []
+        if flat:
+            parts = np.array(flat)
+            lengths = np.array(claim_length, dtype=np.int64)
+            if parts.dtype.kind not in "iu" or parts.ndim != 1:
+                self._raise_bad(spec, claim_member, claim_rank, lengths, parts)
+            parts = parts.astype(np.int64, copy=False)
+            ranks = np.repeat(np.array(claim_rank, dtype=np.int64), lengths)
+            claimants = np.repeat(np.array(claim_member, dtype=np.int32), lengths)
+            if parts.min() < 0:
+                self._raise_bad(spec, claim_member, claim_rank, lengths, parts)
+            # Beyond the topic's count: dropped (see spec).
+            valid = parts < self.counts[ranks]
+            if not valid.all():
+                parts, ranks, claimants = parts[valid], ranks[valid], claimants[valid]
+            gid_chunks.append(parts + self.offsets[ranks])
+            member_chunks.append(claimants)
+        for parent, ours, theirs in views.values():
+            self._view_claims(parent, ours, theirs, member_topics, gid_chunks, member_chunks)
         owner = np.full(self.total, -1, dtype=np.int32)
-        if not flat:
+        if not gid_chunks:
             return owner
-        parts = np.array(flat)
-        lengths = np.array(claim_length, dtype=np.int64)
-        if parts.dtype.kind not in "iu" or parts.ndim != 1:
-            self._raise_bad(spec, claim_member, claim_rank, lengths, parts)
-        parts = parts.astype(np.int64, copy=False)
-        ranks = np.repeat(np.array(claim_rank, dtype=np.int64), lengths)
-        members = np.repeat(np.array(claim_member, dtype=np.int32), lengths)
-        if parts.min() < 0:
-            self._raise_bad(spec, claim_member, claim_rank, lengths, parts)
-        # Beyond the topic's count: dropped (see spec).
-        valid = parts < self.counts[ranks]
-        if not valid.all():
-            parts, ranks, members = parts[valid], ranks[valid], members[valid]
-        gids = parts + self.offsets[ranks]
+        gids = np.concatenate(gid_chunks)
+        claimants = np.concatenate(member_chunks)
         if np.bincount(gids, minlength=self.total).max(initial=0) > 1:
-            self._raise_duplicate(gids, members)
-        owner[gids] = members
+            self._raise_duplicate(gids, claimants)
+        owner[gids] = claimants
         return owner
+
+    def _view_claims(self, parent: GroupAssignment, ours: list[int], theirs: list[int],
+                     member_topics: list[frozenset[str]] | None,
+                     gid_chunks: list[np.ndarray], member_chunks: list[np.ndarray]) -> None:
+        """Claims of the members whose target is a view of ``parent``, from its owner arrays."""
+        remap = np.full(len(parent.member_ids) + 1, -1, dtype=np.int32)  # [-1] stays -1
+        theirs_arr = np.array(theirs, dtype=np.int64)
+        remap[theirs_arr] = ours
+        if np.unique(theirs_arr).size < theirs_arr.size:
+            # Two members hand in the same earlier member's target: a duplicate claim.
+            seen: dict[int, int] = {}
+            for i, j in zip(ours, theirs):
+                if j in seen:
+                    a, b = self.member_ids[seen[j]], self.member_ids[i]
+                    raise AssignorError(f"members: {a!r} and {b!r} have the same target assignment")
+                seen[j] = i
+        if member_topics is not None:
+            # Heterogeneous rule: keep a claim only if the member subscribes to the topic.
+            distinct: dict[frozenset[str], int] = {}
+            kind = np.array([distinct.setdefault(member_topics[i], len(distinct)) for i in range(len(member_topics))],
+                            dtype=np.int64)
+        for topic in parent.topics:
+            r = self.rank.get(topic)
+            if r is None:
+                continue
+            claimed = remap[parent.owners(topic)]
+            n = int(self.counts[r])
+            if claimed.size > n:
+                claimed = claimed[:n]  # beyond the topic's count: dropped (see spec)
+            keep = claimed >= 0
+            if member_topics is not None:
+                subscribed = np.array([topic in ts for ts in distinct], dtype=bool)
+                keep &= subscribed[kind[np.maximum(claimed, 0)]]
+            at = np.flatnonzero(keep)
+            if at.size:
+                gid_chunks.append(at + self.offsets[r])
+                member_chunks.append(claimed[at])
 
     def _raise_bad(self, spec, claim_member, claim_rank, lengths, parts) -> None:
         """The one-line error for the first claim that is not a list of partition ids >= 0."""

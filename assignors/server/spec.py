@@ -15,9 +15,10 @@ bad input here. Claims on topics that no longer exist or on partitions beyond a 
 dropped (in Kafka a re-created topic has a new topic id, so old claims never match it).
 
 ``GroupAssignment`` is array-based: per topic, the index (into ``member_ids``) of the member that
-gets each partition, -1 for none. It is also a read-only mapping ``member id -> {topic:
-(partition, ...)}`` (ascending partition ids) built lazily. A member missing from it gets an empty
-assignment, as in ``TargetAssignmentBuilder``.
+gets each partition, -1 for none. It is also a read-only mapping ``member id -> MemberAssignment``
+(``{topic: (partition, ...)}``, ascending partition ids, built lazily). A member missing from it
+gets an empty assignment, as in ``TargetAssignmentBuilder``. A ``MemberAssignment`` handed back
+as ``assigned_partitions`` is read from its parent's arrays (the fast path for the next epoch).
 """
 
 from __future__ import annotations
@@ -188,21 +189,52 @@ def _as_set(parts) -> set[int]:
     return {int(p) for p in (parts.tolist() if isinstance(parts, np.ndarray) else parts)}
 
 
-class GroupAssignment(Mapping[str, dict[str, tuple[int, ...]]]):
+class MemberAssignment(Mapping[str, tuple[int, ...]]):
+    """One member's part of a ``GroupAssignment`` (Kafka's ``MemberAssignment``): a read-only
+    mapping ``topic -> (partition, ...)``, materialized on first use. Passing it back as the
+    member's ``assigned_partitions`` in the next ``GroupSpec`` lets the assignor read the whole
+    previous target from its arrays instead of member by member."""
+
+    __slots__ = ("_parent", "_member_index", "_data")
+
+    def __init__(self, parent: GroupAssignment, member_index: int):
+        self._parent = parent
+        self._member_index = member_index
+        self._data: dict[str, tuple[int, ...]] | None = None
+
+    def _dict(self) -> dict[str, tuple[int, ...]]:
+        if self._data is None:
+            self._data = self._parent._member_dict(self._member_index)  # noqa: SLF001
+        return self._data
+
+    def __getitem__(self, topic: str) -> tuple[int, ...]:
+        return self._dict()[topic]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._dict())
+
+    def __len__(self) -> int:
+        return len(self._dict())
+
+    def __repr__(self) -> str:
+        return f"MemberAssignment({self._dict()!r})"
+
+
+class GroupAssignment(Mapping[str, MemberAssignment]):
     """A target assignment (Kafka's ``GroupAssignment``), array-based.
 
     ``member_ids``: the members in the assignment. ``topics``: the topics it covers (those some
     member subscribes to), in Java ``String`` order. ``owners(topic)``: for each partition of
     ``topic``, the index into ``member_ids`` of its member, or -1. As a mapping:
-    ``assignment[member_id] -> {topic: (partition, ...)}``, ascending, topics with no partition
-    for that member left out.
+    ``assignment[member_id]`` is a ``MemberAssignment``, ``{topic: (partition, ...)}`` ascending,
+    topics with no partition for that member left out; ``to_dict()`` gives plain dicts.
     """
 
     __slots__ = ("_member_ids", "_index", "_topics", "_offsets", "_owner", "_slices")
 
     def __init__(self, member_ids: Sequence[str], topics: Mapping[str, int], owner: np.ndarray):
         self._member_ids = tuple(member_ids)
-        self._index = {m: i for i, m in enumerate(self._member_ids)}
+        self._index: dict[str, int] | None = None
         names = sorted(topics, key=java_sort_key)
         self._topics = tuple(names)
         offsets = np.zeros(len(names) + 1, dtype=np.int64)
@@ -261,8 +293,15 @@ class GroupAssignment(Mapping[str, dict[str, tuple[int, ...]]]):
                             first_run.tolist())
         return self._slices
 
-    def __getitem__(self, member_id: str) -> dict[str, tuple[int, ...]]:
-        i = self._index[member_id]
+    def _member_index(self) -> dict[str, int]:
+        if self._index is None:
+            self._index = {m: i for i, m in enumerate(self._member_ids)}
+        return self._index
+
+    def __getitem__(self, member_id: str) -> MemberAssignment:
+        return MemberAssignment(self, self._member_index()[member_id])
+
+    def _member_dict(self, i: int) -> dict[str, tuple[int, ...]]:
         parts, run_rank, starts, ends, first_run = self._member_runs()
         topics = self._topics
         return {topics[run_rank[j]]: tuple(parts[starts[j]:ends[j]]) for j in range(first_run[i], first_run[i + 1])}
@@ -274,10 +313,10 @@ class GroupAssignment(Mapping[str, dict[str, tuple[int, ...]]]):
         return len(self._member_ids)
 
     def __contains__(self, member_id: object) -> bool:
-        return member_id in self._index
+        return member_id in self._member_index()
 
     def to_dict(self) -> dict[str, dict[str, tuple[int, ...]]]:
-        return {m: self[m] for m in self._member_ids}
+        return {m: self._member_dict(i) for i, m in enumerate(self._member_ids)}
 
     def __repr__(self) -> str:
         return f"GroupAssignment({len(self._member_ids)} members, {len(self._owner)} partitions)"

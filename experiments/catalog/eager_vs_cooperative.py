@@ -15,10 +15,24 @@ from pathlib import Path
 
 import attrs
 
+from ..headline import headline_table, human_columns, sentences
 from ..pipeline import Experiment, Options, Page, Results, scenario_dir
 from ..sweep import RunSpec, resolve
 
 EAGER_VS_COOP_ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+# The third protocol beside classic eager and cooperative: the consumer group protocol (KIP-848),
+# where the coordinator assigns with the broker's default server-side assignor (uniform). In the
+# tables it is one more value of the ``assignor`` column.
+CONSUMER_PROTOCOL = "consumer-uniform"
+MAIN_JOB_VARIANTS = (*EAGER_VS_COOP_ASSIGNORS, CONSUMER_PROTOCOL)
+
+
+def variant_overrides(variant: str) -> tuple[str, ...]:
+    """The scenario overrides of one ``assignor`` column value (a classic assignor, or the
+    consumer group protocol)."""
+    if variant == CONSUMER_PROTOCOL:
+        return ("consumer.group_protocol=consumer", "consumer.group_remote_assignor=uniform")
+    return (f"consumer.partition_assignment_strategy={variant}",)
 # The deploy: every member restarts once, a quarter of the group at a time (Kubernetes' default
 # maxUnavailable for a Deployment), 10 s down, 20 s between batches. Four batches at every size,
 # so the run cost grows with the group like the other scenarios'.
@@ -33,12 +47,16 @@ class Scale:
     seeds: tuple[int, ...] = (0, 1, 2)
     timing_shapes: tuple[tuple[int, int], ...] = tuple((m, p) for m in (100, 1000)
                                                        for p in (1_000, 10_000, 100_000))
+    # group sizes run under the consumer group protocol (None: all). Every heartbeat is simulated
+    # under that protocol, so a 1000-member run costs minutes of wall time, not seconds.
+    consumer_sizes: tuple[int, ...] | None = None
 
 
 SCALES = {
-    "default": Scale(sizes=(10, 100, 1000), partitions_per_member=2),
+    "default": Scale(sizes=(10, 100, 1000), partitions_per_member=2, consumer_sizes=(10, 100)),
     # Up to 10,000 members, one seed (the runs at 10,000 members dominate; see README for times).
-    "large": Scale(sizes=(10, 100, 1000, 10_000), partitions_per_member=2, seeds=(0,)),
+    "large": Scale(sizes=(10, 100, 1000, 10_000), partitions_per_member=2, seeds=(0,),
+                   consumer_sizes=(10, 100, 1000)),
     # A quick look (and the tests): tiny groups, one seed.
     "smoke": Scale(sizes=(4, 8), partitions_per_member=2, seeds=(0,),
                    timing_shapes=((10, 100), (10, 1000))),
@@ -120,13 +138,14 @@ def eager_vs_coop_specs(scale: Scale, scenarios: Path) -> list[RunSpec]:
                 text = to_toml(data)
                 if not path.exists() or path.read_text() != text:
                     atomic_write_text(path, text)
-                for assignor in EAGER_VS_COOP_ASSIGNORS:
+                for assignor in MAIN_JOB_VARIANTS:
+                    if (assignor == CONSUMER_PROTOCOL and scale.consumer_sizes is not None
+                            and members not in scale.consumer_sizes):
+                        continue
                     point = (("scenario", label), ("assignor", assignor), ("membership", membership),
                              ("members", members), ("partitions", partitions))
                     for seed in scale.seeds:
-                        specs.append(RunSpec(str(path.resolve()),
-                                             (f"consumer.partition_assignment_strategy={assignor}",),
-                                             seed, point))
+                        specs.append(RunSpec(str(path.resolve()), variant_overrides(assignor), seed, point))
     return resolve(specs, "eager-vs-cooperative")
 
 
@@ -191,18 +210,23 @@ def report(opts: Options, results: Results) -> Page:
     deploy = _deploy_table(points)
     atomic_write_bytes(out / "deploy.csv", deploy.to_csv(index=False).encode())
     deploy_lines = _deploy_statements(deploy)
-    headline = _headline(points, wq, max(scale.sizes))
+    headline = headline_table(points, max(scale.sizes))
+    answers = sentences(headline)
     atomic_write_bytes(out / "headline.csv", headline.to_csv(index=False).encode())
     matched = int(runs["intervals_match"].sum())
     intro = [
-        "How long does a consumer group stall when it rebalances, and how much does the assignor "
-        "and membership type matter? Each run simulates one Kafka consumer group (Kafka's classic "
-        "group protocol, client defaults: session.timeout.ms 45 s, heartbeat 3 s) in virtual time.",
+        "How long does a consumer group stall when it rebalances, and how much do the group "
+        "protocol, the assignor and the membership type matter? Each run simulates one Kafka "
+        "consumer group in virtual time, under Kafka's classic group protocol (client defaults: "
+        "session.timeout.ms 45 s, heartbeat 3 s) with an eager or cooperative assignor, or under "
+        f"the consumer group protocol (KIP-848, shown as {CONSUMER_PROTOCOL}: the coordinator "
+        "assigns with its uniform assignor and reconciles each member on its own; broker defaults: "
+        "heartbeat 5 s, session 45 s).",
         f"Grid: scenarios {', '.join(SCENARIO_LABELS)} (rolling deploy = every member restarts once, "
         f"{scale.deploy_batch} of the group at a time, 10 s down, 20 s between batches); dynamic and static "
         f"(KIP-345) members; group sizes {', '.join(map(str, scale.sizes))} with "
         f"{scale.partitions_per_member} partitions per member (one topic, 100 records/s per partition); "
-        f"assignors {', '.join(EAGER_VS_COOP_ASSIGNORS)}; seeds {', '.join(map(str, scale.seeds))} "
+        f"assignors {', '.join(MAIN_JOB_VARIANTS)}; seeds {', '.join(map(str, scale.seeds))} "
         "(lognormal link latency, median 2 ms). Each member processes up to "
         f"{CONSUMER_PROFILE['capacity']:.0f} records/s in poll batches of 500 records and reacts to a "
         "rebalance between batches; its rebalance listener costs "
@@ -212,6 +236,10 @@ def report(opts: Options, results: Results) -> Page:
         "(every partition owned by a live processing member, no rebalance pending). Unassigned "
         "partition-seconds sum, over partitions, the time no live member processed them. "
         "Stop-the-world is time during which the whole group processed nothing.",
+        f"The consumer group protocol runs at group sizes "
+        f"{', '.join(map(str, scale.consumer_sizes or scale.sizes))} only (every heartbeat is "
+        "simulated under it, which costs minutes per 1000-member run; `--scale large` adds 1000): "
+        "compare it with the classic protocol in the per-point table and the figures.",
         "Caveats: members of a group share their heartbeat phase (as after a real SyncGroup), so "
         "they learn of a rebalance at nearly the same instant; the deploy restarts "
         f"{scale.deploy_batch} of the group at a time (a one-at-a-time deploy of 1,000 members takes "
@@ -224,22 +252,31 @@ def report(opts: Options, results: Results) -> Page:
         ("How long does the group stall during a full deploy?", [Table(
             f"Rolling deploy of the whole group ({scale.deploy_batch} at a time), median across seeds",
             deploy, csv="deploy.csv", note=" ".join(deploy_lines))]),
-        ("Headline", [Table(f"Median across seeds at {max(scale.sizes):,} members", headline,
-                            csv="headline.csv")]),
+        ("Headline", [*answers,
+                      Table(f"Median across seeds at {max(scale.sizes):,} members: stall first, then "
+                            "duration", headline, csv="headline.csv",
+                            note="unassigned partition-s: partitions x seconds with no member "
+                            "processing them; stop-the-world s: time the whole group processed "
+                            "nothing; records delayed: records produced meanwhile that waited; "
+                            "longest gap s: the longest single partition's wait; rebalance s: "
+                            "trigger to settled, summed over the run's episodes.")]),
         ("Figures", figures),
         ("Per parameter point", [Table("Median / p90 / max across seeds", _points_view(points),
                                        csv="points.csv"),
-                                 Table("Unassigned windows", wq, csv="window_quantiles.csv")]),
-        ("Per run", [Table("Every run (first 40 rows)", runs[cols_runs].head(40), csv="runs.csv",
+                                 Table("Unassigned windows per point (every seed)", _windows_view(wq),
+                                       csv="window_quantiles.csv",
+                                       note="Percentiles are shown only over at least 100 windows; "
+                                       "with fewer, only the median and the max are meaningful.")]),
+        ("Per run", [Table("Every run (first 40 rows)", human_columns(runs[cols_runs].head(40)),
+                           csv="runs.csv",
                            note=f"{matched} of {len(runs)} runs: unassigned partition-seconds and max "
                            "window recomputed by Spark from the intervals equal the simulator's summary.")]),
     ]
     summary = (f"{matched}/{len(runs)} runs match the simulator's summaries\n"
                f"\nA full rolling deploy ({scale.deploy_batch} of the group at a time), median across seeds:\n"
-               + "".join(f"  {line}\n" for line in deploy_lines) +
-               f"\nMedian across seeds at {max(scale.sizes):,} members "
-               "(rebalance s = total trigger-to-settled time; unassigned p*s = partition-seconds):\n"
-               + _text_table(headline))
+               + "".join(f"  {line}\n" for line in deploy_lines)
+               + f"\nAt {max(scale.sizes):,} members (median across seeds):\n"
+               + "".join(f"- {line}\n" for line in answers) + "\n" + _text_table(headline))
     return Page(intro, sections, summary=summary)
 
 
@@ -287,30 +324,24 @@ def _points_view(points):
     for m in ("rebalance_time_total_s", "rounds_total", "unassigned_partition_s", "unassigned_max_s",
               "throughput_loss_records", "stop_the_world_s"):
         keep += [f"{m}_median", f"{m}_p90", f"{m}_max"]
-    order = {a: i for i, a in enumerate(EAGER_VS_COOP_ASSIGNORS)}
+    order = {a: i for i, a in enumerate(MAIN_JOB_VARIANTS)}
     view = points[keep].assign(_o=points["assignor"].map(order))
-    return view.sort_values(["scenario", "membership", "members", "_o"]).drop(columns="_o")
+    view = view.sort_values(["scenario", "membership", "members", "_o"]).drop(columns="_o")
+    for col in [c for c in view.columns if c.startswith("rounds_total_")]:
+        view[col] = view[col].round().astype("Int64")
+    return human_columns(view)
 
 
-def _headline(points, wq, size):
-    import pandas as pd
-
-    p = points[points["members"] == size].copy()
-    w = wq[wq["members"] == size][["scenario", "membership", "assignor", "window_p99_s"]]
-    p = p.merge(w, on=["scenario", "membership", "assignor"], how="left")
-    order = {a: i for i, a in enumerate(EAGER_VS_COOP_ASSIGNORS)}
-    p["_o"] = p["assignor"].map(order)
-    p = p.sort_values(["scenario", "membership", "_o"])
-    return pd.DataFrame({
-        "scenario": p["scenario"], "membership": p["membership"], "assignor": p["assignor"],
-        "rebalance_s": p["rebalance_time_total_s_median"],
-        "rounds": p["rounds_total_median"],
-        "unassigned_partition_s": p["unassigned_partition_s_median"],
-        "max_window_s": p["unassigned_max_s_median"],
-        "window_p99_s": p["window_p99_s"],
-        "stop_the_world_s": p["stop_the_world_s_median"],
-        "throughput_loss_records": p["throughput_loss_records_median"],
-    }).reset_index(drop=True)
+def _windows_view(wq):
+    """Window quantiles with the percentiles blanked where there are too few windows for them
+    (a p99 over 2 windows is just the max)."""
+    view = wq.copy()
+    few = view["windows"] < 100
+    for col in ("window_p90_s", "window_p99_s"):
+        view[col] = view[col].astype(float).mask(few)
+    return view.rename(columns={"window_p50_s": "median s", "window_p90_s": "p90 s",
+                                "window_p99_s": "p99 s", "window_max_s": "max s",
+                                "partitions_touched": "partitions touched"})
 
 
 def _text_table(df) -> str:
@@ -323,11 +354,11 @@ def _text_table(df) -> str:
 
     rows = [[fmt(v) for v in r] for r in df.itertuples(index=False)]
     headers = list(df.columns)
+    text = [df[c].dtype == object for c in headers]  # text columns left, numbers right
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) if i < 3 else h.rjust(w) for i, (h, w) in enumerate(zip(headers, widths, strict=True)))]
+    lines = ["  ".join(h.ljust(w) if t else h.rjust(w) for h, w, t in zip(headers, widths, text, strict=True))]
     for r in rows:
-        lines.append("  ".join(c.ljust(w) if i < 3 else c.rjust(w)
-                               for i, (c, w) in enumerate(zip(r, widths, strict=True))))
+        lines.append("  ".join(c.ljust(w) if t else c.rjust(w) for c, w, t in zip(r, widths, text, strict=True)))
     return "\n".join(lines)
 
 
@@ -370,7 +401,7 @@ def _eager_vs_coop_figures(out, results, specs, points, windows, scale):
     mid = sorted(scale.sizes)[len(scale.sizes) // 2]
     curves = []
     first = None
-    for assignor in EAGER_VS_COOP_ASSIGNORS:
+    for assignor in MAIN_JOB_VARIANTS:
         s = _pick(specs, scenario="crash", assignor=assignor, membership="dynamic", members=mid)
         if s is None:
             continue

@@ -7,7 +7,12 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assignors.server import GroupSpec, MemberSubscriptionAndAssignment, SubscriptionType, get_server_assignor
+from assignors.server import (
+    GroupSpec,
+    MemberSubscriptionAndAssignment,
+    SubscriptionType,
+    get_server_assignor,
+)
 from assignors.server._group import GroupArrays
 from assignors.server.spec import SubscribedTopicDescriber
 from assignors.server.uniform import _HeterogeneousBuilder, _subscribers
@@ -192,3 +197,49 @@ def test_range_is_valid_per_topic_balanced_and_co_partitioned(group):
             if t < u and meta[t] == meta[u] and subscribers[t] == subscribers[u] and subscribers[t]:
                 for m in subscribers[t]:
                     assert target[m].get(t, ()) == target[m].get(u, ())
+
+
+@SETTINGS
+@given(server_groups(), st.sampled_from(["uniform", "range"]), st.data())
+def test_views_of_a_previous_target_read_like_plain_dicts(group, name, data):
+    """Handing back a previous GroupAssignment's MemberAssignment views (read from its arrays)
+    gives the same target as handing back plain dicts: also when members left, a new member id
+    carries a departed member's target (a static member rejoining), partition counts grew, a
+    topic was deleted, or subscriptions changed."""
+    meta, members = group
+    a = get_server_assignor(name)
+    first = a.assign(GroupSpec(members), meta)
+    if len(first) == 0:
+        return
+    ids = list(members)
+    leaver = data.draw(st.sampled_from(ids))
+    grown = {t: n + data.draw(st.integers(0, 2)) for t, n in meta.items()}
+    if len(grown) > 1 and data.draw(st.booleans()):
+        grown.pop(data.draw(st.sampled_from(sorted(grown))))
+    as_view, as_dict = {}, {}
+    for m in ids:
+        if m == leaver:
+            continue
+        topics = members[m].subscribed_topic_names
+        if data.draw(st.booleans()):
+            topics = frozenset(data.draw(st.lists(st.sampled_from(sorted(meta)), unique=True)))
+        view = first[m]
+        plain = data.draw(st.booleans())
+        as_view[m] = MemberSubscriptionAndAssignment(topics, dict(view) if plain else view, members[m].instance_id)
+        as_dict[m] = MemberSubscriptionAndAssignment(topics, dict(view), members[m].instance_id)
+    as_view["rejoined"] = MemberSubscriptionAndAssignment(members[leaver].subscribed_topic_names, first[leaver])
+    as_dict["rejoined"] = MemberSubscriptionAndAssignment(members[leaver].subscribed_topic_names, dict(first[leaver]))
+    assert a.assign(GroupSpec(as_view), grown).to_dict() == a.assign(GroupSpec(as_dict), grown).to_dict()
+
+
+def test_the_same_view_twice_is_a_duplicate_claim():
+    """Two members handing in one earlier member's target claim its partitions twice."""
+    import pytest
+
+    from assignors import AssignorError
+
+    members = {"a": MemberSubscriptionAndAssignment({"t"}), "b": MemberSubscriptionAndAssignment({"t"})}
+    first = get_server_assignor("uniform").assign(GroupSpec(members), {"t": 4})
+    twice = {m: MemberSubscriptionAndAssignment({"t"}, first["a"]) for m in ("a", "b")}
+    with pytest.raises(AssignorError, match="same target assignment"):
+        get_server_assignor("uniform").assign(GroupSpec(twice), {"t": 4})

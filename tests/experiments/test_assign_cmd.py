@@ -79,4 +79,10 @@ def test_bench_rows_measure_both_modes(name):
     assert rows[1]["members"] == 5
     assert all(r["wall_s"] > 0 and r["peak_mib"] is not None for r in rows)
     if name in ("sticky", "cooperative-sticky", "stream-join-sticky"):
-        assert rows[1]["moved"] == 0  # survivors keep what they had
+        # survivors keep what they had: only the leaver's partitions move
+        from assignors import get_assignor
+        from experiments.bench_assignors import _fresh_subscriptions, _group
+
+        metadata, topics_of = _group(Case("tiny", 6, 3, 4))
+        fresh = get_assignor(name).assign(metadata, _fresh_subscriptions(topics_of))
+        assert rows[1]["moved"] == len(fresh[next(iter(topics_of))].partitions)

@@ -50,7 +50,11 @@ def test_ctrl_c_during_run_keeps_the_partial_result(tmp_path):
     out = tmp_path / "run"
     p = subprocess.Popen(CLI + ["run", "rolling-bounce-dynamic", "--set", "members=400", "--out", str(out)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(4.0)  # imports and the start of the simulation (it needs far longer to finish)
+    # --out is created once the scenario is loaded, just before the simulation starts
+    deadline = time.monotonic() + 120
+    while not out.exists() and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1.0)  # well into the simulation, which needs far longer to finish
     p.send_signal(signal.SIGINT)
     stdout, stderr = p.communicate(timeout=120)
     assert p.returncode == 130, stderr
@@ -138,8 +142,8 @@ def test_assign_accepts_a_good_group(capsys):
 @pytest.mark.parametrize("value", ["0", "-5"])
 def test_timeline_max_partitions_must_be_positive(tmp_path, capsys, value):
     """`timeline --max-partitions -5` or 0 is bad input, not a strange plot."""
-    from sim import run_scenario
     from experiments.scenarios import load_scenario
+    from sim import run_scenario
 
     run_scenario(load_scenario("scale-out", ["members=2", "partitions=4"]), out_dir=tmp_path)
     assert main(["timeline", str(tmp_path), "--max-partitions", value]) == 2
@@ -154,8 +158,9 @@ def test_atomic_writes_keep_the_umask_mode(tmp_path):
         atomic_write_bytes(tmp_path / "report.html", b"x")
         with atomic_directory(tmp_path / "run") as d:
             (d / "f").write_text("y")
-        from sim.recorder import write_parquet_atomic
         import pyarrow as pa
+
+        from sim.recorder import write_parquet_atomic
 
         write_parquet_atomic(pa.table({"a": [1]}), str(tmp_path / "t.parquet"))
         os.umask(0o077)
@@ -193,8 +198,8 @@ def test_list_shows_parameters_and_json(capsys):
 
 def test_show_prints_toml_that_runs_the_same_simulation(tmp_path, capsys):
     """`show crash --set ...` is a TOML file whose run has the same events as the built-in's."""
-    from sim import run_scenario
     from experiments.scenarios import load_scenario
+    from sim import run_scenario
 
     sets = ["members=3", "partitions=6", "consumer.session_timeout_ms=10000"]
     assert main(["show", "crash", *[a for s in sets for a in ("--set", s)]]) == 0
@@ -217,3 +222,44 @@ def test_assignor_key_works_for_scenario_files(tmp_path):
     grid = grid_from_dict({"scenarios": [str(deploy)], "assignors": ["range", "sticky"], "seeds": 1})
     specs = expand(grid)
     assert sorted(dict(s.point)["assignor"] for s in specs) == ["range", "sticky"]
+
+
+@pytest.mark.parametrize("name", ["range", "cooperative-sticky"])
+def test_bench_assignors_counts_moves_against_the_previous_assignment(name):
+    """After a member leaves, `moved` includes the leaver's partitions (range used to show 0)."""
+    from assignors import Assignment, TopicPartition
+    from experiments.bench_assignors import Case, bench_case, moved_since
+
+    fresh, left = bench_case(name, Case("t", 10, 10, 10), repeat=1, measure_memory=False)
+    assert fresh["moved"] == 0
+    assert left["moved"] >= 10  # the leaver owned one partition of each of the 10 topics
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    assert moved_since({"x": Assignment([a, b])}, {"x": Assignment([a]), "y": Assignment([b])}) == 1
+    assert moved_since({"x": Assignment([a, b])}, {"x": Assignment([a])}) == 1  # withheld
+
+
+def test_bench_assignors_json(capsys):
+    """`bench assignors --json` prints rows as JSON."""
+    assert main(["bench", "assignors", "--quick", "--assignor", "range", "--repeat", "1", "--no-memory",
+                 "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["assignor"] for r in rows} == {"range"} and {"moved", "wall_s"} <= set(rows[0])
+
+
+def test_progress_to_a_file_is_plain_lines(monkeypatch):
+    """When stderr is not a terminal, progress is whole lines (no carriage returns), now and then."""
+    import io
+    import itertools
+
+    import sim.run as sim_run
+    from experiments.scenarios import load_scenario
+
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    clock = itertools.count(0.0, 20.0)  # every reading of the wall clock is 20 s later
+    monkeypatch.setattr(sim_run.time, "monotonic", lambda: next(clock))
+    sim_run.run_scenario(load_scenario("scale-out", ["members=2", "partitions=4"]), progress=True)
+    text = err.getvalue()
+    assert "\r" not in text
+    lines = text.splitlines()
+    assert lines and all(ln.startswith("  simulated ") and ln == ln.rstrip() for ln in lines)

@@ -32,7 +32,10 @@ def test_experiment_succeeds_and_writes_report(smoke_report):
     assert (out / "report.html").is_file()
     for name in ("points.csv", "runs.csv", "window_quantiles.csv", "headline.csv", "assignor_timing.csv"):
         assert (out / name).is_file(), name
-    assert len(pd.read_csv(out / "runs.csv")) == 3 * 2 * 2 * 4
+    # scenarios x memberships x sizes x (4 classic assignors + the consumer group protocol)
+    runs = pd.read_csv(out / "runs.csv")
+    assert len(runs) == 3 * 2 * 2 * 5
+    assert (runs["assignor"] == "consumer-uniform").sum() == 3 * 2 * 2
 
 
 def test_every_referenced_figure_exists_and_is_embedded(smoke_report):
@@ -70,3 +73,58 @@ def test_write_report_embeds_figures_and_tables(tmp_path):
     text = path.read_text()
     assert referenced_files(path) == ["a.png"]
     assert "a caption" in text and "<table>" in text and "1.50" in text
+
+
+def test_report_leads_with_the_stall_and_says_how_it_was_produced(smoke_report):
+    """The headline puts the stall first (unassigned partition-s, stop-the-world, records
+    delayed), then duration and whole rounds; one sentence per scenario and membership gives the
+    eager/cooperative answer; no percentile over a handful of windows; provenance at the end."""
+    _, out = smoke_report
+    head = pd.read_csv(out / "headline.csv")
+    assert list(head.columns)[4:] == ["unassigned partition-s", "stop-the-world s", "records delayed",
+                                      "longest gap s", "rebalance s", "rounds"]
+    assert head["rounds"].dtype.kind == "i"
+    html = (out / "report.html").read_text()
+    for scenario in ("scale-out", "crash", "rolling-bounce"):
+        for membership in ("dynamic", "static"):
+            assert f"{scenario}, {membership} members: cooperative-sticky" in html
+    assert "window_p99_s" not in html and "p99 s" in html
+    produced = html[html.index("How this was produced"):]
+    assert "model digest" in produced and "Spark master: local[*]" in produced and "machine:" in produced
+    assert 'class="table-wrap"' in html
+
+
+def test_headline_sentence_states_the_ratio():
+    """The sentence compares cooperative-sticky with the eager assignor that stalls least."""
+    from experiments.headline import headline_table, sentences
+
+    def point(assignor, stall, rounds):
+        return {"scenario": "scale-out", "membership": "dynamic", "members": 10, "assignor": assignor,
+                "unassigned_partition_s_median": stall, "stop_the_world_s_median": 0.1,
+                "throughput_loss_records_median": stall * 100, "unassigned_max_s_median": 1.0,
+                "rebalance_time_total_s_median": 2.0, "rounds_total_median": rounds}
+
+    points = pd.DataFrame([point("range", 700.0, 1.0), point("sticky", 600.0, 1.0),
+                           point("cooperative-sticky", 3.0, 2.5)])
+    table = headline_table(points, 10)
+    assert table["rounds"].tolist() == [1, 1, 2]  # counted things stay whole (2.5 rounds to even)
+    (line,) = sentences(table)
+    assert line.startswith("scale-out, dynamic members: cooperative-sticky stalls 200x less than "
+                           "the best eager assignor (sticky): 3 vs 600 unassigned partition-seconds")
+
+
+@pytest.mark.parametrize("flags, expected", [([], "out/ci-regression/report"),
+                                             (["--update-reference"], "results/ci")])
+def test_experiments_write_to_out_unless_asked(tmp_path, monkeypatch, flags, expected):
+    """A run never rewrites the committed results/ unless --update-reference is given."""
+    from experiments import experiment_cmd
+    from experiments.cli import main
+
+    seen = {}
+    monkeypatch.chdir(tmp_path)
+    from experiments.pipeline import Experiment
+
+    monkeypatch.setitem(experiment_cmd.EXPERIMENTS, "ci-regression", Experiment(
+        "ci-regression", "", run=lambda args: 0 if seen.setdefault("out", args.out) else 1))
+    assert main(["experiment", "ci-regression", *flags]) == 0
+    assert seen["out"] == expected

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
+from experiments.soak import problems
 from sim import Scenario, run_scenario
 
 from ..strategies import faulty_scenarios
@@ -15,15 +16,8 @@ from ..strategies import faulty_scenarios
 def _check(data: dict, seed: int) -> None:
     result = run_scenario(Scenario.from_dict(data), seed=seed, raise_on_violation=False)
     s = result.summary
-    assert result.invariant_violations == []
-    assert s["settled_at_end"] and not s["partial"]
-    # after the last fault every subscribed partition has exactly one owner
-    end = s["simulated_s"]
-    final: dict[tuple, list] = {}
-    for r in result.intervals.to_pylist():
-        if r["kind"] == "owned" and r["end"] >= end:
-            final.setdefault((r["topic"], r["partition"]), []).append(r["member"])
-    assert all(len(owners) == 1 for owners in final.values())
+    # the soak's verdict: invariants, liveness, exactly one owner per partition at the end
+    assert problems(result) == []
     kinds = set(result.events.column("kind").to_pylist())
     event(f"double processing (zombies): {s['double_processing_partition_s'] > 0}")
     event(f"leader crashed by crash_leader: {any('crash_leader' in (d or '') for d in result.events.column('detail').to_pylist())}")

@@ -1,0 +1,202 @@
+"""``rebalance-sim soak``: deterministic simulation testing, in the manner of FoundationDB's
+simulator and TigerBeetle's VOPR.
+
+``rebalance-sim soak --schedules N --seed S`` draws N random scenarios with fault schedules
+(``experiments.schedules``: crashes, pauses, partitions, drops, delays, joins and leaves, leader
+crashes mid-rebalance; every assignor, eager and cooperative, static and dynamic members), runs
+each one, and checks it: the simulator's invariants (checked inside every run), liveness (the
+group settles once the faults are over, within the scenario's time limit) and that every
+subscribed partition ends with exactly one owner. It prints ``N schedules, K violations``.
+
+Schedule ``i`` of seed ``S`` depends on nothing else (its own ``random.Random``), so each failure
+is written as a scenario file and printed with the one command that replays it::
+
+    FAIL schedule 4711: settled_at_end is false (the group never settled)
+      replay: rebalance-sim run out/soak/soak-0-4711.toml --seed 28114
+
+``--spark`` fans the schedules out as Spark tasks (``--master`` as for sweeps); the answer is the
+same either way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+# A run that delivers this many inputs without settling is a liveness failure, not a hang.
+MAX_EVENTS = 3_000_000
+MAX_FAULTS = 8
+
+
+def schedule(seed: int, index: int, max_faults: int = MAX_FAULTS) -> tuple[dict, int]:
+    """Schedule ``index`` of soak seed ``seed``: (scenario table, simulation seed)."""
+    from .schedules import RandomChooser, faulty_scenario
+
+    rng = random.Random(f"rebalance-sim soak {seed} {index}")
+    data = faulty_scenario(RandomChooser(rng), max_faults=max_faults, name=f"soak-{seed}-{index}")
+    return data, rng.randrange(2**16)
+
+
+def problems(result) -> list[str]:
+    """What is wrong with a finished run: invariant violations, no liveness, a partition without
+    exactly one owner at the end. Empty when the run is fine."""
+    s = result.summary
+    out = list(result.invariant_violations)
+    if s.get("partial"):
+        out.append(f"did not finish: {s['partial_reason']}")
+    elif not s["settled_at_end"]:
+        out.append("settled_at_end is false (the group never settled after the last fault)")
+    end = s["simulated_s"]
+    owners: dict[tuple, list] = {}
+    for r in result.intervals.to_pylist():
+        if r["kind"] == "owned" and r["end"] >= end:
+            owners.setdefault((r["topic"], r["partition"]), []).append(r["member"])
+    out += [f"{t}-{p} ends with {len(m)} owners ({', '.join(m)})" for (t, p), m in sorted(owners.items())
+            if len(m) != 1]
+    return out
+
+
+def check(seed: int, index: int, max_faults: int = MAX_FAULTS) -> tuple[int, list[str]]:
+    """Run schedule ``index`` and return (simulation seed, problems); nothing escapes."""
+    from sim import Scenario, run_scenario
+
+    data, sim_seed = schedule(seed, index, max_faults)
+    try:
+        result = run_scenario(Scenario.from_dict(data), seed=sim_seed, raise_on_violation=False,
+                              max_events=MAX_EVENTS)
+    except Exception as e:  # a crash of the simulator is a finding like any other
+        return sim_seed, [f"raised {type(e).__name__}: {' '.join(str(e).split())}"]
+    return sim_seed, problems(result)
+
+
+def write_replay(out: Path, seed: int, index: int, max_faults: int) -> Path:
+    """Write schedule ``index`` as a scenario TOML file under ``out``; return its path."""
+    from .atomic import atomic_write_text
+    from .experiment_cmd import to_toml
+
+    data, sim_seed = schedule(seed, index, max_faults)
+    path = out / f"soak-{seed}-{index}.toml"
+    atomic_write_text(path, f"# rebalance-sim soak --seed {seed}: schedule {index}\n"
+                            f"# replay: rebalance-sim run {path} --seed {sim_seed}\n" + to_toml(data))
+    return path
+
+
+class _SoakTask:
+    """The mapInPandas function of ``--spark``: one row per schedule index in, one out."""
+
+    def __init__(self, seed: int, max_faults: int):
+        self.seed = seed
+        self.max_faults = max_faults
+
+    def __call__(self, batches):
+        import pandas as pd
+
+        for batch in batches:
+            rows = []
+            for index in batch["index"]:
+                sim_seed, found = check(self.seed, int(index), self.max_faults)
+                rows.append((int(index), sim_seed, "\n".join(found)))
+            yield pd.DataFrame(rows, columns=["index", "sim_seed", "problems"])
+
+
+def _run_spark(args, indices: list[int]) -> dict[int, list[str]]:
+    import pandas as pd
+
+    from .spark import get_spark
+
+    spark = get_spark(args.master)
+    slices = max(1, min(len(indices), 64))
+    df = spark.createDataFrame(pd.DataFrame({"index": indices})).repartition(slices)
+    rows = df.mapInPandas(_SoakTask(args.seed, args.max_faults),
+                          "index long, sim_seed long, problems string").toArrow().to_pandas()
+    return {int(r.index): r.problems.split("\n") for r in rows.itertuples() if r.problems}
+
+
+def cmd_soak(args) -> int:
+    from .outputs import OutputError, check_output_dir
+
+    for flag, value, low in (("--schedules", args.schedules, 1), ("--seed", args.seed, 0),
+                             ("--first", args.first, 0), ("--max-faults", args.max_faults, 0)):
+        if value < low:
+            print(f"rebalance-sim soak: {flag}: {value} must be >= {low}", file=sys.stderr)
+            return 2
+    try:
+        out = check_output_dir(args.out)
+    except OutputError as e:
+        print(f"rebalance-sim soak: {e}", file=sys.stderr)
+        return 2
+    indices = ([args.only] if args.only is not None
+               else list(range(args.first, args.first + args.schedules)))
+    total = len(indices)
+    t0 = time.monotonic()
+    failures: dict[int, list[str]] = {}
+    done = 0
+    interrupted = False
+    if args.spark:
+        from .spark import SparkUnavailable
+
+        print(f"soak: {total} schedules (seed {args.seed}) as Spark tasks "
+              f"({args.master or 'local[*]'}) ...", file=sys.stderr, flush=True)
+        try:
+            failures = _run_spark(args, indices)
+        except SparkUnavailable as e:
+            print(f"rebalance-sim soak: {e}", file=sys.stderr)
+            return 2
+        done = total
+    else:
+        last = t0
+        try:
+            for index in indices:
+                _sim_seed, found = check(args.seed, index, args.max_faults)
+                if found:
+                    failures[index] = found
+                done += 1
+                now = time.monotonic()
+                if not args.quiet and (now - last > 10.0 or done == total) and total > 1:
+                    last = now
+                    left = (now - t0) / done * (total - done)
+                    print(f"soak: {done}/{total} schedules, {len(failures)} violations "
+                          f"({now - t0:.0f} s, ~{left:.0f} s left)", file=sys.stderr, flush=True)
+        except KeyboardInterrupt:
+            interrupted = True
+    for index in sorted(failures):
+        path = write_replay(out, args.seed, index, args.max_faults)
+        _, sim_seed = schedule(args.seed, index, args.max_faults)
+        print(f"FAIL schedule {index}: {failures[index][0]}"
+              + (f" (and {len(failures[index]) - 1} more)" if len(failures[index]) > 1 else ""))
+        print(f"  replay: rebalance-sim run {path} --seed {sim_seed}")
+    print(f"{done} schedules, {len(failures)} violations (seed {args.seed}, "
+          f"{time.monotonic() - t0:.0f} s)")
+    if interrupted:
+        print(f"rebalance-sim soak: interrupted after {done} of {total} schedules; "
+              "the figures above cover those", file=sys.stderr)
+        return 130
+    return 1 if failures else 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "soak", help="run many random fault schedules and check every invariant and liveness",
+        description=__doc__.split("\n\n")[1].replace("``", "`"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  rebalance-sim soak --schedules 200 --seed 1\n"
+               "  rebalance-sim soak --schedules 10000 --seed 7 --spark\n"
+               "  rebalance-sim soak --seed 7 --only 4711      # one schedule again\n\n"
+               "exit status: 0 no violations, 1 violations (each with its replay command), "
+               "2 bad input, 130 interrupted")
+    p.add_argument("--schedules", type=int, default=200, help="how many schedules (default 200)")
+    p.add_argument("--seed", type=int, default=0, help="soak seed, >= 0 (default 0)")
+    p.add_argument("--first", type=int, default=0, metavar="INDEX",
+                   help="start at schedule INDEX (default 0): split a long soak across machines")
+    p.add_argument("--only", type=int, metavar="INDEX", help="run only schedule INDEX of this seed")
+    p.add_argument("--max-faults", type=int, default=MAX_FAULTS,
+                   help=f"at most this many faults per schedule (default {MAX_FAULTS})")
+    p.add_argument("--out", default="out/soak", help="where failing schedules are written as "
+                   "scenario files (default out/soak)")
+    p.add_argument("--spark", action="store_true", help="run the schedules as Spark tasks")
+    p.add_argument("--master", help="Spark master URL with --spark (default local[*])")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(func=cmd_soak)
