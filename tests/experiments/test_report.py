@@ -85,12 +85,12 @@ def test_report_leads_with_the_stall_and_says_how_it_was_produced(smoke_report):
                                       "longest gap s", "rebalance s", "rounds"]
     assert head["rounds"].dtype.kind == "i"
     html = (out / "report.html").read_text()
-    for scenario in ("scale-out", "crash", "rolling-bounce"):
+    for scenario in ("scale-out", "crash", "rolling-deploy"):
         for membership in ("dynamic", "static"):
             assert f"{scenario}, {membership} members: cooperative-sticky" in html
     assert "window_p99_s" not in html and "p99 s" in html
     produced = html[html.index("How this was produced"):]
-    assert "model digest" in produced and "Spark master: local[*]" in produced and "machine:" in produced
+    assert "model digest" in produced and "Spark master: local[" in produced and "machine:" in produced
     assert 'class="table-wrap"' in html
 
 
