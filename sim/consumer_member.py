@@ -81,6 +81,7 @@ class ConsumerMember:
     _send_fetch = Member._send_fetch
     _on_offset_fetch = Member._on_offset_fetch
     _offset_timer = Member._offset_timer
+    _record_progress = Member._record_progress
 
     def __init__(self, name: str, config: ConsumerConfig, topics: tuple[str, ...],
                  metadata: Callable[[], tuple[int, dict[str, int]]] | None = None,
@@ -223,10 +224,7 @@ class ConsumerMember:
     def pause(self, now: float) -> list[tuple]:
         if not self.alive or self.paused_at is not None:
             return []
-        if self._handoffs is not None and self.owned:
-            position = self._position_s(now)   # visible to an owner taking over meanwhile
-            for tp in self.owned:
-                self._handoffs.progress(tp, now, position, "zombie")
+        self._record_progress(now)
         self._advance(now)
         self.paused_at = now
         self._event("pause")

@@ -241,6 +241,14 @@ class Member:
         self._advance(now)
         return now - self.backlog / self.rate_owned if self.rate_owned > 0 else now
 
+    def _record_progress(self, now: float) -> None:
+        """Pausing: what it processed so far is visible to an owner that takes over meanwhile
+        (it is fenced by then), which re-processes from the committed offset up to here."""
+        if self._handoffs is not None and self.owned:
+            position = self._position_s(now)
+            for tp in self.owned:
+                self._handoffs.progress(tp, now, position, "zombie")
+
     def _is_fenced(self) -> bool:
         return self.generation < 0
 
@@ -490,12 +498,7 @@ class Member:
         if not self.alive or self.paused_at is not None:
             return []
         self._stop_heartbeats(now)
-        if self._handoffs is not None and self.owned:
-            # What it processed so far is visible to an owner that takes over while it is
-            # paused (and fenced): that owner re-processes from the committed offset up to here.
-            position = self._position_s(now)
-            for tp in self.owned:
-                self._handoffs.progress(tp, now, position, "zombie")
+        self._record_progress(now)
         self._advance(now)
         self.paused_at = now
         self._event("pause")
