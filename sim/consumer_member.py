@@ -82,6 +82,8 @@ class ConsumerMember:
     _on_offset_fetch = Member._on_offset_fetch
     _offset_timer = Member._offset_timer
     _record_progress = Member._record_progress
+    _enter_pause = Member._enter_pause
+    _leave_pause = Member._leave_pause
 
     def __init__(self, name: str, config: ConsumerConfig, topics: tuple[str, ...],
                  metadata: Callable[[], tuple[int, dict[str, int]]] | None = None,
@@ -224,21 +226,13 @@ class ConsumerMember:
     def pause(self, now: float) -> list[tuple]:
         if not self.alive or self.paused_at is not None:
             return []
-        self._record_progress(now)
-        self._advance(now)
-        self.paused_at = now
-        self._event("pause")
-        self.out.append(("open", "paused", self.name, None, None))
+        self._enter_pause(now)
         return self._drain()
 
     def resume(self, now: float) -> list[tuple]:
         if self.paused_at is None:
             return []
-        paused_for = now - self.paused_at
-        self._advance(now)
-        self.paused_at = None
-        self.out.append(("close", "paused", self.name, None, None))
-        self._event("resume", f"paused_for={paused_for:.3f}s")
+        paused_for = self._leave_pause(now)
         if paused_for >= self.config.max_poll_interval_s and self.state in IN_GROUP:
             self._poll_timeout(now)
         elif ("hb",) in self.timers and self.timers[("hb",)] <= now:

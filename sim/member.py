@@ -498,22 +498,30 @@ class Member:
         if not self.alive or self.paused_at is not None:
             return []
         self._stop_heartbeats(now)
+        self._enter_pause(now)
+        return self._drain()
+
+    def _enter_pause(self, now: float) -> None:
         self._record_progress(now)
         self._advance(now)
         self.paused_at = now
         self._event("pause")
         self.out.append(("open", "paused", self.name, None, None))
-        return self._drain()
 
-    def resume(self, now: float) -> list[tuple]:
-        """The process runs again with its stale state; held inputs are delivered next."""
-        if self.paused_at is None:
-            return []
+    def _leave_pause(self, now: float) -> float:
+        """Back from a pause; returns how long it lasted."""
         paused_for = now - self.paused_at
         self._advance(now)
         self.paused_at = None
         self.out.append(("close", "paused", self.name, None, None))
         self._event("resume", f"paused_for={paused_for:.3f}s")
+        return paused_for
+
+    def resume(self, now: float) -> list[tuple]:
+        """The process runs again with its stale state; held inputs are delivered next."""
+        if self.paused_at is None:
+            return []
+        paused_for = self._leave_pause(now)
         if self.elide and self.member_id:
             self.out.append(("control", m.COORDINATOR, m.Unquiet(self.member_id, None, hold=False)))
         if self.hb_enabled and paused_for >= self.config.max_poll_interval_s and self.state != UNJOINED:
