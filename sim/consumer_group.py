@@ -57,7 +57,7 @@ import attrs
 from . import messages as m
 from .config import AssignorCost, GroupConfig
 from .offsets import OffsetStore
-from .target_assignment import MemberSpec, compute_target
+from .target_assignment import MemberSpec, TargetAssignment, compute_target
 
 # MemberState (group-coordinator modern.consumer)
 STABLE = "STABLE"
@@ -162,7 +162,7 @@ class ConsumerGroupCoordinator:
         self.assignor = default_assignor or config.consumer_assignors[0]
         self.group_epoch = 0
         self.target_epoch = 0
-        self.target: dict[str, frozenset] = {}
+        self.target = TargetAssignment()
         self.members: dict[str, ConsumerGroupMember] = {}    # insertion order = join order
         self.static_members: dict[str, str] = {}             # group.instance.id -> member id
         self.partition_epoch: dict = {}                      # TopicPartition -> epoch of its holder
@@ -667,7 +667,8 @@ class ConsumerGroupCoordinator:
         quiet = self.quiet_epoch if self.elide and self._idle(now, mm) else None
         self._reply(mm.client, m.ConsumerGroupHeartbeatResponse(
             m.NONE, mm.member_id, mm.epoch, self.config.consumer_heartbeat_interval_s,
-            mm.assigned if (full or mm.assigned != before) else None, quiet, now), self._send_at(now))
+            mm.assigned if (full or mm.assigned != before) else None, quiet, mm.last_heartbeat),
+            self._send_at(now))
 
     def _send_at(self, now: float) -> float | None:
         return self.busy_until if now < self.busy_until else None

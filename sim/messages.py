@@ -240,6 +240,6 @@ class ConsumerGroupHeartbeatResponse:
     heartbeat_interval_s: float = 0.0
     assignment: frozenset | None = None
     # simulator only: the member may elide its idle heartbeats (see sim.consumer_member), and
-    # when the request arrived
+    # when the coordinator counted this heartbeat (the member's session runs from there)
     quiet_epoch: int | None = None
     received_at: float = 0.0
