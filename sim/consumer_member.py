@@ -147,6 +147,7 @@ class ConsumerMember:
         self.hb_in_flight = False
         self.ack_in_flight = False
         self.hb_due = False
+        self.leave_in_flight = False             # a leave heartbeat not answered yet
         self.send_full = True
         self.sent_owned: frozenset | None = None
         self.alive = False
@@ -295,7 +296,9 @@ class ConsumerMember:
         self._heartbeat_now(now)
 
     def _heartbeat_now(self, now: float) -> None:
-        if self.hb_in_flight:
+        # one ConsumerGroupHeartbeat in flight at a time, a leave included (the rejoin of a member
+        # whose poll timer expired waits for its leave's response)
+        if self.hb_in_flight or self.leave_in_flight:
             self.hb_due = True
         else:
             self._send_heartbeat(now)
@@ -330,10 +333,23 @@ class ConsumerMember:
         self._timer(("hb_timeout",), None)
         self.hb_in_flight = False
         self.hb_enabled = False
+        self.leave_in_flight = True
+        self._timer(("leave_timeout",), now + self.config.request_timeout_s)
+
+    def _leave_answered(self, now: float) -> None:
+        self.leave_in_flight = False
+        self._timer(("leave_timeout",), None)
+        if self.hb_due and self.state in IN_GROUP:
+            self._send_heartbeat(now)
 
     def _on_response(self, now: float, r: m.ConsumerGroupHeartbeatResponse) -> None:
+        if r.member_epoch in (m.LEAVE_GROUP_MEMBER_EPOCH, m.LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+            # a leave's response (the coordinator answers with the epoch it was sent with)
+            if self.leave_in_flight:
+                self._leave_answered(now)
+            return
         if not self.hb_in_flight:
-            return  # a leave's response, or one that timed out already
+            return  # one that timed out already
         self.hb_in_flight = False
         was_ack, self.ack_in_flight = self.ack_in_flight, False
         self._timer(("hb_timeout",), None)
@@ -585,6 +601,8 @@ class ConsumerMember:
         if kind == "hb":
             if self.state in IN_GROUP:
                 self._heartbeat_now(now)
+        elif kind == "leave_timeout":
+            self._leave_answered(now)
         elif kind == "hb_timeout":
             self.hb_in_flight = False
             self.send_full = True
