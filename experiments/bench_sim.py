@@ -53,6 +53,11 @@ def cases(quick: bool) -> list[tuple[str, Scenario, float | None]]:
         ("run crash members=10000", _builtin("crash", members=10000), 60.0),
         ("run rolling-deploy members=1000", _builtin("rolling-deploy", members=1000), 120.0),
         ("run rolling-deploy members=10000", _builtin("rolling-deploy", members=10000), 1200.0),
+        # issue 11: the built-ins at 10,000 members under the consumer group protocol, as typed
+        ("run scale-out members=10000 consumer",
+         _builtin("scale-out", members=10000, **{"consumer.group_protocol": "consumer"}), 60.0),
+        ("run crash members=10000 consumer",
+         _builtin("crash", members=10000, **{"consumer.group_protocol": "consumer"}), 60.0),
     ]
 
 
