@@ -45,7 +45,8 @@ class Assignor(abc.ABC):
         metadata = _checked_metadata(partitions_per_topic)
         subs = _checked_subscriptions(subscriptions)
         subscribed: set[str] = set()
-        for topics in {sub.topics for sub in subs.values()}:
+        # Members usually share a few topics tuples: visit each object once (by id), not each member.
+        for topics in {id(sub.topics): sub.topics for sub in subs.values()}.values():
             subscribed.update(topics)
         metadata = {t: n for t, n in metadata.items() if t in subscribed}
         if not subs:
@@ -80,20 +81,22 @@ def _checked_metadata(partitions_per_topic: Mapping[str, int]) -> dict[str, int]
 def _checked_subscriptions(subscriptions: Mapping[str, Subscription]) -> dict[str, Subscription]:
     if not isinstance(subscriptions, Mapping):
         raise AssignorError("subscriptions: expected a mapping of member id to Subscription")
-    checked_topics: set[tuple[str, ...]] = set()
+    checked_topics: set[int] = set()  # ids of topics tuples already checked
+    tp_types = {TopicPartition}
     for member, sub in subscriptions.items():
-        if not isinstance(member, str) or not member:
+        if type(member) is not str and not isinstance(member, str) or not member:
             raise AssignorError(f"subscriptions: member id {member!r} is not a non-empty string")
-        if not isinstance(sub, Subscription):
+        if type(sub) is not Subscription and not isinstance(sub, Subscription):
             raise AssignorError(f"subscriptions[{member!r}]: expected a Subscription, got {type(sub).__name__}")
-        if sub.topics not in checked_topics:
+        if id(sub.topics) not in checked_topics:
             # Members usually share one topics tuple: check each distinct one once.
             for topic in sub.topics:
                 if not isinstance(topic, str):
                     raise AssignorError(f"subscriptions[{member!r}].topics: {topic!r} is not a string")
-            checked_topics.add(sub.topics)
-        if not all(isinstance(tp, TopicPartition) for tp in sub.owned_partitions):
-            bad = next(tp for tp in sub.owned_partitions if not isinstance(tp, TopicPartition))
+            checked_topics.add(id(sub.topics))
+        owned = sub.owned_partitions
+        if owned and not set(map(type, owned)) <= tp_types and not all(isinstance(tp, TopicPartition) for tp in owned):
+            bad = next(tp for tp in owned if not isinstance(tp, TopicPartition))
             raise AssignorError(f"subscriptions[{member!r}].owned_partitions: {bad!r} is not a TopicPartition")
         if sub.user_data is not None and not isinstance(sub.user_data, bytes | bytearray | memoryview):
             raise AssignorError(f"subscriptions[{member!r}].user_data: expected bytes or None")

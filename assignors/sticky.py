@@ -38,30 +38,34 @@ subscribes to the topic is not handed the partition back.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain, repeat
+from operator import attrgetter
 
 import attrs
 import numpy as np
 
 from ._base import COOPERATIVE, EAGER, Assignor
 from ._java import hash_bucket, hashmap_capacity, hashmap_order, java_sort_key, topic_partition_hash
-from ._layout import TopicLayout, no_gc
+from ._layout import PartitionList, TopicLayout, no_gc, stable_argsort
 from .types import Assignment, Subscription, TopicPartition
 from .userdata import (
     DEFAULT_GENERATION,
-    StickyMemberData,
     cooperative_generation,
     encode_cooperative_user_data,
     encode_sticky_user_data,
-    sticky_member_data,
+    sticky_member_data_batch,
 )
 
 
 @attrs.frozen(slots=True)
-class _MemberData:
-    """A member's claim: global partition indices in claim order (-1 = invalid) and generation."""
+class _Claims:
+    """Every member's claim, members in ``HashMap`` order: global partition indices (-1 =
+    invalid) member after member, each member's in claim order; ``lengths[i]`` claims of member
+    ``i``; ``generations[i]`` its generation (None when its user data carries none)."""
 
-    claims: np.ndarray
-    generation: int | None
+    flat: np.ndarray
+    lengths: np.ndarray
+    generations: list[int | None]
 
 
 @attrs.define(slots=True)
@@ -69,12 +73,12 @@ class StickyResult:
     """Raw result of the sticky core, before cooperative adjustment.
 
     ``assignment`` maps member -> list of TopicPartition in Kafka's list order; ``transferring``
-    holds partitions that change owner (constrained path) or None (general path: computed later
-    from the subscriptions, as ``CooperativeStickyAssignor`` does).
+    marks (by global index) the partitions that change owner (constrained path) or is None
+    (general path: computed later from the subscriptions, as ``CooperativeStickyAssignor`` does).
     """
 
-    assignment: dict[str, list[TopicPartition]]
-    transferring: set[TopicPartition] | None
+    assignment: dict[str, Sequence[TopicPartition]]
+    transferring: np.ndarray | None
     constrained: bool
 
 
@@ -83,22 +87,54 @@ class StickyResult:
 # ---------------------------------------------------------------------------------------------
 
 
-def _claims_from_member_data(layout: TopicLayout, md: StickyMemberData) -> np.ndarray:
-    """Global indices of the partitions in eager sticky user data (-1 where invalid)."""
-    if not md.topics:
+def _global_indices(layout: TopicLayout, value_rank: np.ndarray, nums: np.ndarray) -> np.ndarray:
+    """Global indices of (topic rank, partition number) pairs; -1 for rank -1 or a number out of
+    the topic's range."""
+    if not nums.size:
         return np.empty(0, dtype=np.int64)
-    rank = np.array([layout.rank.get(t, -1) for t in md.topics], dtype=np.int64)
-    value_rank = np.repeat(rank, md.counts)
-    nums = md.numbers
     safe_rank = np.maximum(value_rank, 0)
     ok = (value_rank >= 0) & (nums >= 0) & (nums < layout.counts[safe_rank] if layout.counts.size else False)
     return np.where(ok, nums + (layout.offsets[safe_rank] if layout.offsets.size > 1 else 0), -1)
 
 
+def _claims_from_user_data(layout: TopicLayout, subs: Sequence[Subscription]) -> _Claims:
+    """Claims in eager sticky user data (KIP-341), all members decoded in one batch."""
+    batch = sticky_member_data_batch([sub.user_data for sub in subs])
+    rank_of = layout.rank
+    rank = np.array([rank_of.get(t, -1) for t in batch.run_topics], dtype=np.int64)
+    flat = _global_indices(layout, np.repeat(rank, batch.run_counts), batch.numbers)
+    ends = np.concatenate(([0], np.cumsum(batch.run_counts)))
+    lengths = ends[batch.run_bounds[1:]] - ends[batch.run_bounds[:-1]]
+    return _Claims(flat, lengths, batch.generations)
+
+
+def _claims_from_owned(layout: TopicLayout, subs: Sequence[Subscription], generations: list[int | None]) -> _Claims:
+    """Claims in ``Subscription.owned_partitions``, all members at once."""
+    owned = [sub.owned_partitions for sub in subs]
+    lengths = np.fromiter(map(len, owned), dtype=np.int64, count=len(owned))
+    tps = list(chain.from_iterable(owned))
+    nums = list(map(_partition_of, tps))
+    if set(map(type, nums)) <= {int}:
+        try:
+            nums_a = np.array(nums, dtype=np.int64)
+        except OverflowError:
+            nums_a = None
+        if nums_a is not None:
+            rank_of = layout.rank.get
+            rank = np.fromiter(map(rank_of, map(_topic_of, tps), repeat(-1)), dtype=np.int64, count=len(tps))
+            return _Claims(_global_indices(layout, rank, nums_a), lengths, generations)
+    flat = np.concatenate([layout.index_of(o) for o in owned]) if owned else np.empty(0, np.int64)
+    return _Claims(flat.astype(np.int64), lengths, generations)
+
+
+_topic_of = attrgetter("topic")
+_partition_of = attrgetter("partition")
+
+
 def _resolve_claims(
     layout: TopicLayout,
     order: list[str],
-    data: dict[str, _MemberData],
+    data: _Claims,
     subscription_generations: Sequence[int],
 ) -> tuple[list[np.ndarray], np.ndarray]:
     """Kafka's ``allSubscriptionsEqual`` ownership pass, vectorised.
@@ -113,13 +149,9 @@ def _resolve_claims(
     wins unless its own generation is -1 too, and a member that lists a partition twice keeps it.
     """
     n_members = len(order)
-    claims = [data[m].claims for m in order]
-    gens = np.array(
-        [DEFAULT_GENERATION if data[m].generation is None else data[m].generation for m in order],
-        dtype=np.int64,
-    )
-    lengths = np.array([len(c) for c in claims], dtype=np.int64)
-    flat = np.concatenate(claims) if claims else np.empty(0, dtype=np.int64)
+    gens = np.array([DEFAULT_GENERATION if g is None else g for g in data.generations], dtype=np.int64)
+    lengths = data.lengths
+    flat = data.flat
     owner = np.repeat(np.arange(n_members, dtype=np.int64), lengths)
     valid = flat >= 0
     flat_v, owner_v = flat[valid], owner[valid]
@@ -174,11 +206,16 @@ def _all_subscriptions_equal(subscriptions: dict[str, Subscription], order: list
     simulator reproduces.
     """
     reference: set[str] = set()
+    verdict: dict[int, bool] = {}  # by id of a topics tuple: members usually share a handful
     for m in order:
         topics = subscriptions[m].topics
         if not reference:
             reference = set(topics)
-        elif len(topics) != len(reference) or not reference.issuperset(topics):
+            continue
+        ok = verdict.get(id(topics))
+        if ok is None:
+            ok = verdict[id(topics)] = len(topics) == len(reference) and reference.issuperset(topics)
+        if not ok:
             return False
     return True
 
@@ -197,8 +234,10 @@ def _remove_first_of(holders: list[int], owner_l: list[int], member: int) -> Non
 
 def _constrained(
     layout: TopicLayout, order: list[str], owned: list[np.ndarray], multi: np.ndarray
-) -> tuple[dict[str, list[TopicPartition]], set[TopicPartition]]:
-    """``AbstractStickyAssignor.ConstrainedAssignmentBuilder`` in linear passes over int arrays."""
+) -> tuple[dict[str, PartitionList], np.ndarray]:
+    """``AbstractStickyAssignor.ConstrainedAssignmentBuilder`` in linear passes over int arrays.
+
+    Returns each member's partitions and a mask (by global index) of those changing owner."""
     n = len(order)
     total = layout.total
     min_q, expected = divmod(total, n)
@@ -260,7 +299,8 @@ def _constrained(
     if d_total:
         who = np.repeat(np.arange(u, dtype=np.int64), deficit)
         pass_no = np.arange(d_total, dtype=np.int64) - np.repeat(np.cumsum(deficit) - deficit, deficit)
-        seq = np.asarray(under, dtype=np.int64)[who[np.lexsort((who, pass_no))]]
+        # `who` ascends, so a stable sort by pass gives (pass, who) order.
+        seq = np.asarray(under, dtype=np.int64)[who[stable_argsort(pass_no, int(deficit.max()))]]
     else:
         seq = np.empty(0, dtype=np.int64)
     reach_floor = [under[k] for k in np.lexsort((np.arange(u), deficit)).tolist()]
@@ -270,8 +310,8 @@ def _constrained(
         raise AssertionError("constrained sticky assignment: partition count does not match quotas")
     new_member = np.concatenate((seq, np.asarray(ceiling_queue[:rest], dtype=np.int64)))
 
-    moving = unassigned[revoked[unassigned] | multi[unassigned]]
-    transferring = set(layout.to_tps(moving))
+    transferring = np.zeros(total, dtype=bool)
+    transferring[unassigned] = revoked[unassigned] | multi[unassigned]
 
     slot_member = np.concatenate((kept_member, new_member))
     slot_part = np.concatenate((kept_parts, unassigned))
@@ -608,7 +648,8 @@ class _GeneralBuilder:
 class _AbstractStickyAssignor(Assignor):
     """Shared machinery of Kafka's ``AbstractStickyAssignor``."""
 
-    def _member_data(self, layout: TopicLayout, sub: Subscription) -> _MemberData:
+    def _claims(self, layout: TopicLayout, subs: Sequence[Subscription]) -> _Claims:
+        """Every member's claim (``subs`` in ``HashMap`` order of their members)."""
         raise NotImplementedError
 
     def _raw_owned(self, sub: Subscription) -> Sequence[TopicPartition]:
@@ -620,8 +661,9 @@ class _AbstractStickyAssignor(Assignor):
     ) -> StickyResult:
         layout = TopicLayout(partitions_per_topic)
         order = hashmap_order(subscriptions)
-        data = {m: self._member_data(layout, subscriptions[m]) for m in order}
-        sub_gens = [subscriptions[m].generation for m in order]
+        subs = [subscriptions[m] for m in order]
+        data = self._claims(layout, subs)
+        sub_gens = [sub.generation for sub in subs]
         owned, multi = _resolve_claims(layout, order, data, sub_gens)
         if _all_subscriptions_equal(subscriptions, order):
             assignment, transferring = _constrained(layout, order, owned, multi)
@@ -629,7 +671,7 @@ class _AbstractStickyAssignor(Assignor):
 
         owned_tps = {m: layout.to_tps(o) for m, o in zip(order, owned, strict=True)}
         max_gen = max(
-            (DEFAULT_GENERATION if d.generation is None else d.generation for d in data.values()),
+            (DEFAULT_GENERATION if g is None else g for g in data.generations),
             default=DEFAULT_GENERATION,
         )
         prev_owner = self._previous_owners(layout, order, data, max_gen)
@@ -638,19 +680,20 @@ class _AbstractStickyAssignor(Assignor):
 
     @staticmethod
     def _previous_owners(
-        layout: TopicLayout, order: list[str], data: dict[str, _MemberData], max_gen: int
+        layout: TopicLayout, order: list[str], data: _Claims, max_gen: int
     ) -> dict[TopicPartition, str]:
         """``prepopulateCurrentAssignments``: owners from older generations, newest wins."""
         best: dict[int, tuple[int, str]] = {}
-        for m in order:
-            d = data[m]
-            if d.generation is not None and d.generation < max_gen:
-                gen = d.generation
-            elif d.generation is None and max_gen > DEFAULT_GENERATION:
+        bounds = np.concatenate(([0], np.cumsum(data.lengths))).tolist()
+        for i, (m, g) in enumerate(zip(order, data.generations, strict=True)):
+            if g is not None and g < max_gen:
+                gen = g
+            elif g is None and max_gen > DEFAULT_GENERATION:
                 gen = DEFAULT_GENERATION
             else:
                 continue
-            for idx in d.claims[d.claims >= 0].tolist():
+            claims = data.flat[bounds[i]:bounds[i + 1]]
+            for idx in claims[claims >= 0].tolist():
                 cur = best.get(idx)
                 if cur is None or gen > cur[0]:
                     best[idx] = (gen, m)
@@ -699,9 +742,8 @@ class StickyAssignor(_AbstractStickyAssignor):
         gen = self._generation if generation is None else generation
         return encode_sticky_user_data(partitions, gen)
 
-    def _member_data(self, layout: TopicLayout, sub: Subscription) -> _MemberData:
-        md: StickyMemberData = sticky_member_data(sub.user_data)
-        return _MemberData(_claims_from_member_data(layout, md), md.generation)
+    def _claims(self, layout: TopicLayout, subs: Sequence[Subscription]) -> _Claims:
+        return _claims_from_user_data(layout, subs)
 
 
 class CooperativeStickyAssignor(_AbstractStickyAssignor):
@@ -726,14 +768,21 @@ class CooperativeStickyAssignor(_AbstractStickyAssignor):
     ) -> bytes | None:
         return encode_cooperative_user_data(self._generation if generation is None else generation)
 
-    def _member_data(self, layout: TopicLayout, sub: Subscription) -> _MemberData:
-        gen = sub.generation if sub.generation >= 0 else cooperative_generation(sub.user_data)
-        return _MemberData(layout.index_of(sub.owned_partitions), gen)
+    def _claims(self, layout: TopicLayout, subs: Sequence[Subscription]) -> _Claims:
+        gens = [sub.generation if sub.generation >= 0 else cooperative_generation(sub.user_data) for sub in subs]
+        return _claims_from_owned(layout, subs, gens)
 
     def _finish(self, result: StickyResult, subscriptions: dict[str, Subscription]) -> dict[str, Assignment]:
-        transferring = result.transferring
-        if transferring is None:
-            transferring = _partitions_transferring(subscriptions, result.assignment)
+        if result.transferring is not None:
+            mask = result.transferring
+            out = {}
+            for m in subscriptions:
+                parts = result.assignment.get(m, [])
+                if isinstance(parts, PartitionList) and parts.indices.size and mask[parts.indices].any():
+                    parts = PartitionList(parts.topics, parts.offsets, parts.indices[~mask[parts.indices]])
+                out[m] = Assignment(parts)
+            return out
+        transferring = _partitions_transferring(subscriptions, result.assignment)
         out = {}
         for m in subscriptions:
             parts = result.assignment.get(m, [])
