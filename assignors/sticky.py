@@ -45,7 +45,7 @@ import attrs
 import numpy as np
 
 from ._base import COOPERATIVE, EAGER, Assignor
-from ._java import hash_bucket, hashmap_capacity, hashmap_order, java_sort_key, topic_partition_hash
+from ._java import hash_bucket, hashmap_capacity, hashmap_order, java_sort_key, java_string_hash
 from ._layout import PartitionList, TopicLayout, no_gc, stable_argsort
 from .types import Assignment, Subscription, TopicPartition
 from .userdata import (
@@ -77,9 +77,12 @@ class StickyResult:
     (general path: computed later from the subscriptions, as ``CooperativeStickyAssignor`` does).
     """
 
-    assignment: dict[str, Sequence[TopicPartition]]
+    assignment: dict[str, PartitionList]
     transferring: np.ndarray | None
     constrained: bool
+    order: list[str]
+    claims: _Claims
+    total: int
 
 
 # ---------------------------------------------------------------------------------------------
@@ -327,73 +330,75 @@ class _JavaHashSetOrder:
     """Which element ``HashSet<TopicPartition>#iterator().next()`` returns.
 
     Java iterates buckets in index order and a bucket's chain in insertion order; the table starts
-    at 16 slots and doubles past a 0.75 load factor (it never shrinks).
+    at 16 slots and doubles past a 0.75 load factor (it never shrinks). Elements are global
+    partition indices; ``tp_hash`` gives an element's ``TopicPartition#hashCode``.
     """
 
     __slots__ = ("seq", "cap", "counter")
 
     def __init__(self) -> None:
-        self.seq: dict[TopicPartition, int] = {}
+        self.seq: dict[int, int] = {}
         self.cap = 16
         self.counter = 0
 
-    def add(self, tp: TopicPartition) -> None:
-        if tp not in self.seq:
-            self.seq[tp] = self.counter
+    def add(self, p: int) -> None:
+        if p not in self.seq:
+            self.seq[p] = self.counter
             self.counter += 1
             self.cap = max(self.cap, hashmap_capacity(len(self.seq)))
 
-    def remove(self, tp: TopicPartition) -> None:
-        self.seq.pop(tp, None)
+    def remove(self, p: int) -> None:
+        self.seq.pop(p, None)
 
     def __len__(self) -> int:
         return len(self.seq)
 
-    def first(self) -> TopicPartition:
-        cap = self.cap
-        return min(
-            self.seq,
-            key=lambda tp: (hash_bucket(topic_partition_hash(tp.topic, tp.partition), cap), self.seq[tp]),
-        )
+    def first(self, tp_hash) -> int:
+        cap, seq = self.cap, self.seq
+        return min(seq, key=lambda p: (hash_bucket(tp_hash(p), cap), seq[p]))
 
 
 class _PartitionMovements:
-    """Kafka's ``PartitionMovements``: records moves so a later move can undo an earlier one."""
+    """Kafka's ``PartitionMovements``: records moves so a later move can undo an earlier one.
+    Partitions are global indices, members ranks, topics topic ranks."""
 
-    def __init__(self) -> None:
-        self.by_topic: dict[str, dict[tuple[str, str], _JavaHashSetOrder]] = {}
-        self.moves: dict[TopicPartition, tuple[str, str]] = {}
+    def __init__(self, topic_of: list[int], tp_hash) -> None:
+        self.topic_of = topic_of
+        self.tp_hash = tp_hash
+        self.by_topic: dict[int, dict[tuple[int, int], _JavaHashSetOrder]] = {}
+        self.moves: dict[int, tuple[int, int]] = {}
 
-    def _remove_record(self, tp: TopicPartition) -> tuple[str, str]:
-        pair = self.moves.pop(tp)
-        topic_moves = self.by_topic[tp.topic]
-        topic_moves[pair].remove(tp)
+    def _remove_record(self, p: int) -> tuple[int, int]:
+        pair = self.moves.pop(p)
+        t = self.topic_of[p]
+        topic_moves = self.by_topic[t]
+        topic_moves[pair].remove(p)
         if not len(topic_moves[pair]):
             del topic_moves[pair]
         if not topic_moves:
-            del self.by_topic[tp.topic]
+            del self.by_topic[t]
         return pair
 
-    def _add_record(self, tp: TopicPartition, pair: tuple[str, str]) -> None:
-        self.moves[tp] = pair
-        self.by_topic.setdefault(tp.topic, {}).setdefault(pair, _JavaHashSetOrder()).add(tp)
+    def _add_record(self, p: int, pair: tuple[int, int]) -> None:
+        self.moves[p] = pair
+        self.by_topic.setdefault(self.topic_of[p], {}).setdefault(pair, _JavaHashSetOrder()).add(p)
 
-    def move(self, tp: TopicPartition, old: str, new: str) -> None:
-        if tp in self.moves:
-            src, _dst = self._remove_record(tp)
+    def move(self, p: int, old: int, new: int) -> None:
+        if p in self.moves:
+            src, _dst = self._remove_record(p)
             if src != new:
-                self._add_record(tp, (src, new))
+                self._add_record(p, (src, new))
         else:
-            self._add_record(tp, (old, new))
+            self._add_record(p, (old, new))
 
-    def actual_partition_to_move(self, tp: TopicPartition, old: str, new: str) -> TopicPartition:
-        topic_moves = self.by_topic.get(tp.topic)
+    def actual_partition_to_move(self, p: int, old: int, new: int) -> int:
+        topic_moves = self.by_topic.get(self.topic_of[p])
         if topic_moves is None:
-            return tp
-        if tp in self.moves:
-            old = self.moves[tp][0]
+            return p
+        if p in self.moves:
+            old = self.moves[p][0]
         reverse = topic_moves.get((new, old))
-        return tp if reverse is None else reverse.first()
+        return p if reverse is None else reverse.first(self.tp_hash)
 
 
 def _balance_score(sizes: Sequence[int]) -> int:
@@ -406,151 +411,189 @@ def _balance_score(sizes: Sequence[int]) -> int:
 class _GeneralBuilder:
     """``AbstractStickyAssignor.GeneralAssignmentBuilder`` with indexed data structures.
 
-    Kafka scans a ``TreeSet`` of members sorted by (assignment size, member id) for the first
-    member subscribed to a topic; we keep sizes in a numpy array indexed by member rank (member id
-    order) and take the first minimum over the topic's subscribers, which is the same member.
+    Partitions are global indices of ``layout``, members their rank in member id order, topics
+    their rank in ``layout``. Kafka scans a ``TreeSet`` of members sorted by (assignment size,
+    member id) for the first member subscribed to a topic; we keep sizes in a numpy array indexed
+    by member rank and take the first minimum over the topic's subscribers, which is the same member.
     """
 
     def __init__(
         self,
-        partitions_per_topic: dict[str, int],
+        layout: TopicLayout,
         subscriptions: dict[str, Subscription],
-        owned: dict[str, list[TopicPartition]],
-        prev_owner: dict[TopicPartition, str],
+        owned: dict[str, np.ndarray],
+        prev_owner: dict[int, str],
     ):
-        self.ppt = partitions_per_topic
+        self.layout = layout
+        n_topics = len(layout.topics)
+        counts = layout.counts.tolist()
+        self.counts = counts
+        self.offsets = layout.offsets.tolist()
+        self.topic_of: list[int] = np.repeat(np.arange(n_topics, dtype=np.int64), layout.counts).tolist()
         self.members = sorted(subscriptions, key=java_sort_key)
-        self.rank = {m: i for i, m in enumerate(self.members)}
-        self.topics_of = {m: [t for t in subscriptions[m].topics if t in partitions_per_topic] for m in self.members}
-        self.subs_set = {m: set(ts) for m, ts in self.topics_of.items()}
-        consumers_of: dict[str, list[int]] = {t: [] for t in partitions_per_topic}
+        n = len(self.members)
+        self.rank = rank = {m: i for i, m in enumerate(self.members)}
+        topic_rank = layout.rank
+        # Each member's topics (ranks) in subscription order, existing topics only.
+        topics_cache: dict[int, list[int]] = {}
+        self.topics_of: list[list[int]] = []
         for m in self.members:
-            for t in self.topics_of[m]:
-                consumers_of[t].append(self.rank[m])
-        self.consumers_of = {t: np.array(sorted(set(c)), dtype=np.int64) for t, c in consumers_of.items()}
-        self.max_size = {m: sum(partitions_per_topic[t] for t in set(self.topics_of[m])) for m in self.members}
-        self.max_size_arr = np.array([self.max_size[m] for m in self.members], dtype=np.int64)
+            ts = subscriptions[m].topics
+            tr = topics_cache.get(id(ts))
+            if tr is None:
+                tr = topics_cache[id(ts)] = [topic_rank[t] for t in ts if t in topic_rank]
+            self.topics_of.append(tr)
+        sets_cache: dict[int, frozenset[int]] = {}
+        self.subs_set = [sets_cache.setdefault(id(tr), frozenset(tr)) for tr in self.topics_of]
+        consumers_of: list[list[int]] = [[] for _ in range(n_topics)]
+        for r, tr in enumerate(self.topics_of):
+            for t in tr:
+                consumers_of[t].append(r)
+        self.consumers_of = [np.array(sorted(set(c)), dtype=np.int64) for c in consumers_of]
+        self.max_size = [sum(counts[t] for t in ss) for ss in self.subs_set]
+        self.max_size_arr = np.array(self.max_size, dtype=np.int64)
         # Members with the same subscription share isBalanced's per-topic bound.
-        groups: dict[tuple[str, ...], int] = {}
-        self.group_of = np.array(
-            [groups.setdefault(tuple(self.topics_of[m]), len(groups)) for m in self.members], dtype=np.int64
-        )
+        groups: dict[tuple[int, ...], int] = {}
+        self.group_of = np.array([groups.setdefault(tuple(tr), len(groups)) for tr in self.topics_of], dtype=np.int64)
         self.group_topics = list(groups)
-        self.current = {m: list(owned.get(m, [])) for m in self.members}
-        self.owner: dict[TopicPartition, str] = {}
-        for m in self.members:
-            for tp in self.current[m]:
-                self.owner[tp] = m
-        self.prev_owner = prev_owner
-        self.sizes = np.zeros(len(self.members), dtype=np.int64)
-        self.active = np.ones(len(self.members), dtype=bool)
-        self.movements = _PartitionMovements()
+        self.current: list[list[int]] = [owned[m].tolist() if m in owned else [] for m in self.members]
+        self.owner: list[int] = [-1] * layout.total
+        owner = self.owner
+        for r, parts in enumerate(self.current):
+            for p in parts:
+                owner[p] = r
+        self.prev_owner = {p: rank[m] for p, m in prev_owner.items()}
+        self.sizes = np.zeros(n, dtype=np.int64)
+        self.active = np.ones(n, dtype=bool)
+        topics = layout.topics
+        topic_hash = [java_string_hash(t) for t in topics]
+        offsets = self.offsets
+        topic_of = self.topic_of
+
+        def tp_hash(p: int) -> int:
+            t = topic_of[p]
+            h = (31 * (31 + p - offsets[t]) + topic_hash[t]) & 0xFFFFFFFF
+            return h - (1 << 32) if h & 0x80000000 else h
+
+        self.movements = _PartitionMovements(topic_of, tp_hash)
         self.revocation_required = False
-        n_cons = {t: len(c) for t, c in self.consumers_of.items()}
-        self.sorted_topics = sorted(partitions_per_topic, key=lambda t: (n_cons[t], java_sort_key(t)))
-        self.topic_order = {t: i for i, t in enumerate(self.sorted_topics)}
+        n_cons = [len(c) for c in self.consumers_of]
+        # Topics by (number of consumers, name); layout ranks already follow names.
+        self.sorted_topics = sorted(range(n_topics), key=lambda t: (n_cons[t], t))
         self._balanced_cache: bool | None = None
         # topic -> member -> partitions of that topic the member holds (for isBalanced)
-        self.held: dict[str, dict[str, int]] = {}
+        self.held: list[dict[int, int]] = [{} for _ in range(n_topics)]
         # (member, topic) that proved the assignment unbalanced last time; usually still does
-        self._witness: tuple[str, str] | None = None
+        self._witness: tuple[int, int] | None = None
 
     # -- helpers ---------------------------------------------------------------------------
-    def _size(self, m: str) -> int:
-        return int(self.sizes[self.rank[m]])
-
-    def _first_subscribed(self, topic: str) -> str:
+    def _first_subscribed(self, topic: int) -> int:
         """First member of the (size, id)-sorted set that subscribes to ``topic``."""
         cand = self.consumers_of[topic]
         cand = cand[self.active[cand]]
-        return self.members[int(cand[np.argmin(self.sizes[cand])])]
+        return int(cand[np.argmin(self.sizes[cand])])
 
-    def _min_size(self, topic: str) -> int:
+    def _min_size(self, topic: int) -> int:
         cand = self.consumers_of[topic]
         return int(self.sizes[cand].min())
 
-    def _give(self, tp: TopicPartition, m: str) -> None:
-        self.current[m].append(tp)
-        self.owner[tp] = m
-        self.sizes[self.rank[m]] += 1
-        holders = self.held.setdefault(tp.topic, {})
-        holders[m] = holders.get(m, 0) + 1
+    def _give(self, p: int, r: int) -> None:
+        self.current[r].append(p)
+        self.owner[p] = r
+        self.sizes[r] += 1
+        holders = self.held[self.topic_of[p]]
+        holders[r] = holders.get(r, 0) + 1
         self._balanced_cache = None
 
-    def _take(self, tp: TopicPartition, m: str) -> None:
-        self.current[m].remove(tp)
-        self.sizes[self.rank[m]] -= 1
-        holders = self.held[tp.topic]
-        holders[m] -= 1
-        if not holders[m]:
-            del holders[m]
+    def _take(self, p: int, r: int) -> None:
+        self.current[r].remove(p)
+        self.sizes[r] -= 1
+        holders = self.held[self.topic_of[p]]
+        holders[r] -= 1
+        if not holders[r]:
+            del holders[r]
         self._balanced_cache = None
 
     def _rebuild_held(self) -> None:
-        self.held = {}
-        for m in self.members:
-            for tp in self.current[m]:
-                holders = self.held.setdefault(tp.topic, {})
-                holders[m] = holders.get(m, 0) + 1
+        self.held = held = [{} for _ in self.held]
+        topic_of = self.topic_of
+        for r, parts in enumerate(self.current):
+            for p in parts:
+                holders = held[topic_of[p]]
+                holders[r] = holders.get(r, 0) + 1
 
     # -- Kafka's steps ---------------------------------------------------------------------
-    def build(self) -> dict[str, list[TopicPartition]]:
-        assigned: set[TopicPartition] = set()
-        for m in self.members:
-            kept = []
-            for tp in self.current[m]:
-                if tp.topic not in self.ppt:
-                    self.owner.pop(tp, None)
-                elif tp.topic not in self.subs_set[m]:
-                    self.revocation_required = True
-                else:
-                    kept.append(tp)
-                    assigned.add(tp)
-            self.current[m] = kept
-            self.sizes[self.rank[m]] = len(kept)
+    def build(self) -> dict[str, PartitionList]:
+        assigned = np.zeros(self.layout.total, dtype=bool)
+        topic_of = self.topic_of
+        sizes = self.sizes
+        for r, parts in enumerate(self.current):
+            # Claims are of existing topics only (the claims pass drops the others).
+            ss = self.subs_set[r]
+            if all(topic_of[p] in ss for p in parts):
+                kept = parts
+            else:
+                self.revocation_required = True
+                kept = [p for p in parts if topic_of[p] in ss]
+                self.current[r] = kept
+            if kept:
+                assigned[kept] = True
+            sizes[r] = len(kept)
         self._rebuild_held()
-        all_sorted = [TopicPartition(t, p) for t in self.sorted_topics for p in range(self.ppt[t])]
-        unassigned = [tp for tp in all_sorted if tp not in assigned]
+        offsets = self.offsets
+        order = [np.arange(offsets[t], offsets[t + 1], dtype=np.int64) for t in self.sorted_topics]
+        all_sorted = np.concatenate(order) if order else np.empty(0, dtype=np.int64)
+        unassigned = all_sorted[~assigned[all_sorted]]
         self._balance(all_sorted, unassigned)
-        return self.current
+        topics, offs = self.layout.topics, self.layout.offsets
+        return {
+            m: PartitionList(topics, offs, np.array(self.current[r], dtype=np.int64))
+            for r, m in enumerate(self.members)
+        }
 
-    def _balance(self, all_sorted: list[TopicPartition], unassigned: list[TopicPartition]) -> None:
+    def _balance(self, all_sorted: np.ndarray, unassigned: np.ndarray) -> None:
         initializing = int(self.sizes.max()) == 0
-        for tp in unassigned:
-            if self.consumers_of[tp.topic].size:
-                self._give(tp, self._first_subscribed(tp.topic))
+        topic_of = self.topic_of
+        consumers_of = self.consumers_of
+        for p in unassigned.tolist():
+            t = topic_of[p]
+            if consumers_of[t].size:
+                self._give(p, self._first_subscribed(t))
 
-        fixed_topics = {t for t, c in self.consumers_of.items() if c.size < 2}
-        if fixed_topics:
-            all_sorted = [tp for tp in all_sorted if tp.topic not in fixed_topics]
-            unassigned = [tp for tp in unassigned if tp.topic not in fixed_topics]
-        for m in self.members:
-            if not self._can_participate(m, fixed_topics):
-                self.active[self.rank[m]] = False
+        fixed = np.array([c.size < 2 for c in consumers_of], dtype=bool)
+        if fixed.any():
+            topic_arr = np.asarray(topic_of, dtype=np.int64)
+            all_sorted = all_sorted[~fixed[topic_arr[all_sorted]]]
+            unassigned = unassigned[~fixed[topic_arr[unassigned]]]
+        fixed_topics = set(np.flatnonzero(fixed).tolist())
+        for r in range(len(self.members)):
+            if not self._can_participate(r, fixed_topics):
+                self.active[r] = False
         self._balanced_cache = None
 
-        pre_balance = {m: list(self.current[m]) for m in self.members if self.active[self.rank[m]]}
-        pre_owner = dict(self.owner)
+        act = self.active
+        pre_balance = {r: list(self.current[r]) for r in np.flatnonzero(act).tolist()}
+        pre_owner = list(self.owner)
         pre_sizes = self.sizes.copy()
 
         if not self.revocation_required:
-            self._perform_reassignments(unassigned)
-        performed = self._perform_reassignments(all_sorted)
+            self._perform_reassignments(unassigned.tolist())
+        performed = self._perform_reassignments(all_sorted.tolist())
 
         if not initializing and performed:
             act = self.active
             if _balance_score(self.sizes[act]) >= _balance_score(pre_sizes[act]):
-                for m, parts in pre_balance.items():
-                    self.current[m] = parts
+                for r, parts in pre_balance.items():
+                    self.current[r] = parts
                 self.owner = pre_owner
                 self.sizes = pre_sizes
                 self._rebuild_held()
 
-    def _can_participate(self, m: str, fixed_topics: set[str]) -> bool:
-        size = self._size(m)
-        if size < self.max_size[m]:
+    def _can_participate(self, r: int, fixed_topics: set[int]) -> bool:
+        if int(self.sizes[r]) < self.max_size[r]:
             return True
-        return any(tp.topic not in fixed_topics for tp in self.current[m])
+        topic_of = self.topic_of
+        return any(topic_of[p] not in fixed_topics for p in self.current[r])
 
     def _is_balanced(self) -> bool:
         """Kafka's ``isBalanced``: counts differ by at most one, or no member below its maximum
@@ -563,20 +606,18 @@ class _GeneralBuilder:
             self._balanced_cache = self._compute_balanced()
         return self._balanced_cache
 
-    def _topic_max(self, topic: str) -> int:
+    def _topic_max(self, topic: int) -> int:
         """Largest assignment among the active holders of ``topic``'s partitions (-1: none)."""
-        sizes, rank, active = self.sizes, self.rank, self.active
+        sizes, active = self.sizes, self.active
         best = -1
-        for m in self.held.get(topic, ()):
-            r = rank[m]
+        for r in self.held[topic]:
             if active[r] and sizes[r] > best:
                 best = int(sizes[r])
         return best
 
-    def _violates(self, m: str, topic: str, topic_max: int | None = None) -> bool:
-        r = self.rank[m]
+    def _violates(self, r: int, topic: int, topic_max: int | None = None) -> bool:
         s = int(self.sizes[r])
-        if not self.active[r] or s == self.max_size[m]:
+        if not self.active[r] or s == self.max_size[r]:
             return False
         return (self._topic_max(topic) if topic_max is None else topic_max) > s + 1
 
@@ -589,9 +630,9 @@ class _GeneralBuilder:
             return True
         if self._witness is not None and self._violates(*self._witness):
             return False
-        topic_max = {t: self._topic_max(t) for t in self.held}
+        topic_max = [self._topic_max(t) if h else -1 for t, h in enumerate(self.held)]
         group_max = np.array(
-            [max((topic_max.get(t, -1) for t in topics), default=-1) for topics in self.group_topics],
+            [max((topic_max[t] for t in topics), default=-1) for topics in self.group_topics],
             dtype=np.int64,
         )
         sizes = self.sizes
@@ -599,41 +640,43 @@ class _GeneralBuilder:
         if not violating.any():
             self._witness = None
             return True
-        m = self.members[int(np.argmax(violating))]
-        s = int(sizes[self.rank[m]])
-        self._witness = (m, next(t for t in self.topics_of[m] if topic_max.get(t, -1) > s + 1))
+        r = int(np.argmax(violating))
+        s = int(sizes[r])
+        self._witness = (r, next(t for t in self.topics_of[r] if topic_max[t] > s + 1))
         return False
 
-    def _perform_reassignments(self, partitions: list[TopicPartition]) -> bool:
+    def _perform_reassignments(self, partitions: list[int]) -> bool:
         performed = False
+        owner, prev_owner, topic_of = self.owner, self.prev_owner, self.topic_of
         while True:
             modified = False
-            for tp in partitions:
+            for p in partitions:
                 if self._is_balanced():
                     break
-                consumer = self.owner.get(tp)
-                if consumer is None:
+                consumer = self.owner[p]
+                if consumer < 0:
                     continue
-                size = self._size(consumer)
-                prev = self.prev_owner.get(tp)
+                size = int(self.sizes[consumer])
+                prev = prev_owner.get(p)
+                t = topic_of[p]
                 if (
                     prev is not None
-                    and self.active[self.rank[prev]]
-                    and tp.topic in self.subs_set[prev]
-                    and size > self._size(prev) + 1
+                    and self.active[prev]
+                    and t in self.subs_set[prev]
+                    and size > int(self.sizes[prev]) + 1
                 ):
-                    self._reassign(tp, prev)
+                    self._reassign(p, prev)
                     performed = modified = True
                     continue
-                if size > self._min_size(tp.topic) + 1:
-                    self._reassign(tp, self._first_subscribed(tp.topic))
+                if size > self._min_size(t) + 1:
+                    self._reassign(p, self._first_subscribed(t))
                     performed = modified = True
             if not modified:
                 return performed
 
-    def _reassign(self, tp: TopicPartition, new: str) -> None:
-        old = self.owner[tp]
-        actual = self.movements.actual_partition_to_move(tp, old, new)
+    def _reassign(self, p: int, new: int) -> None:
+        old = self.owner[p]
+        actual = self.movements.actual_partition_to_move(p, old, new)
         old = self.owner[actual]
         self.movements.move(actual, old, new)
         self._take(actual, old)
@@ -667,22 +710,22 @@ class _AbstractStickyAssignor(Assignor):
         owned, multi = _resolve_claims(layout, order, data, sub_gens)
         if _all_subscriptions_equal(subscriptions, order):
             assignment, transferring = _constrained(layout, order, owned, multi)
-            return StickyResult(assignment, transferring, constrained=True)
+            return StickyResult(assignment, transferring, constrained=True, order=order, claims=data, total=layout.total)
 
-        owned_tps = {m: layout.to_tps(o) for m, o in zip(order, owned, strict=True)}
         max_gen = max(
             (DEFAULT_GENERATION if g is None else g for g in data.generations),
             default=DEFAULT_GENERATION,
         )
         prev_owner = self._previous_owners(layout, order, data, max_gen)
-        builder = _GeneralBuilder(partitions_per_topic, subscriptions, owned_tps, prev_owner)
-        return StickyResult(builder.build(), None, constrained=False)
+        builder = _GeneralBuilder(layout, subscriptions, dict(zip(order, owned, strict=True)), prev_owner)
+        return StickyResult(builder.build(), None, constrained=False, order=order, claims=data, total=layout.total)
 
     @staticmethod
     def _previous_owners(
         layout: TopicLayout, order: list[str], data: _Claims, max_gen: int
-    ) -> dict[TopicPartition, str]:
-        """``prepopulateCurrentAssignments``: owners from older generations, newest wins."""
+    ) -> dict[int, str]:
+        """``prepopulateCurrentAssignments``: owners from older generations, newest wins (by
+        global partition index)."""
         best: dict[int, tuple[int, str]] = {}
         bounds = np.concatenate(([0], np.cumsum(data.lengths))).tolist()
         for i, (m, g) in enumerate(zip(order, data.generations, strict=True)):
@@ -697,11 +740,7 @@ class _AbstractStickyAssignor(Assignor):
                 cur = best.get(idx)
                 if cur is None or gen > cur[0]:
                     best[idx] = (gen, m)
-        if not best:
-            return {}
-        keys = list(best)
-        tps = layout.to_tps(np.array(keys, dtype=np.int64))
-        return {tp: best[k][1] for tp, k in zip(tps, keys, strict=True)}
+        return {k: v[1] for k, v in best.items()}
 
     def _assign(
         self, partitions_per_topic: dict[str, int], subscriptions: dict[str, Subscription]
@@ -773,35 +812,36 @@ class CooperativeStickyAssignor(_AbstractStickyAssignor):
         return _claims_from_owned(layout, subs, gens)
 
     def _finish(self, result: StickyResult, subscriptions: dict[str, Subscription]) -> dict[str, Assignment]:
-        if result.transferring is not None:
-            mask = result.transferring
-            out = {}
-            for m in subscriptions:
-                parts = result.assignment.get(m, [])
-                if isinstance(parts, PartitionList) and parts.indices.size and mask[parts.indices].any():
-                    parts = PartitionList(parts.topics, parts.offsets, parts.indices[~mask[parts.indices]])
-                out[m] = Assignment(parts)
-            return out
-        transferring = _partitions_transferring(subscriptions, result.assignment)
+        mask = result.transferring
+        if mask is None:
+            mask = _partitions_transferring(result)
         out = {}
         for m in subscriptions:
-            parts = result.assignment.get(m, [])
-            if transferring:
-                parts = [tp for tp in parts if tp not in transferring]
+            parts = result.assignment[m]
+            if parts.indices.size and mask[parts.indices].any():
+                parts = PartitionList(parts.topics, parts.offsets, parts.indices[~mask[parts.indices]])
             out[m] = Assignment(parts)
         return out
 
 
-def _partitions_transferring(
-    subscriptions: dict[str, Subscription], assignment: dict[str, list[TopicPartition]]
-) -> set[TopicPartition]:
-    """Partitions added to one member that another member must revoke first
-    (``CooperativeStickyAssignor#computePartitionsTransferringOwnership``)."""
-    added: set[TopicPartition] = set()
-    revoked: set[TopicPartition] = set()
-    for m, parts in assignment.items():
-        owned = set(subscriptions[m].owned_partitions)
-        assigned = set(parts)
-        added.update(tp for tp in parts if tp not in owned)
-        revoked.update(tp for tp in owned if tp not in assigned)
+def _partitions_transferring(result: StickyResult) -> np.ndarray:
+    """Mask (by global index) of the partitions added to one member that another member must
+    revoke first (``CooperativeStickyAssignor#computePartitionsTransferringOwnership``): a
+    partition some member gets without owning it, that some member owns without getting it.
+    Owned partitions of unknown topics or out of range can be neither, so the claims' valid
+    entries stand for ``owned_partitions``."""
+    order, claims = result.order, result.claims
+    n = max(len(order), 1)
+    owned_member = np.repeat(np.arange(len(order), dtype=np.int64), claims.lengths)
+    valid = claims.flat >= 0
+    owned_part = claims.flat[valid]
+    owned_keys = owned_part * n + owned_member[valid]
+    lists = [result.assignment[m].indices for m in order]
+    got_part = np.concatenate(lists) if lists else np.empty(0, dtype=np.int64)
+    got_member = np.repeat(np.arange(len(order), dtype=np.int64), [len(x) for x in lists])
+    got_keys = got_part * n + got_member
+    added = np.zeros(result.total, dtype=bool)
+    added[got_part[~np.isin(got_keys, owned_keys)]] = True
+    revoked = np.zeros(result.total, dtype=bool)
+    revoked[owned_part[~np.isin(owned_keys, got_keys)]] = True
     return added & revoked
