@@ -90,7 +90,7 @@ def _checked_subscriptions(subscriptions: Mapping[str, Subscription]) -> dict[st
             raise AssignorError(f"subscriptions[{member!r}]: expected a Subscription, got {type(sub).__name__}")
         if id(sub.topics) not in checked_topics:
             # Members usually share one topics tuple: check each distinct one once.
-            for topic in sub.topics:
+            for topic in () if set(map(type, sub.topics)) <= {str} else sub.topics:
                 if not isinstance(topic, str):
                     raise AssignorError(f"subscriptions[{member!r}].topics: {topic!r} is not a string")
             checked_topics.add(id(sub.topics))

@@ -408,6 +408,9 @@ def _balance_score(sizes: Sequence[int]) -> int:
     return int((s * (2 * np.arange(n) - n + 1)).sum())
 
 
+_NONE = np.empty(0, dtype=np.int64)
+
+
 class _GeneralBuilder:
     """``AbstractStickyAssignor.GeneralAssignmentBuilder`` with indexed data structures.
 
@@ -429,7 +432,8 @@ class _GeneralBuilder:
         counts = layout.counts.tolist()
         self.counts = counts
         self.offsets = layout.offsets.tolist()
-        self.topic_of: list[int] = np.repeat(np.arange(n_topics, dtype=np.int64), layout.counts).tolist()
+        self.topic_arr = np.repeat(np.arange(n_topics, dtype=np.int64), layout.counts)
+        self.topic_of: list[int] = self.topic_arr.tolist()
         self.members = sorted(subscriptions, key=java_sort_key)
         n = len(self.members)
         self.rank = rank = {m: i for i, m in enumerate(self.members)}
@@ -443,25 +447,34 @@ class _GeneralBuilder:
             if tr is None:
                 tr = topics_cache[id(ts)] = [topic_rank[t] for t in ts if t in topic_rank]
             self.topics_of.append(tr)
-        sets_cache: dict[int, frozenset[int]] = {}
-        self.subs_set = [sets_cache.setdefault(id(tr), frozenset(tr)) for tr in self.topics_of]
-        consumers_of: list[list[int]] = [[] for _ in range(n_topics)]
-        for r, tr in enumerate(self.topics_of):
-            for t in tr:
-                consumers_of[t].append(r)
-        self.consumers_of = [np.array(sorted(set(c)), dtype=np.int64) for c in consumers_of]
-        self.max_size = [sum(counts[t] for t in ss) for ss in self.subs_set]
-        self.max_size_arr = np.array(self.max_size, dtype=np.int64)
-        # Members with the same subscription share isBalanced's per-topic bound.
+        # Members with the same subscription (topics tuple) share a group and its derived data.
         groups: dict[tuple[int, ...], int] = {}
         self.group_of = np.array([groups.setdefault(tuple(tr), len(groups)) for tr in self.topics_of], dtype=np.int64)
         self.group_topics = list(groups)
+        group_sets = [frozenset(g) for g in self.group_topics]
+        group_of = self.group_of.tolist()
+        self.subs_set = [group_sets[g] for g in group_of]
+        # subscribed[r, t]: member r subscribes to topic t.
+        group_matrix = np.zeros((len(groups), n_topics), dtype=bool)
+        for g, ts in enumerate(self.group_topics):
+            group_matrix[g, list(ts)] = True
+        self.subscribed = group_matrix[self.group_of] if n else np.zeros((0, n_topics), dtype=bool)
+        self.consumers_of = [np.flatnonzero(self.subscribed[:, t]) for t in range(n_topics)]
+        group_max = [sum(counts[t] for t in gs) for gs in group_sets]
+        self.max_size = [group_max[g] for g in group_of]
+        self.max_size_arr = np.array(self.max_size, dtype=np.int64)
         self.current: list[list[int]] = [owned[m].tolist() if m in owned else [] for m in self.members]
-        self.owner: list[int] = [-1] * layout.total
-        owner = self.owner
-        for r, parts in enumerate(self.current):
-            for p in parts:
-                owner[p] = r
+        owner_arr = np.full(layout.total, -1, dtype=np.int64)
+        if owned:
+            lists = [owned.get(m, _NONE) for m in self.members]
+            flat = np.concatenate(lists)
+            if flat.size and np.bincount(flat).max() > 1:
+                # Rare (a member listing a partition twice): the last holder in rank order wins.
+                for r, parts in enumerate(self.current):
+                    owner_arr[parts] = r
+            else:
+                owner_arr[flat] = np.repeat(np.arange(n, dtype=np.int64), [len(x) for x in lists])
+        self.owner: list[int] = owner_arr.tolist()
         self.prev_owner = {p: rank[m] for p, m in prev_owner.items()}
         self.sizes = np.zeros(n, dtype=np.int64)
         self.active = np.ones(n, dtype=bool)
@@ -481,8 +494,9 @@ class _GeneralBuilder:
         # Topics by (number of consumers, name); layout ranks already follow names.
         self.sorted_topics = sorted(range(n_topics), key=lambda t: (n_cons[t], t))
         self._balanced_cache: bool | None = None
-        # topic -> member -> partitions of that topic the member holds (for isBalanced)
-        self.held: list[dict[int, int]] = [{} for _ in range(n_topics)]
+        # topic -> member -> partitions of that topic the member holds (for isBalanced); built
+        # on first use: a group that is balanced after the unassigned partitions never needs it.
+        self.held: list[dict[int, int]] | None = None
         # (member, topic) that proved the assignment unbalanced last time; usually still does
         self._witness: tuple[int, int] | None = None
 
@@ -501,21 +515,28 @@ class _GeneralBuilder:
         self.current[r].append(p)
         self.owner[p] = r
         self.sizes[r] += 1
-        holders = self.held[self.topic_of[p]]
-        holders[r] = holders.get(r, 0) + 1
+        if self.held is not None:
+            holders = self.held[self.topic_of[p]]
+            holders[r] = holders.get(r, 0) + 1
         self._balanced_cache = None
 
     def _take(self, p: int, r: int) -> None:
         self.current[r].remove(p)
         self.sizes[r] -= 1
-        holders = self.held[self.topic_of[p]]
-        holders[r] -= 1
-        if not holders[r]:
-            del holders[r]
+        if self.held is not None:
+            holders = self.held[self.topic_of[p]]
+            holders[r] -= 1
+            if not holders[r]:
+                del holders[r]
         self._balanced_cache = None
 
+    def _held(self) -> list[dict[int, int]]:
+        if self.held is None:
+            self._rebuild_held()
+        return self.held
+
     def _rebuild_held(self) -> None:
-        self.held = held = [{} for _ in self.held]
+        self.held = held = [{} for _ in self.consumers_of]
         topic_of = self.topic_of
         for r, parts in enumerate(self.current):
             for p in parts:
@@ -524,31 +545,33 @@ class _GeneralBuilder:
 
     # -- Kafka's steps ---------------------------------------------------------------------
     def build(self) -> dict[str, PartitionList]:
+        # Claims are of existing topics only (the claims pass drops the others); a member keeps
+        # those of topics it still subscribes to.
         assigned = np.zeros(self.layout.total, dtype=bool)
-        topic_of = self.topic_of
-        sizes = self.sizes
-        for r, parts in enumerate(self.current):
-            # Claims are of existing topics only (the claims pass drops the others).
-            ss = self.subs_set[r]
-            if all(topic_of[p] in ss for p in parts):
-                kept = parts
-            else:
-                self.revocation_required = True
-                kept = [p for p in parts if topic_of[p] in ss]
-                self.current[r] = kept
-            if kept:
-                assigned[kept] = True
-            sizes[r] = len(kept)
-        self._rebuild_held()
+        lengths = [len(c) for c in self.current]
+        flat = np.fromiter(chain.from_iterable(self.current), dtype=np.int64, count=sum(lengths))
+        member = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+        ok = self.subscribed[member, self.topic_arr[flat]] if flat.size else np.ones(0, dtype=bool)
+        if not ok.all():
+            self.revocation_required = True
+            topic_of = self.topic_of
+            for r in np.unique(member[~ok]).tolist():
+                ss = self.subs_set[r]
+                self.current[r] = [p for p in self.current[r] if topic_of[p] in ss]
+        assigned[flat[ok]] = True
+        self.sizes[:] = np.bincount(member[ok], minlength=len(lengths)) if flat.size else 0
         offsets = self.offsets
         order = [np.arange(offsets[t], offsets[t + 1], dtype=np.int64) for t in self.sorted_topics]
         all_sorted = np.concatenate(order) if order else np.empty(0, dtype=np.int64)
         unassigned = all_sorted[~assigned[all_sorted]]
         self._balance(all_sorted, unassigned)
         topics, offs = self.layout.topics, self.layout.offsets
+        lengths = [len(c) for c in self.current]
+        flat = np.fromiter(chain.from_iterable(self.current), dtype=np.int64, count=sum(lengths))
+        flat.flags.writeable = False
+        bounds = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64))).tolist()
         return {
-            m: PartitionList(topics, offs, np.array(self.current[r], dtype=np.int64))
-            for r, m in enumerate(self.members)
+            m: PartitionList(topics, offs, flat[bounds[r]:bounds[r + 1]]) for r, m in enumerate(self.members)
         }
 
     def _balance(self, all_sorted: np.ndarray, unassigned: np.ndarray) -> None:
@@ -566,7 +589,8 @@ class _GeneralBuilder:
             all_sorted = all_sorted[~fixed[topic_arr[all_sorted]]]
             unassigned = unassigned[~fixed[topic_arr[unassigned]]]
         fixed_topics = set(np.flatnonzero(fixed).tolist())
-        for r in range(len(self.members)):
+        # Below its maximum a member always participates (canParticipateInReassignment).
+        for r in np.flatnonzero(self.sizes >= self.max_size_arr).tolist():
             if not self._can_participate(r, fixed_topics):
                 self.active[r] = False
         self._balanced_cache = None
@@ -587,7 +611,7 @@ class _GeneralBuilder:
                     self.current[r] = parts
                 self.owner = pre_owner
                 self.sizes = pre_sizes
-                self._rebuild_held()
+                self.held = None  # rebuilt on next use
 
     def _can_participate(self, r: int, fixed_topics: set[int]) -> bool:
         if int(self.sizes[r]) < self.max_size[r]:
@@ -610,7 +634,7 @@ class _GeneralBuilder:
         """Largest assignment among the active holders of ``topic``'s partitions (-1: none)."""
         sizes, active = self.sizes, self.active
         best = -1
-        for r in self.held[topic]:
+        for r in self._held()[topic]:
             if active[r] and sizes[r] > best:
                 best = int(sizes[r])
         return best
@@ -630,7 +654,7 @@ class _GeneralBuilder:
             return True
         if self._witness is not None and self._violates(*self._witness):
             return False
-        topic_max = [self._topic_max(t) if h else -1 for t, h in enumerate(self.held)]
+        topic_max = [self._topic_max(t) if h else -1 for t, h in enumerate(self._held())]
         group_max = np.array(
             [max((topic_max[t] for t in topics), default=-1) for topics in self.group_topics],
             dtype=np.int64,
@@ -815,6 +839,8 @@ class CooperativeStickyAssignor(_AbstractStickyAssignor):
         mask = result.transferring
         if mask is None:
             mask = _partitions_transferring(result)
+        if not mask.any():
+            return {m: Assignment(result.assignment[m]) for m in subscriptions}
         out = {}
         for m in subscriptions:
             parts = result.assignment[m]
@@ -839,9 +865,21 @@ def _partitions_transferring(result: StickyResult) -> np.ndarray:
     lists = [result.assignment[m].indices for m in order]
     got_part = np.concatenate(lists) if lists else np.empty(0, dtype=np.int64)
     got_member = np.repeat(np.arange(len(order), dtype=np.int64), [len(x) for x in lists])
-    got_keys = got_part * n + got_member
     added = np.zeros(result.total, dtype=bool)
-    added[got_part[~np.isin(got_keys, owned_keys)]] = True
     revoked = np.zeros(result.total, dtype=bool)
+    total = result.total
+    if (not owned_part.size or np.bincount(owned_part, minlength=total).max() <= 1) and (
+        not got_part.size or np.bincount(got_part, minlength=total).max() <= 1
+    ):
+        # Each partition owned and assigned at most once (the usual case): compare owners.
+        owned_by = np.full(total, -1, dtype=np.int64)
+        owned_by[owned_part] = owned_member[valid]
+        got_by = np.full(total, -1, dtype=np.int64)
+        got_by[got_part] = got_member
+        added[got_part[owned_by[got_part] != got_member]] = True
+        revoked[owned_part[got_by[owned_part] != owned_member[valid]]] = True
+        return added & revoked
+    got_keys = got_part * n + got_member
+    added[got_part[~np.isin(got_keys, owned_keys)]] = True
     revoked[owned_part[~np.isin(owned_keys, got_keys)]] = True
     return added & revoked
