@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain
+from operator import attrgetter
 from typing import ClassVar
 
 from .types import Assignment, AssignorError, Subscription, TopicPartition
@@ -45,8 +47,7 @@ class Assignor(abc.ABC):
         metadata = _checked_metadata(partitions_per_topic)
         subs = _checked_subscriptions(subscriptions)
         subscribed: set[str] = set()
-        # Members usually share a few topics tuples: visit each object once (by id), not each member.
-        for topics in {id(sub.topics): sub.topics for sub in subs.values()}.values():
+        for topics in _distinct_topics(subs.values()):
             subscribed.update(topics)
         metadata = {t: n for t, n in metadata.items() if t in subscribed}
         if not subs:
@@ -78,9 +79,35 @@ def _checked_metadata(partitions_per_topic: Mapping[str, int]) -> dict[str, int]
     return out
 
 
+_topics_of = attrgetter("topics")
+_owned_of = attrgetter("owned_partitions")
+_user_data_of = attrgetter("user_data")
+_USER_DATA_TYPES = {type(None), bytes, bytearray, memoryview}
+
+
+def _distinct_topics(subs: Iterable[Subscription]) -> Iterable[tuple[str, ...]]:
+    """The members' topics tuples, each object once: members usually share a few tuples, so
+    this visits objects (by id), not members."""
+    topics = list(map(_topics_of, subs))
+    return dict(zip(map(id, topics), topics, strict=True)).values()
+
+
 def _checked_subscriptions(subscriptions: Mapping[str, Subscription]) -> dict[str, Subscription]:
     if not isinstance(subscriptions, Mapping):
         raise AssignorError("subscriptions: expected a mapping of member id to Subscription")
+    subs = dict(subscriptions)
+    # Fast path: the same checks as the loop below, in whole-group passes of C-level maps; any
+    # doubt falls through to the loop, which names the offending field.
+    values = subs.values()
+    if (
+        set(map(type, subs)) <= {str}
+        and "" not in subs
+        and set(map(type, values)) <= {Subscription}
+        and all(set(map(type, ts)) <= {str} for ts in _distinct_topics(values))
+        and set(map(type, chain.from_iterable(map(_owned_of, values)))) <= {TopicPartition}
+        and set(map(type, map(_user_data_of, values))) <= _USER_DATA_TYPES
+    ):
+        return subs
     checked_topics: set[int] = set()  # ids of topics tuples already checked
     tp_types = {TopicPartition}
     for member, sub in subscriptions.items():
@@ -100,7 +127,7 @@ def _checked_subscriptions(subscriptions: Mapping[str, Subscription]) -> dict[st
             raise AssignorError(f"subscriptions[{member!r}].owned_partitions: {bad!r} is not a TopicPartition")
         if sub.user_data is not None and not isinstance(sub.user_data, bytes | bytearray | memoryview):
             raise AssignorError(f"subscriptions[{member!r}].user_data: expected bytes or None")
-    return dict(subscriptions)
+    return subs
 
 
 def member_sort_key(member_id: str, sub: Subscription):

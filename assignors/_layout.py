@@ -42,13 +42,17 @@ class PartitionList(Sequence[TopicPartition]):
     Immutable, like every assignor output; slicing gives a plain list.
     """
 
-    __slots__ = ("_topics", "_offsets", "_indices", "_tps")
+    __slots__ = ("_topics", "_offsets", "_indices", "_tps", "_base", "_lo", "_hi")
 
     def __init__(self, topics: Sequence[str], offsets: np.ndarray, indices: np.ndarray):
         self._topics = topics
         self._offsets = offsets
-        self._indices = indices
+        self._indices: np.ndarray | None = indices
         self._tps: list[TopicPartition] | None = None
+        # indices is base[lo:hi]; group_by_member leaves the slice to the first reader
+        self._base = indices
+        self._lo = 0
+        self._hi = len(indices)
 
     @property
     def topics(self) -> Sequence[str]:
@@ -60,16 +64,19 @@ class PartitionList(Sequence[TopicPartition]):
 
     @property
     def indices(self) -> np.ndarray:
-        return self._indices
+        idx = self._indices
+        if idx is None:
+            idx = self._indices = self._base[self._lo:self._hi]
+        return idx
 
     def _list(self) -> list[TopicPartition]:
         tps = self._tps
         if tps is None:
-            tps = self._tps = _to_tps(self._topics, self._offsets, self._indices)
+            tps = self._tps = _to_tps(self._topics, self._offsets, self.indices)
         return tps
 
     def __len__(self) -> int:
-        return len(self._indices)
+        return self._hi - self._lo
 
     def __getitem__(self, i):
         return self._list()[i]
@@ -88,7 +95,7 @@ class PartitionList(Sequence[TopicPartition]):
             if other._topics is self._topics or (
                 list(other._topics) == list(self._topics) and np.array_equal(other._offsets, self._offsets)
             ):
-                return bool(np.array_equal(self._indices, other._indices))
+                return bool(np.array_equal(self.indices, other.indices))
             return self._list() == other._list()
         if isinstance(other, list):
             return self._list() == other
@@ -106,7 +113,23 @@ class PartitionList(Sequence[TopicPartition]):
         return repr(self._list())
 
     def __reduce__(self):
-        return PartitionList, (list(self._topics), self._offsets, self._indices)
+        return PartitionList, (list(self._topics), self._offsets, self.indices)
+
+
+def partition_lists(
+    topics: Sequence[str], offsets: np.ndarray, base: np.ndarray, bounds: Sequence[int]
+) -> list[PartitionList]:
+    """``PartitionList(topics, offsets, base[bounds[i]:bounds[i + 1]])`` for every ``i``, without
+    slicing ``base`` until a list's indices are read (thousands of members per assignment)."""
+    new = object.__new__
+    out = []
+    append = out.append
+    for lo, hi in zip(bounds, bounds[1:]):  # noqa: B905 (bounds[1:] is one shorter by design)
+        pl = new(PartitionList)
+        pl._topics, pl._offsets, pl._indices, pl._tps, pl._base, pl._lo, pl._hi = (
+            topics, offsets, None, None, base, lo, hi)
+        append(pl)
+    return out
 
 
 def _to_tps(topics: Sequence[str], offsets: np.ndarray, indices: np.ndarray) -> list[TopicPartition]:
@@ -176,8 +199,7 @@ class TopicLayout:
         parts = np.asarray(partition_of_slot, dtype=np.int64)[order]
         parts.flags.writeable = False  # shared by the members' lists
         bounds = np.searchsorted(member_of_slot[order], np.arange(len(members) + 1)).tolist()
-        topics, offsets = self.topics, self.offsets
-        return {m: PartitionList(topics, offsets, parts[bounds[i]:bounds[i + 1]]) for i, m in enumerate(members)}
+        return dict(zip(members, partition_lists(self.topics, self.offsets, parts, bounds), strict=True))
 
 
 def stable_argsort(values: np.ndarray, bound: int) -> np.ndarray:

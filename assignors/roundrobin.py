@@ -34,7 +34,7 @@ import numpy as np
 
 from ._base import EAGER, Assignor
 from ._layout import TopicLayout, sorted_members, subscribers_per_topic
-from .types import Assignment, Subscription
+from .types import Assignment, Subscription, assignment_of
 
 
 class RoundRobinAssignor(Assignor):
@@ -64,4 +64,4 @@ class RoundRobinAssignor(Assignor):
         # Slots are every partition in layout order, which is also the order Kafka hands them out,
         # so each member's list comes out in (topic, partition) order.
         owned = layout.group_by_member(members, member_of_slot, np.arange(layout.total))
-        return {m: Assignment(tps) for m, tps in owned.items()}
+        return {m: assignment_of(tps) for m, tps in owned.items()}

@@ -46,8 +46,8 @@ import numpy as np
 
 from ._base import COOPERATIVE, EAGER, Assignor
 from ._java import hash_bucket, hashmap_capacity, hashmap_order, java_sort_key, java_string_hash
-from ._layout import PartitionList, TopicLayout, no_gc, stable_argsort
-from .types import Assignment, Subscription, TopicPartition
+from ._layout import PartitionList, TopicLayout, no_gc, partition_lists, stable_argsort
+from .types import Assignment, Subscription, TopicPartition, assignment_of
 from .userdata import (
     DEFAULT_GENERATION,
     cooperative_generation,
@@ -570,9 +570,7 @@ class _GeneralBuilder:
         flat = np.fromiter(chain.from_iterable(self.current), dtype=np.int64, count=sum(lengths))
         flat.flags.writeable = False
         bounds = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64))).tolist()
-        return {
-            m: PartitionList(topics, offs, flat[bounds[r]:bounds[r + 1]]) for r, m in enumerate(self.members)
-        }
+        return dict(zip(self.members, partition_lists(topics, offs, flat, bounds), strict=True))
 
     def _balance(self, all_sorted: np.ndarray, unassigned: np.ndarray) -> None:
         initializing = int(self.sizes.max()) == 0
@@ -671,7 +669,7 @@ class _GeneralBuilder:
 
     def _perform_reassignments(self, partitions: list[int]) -> bool:
         performed = False
-        owner, prev_owner, topic_of = self.owner, self.prev_owner, self.topic_of
+        prev_owner, topic_of = self.prev_owner, self.topic_of
         while True:
             modified = False
             for p in partitions:
@@ -774,7 +772,7 @@ class _AbstractStickyAssignor(Assignor):
             return self._finish(result, subscriptions)
 
     def _finish(self, result: StickyResult, subscriptions: dict[str, Subscription]) -> dict[str, Assignment]:
-        return {m: Assignment(result.assignment.get(m, [])) for m in subscriptions}
+        return {m: assignment_of(result.assignment.get(m, [])) for m in subscriptions}
 
 
 class StickyAssignor(_AbstractStickyAssignor):
@@ -840,7 +838,7 @@ class CooperativeStickyAssignor(_AbstractStickyAssignor):
         if mask is None:
             mask = _partitions_transferring(result)
         if not mask.any():
-            return {m: Assignment(result.assignment[m]) for m in subscriptions}
+            return {m: assignment_of(result.assignment[m]) for m in subscriptions}
         out = {}
         for m in subscriptions:
             parts = result.assignment[m]
