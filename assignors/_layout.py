@@ -10,12 +10,13 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from operator import attrgetter
 
 import numpy as np
 
 from ._base import member_sort_key
 from ._java import java_sort_key
-from .types import Subscription, TopicPartition
+from .types import Assignment, Subscription, TopicPartition, assignment_of
 
 
 @contextmanager
@@ -132,6 +133,13 @@ def partition_lists(
     return out
 
 
+def assignments_by_member(
+    members: Sequence[str], topics: Sequence[str], offsets: np.ndarray, base: np.ndarray, bounds: Sequence[int]
+) -> dict[str, Assignment]:
+    """``{members[i]: Assignment(partition_lists(...)[i])}`` in one pass (thousands of members)."""
+    return dict(zip(members, map(assignment_of, partition_lists(topics, offsets, base, bounds)), strict=True))
+
+
 def _to_tps(topics: Sequence[str], offsets: np.ndarray, indices: np.ndarray) -> list[TopicPartition]:
     """``TopicPartition`` objects for global indices, in the given order."""
     indices = np.asarray(indices, dtype=np.int64)
@@ -186,6 +194,15 @@ class TopicLayout:
         """The partitions at global ``indices`` (in that order), built lazily."""
         return PartitionList(self.topics, self.offsets, np.asarray(indices, dtype=np.int64))
 
+    def _grouped(
+        self, n_members: int, member_of_slot: np.ndarray, partition_of_slot: np.ndarray
+    ) -> tuple[np.ndarray, list[int]]:
+        member_of_slot = np.asarray(member_of_slot, dtype=np.int64)
+        order = stable_argsort(member_of_slot, n_members)
+        parts = np.asarray(partition_of_slot, dtype=np.int64)[order]
+        parts.flags.writeable = False  # shared by the members' lists
+        return parts, np.searchsorted(member_of_slot[order], np.arange(n_members + 1)).tolist()
+
     def group_by_member(
         self, members: Sequence[str], member_of_slot: np.ndarray, partition_of_slot: np.ndarray
     ) -> dict[str, PartitionList]:
@@ -194,12 +211,15 @@ class TopicLayout:
         Every member of ``members`` is present, possibly with an empty list. The lists are
         ``PartitionList``s: no ``TopicPartition`` is built until a caller reads one.
         """
-        member_of_slot = np.asarray(member_of_slot, dtype=np.int64)
-        order = stable_argsort(member_of_slot, len(members))
-        parts = np.asarray(partition_of_slot, dtype=np.int64)[order]
-        parts.flags.writeable = False  # shared by the members' lists
-        bounds = np.searchsorted(member_of_slot[order], np.arange(len(members) + 1)).tolist()
+        parts, bounds = self._grouped(len(members), member_of_slot, partition_of_slot)
         return dict(zip(members, partition_lists(self.topics, self.offsets, parts, bounds), strict=True))
+
+    def assignments(
+        self, members: Sequence[str], member_of_slot: np.ndarray, partition_of_slot: np.ndarray
+    ) -> dict[str, Assignment]:
+        """``{member: Assignment(partitions)}`` with ``group_by_member``'s lists."""
+        parts, bounds = self._grouped(len(members), member_of_slot, partition_of_slot)
+        return assignments_by_member(members, self.topics, self.offsets, parts, bounds)
 
 
 def stable_argsort(values: np.ndarray, bound: int) -> np.ndarray:
@@ -210,10 +230,16 @@ def stable_argsort(values: np.ndarray, bound: int) -> np.ndarray:
     return np.argsort(values, kind="stable")
 
 
+_instance_id_of = attrgetter("group_instance_id")
+
+
 def sorted_members(subscriptions: dict[str, Subscription]) -> list[str]:
     """Member ids in Kafka's ``MemberInfo`` order (static by instance id, then dynamic by id)."""
-    if all(sub.group_instance_id is None for sub in subscriptions.values()):
-        return sorted(subscriptions, key=java_sort_key)  # dynamic members only: by member id
+    if set(map(_instance_id_of, subscriptions.values())) <= {None}:
+        # Dynamic members only: by member id (ASCII ids sort the same without the key).
+        if all(map(str.isascii, subscriptions)):
+            return sorted(subscriptions)
+        return sorted(subscriptions, key=java_sort_key)
     return sorted(subscriptions, key=lambda m: member_sort_key(m, subscriptions[m]))
 
 
@@ -222,17 +248,20 @@ def subscribers_per_topic(
 ) -> list[np.ndarray]:
     """For each topic of ``layout`` (by rank), the ascending positions in ``members`` of the
     members subscribed to it. Shared by the range and round-robin assignors."""
-    # Groups tend to have a handful of distinct subscriptions. Working per distinct topic list
-    # rather than per (member, topic) keeps 10,000 members x 100 topics off the Python loop.
-    positions_of: dict[tuple[str, ...], list[int]] = {}
-    for position, member in enumerate(members):
-        positions_of.setdefault(subscriptions[member].topics, []).append(position)
+    # Groups tend to have a handful of distinct subscriptions. Working per distinct topics tuple
+    # (by identity: equal tuples that are distinct objects only make more blocks, which the
+    # per-topic merge below unites) keeps 10,000 members x 100 topics off the Python loop.
+    topics_list = [subscriptions[m].topics for m in members]
+    ids = np.fromiter(map(id, topics_list), dtype=np.uint64, count=len(topics_list))
+    uniq, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    by_block = stable_argsort(inverse, len(uniq))
+    cuts = np.searchsorted(inverse[by_block], np.arange(len(uniq) + 1)).tolist()
     blocks: list[np.ndarray] = []
     blocks_of_topic: list[list[int]] = [[] for _ in layout.topics]
     rank = layout.rank
-    for block, (topics, positions) in enumerate(positions_of.items()):
-        blocks.append(np.array(positions, dtype=np.int64))
-        for r in {rank[t] for t in topics if t in rank}:
+    for block, f in enumerate(first.tolist()):
+        blocks.append(by_block[cuts[block]:cuts[block + 1]])
+        for r in {rank[t] for t in topics_list[f] if t in rank}:
             blocks_of_topic[r].append(block)
     # Topics with the same subscribers share one array.
     cache: dict[tuple[int, ...], np.ndarray] = {}

@@ -34,7 +34,7 @@ import numpy as np
 
 from ._base import EAGER, Assignor
 from ._layout import TopicLayout, sorted_members, subscribers_per_topic
-from .types import Assignment, Subscription, assignment_of
+from .types import Assignment, Subscription
 
 
 class RoundRobinAssignor(Assignor):
@@ -63,5 +63,4 @@ class RoundRobinAssignor(Assignor):
         member_of_slot = np.concatenate(chunks) if chunks else np.empty(0, dtype=np.int64)
         # Slots are every partition in layout order, which is also the order Kafka hands them out,
         # so each member's list comes out in (topic, partition) order.
-        owned = layout.group_by_member(members, member_of_slot, np.arange(layout.total))
-        return {m: assignment_of(tps) for m, tps in owned.items()}
+        return layout.assignments(members, member_of_slot, np.arange(layout.total))
