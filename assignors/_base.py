@@ -85,11 +85,10 @@ _user_data_of = attrgetter("user_data")
 _USER_DATA_TYPES = {type(None), bytes, bytearray, memoryview}
 
 
-def _distinct_topics(subs: Iterable[Subscription]) -> Iterable[tuple[str, ...]]:
-    """The members' topics tuples, each object once: members usually share a few tuples, so
-    this visits objects (by id), not members."""
-    topics = list(map(_topics_of, subs))
-    return dict(zip(map(id, topics), topics, strict=True)).values()
+def _distinct_topics(subs: Iterable[Subscription]) -> set[tuple[str, ...]]:
+    """The members' distinct topics tuples: members usually share a few subscriptions, so
+    work per distinct tuple rather than per member."""
+    return set(map(_topics_of, subs))
 
 
 def _checked_subscriptions(subscriptions: Mapping[str, Subscription]) -> dict[str, Subscription]:

@@ -209,15 +209,15 @@ def _all_subscriptions_equal(subscriptions: dict[str, Subscription], order: list
     simulator reproduces.
     """
     reference: set[str] = set()
-    verdict: dict[int, bool] = {}  # by id of a topics tuple: members usually share a handful
+    verdict: dict[tuple[str, ...], bool] = {}  # members usually share a handful of subscriptions
     for m in order:
         topics = subscriptions[m].topics
         if not reference:
             reference = set(topics)
             continue
-        ok = verdict.get(id(topics))
+        ok = verdict.get(topics)
         if ok is None:
-            ok = verdict[id(topics)] = len(topics) == len(reference) and reference.issuperset(topics)
+            ok = verdict[topics] = len(topics) == len(reference) and reference.issuperset(topics)
         if not ok:
             return False
     return True
@@ -439,13 +439,13 @@ class _GeneralBuilder:
         self.rank = rank = {m: i for i, m in enumerate(self.members)}
         topic_rank = layout.rank
         # Each member's topics (ranks) in subscription order, existing topics only.
-        topics_cache: dict[int, list[int]] = {}
+        topics_cache: dict[tuple[str, ...], list[int]] = {}
         self.topics_of: list[list[int]] = []
         for m in self.members:
             ts = subscriptions[m].topics
-            tr = topics_cache.get(id(ts))
+            tr = topics_cache.get(ts)
             if tr is None:
-                tr = topics_cache[id(ts)] = [topic_rank[t] for t in ts if t in topic_rank]
+                tr = topics_cache[ts] = [topic_rank[t] for t in ts if t in topic_rank]
             self.topics_of.append(tr)
         # Members with the same subscription (topics tuple) share a group and its derived data.
         groups: dict[tuple[int, ...], int] = {}
