@@ -101,6 +101,8 @@ class ConsumerMember:
     _batch_done = Member._batch_done
     _after_batch_commit = Member._after_batch_commit
     _revoke_callback = Member._revoke_callback
+    _commit_stuck = Member._commit_stuck
+    _end_sync_commit = Member._end_sync_commit
 
     def __init__(self, name: str, config: ConsumerConfig, topics: tuple[str, ...],
                  metadata: Callable[[], tuple[int, dict[str, int]]] | None = None,
@@ -172,7 +174,7 @@ class ConsumerMember:
     def settled(self) -> bool:
         return (self.alive and self.state == STABLE and self.reconciling is None and self.app_work is None
                 and not self.busy and self.paused_at is None and not self.lost_pending
-                and not self.fetches and not self.first_pending)
+                and not self.fetches and not self.first_pending and not self._commit_stuck())
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -232,6 +234,7 @@ class ConsumerMember:
     def _die(self, now: float) -> None:
         if self.owned:
             self._set_owned(now, remove=sorted(self.owned))
+        self._end_sync_commit()
         if self.busy:
             self.busy = False
             self.out.append(("close", "stalled", self.name, None, None))
@@ -240,7 +243,6 @@ class ConsumerMember:
             self.out.append(("close", "paused", self.name, None, None))
         for key in list(self.timers):
             self._timer(key, None)
-        self.sync_commit = None
         self.commit_sent.clear()
         self.fetches.clear()
         self.first_pending.clear()

@@ -226,7 +226,7 @@ class Member:
         self.first_pending: set[int] = set()    # fetches whose first records are on their way
         self.commit_next: float | None = None   # next auto-commit when heartbeats went quiet
         self.sync_commit: list | None = None    # commitSync() blocking the poll thread: [seq, then,
-        #                                         deadline, offsets, position_s, label]
+        #                                         deadline, offsets, position_s, label, retries]
         self.commit_sent: dict[int, tuple[int, str]] = {}  # seq -> (generation, member id) sent with
         self.timers: dict[tuple, float] = {}
         self.out: list[tuple] = []
@@ -367,25 +367,34 @@ class Member:
             return
         self._advance(now)
         seq = self._send_commit(now, offsets, position_s)
-        self.sync_commit = [seq, then, now + self.config.default_api_timeout_s, offsets, position_s, label]
+        self.sync_commit = [seq, then, now + self.config.default_api_timeout_s, offsets, position_s, label, 0]
         self._timer(("sync_commit", seq), now + self.config.request_timeout_s)
 
     def _sync_commit_answered(self, now: float, error: str) -> None:
         sc = self.sync_commit
-        seq, then, deadline, _offsets, _pos, label = sc
+        seq, then, deadline, _offsets, _pos, label, _retries = sc
         self._timer(("sync_commit", seq), None)
         if error in RETRIABLE_COMMIT_ERRORS and now + self.config.retry_backoff_s < deadline:
             self._event("commit_failed", f"{label}: {error} (retried)")
+            if sc[6] == 0 and not self.busy:
+                # stuck, not a routine round trip: the poll thread counts as stalled from now on
+                self.out.append(("open", "stalled", self.name, None, None))
+            sc[6] += 1
             self._timer(("sync_commit_retry", seq), now + self.config.retry_backoff_s)
             return
         self._advance(now)
-        self.sync_commit = None
+        self._end_sync_commit()
         self.commit_ok = error == m.NONE
         sent = self.commit_sent.pop(seq, None)
         if error != m.NONE:
             self._event("commit_failed", f"{label}: {error}")
             self._commit_error(now, sent, error)
         then(now)
+
+    def _end_sync_commit(self) -> None:
+        sc, self.sync_commit = self.sync_commit, None
+        if sc is not None and sc[6] > 0 and not self.busy:
+            self.out.append(("close", "stalled", self.name, None, None))
 
     def _sync_commit_timer(self, now: float, key: tuple) -> None:
         sc = self.sync_commit
@@ -546,10 +555,14 @@ class Member:
 
     @property
     def settled(self) -> bool:
-        """Stable, nothing pending, processing (used for the episode end)."""
+        """Stable, nothing pending, processing (used for the episode end). A commitSync() blocks
+        processing for a round trip after every batch; only one that had to be retried counts."""
         return (self.alive and self.state == STABLE and not self.rejoin_needed and not self.busy
                 and self.paused_at is None and self.pending_assignment is None
-                and not self.fetches and not self.first_pending)
+                and not self.fetches and not self.first_pending and not self._commit_stuck())
+
+    def _commit_stuck(self) -> bool:
+        return self.sync_commit is not None and self.sync_commit[6] > 0
 
     # ------------------------------------------------------------------ poll loop timing
 
@@ -643,7 +656,7 @@ class Member:
         self._set_owned(now, remove=sorted(self.owned))
         self.pending_assignment = None
         self.prepare_commit = None
-        self.sync_commit = None
+        self._end_sync_commit()
         self.commit_sent.clear()
         self.fetches.clear()
         self.first_pending.clear()
