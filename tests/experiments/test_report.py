@@ -82,7 +82,7 @@ def test_report_leads_with_the_stall_and_says_how_it_was_produced(smoke_report):
     _, out = smoke_report
     head = pd.read_csv(out / "headline.csv")
     assert list(head.columns)[4:] == ["unassigned partition-s", "stop-the-world s", "records delayed",
-                                      "longest gap s", "rebalance s", "rounds"]
+                                      "records processed twice", "longest gap s", "rebalance s", "rounds"]
     assert head["rounds"].dtype.kind == "i"
     html = (out / "report.html").read_text()
     for scenario in ("scale-out", "crash", "rolling-deploy"):
