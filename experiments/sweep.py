@@ -454,6 +454,48 @@ def _eta(elapsed: float, done_cost: float, left_cost: float) -> str:
     return f", ~{elapsed / done_cost * left_cost:.0f} s left" if done_cost and left_cost > 1e-9 else ""
 
 
+PROGRESS_EVERY_S = 15.0  # at most one progress line this often while a batch runs
+
+
+class _BatchProgress:
+    """While a batch runs, a plain progress line every ``every_s`` seconds counting the runs
+    (Spark tasks) finished inside it, so a long first batch (the biggest runs go first) does not
+    look stuck. Lines only when the count moved; nothing on Spark Connect (no status tracker)."""
+
+    def __init__(self, label, stream, total, kept, batch_runs, t0, done_cost, batch_cost, left_cost,
+                 every_s: float | None = None):
+        import threading
+
+        self.args = (label, stream, total, kept, batch_runs, t0, done_cost, batch_cost, left_cost)
+        self.every_s = every_s or PROGRESS_EVERY_S
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="sweep-progress", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        from experiments.spark import finished_tasks
+
+        label, stream, total, kept, batch_runs, t0, done_cost, batch_cost, left_cost = self.args
+        shown = 0
+        while not self._stop.wait(self.every_s):
+            n = finished_tasks(batch_runs)
+            if not n or n <= shown or n >= batch_runs:
+                continue
+            shown = n
+            elapsed = time.monotonic() - t0
+            # runs of a batch are of similar size (sorted by cost): count them as equal shares
+            part = batch_cost * n / batch_runs
+            try:
+                print(f"{label}: {kept + n}/{total} runs complete ({elapsed:.0f} s"
+                      f"{_eta(elapsed, done_cost + part, left_cost - part)})", file=stream, flush=True)
+            except (OSError, ValueError):  # a closed stream: the main thread reports that
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=1.0)
+
+
 def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str | None = None,
               label: str = "sweep", stream=None,
               runner: Callable[[RunSpec], tuple[str, str, dict]] | None = None,
@@ -504,6 +546,9 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
                                 "spec": [s.to_json() for s in batch_specs]})
             df = spark.createDataFrame(pdf).repartitionByRange(len(batch_specs), "slot")
             blobs = df.mapInPandas(_Task(model, runner), BLOB_SCHEMA).persist()
+            batch_cost = sum(cost[s.run_id] for s in batch_specs)
+            watcher = _BatchProgress(label, stream, len(specs), kept, len(batch_specs), t0,
+                                     done_cost, batch_cost, left_cost)
             try:
                 meta = blobs.select("run_id", "status", "wall_s", "error", "runs_schema",
                                     "episodes_schema").toArrow().to_pandas()
@@ -519,10 +564,10 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
                 write_batch(spark, out, batch_id, blobs.where(blobs.status.isin(*COMPLETE_STATUSES)),
                             schemas, commit_rows, max(1, min(len(ok), _parallelism(spark))))
             finally:
+                watcher.stop()
                 blobs.unpersist()
             results.append(meta[["run_id", "status", "wall_s", "error"]])
             kept += len(ok)
-            batch_cost = sum(cost[r] for r in meta["run_id"])
             done_cost += batch_cost
             left_cost -= batch_cost
             print(f"{label}: {kept}/{len(specs)} runs complete ({time.monotonic() - t0:.0f} s"
