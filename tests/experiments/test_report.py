@@ -101,7 +101,8 @@ def test_headline_sentence_states_the_ratio():
     def point(assignor, stall, rounds):
         return {"scenario": "scale-out", "membership": "dynamic", "members": 10, "assignor": assignor,
                 "unassigned_partition_s_median": stall, "stop_the_world_s_median": 0.1,
-                "throughput_loss_records_median": stall * 100, "unassigned_max_s_median": 1.0,
+                "throughput_loss_records_median": stall * 100, "records_reprocessed_median": 4.0,
+                "unassigned_max_s_median": 1.0,
                 "rebalance_time_total_s_median": 2.0, "rounds_total_median": rounds}
 
     points = pd.DataFrame([point("range", 700.0, 1.0), point("sticky", 600.0, 1.0),
