@@ -161,7 +161,8 @@ class ConsumerMember:
         self.reconciling: tuple | None = None    # (target, revoked, added) of the one in progress
         self.app_work: tuple | None = None       # callbacks waiting for the next poll()
         self.lost_pending = False
-        self.rec_commit: int | None = None
+        self.rec_commit: int | None = None  # seq of the commit before a reconciliation; -1: retry due
+        self.rec_commit_deadline = 0.0
         self.commit_seq = 0
         self.hb_in_flight = False
         self.ack_in_flight = False
@@ -540,10 +541,10 @@ class ConsumerMember:
                     f"add={len(added)}")
         if owned and self.config.enable_auto_commit:
             # auto-commit before the reconciliation (ConsumerMembershipManager.signalReconciliationStarted)
-            self.commit_seq += 1
-            self.rec_commit = self.commit_seq
-            self._commit(now, self.commit_seq)
-            self._timer(("rec_commit",), now + self.config.max_poll_interval_s)
+            # CommitRequestManager.maybeAutoCommitSyncBeforeRevocation: retried on a timeout or
+            # a retriable error until the rebalance timeout (max.poll.interval.ms) has passed
+            self.rec_commit_deadline = now + self.config.max_poll_interval_s
+            self._send_rec_commit(now)
         else:
             self._revoke_and_assign(now)
 
@@ -562,6 +563,24 @@ class ConsumerMember:
     def _commit_error(self, now: float, sent, error: str) -> None:
         """CommitRequestManager: a failed commit changes nothing in the membership (the heartbeat
         learns about fencing itself)."""
+
+    def _send_rec_commit(self, now: float) -> None:
+        self.commit_seq += 1
+        self.rec_commit = self.commit_seq
+        self._commit(now, self.commit_seq)
+        self._timer(("rec_commit",), min(now + self.config.request_timeout_s, self.rec_commit_deadline))
+
+    def _rec_commit_failed(self, now: float, error: str, retriable: bool) -> None:
+        """The commit before a reconciliation failed: retry it (after retry.backoff.ms) while the
+        deadline allows, else reconcile anyway, as Kafka does."""
+        if retriable and now + self.config.retry_backoff_s < self.rec_commit_deadline:
+            self.rec_commit = -1  # a retry is due: responses to earlier attempts no longer count
+            self._timer(("rec_commit_retry",), now + self.config.retry_backoff_s)
+            return
+        self.rec_commit = None
+        self._timer(("rec_commit",), None)
+        self._event("commit_failed", f"before reconciliation: {error}")
+        self._revoke_and_assign(now)
 
     def _commit(self, now: float, seq: int | None = None) -> None:
         self._send(self._commit_request(now, seq))
@@ -678,10 +697,11 @@ class ConsumerMember:
                     self._commit(now)
             self._timer(("commit",), now + self.config.auto_commit_interval_s)
         elif kind == "rec_commit":
-            if self.rec_commit is not None:
-                self.rec_commit = None
-                self._event("commit_failed", "before reconciliation: request timed out")
-                self._revoke_and_assign(now)
+            if self.rec_commit is not None and self.rec_commit >= 0:
+                self._rec_commit_failed(now, "request timed out", retriable=True)
+        elif kind == "rec_commit_retry":
+            if self.rec_commit == -1 and self.state == RECONCILING and self.reconciling is not None:
+                self._send_rec_commit(now)
         return self._drain()
 
     def on_control(self, now: float, note) -> list[tuple]:
@@ -712,11 +732,15 @@ class ConsumerMember:
                 return self._drain()
             self.commit_ok = msg.error == m.NONE
             if self.rec_commit is not None and msg.seq == self.rec_commit:
-                self.rec_commit = None
-                self._timer(("rec_commit",), None)
-                if msg.error != m.NONE:
-                    self._event("commit_failed", f"before reconciliation: {msg.error}")
-                self._revoke_and_assign(now)
+                if msg.error == m.NONE:
+                    self.rec_commit = None
+                    self._timer(("rec_commit",), None)
+                    self._revoke_and_assign(now)
+                else:
+                    # a stale member epoch is retried with the current one (isStaleEpochErrorAndValidEpochAvailable)
+                    self._timer(("rec_commit",), None)
+                    self._rec_commit_failed(now, msg.error, retriable=msg.error == m.STALE_MEMBER_EPOCH
+                                            and self.epoch > 0)
             elif msg.error != m.NONE:
                 self._event("commit_failed", msg.error)
         else:

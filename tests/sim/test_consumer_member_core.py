@@ -179,3 +179,40 @@ def test_epoch_going_back_is_a_violation():
     beat(mb)
     out = mb.handle(5.4, ok(mb, 2))
     assert any(e[0] == "violation" for e in out)
+
+
+def test_commit_before_reconciliation_is_retried_until_the_rebalance_timeout():
+    """A lost commit before a reconciliation is sent again after request.timeout.ms (Kafka's
+    maybeAutoCommitSyncBeforeRevocation retries until the rebalance timeout), so the reconciliation
+    completes soon after the retry succeeds instead of waiting out max.poll.interval.ms."""
+    mb = stable_with(member(request_timeout_ms=30000, max_poll_interval_ms=300000), T[:3])
+    beat(mb)
+    out = mb.handle(5.4, ok(mb, 1, frozenset(T[:2])))
+    (first,) = sent(out, m.OffsetCommitRequest)
+    at = mb.timers[("rec_commit",)]
+    assert at == 5.4 + 30.0
+    mb.on_timer(at, ("rec_commit",), at)  # no answer: retry after the backoff
+    assert mb.owned == set(T[:3])
+    due = mb.timers[("rec_commit_retry",)]
+    out = mb.on_timer(due, ("rec_commit_retry",), due)
+    (second,) = sent(out, m.OffsetCommitRequest)
+    assert second.seq != first.seq
+    mb.handle(due + 0.1, m.OffsetCommitResponse(m.NONE, first.seq))  # the first, late: not it
+    assert mb.owned == set(T[:3])
+    out = mb.handle(due + 0.2, m.OffsetCommitResponse(m.NONE, second.seq))
+    assert [e for e in out if e[0] == "close" and e[1] == "owned"] == [("close", "owned", "c0", "t", 2)]
+
+
+def test_commit_before_reconciliation_gives_up_at_the_rebalance_timeout():
+    mb = stable_with(member(request_timeout_ms=30000, max_poll_interval_ms=45000), T[:3])
+    beat(mb)
+    mb.handle(5.4, ok(mb, 1, frozenset(T[:2])))
+    at = mb.timers[("rec_commit",)]
+    mb.on_timer(at, ("rec_commit",), at)
+    due = mb.timers[("rec_commit_retry",)]
+    mb.on_timer(due, ("rec_commit_retry",), due)
+    at = mb.timers[("rec_commit",)]
+    assert at == 5.4 + 45.0  # the second attempt is cut at the deadline
+    out = mb.on_timer(at, ("rec_commit",), at)
+    assert any(e[0] == "event" and e[1] == "commit_failed" for e in out)
+    assert [e for e in out if e[0] == "close" and e[1] == "owned"] == [("close", "owned", "c0", "t", 2)]
