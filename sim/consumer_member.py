@@ -165,6 +165,9 @@ class ConsumerMember:
         self.rec_commit_deadline = 0.0
         self.commit_seq = 0
         self.hb_in_flight = False
+        self.correlations = 0
+        self.hb_correlation: tuple = ()
+        self.leave_correlation: tuple = ()
         self.ack_in_flight = False
         self.hb_due = False
         self.leave_in_flight = False             # a leave heartbeat not answered yet
@@ -341,7 +344,9 @@ class ConsumerMember:
             rebalance_timeout_s=self.config.max_poll_interval_s if full else None,
             subscribed_topics=self.topics if full else None,
             owned_partitions=owned if (full or owned != self.sent_owned) else None,
-            server_assignor=self.config.group_remote_assignor if full else None)
+            server_assignor=self.config.group_remote_assignor if full else None,
+            correlation=self._next_correlation())
+        self.hb_correlation = req.correlation
         self.send_full = False
         self.sent_owned = owned
         sent = now if sent_at is None else sent_at
@@ -355,7 +360,9 @@ class ConsumerMember:
 
     def _send_leave(self, now: float, reason: str) -> None:
         epoch = m.LEAVE_GROUP_STATIC_MEMBER_EPOCH if self.instance_id else m.LEAVE_GROUP_MEMBER_EPOCH
-        self._send(m.ConsumerGroupHeartbeatRequest(self.member_id, epoch, self.instance_id))
+        self.leave_correlation = self._next_correlation()
+        self._send(m.ConsumerGroupHeartbeatRequest(self.member_id, epoch, self.instance_id,
+                                                   correlation=self.leave_correlation))
         self._event("leave_group", f"member_id={self.member_id} epoch={epoch} {reason}")
         self._timer(("hb",), None)
         self._timer(("hb_timeout",), None)
@@ -370,14 +377,18 @@ class ConsumerMember:
         if self.hb_due and self.state in IN_GROUP:
             self._send_heartbeat(now)
 
+    def _next_correlation(self) -> tuple:
+        self.correlations += 1
+        return (self.started_at, self.correlations)
+
     def _on_response(self, now: float, r: m.ConsumerGroupHeartbeatResponse) -> None:
         if r.member_epoch in (m.LEAVE_GROUP_MEMBER_EPOCH, m.LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             # a leave's response (the coordinator answers with the epoch it was sent with)
-            if self.leave_in_flight:
+            if self.leave_in_flight and r.correlation == self.leave_correlation:
                 self._leave_answered(now)
             return
-        if not self.hb_in_flight:
-            return  # one that timed out already
+        if not self.hb_in_flight or r.correlation != self.hb_correlation:
+            return  # one that timed out already, or an answer to a crashed predecessor's request
         self.hb_in_flight = False
         was_ack, self.ack_in_flight = self.ack_in_flight, False
         self._timer(("hb_timeout",), None)
