@@ -274,10 +274,11 @@ def _consumer(mode, handoffs, parts):
     mb = ConsumerMember("c0", ConsumerConfig(group_protocol="consumer", commit_mode=mode), ("t",),
                         rates={"t": RATE}, handoffs=handoffs)
     mb.start(0.0)
-    eff = mb.handle(0.1, m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-1", 1, 5.0, frozenset(parts)))
+    eff = mb.handle(0.1, m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-1", 1, 5.0, frozenset(parts),
+                                                                  correlation=mb.hb_correlation))
     for key in sorted(k for k in mb.timers if k[0] in ("poll", "callback")):
         eff += mb.on_timer(mb.timers[key], key, mb.timers[key])
-    mb.handle(0.3, m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-1", 1, 5.0))
+    mb.handle(0.3, m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-1", 1, 5.0, correlation=mb.hb_correlation))
     (fetch,) = _sent(eff, m.OffsetFetchRequest)
     mb.handle(0.31, m.OffsetFetchResponse(m.NONE, fetch.partitions, (None,) * len(parts), fetch.seq))
     return mb
@@ -291,7 +292,8 @@ def test_consumer_protocol_manual_revocation_commits_in_the_listener_with_the_me
     mb = _consumer("sync-per-batch", handoffs, T[:2])
     mb.timers.pop(("batch",))
     mb.hb_in_flight = True
-    eff = mb.handle(10.0, m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-1", 1, 5.0, frozenset(T[:1])))
+    eff = mb.handle(10.0, m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-1", 1, 5.0, frozenset(T[:1]),
+                                                                   correlation=mb.hb_correlation))
     assert not _sent(eff, m.OffsetCommitRequest)          # reconciliation starts without a commit
     assert T[1] not in mb.owned                           # pending revocation: not fetched any more
     poll_at = mb.timers[("poll",)]
