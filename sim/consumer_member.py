@@ -27,6 +27,14 @@ it loses its partitions at its next poll and rejoins. close() revokes (commits) 
 leaves with epoch -1 (a static member with -2, keeping its assignment on the coordinator for a
 restart within the session timeout).
 
+Manual commits (``commit_mode`` other than ``auto``): the classic member's poll-batch commits,
+commitSync() and commitAsync() (shared), with the new consumer's rules: no commit before a
+reconciliation (CommitRequestManager.maybeAutoCommitSyncBeforeRevocation commits only with
+enable.auto.commit); the listener's commitSync() in onPartitionsRevoked commits the revoked
+partitions at the position where their fetching stopped; commits carry the member epoch the
+member last heard, and a STALE_MEMBER_EPOCH or UNKNOWN_MEMBER_ID answer is a
+CommitFailedException that the application catches (commitSync retries only retriable errors).
+
 Modelled here, not defined by Kafka: both callbacks of one reconciliation run in the same poll();
 a fenced member rejoins with an empty member id (the coordinator gives it a new one).
 
@@ -100,6 +108,17 @@ class ConsumerMember:
     _record_progress = Member._record_progress
     _enter_pause = Member._enter_pause
     _leave_pause = Member._leave_pause
+    # Manual commits (commitSync / commitAsync per poll batch) work the same way too.
+    _commit_sync = Member._commit_sync
+    _sync_commit_answered = Member._sync_commit_answered
+    _sync_commit_timer = Member._sync_commit_timer
+    _commit_async = Member._commit_async
+    _arm_batch = Member._arm_batch
+    _batch_done = Member._batch_done
+    _after_batch_commit = Member._after_batch_commit
+    _revoke_callback = Member._revoke_callback
+    _commit_stuck = Member._commit_stuck
+    _end_sync_commit = Member._end_sync_commit
 
     def _set_owned(self, now: float, add=(), remove=()) -> None:
         self._owned_sorted = None
@@ -167,6 +186,9 @@ class ConsumerMember:
         self.backlog = 0.0
         self._backlog_t = 0.0
         self.commit_ok = True
+        self.sync_commit: list | None = None
+        self.commit_sent: dict[int, tuple[int, str]] = {}
+        self.revoking_at: float | None = None    # position where revoked partitions stopped (manual commits)
         self._release_cause: str | None = None
         self.fetch_seq = 0
         self.fetches: dict[int, tuple] = {}
@@ -195,7 +217,7 @@ class ConsumerMember:
     def settled(self) -> bool:
         return (self.alive and self.state == STABLE and self.reconciling is None and self.app_work is None
                 and not self.busy and self.paused_at is None and not self.lost_pending
-                and not self.fetches and not self.first_pending)
+                and not self.fetches and not self.first_pending and not self._commit_stuck())
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -207,7 +229,8 @@ class ConsumerMember:
                        if self.config.group_remote_assignor else "")
                     + (f" group.instance.id={self.instance_id}" if self.instance_id else ""))
         self._join(now)
-        self._timer(("commit",), now + self.config.auto_commit_interval_s)
+        if self.config.enable_auto_commit:
+            self._timer(("commit",), now + self.config.auto_commit_interval_s)
         return self._drain()
 
     def crash(self, now: float) -> list[tuple]:
@@ -237,12 +260,14 @@ class ConsumerMember:
         self.app_work = None
         if self.state in IN_GROUP and self.owned:
             self.state = PREPARE_LEAVING
-            self._commit(now)
-            revoked = sorted(self.owned, key=_tp_key)
+            if self.config.enable_auto_commit:
+                self._commit(now)
+            revoked = tuple(sorted(self.owned, key=_tp_key))
+            position = self._position_s(now)
             self._event("revoke", f"count={len(revoked)} leaving")
             self._set_owned(now, remove=revoked)
-            self._run_callback(now, "revoke", self.config.revoke_cost_ms / 1000.0 * len(revoked),
-                               self._finish_close)
+            self._revoke_callback(now, self.config.revoke_cost_ms / 1000.0 * len(revoked),
+                                  self._finish_close, revoked, position)
         else:
             self._finish_close(now)
 
@@ -254,6 +279,7 @@ class ConsumerMember:
     def _die(self, now: float) -> None:
         if self.owned:
             self._set_owned(now, remove=sorted(self.owned, key=_tp_key))
+        self._end_sync_commit()
         if self.busy:
             self.busy = False
             self.out.append(("close", "stalled", self.name, None, None))
@@ -262,6 +288,7 @@ class ConsumerMember:
             self.out.append(("close", "paused", self.name, None, None))
         for key in list(self.timers):
             self._timer(key, None)
+        self.commit_sent.clear()
         self.fetches.clear()
         self.first_pending.clear()
         self.alive = False
@@ -523,7 +550,7 @@ class ConsumerMember:
         self.reconciling = (target, revoked, added)
         self._event("reconcile", f"member_id={self.member_id} epoch={self.epoch} revoke={len(revoked)} "
                     f"add={len(added)}")
-        if owned:
+        if owned and self.config.enable_auto_commit:
             # auto-commit before the reconciliation (ConsumerMembershipManager.signalReconciliationStarted)
             # CommitRequestManager.maybeAutoCommitSyncBeforeRevocation: retried on a timeout or
             # a retriable error until the rebalance timeout (max.poll.interval.ms) has passed
@@ -531,6 +558,22 @@ class ConsumerMember:
             self._send_rec_commit(now)
         else:
             self._revoke_and_assign(now)
+
+    def _send_commit(self, now: float, offsets: tuple, position_s: float) -> int:
+        self.commit_seq += 1
+        self._send(m.OffsetCommitRequest(self.member_id, self.epoch, self.instance_id, len(offsets),
+                                         self.commit_seq, offsets, position_s))
+        return self.commit_seq
+
+    def _commit_refused(self) -> str | None:
+        """A member that is not in the group has no member id and epoch to commit with."""
+        if self.member_id and self.state in IN_GROUP + (PREPARE_LEAVING,) and not self.lost_pending:
+            return None
+        return "CommitFailedException (client side)"
+
+    def _commit_error(self, now: float, sent, error: str) -> None:
+        """CommitRequestManager: a failed commit changes nothing in the membership (the heartbeat
+        learns about fencing itself)."""
 
     def _send_rec_commit(self, now: float) -> None:
         self.commit_seq += 1
@@ -568,6 +611,7 @@ class ConsumerMember:
         _, revoked, added = self.reconciling
         if revoked:
             self._event("revoke", f"count={len(revoked)} consumer")
+            self.revoking_at = self._position_s(now)
             self._set_owned(now, remove=revoked)  # pending revocation: nothing more is fetched
         self.app_work = (revoked, added)
         self._wake_poll(now)
@@ -585,7 +629,8 @@ class ConsumerMember:
                 self._event("assign", f"count={len(added)}")
             self._run_callback(t, "assign", cfg.assign_cost_ms / 1000.0 * len(added), self._reconciled)
 
-        self._run_callback(now, "revoke", cfg.revoke_cost_ms / 1000.0 * len(revoked), assign_step)
+        self._revoke_callback(now, cfg.revoke_cost_ms / 1000.0 * len(revoked), assign_step,
+                              tuple(revoked), self.revoking_at)
 
     def _reconciled(self, now: float) -> None:
         """The reconciliation is complete: acknowledge at once (ACKNOWLEDGING)."""
@@ -647,6 +692,10 @@ class ConsumerMember:
             self._poll(now)
         elif kind in OFFSET_TIMERS:
             self._offset_timer(now, key)
+        elif kind == "batch":
+            self._batch_done(now)
+        elif kind in ("sync_commit", "sync_commit_retry"):
+            self._sync_commit_timer(now, key)
         elif kind == "commit":
             # enable.auto.commit: the new consumer's CommitRequestManager commits every
             # auto.commit.interval.ms while it is in the group.
@@ -689,6 +738,9 @@ class ConsumerMember:
         elif isinstance(msg, m.OffsetFetchResponse):
             self._on_offset_fetch(now, msg)
         elif isinstance(msg, m.OffsetCommitResponse):
+            if self.sync_commit is not None and msg.seq == self.sync_commit[0]:
+                self._sync_commit_answered(now, msg.error)
+                return self._drain()
             self.commit_ok = msg.error == m.NONE
             if self.rec_commit is not None and msg.seq == self.rec_commit:
                 if msg.error == m.NONE:
