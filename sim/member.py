@@ -498,6 +498,10 @@ class Member:
                     self._event("offset_fetch_failed", "request timed out")
                     self.fetches[key[1]] = pending   # keep settled() false during the backoff
                     self._timer(("fetch_retry", key[1]), now + self.config.retry_backoff_s)
+                else:
+                    # settled() may turn true here: say so (the consumer protocol's run re-checks
+                    # whether the group settled only when a core records an event)
+                    self._event("offset_fetch_dropped", "request timed out; its partitions were revoked")
         elif kind == "fetch_retry":
             pending = self.fetches.pop(key[1], None)
             if pending is not None:
@@ -505,6 +509,8 @@ class Member:
                 still = tuple(tp for tp in partitions if tp in self.owned)
                 if still:
                     self._send_fetch(now, assigned_at, still)
+                else:
+                    self._event("offset_fetch_dropped", "its partitions were revoked")
         elif kind == "first_record":
             _, seq, assigned_at, count = key
             self.first_pending.discard(seq)
@@ -557,6 +563,8 @@ class Member:
             delay = cap if waiting else min(cap, 2.0 * self._sample_latency())
             self.first_pending.add(r.seq)
             self._timer(("first_record", r.seq, assigned_at, fetched), now + delay)
+        elif not again:
+            self._event("offset_fetch_dropped", "its partitions were revoked before the answer")
 
     @property
     def processing(self) -> bool:

@@ -232,3 +232,16 @@ def test_a_restarted_member_ignores_answers_to_its_predecessors_requests():
     assert mb.state == JOINING and mb.member_id == "" and mb.hb_in_flight
     mb.handle(99.1, ok(mb, 10, frozenset(T[:1]), member_id="c0-7"))
     assert mb.member_id == "c0-7" and mb.state in (RECONCILING, ACKNOWLEDGING)
+
+
+def test_a_fetch_whose_partitions_were_revoked_ends_with_an_event():
+    """The consumer protocol's run re-checks whether the group settled only when a core records an
+    event: an OffsetFetch that times out after its partitions were revoked must say so, or the run
+    never sees the member settle (soak seed 2, schedule 5115)."""
+    mb = stable_with(member(request_timeout_ms=30000), T[:3])
+    (seq, (_, parts)), = mb.fetches.items()
+    mb._set_owned(1.0, remove=list(parts))
+    at = mb.timers[("fetch_timeout", seq)]
+    out = mb.on_timer(at, ("fetch_timeout", seq), at)
+    assert not mb.fetches
+    assert [e for e in out if e[0] == "event" and e[1] == "offset_fetch_dropped"]
