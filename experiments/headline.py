@@ -21,6 +21,7 @@ COLUMNS = [
     ("unassigned partition-s", "unassigned_partition_s_median", float),
     ("stop-the-world s", "stop_the_world_s_median", float),
     ("records delayed", "throughput_loss_records_median", float),
+    ("records processed twice", "records_reprocessed_median", float),
     ("longest gap s", "unassigned_max_s_median", float),
     ("rebalance s", "rebalance_time_total_s_median", float),
     ("rounds", "rounds_total_median", int),
@@ -32,6 +33,8 @@ HUMAN = {
     "unassigned_partition_s": "unassigned partition-s",
     "unassigned_max_s": "longest gap s",
     "throughput_loss_records": "records delayed",
+    "records_reprocessed": "records processed twice",
+    "first_record_max_s": "first record s",
     "stop_the_world_s": "stop-the-world s",
 }
 
