@@ -150,6 +150,9 @@ def faulty_scenario(c: Chooser, max_faults: int = 6, protocols: Sequence[str] | 
         "max_poll_records": c.choice([500, 100]),
         "revoke_cost_ms": c.choice([0.0, 50.0]),
         "assign_cost_ms": c.choice([0.0, 300.0]),
+        # the application's commit strategy: auto-commit half the time, else commitSync or
+        # commitAsync after every poll batch
+        "commit_mode": c.choice(["auto", "auto", "sync-per-batch", "async-per-batch"]),
     })
     data: dict[str, Any] = {
         "name": name, "members": members, "topics": topics, "max_duration_s": 4000.0,

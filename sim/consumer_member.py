@@ -119,6 +119,8 @@ class ConsumerMember:
     _revoke_callback = Member._revoke_callback
     _commit_stuck = Member._commit_stuck
     _end_sync_commit = Member._end_sync_commit
+    _stall_open = Member._stall_open
+    _stall_close = Member._stall_close
 
     def _set_owned(self, now: float, add=(), remove=()) -> None:
         self._owned_sorted = None
@@ -191,6 +193,7 @@ class ConsumerMember:
         self.revoking_at: float | None = None    # position where revoked partitions stopped (manual commits)
         self._release_cause: str | None = None
         self.fetch_seq = 0
+        self.stalls = 0
         self.fetches: dict[int, tuple] = {}
         self.first_pending: set[int] = set()
         self.timers: dict[tuple, float] = {}
@@ -282,7 +285,7 @@ class ConsumerMember:
         self._end_sync_commit()
         if self.busy:
             self.busy = False
-            self.out.append(("close", "stalled", self.name, None, None))
+            self._stall_close()
         if self.paused_at is not None:
             self.paused_at = None
             self.out.append(("close", "paused", self.name, None, None))

@@ -232,6 +232,7 @@ class Member:
         self.commit_ok = True                   # the last commit attempt succeeded
         self._release_cause: str | None = None  # why partitions are being given up (crash)
         self.fetch_seq = 0
+        self.stalls = 0  # open causes of the ``stalled`` interval (see _stall_open)
         self.fetches: dict[int, tuple[float, tuple[TopicPartition, ...]]] = {}  # OffsetFetch in flight
         self.first_pending: set[int] = set()    # fetches whose first records are on their way
         self.commit_next: float | None = None   # next auto-commit when heartbeats went quiet
@@ -376,6 +377,11 @@ class Member:
             then(now)
             return
         self._advance(now)
+        if self.sync_commit is not None:
+            # close() while a commitSync was still retrying: that one is given up (its stall ends)
+            self._timer(("sync_commit", self.sync_commit[0]), None)
+            self._timer(("sync_commit_retry", self.sync_commit[0]), None)
+            self._end_sync_commit()
         seq = self._send_commit(now, offsets, position_s)
         self.sync_commit = [seq, then, now + self.config.default_api_timeout_s, offsets, position_s, label, 0]
         self._timer(("sync_commit", seq), now + self.config.request_timeout_s)
@@ -386,9 +392,9 @@ class Member:
         self._timer(("sync_commit", seq), None)
         if error in RETRIABLE_COMMIT_ERRORS and now + self.config.retry_backoff_s < deadline:
             self._event("commit_failed", f"{label}: {error} (retried)")
-            if sc[6] == 0 and not self.busy:
+            if sc[6] == 0:
                 # stuck, not a routine round trip: the poll thread counts as stalled from now on
-                self.out.append(("open", "stalled", self.name, None, None))
+                self._stall_open()
             sc[6] += 1
             self._timer(("sync_commit_retry", seq), now + self.config.retry_backoff_s)
             return
@@ -403,8 +409,8 @@ class Member:
 
     def _end_sync_commit(self) -> None:
         sc, self.sync_commit = self.sync_commit, None
-        if sc is not None and sc[6] > 0 and not self.busy:
-            self.out.append(("close", "stalled", self.name, None, None))
+        if sc is not None and sc[6] > 0:
+            self._stall_close()
 
     def _sync_commit_timer(self, now: float, key: tuple) -> None:
         sc = self.sync_commit
@@ -466,7 +472,7 @@ class Member:
         self._advance(now)
         self.busy = True
         self._after_busy = None
-        self.out.append(("open", "stalled", self.name, None, None))
+        self._stall_open()
 
         def rest(t: float) -> None:
             self._after_busy = then
@@ -680,7 +686,7 @@ class Member:
         self.first_pending.clear()
         if self.busy:
             self.busy = False
-            self.out.append(("close", "stalled", self.name, None, None))
+            self._stall_close()
         if self.paused_at is not None:
             self.paused_at = None
             self.out.append(("close", "paused", self.name, None, None))
@@ -807,7 +813,7 @@ class Member:
             self._send(req)
             self.busy = True
             self._after_busy = None
-            self.out.append(("open", "stalled", self.name, None, None))
+            self._stall_open()
             self._timer(("prepare_commit",), now + min(self.config.request_timeout_s,
                                                        self.config.max_poll_interval_s))
             return
@@ -832,7 +838,7 @@ class Member:
         if self.busy:  # EAGER: stalled while its partitions were pending revocation
             self._advance(now)
             self.busy = False
-            self.out.append(("close", "stalled", self.name, None, None))
+            self._stall_close()
         self._enter_preparing()
         self._join_prepare_revoke(now)
 
@@ -887,6 +893,18 @@ class Member:
 
     # ------------------------------------------------------------------ callbacks (poll thread)
 
+    def _stall_open(self) -> None:
+        """The poll thread stops processing (a callback, a commit it waits for). Causes overlap (a
+        commitSync stuck in retries, then a callback): one ``stalled`` interval covers them all."""
+        if self.stalls == 0:
+            self.out.append(("open", "stalled", self.name, None, None))
+        self.stalls += 1
+
+    def _stall_close(self) -> None:
+        self.stalls -= 1
+        if self.stalls == 0:
+            self.out.append(("close", "stalled", self.name, None, None))
+
     def _run_callback(self, now: float, kind: str, cost_s: float, then: Callable[[float], None]) -> None:
         if cost_s <= 0:
             then(now)
@@ -894,7 +912,7 @@ class Member:
         self._advance(now)
         self.busy = True
         self._after_busy = then
-        self.out.append(("open", "stalled", self.name, None, None))
+        self._stall_open()
         self._timer(("callback",), now + cost_s)
         if self.hb_enabled and cost_s > self.config.max_poll_interval_s:
             self._timer(("poll_timeout",), now + self.config.max_poll_interval_s)
@@ -902,7 +920,7 @@ class Member:
     def _callback_done(self, now: float) -> None:
         self._advance(now)
         self.busy = False
-        self.out.append(("close", "stalled", self.name, None, None))
+        self._stall_close()
         self._timer(("poll_timeout",), None)
         then, self._after_busy = self._after_busy, None
         if then is not None:
