@@ -48,6 +48,9 @@ def test_grid_runs_every_protocol_on_every_scenario(protocols_report):
     assert set(runs["assignor"]) == {EAGER, COOPERATIVE, CONSUMER}
     assert set(runs["scenario"]) == set(SCENARIOS)
     assert runs["intervals_match"].all()
+    # every fault came after the group had formed, so an episode measured it
+    assert (runs["episodes"] >= 1).all()
+    assert pd.read_csv(out / "protocols.csv")["fault counted"].all()
 
 
 def test_first_screen_answers_with_the_tables_numbers(protocols_report):
