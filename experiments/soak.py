@@ -115,6 +115,15 @@ def _run_spark(args, indices: list[int]) -> dict[int, list[str]]:
     return {int(r.index): r.problems.split("\n") for r in rows.itertuples() if r.problems}
 
 
+def _report_failure(out: Path, args, index: int, found: list[str]) -> None:
+    """Print a failing schedule with its replay command as soon as it is known."""
+    path = write_replay(out, args.seed, index, args.max_faults)
+    _, sim_seed = schedule(args.seed, index, args.max_faults)
+    print(f"FAIL schedule {index}: {found[0]}"
+          + (f" (and {len(found) - 1} more)" if len(found) > 1 else ""), flush=True)
+    print(f"  replay: rebalance-sim run {path} --seed {sim_seed}", flush=True)
+
+
 def cmd_soak(args) -> int:
     from .outputs import OutputError, check_output_dir
 
@@ -153,6 +162,7 @@ def cmd_soak(args) -> int:
                 _sim_seed, found = check(args.seed, index, args.max_faults)
                 if found:
                     failures[index] = found
+                    _report_failure(out, args, index, found)
                 done += 1
                 now = time.monotonic()
                 if not args.quiet and (now - last > 10.0 or done == total) and total > 1:
@@ -162,12 +172,9 @@ def cmd_soak(args) -> int:
                           f"({now - t0:.0f} s, ~{left:.0f} s left)", file=sys.stderr, flush=True)
         except KeyboardInterrupt:
             interrupted = True
-    for index in sorted(failures):
-        path = write_replay(out, args.seed, index, args.max_faults)
-        _, sim_seed = schedule(args.seed, index, args.max_faults)
-        print(f"FAIL schedule {index}: {failures[index][0]}"
-              + (f" (and {len(failures[index]) - 1} more)" if len(failures[index]) > 1 else ""))
-        print(f"  replay: rebalance-sim run {path} --seed {sim_seed}")
+    if args.spark:
+        for index in sorted(failures):
+            _report_failure(out, args, index, failures[index])
     print(f"{done} schedules, {len(failures)} violations (seed {args.seed}, "
           f"{time.monotonic() - t0:.0f} s)")
     if interrupted:

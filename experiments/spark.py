@@ -450,6 +450,24 @@ def current_master() -> str:
     return _master
 
 
+def finished_tasks(num_tasks: int) -> int | None:
+    """Tasks finished so far in the running stage of ``num_tasks`` tasks (a batch of runs, one task
+    per run), from Spark's status tracker; None when it cannot tell (Spark Connect has none)."""
+    s = _session
+    if s is None or _remote:
+        return None
+    try:
+        tracker = s.sparkContext.statusTracker()
+        best = None
+        for stage in tracker.getActiveStageIds():
+            info = tracker.getStageInfo(stage)
+            if info is not None and info.numTasks == num_tasks:
+                best = max(best or 0, info.numCompletedTasks)
+        return best
+    except Exception:  # noqa: BLE001 - progress is best effort; the job itself reports errors
+        return None
+
+
 def interrupt_all() -> None:
     """Cancel the session's running jobs (after Ctrl-C); quietly does nothing if it cannot."""
     s = _session

@@ -91,6 +91,7 @@ class GroupCoordinator:
         self.protocol: str | None = None
         self.leader: str | None = None
         self.members: dict[str, MemberMeta] = {}     # insertion order = join order
+        self.members_version = 0  # bumped whenever a member id is added or removed (cheap change test)
         self.static_members: dict[str, str] = {}     # group.instance.id -> member id
         self.pending_members: set[str] = set()       # KIP-394: told MEMBER_ID_REQUIRED
         self.pending_sync: set[str] = set()
@@ -215,6 +216,7 @@ class GroupCoordinator:
 
     def _add_member(self, now: float, meta: MemberMeta) -> None:
         self.members[meta.member_id] = meta
+        self.members_version += 1
         if meta.awaiting_join:
             self.n_awaiting += 1
         for name in meta.names():
@@ -235,6 +237,7 @@ class GroupCoordinator:
 
     def _remove_member(self, now: float, member_id: str, reason: str) -> MemberMeta:
         meta = self.members.pop(member_id)
+        self.members_version += 1
         if meta.awaiting_join:
             self.n_awaiting -= 1
         for name in meta.names():
@@ -496,6 +499,7 @@ class GroupCoordinator:
         old.quiet = False
         old.last_heartbeat = now
         self.members[new_id] = old
+        self.members_version += 1
         self.static_members[req.group_instance_id] = new_id
         if self.leader == old_id:
             self.leader = new_id

@@ -105,6 +105,7 @@ class Kernel:
         self.batches = 0
         self.delivered = 0  # inputs handed to actors (the unit of --max-events)
         self.after_batch: Callable[[float], bool] | None = None  # returns True to stop
+        self.batch_dests: dict[str, list] = {}  # the actors the last batch was delivered to
 
     # ---- actors
 
@@ -164,5 +165,6 @@ class Kernel:
                 await trio.lowlevel.checkpoint()
             for dest, items in batch.items():
                 actors[dest].deliver_batch(t, items)
+            self.batch_dests = batch
             if self.after_batch is not None and self.after_batch(t):
                 break

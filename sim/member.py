@@ -865,18 +865,23 @@ class Member:
             self._send_sync(now, assignments)
 
     def _validate_cooperative(self, subs: dict[str, Subscription], result: dict[str, Assignment]) -> None:
-        """ConsumerCoordinator.validateCooperativeAssignment: never hand a partition that one member
-        owns to another member in the same round."""
-        owner = {}
-        for mid, s in subs.items():
-            for tp in s.owned_partitions:
-                owner[tp] = mid
+        """ConsumerCoordinator.validateCooperativeAssignment: no partition may be added to one member
+        while it is revoked from another in the same round. Two members that both claim a partition
+        (a static member that missed a generation, KIP-341) are not a violation when one of them
+        keeps it: that partition is revoked from the other but added to nobody."""
+        added: set = set()
+        revoked: set = set()
         for mid, a in result.items():
-            for tp in a.partitions:
-                prev = owner.get(tp)
-                if prev is not None and prev != mid:
-                    self.out.append(("violation", f"cooperative assignment gives {tp} owned by {prev} to {mid} "
-                                     f"in generation {self.generation}"))
+            s = subs.get(mid)
+            owned = set(s.owned_partitions) if s is not None else set()
+            assigned = set(a.partitions)
+            added |= assigned - owned
+            revoked |= owned - assigned
+        for tp in sorted(added & revoked):
+            prev = sorted(mid for mid, s in subs.items() if tp in s.owned_partitions and tp not in getattr(result.get(mid), "partitions", ()))
+            to = sorted(mid for mid, a in result.items() if tp in a.partitions)
+            self.out.append(("violation", f"cooperative assignment gives {tp} owned by {','.join(prev)} to "
+                             f"{','.join(to)} in generation {self.generation}"))
 
     def _send_sync(self, now: float, assignments) -> None:
         if self.state != COMPLETING_REBALANCE:

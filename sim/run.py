@@ -19,6 +19,7 @@ import pyarrow as pa
 import trio
 import trio.testing
 
+from . import messages as m
 from .actors import CoordinatorActor, Director, MemberActor
 from .config import ConfigError, to_flat_dict
 from .consumer_group import ASSIGNING, RECONCILING, ConsumerGroupCoordinator
@@ -172,6 +173,9 @@ class _Runner:
         self.settled = False
         self._probe: MemberActor | None = None
         self._dead_probe: tuple[MemberActor, str] | None = None
+        # (coordinator signature, owned count per member, owned total, partitions) of the last
+        # full scan that found the group settled (see _still_settled)
+        self._quick: tuple | None = None
         self._last_progress = time.monotonic()
         self._tty = progress and sys.stderr.isatty()
         self._progress_every_s = 1.0 if self._tty else 15.0
@@ -218,6 +222,51 @@ class _Runner:
     def _is_settled(self, t: float) -> bool:
         if self.consumer_protocol:
             return self._is_settled_consumer(t)
+        if self._quick is not None:
+            still = self._still_settled()
+            if still:
+                return True
+        self._quick = None
+        return self._scan_settled(t)
+
+    def _coordinator_signature(self) -> tuple:
+        c = self.coordinator
+        return (c.state, c.generation, c.members_version, len(c.pending_sync), len(c.pending_members))
+
+    def _still_settled(self) -> bool:
+        """After a full scan found the group settled: is it still, judged only from what the last
+        batch could have changed? Inputs change only the actors they are delivered to, so with the
+        coordinator's membership, generation and state unchanged, only the members of the batch
+        need a look. Never concludes "unsettled": any doubt (another actor in the batch, a member
+        not settled, an owned count that no longer adds up) falls back to the full scan."""
+        sig, counts, owned_total, total = self._quick
+        c = self.coordinator
+        if self._coordinator_signature() != sig:
+            return False
+        members = self.members
+        for name in self.kernel.batch_dests:
+            a = members.get(name)
+            if a is None:
+                if name == m.COORDINATOR:
+                    continue
+                return False  # the director or a controller acted: rescan
+            core = a.core
+            if (a.starting or core is None or not core.alive or not core.settled
+                    or core.generation != c.generation or core.member_id not in c.members):
+                return False
+            prev = counts.get(name)
+            if prev is None:
+                return False
+            n = len(core.owned)
+            if n != prev:
+                counts[name] = n
+                owned_total += n - prev
+        self._quick = (sig, counts, owned_total, total)
+        return owned_total == total
+
+    def _scan_settled(self, t: float) -> bool:
+        """The full check: every member the coordinator counts is a live client, settled in the
+        current generation, and every subscribed partition is owned."""
         c = self.coordinator
         if c.state == EMPTY and not c.members and not c.pending_members and not any(
                 a.starting or (a.core is not None and a.core.alive) for a in self.members.values()):
@@ -260,7 +309,11 @@ class _Runner:
         total = sum(meta.get(tp, 0) for tp in topics)
         if len(self.world.times) == 1:
             # Metadata never changes in this run: every owned partition exists.
-            return sum(len(core.owned) for core in alive) == total
+            counts = {core.name: len(core.owned) for core in alive}
+            owned_total = sum(counts.values())
+            if owned_total == total:
+                self._quick = (self._coordinator_signature(), counts, owned_total, total)
+            return owned_total == total
         owned = 0
         for core in alive:
             for tp in core.owned:

@@ -277,3 +277,30 @@ def test_sweep_command_reports_a_bad_grid_in_one_line(tmp_path, capsys):
     assert code == 2
     assert err.count("\n") == 0 and "assignors" in err and "Traceback" not in err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_long_batch_shows_runs_finishing_inside_it(spark, tmp_path, monkeypatch):
+    """The biggest runs go first, so the first batch can hold most of the work: while it runs,
+    progress lines count the runs finished inside it instead of sitting at 0."""
+    import io
+
+    from experiments import sweep
+
+    monkeypatch.setattr(sweep, "PROGRESS_EVERY_S", 0.2)
+
+    def slow(spec):
+        import time as _time
+
+        from experiments.sweep import run_one
+        _time.sleep(1.5)
+        return run_one(spec)
+
+    specs = expand(load_grid(_grid(tmp_path)))
+    stream = io.StringIO()
+    status = run_sweep(specs, tmp_path / "out", runner=slow, batch_runs=len(specs), stream=stream)
+    assert set(status["status"]) == {"ok"}
+    lines = stream.getvalue().splitlines()
+    inside = [ln for ln in lines if "runs complete (" in ln and not ln.startswith(f"sweep: {len(specs)}/")]
+    assert inside, lines
+    counts = [int(ln.split(": ")[1].split("/")[0]) for ln in inside]
+    assert all(0 < c < len(specs) for c in counts) and counts == sorted(counts)

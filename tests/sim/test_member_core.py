@@ -258,3 +258,33 @@ def test_assignment_outside_the_subscription_is_not_applied_and_the_member_rejoi
     (j,) = sent(eff, m.JoinGroupRequest)
     assert j.reason == "received assignment does not match the current subscription"
     assert mb.state == PREPARING_REBALANCE
+
+
+def test_leader_accepts_a_duplicate_claim_that_one_claimant_keeps():
+    """A static member that missed a generation rejoins claiming a partition its successor also
+    claims (soak seed 1, schedule 7597). Kafka's validateCooperativeAssignment only rejects a
+    partition added to one member while revoked from another; the higher generation keeping it
+    is neither."""
+    from assignors import Subscription
+    mb = member(("cooperative-sticky",))
+    mb.start(0.0)
+    mb.handle(0.1, m.JoinGroupResponse(m.MEMBER_ID_REQUIRED, member_id="c0-1"))
+    subs = (
+        ("c1-1", Subscription(["t"], owned_partitions=[T[1], T[2], T[3]], generation=3)),
+        ("c0-1", Subscription(["t"], owned_partitions=[T[0], T[1]], generation=2)),
+    )
+    effects = mb.handle(0.2, m.JoinGroupResponse(m.NONE, 4, "cooperative-sticky", "c0-1", "c0-1", subs))
+    assert [e for e in effects if e[0] == "violation"] == []
+    sync = sent(effects, m.SyncGroupRequest)[0]
+    given = dict(sync.assignments)
+    assert T[1] in given["c1-1"].partitions and T[1] not in given["c0-1"].partitions
+
+
+def test_leader_reports_a_partition_moved_in_one_round():
+    from assignors import Subscription
+    mb = member(("cooperative-sticky",))
+    subs = {"a": Subscription(["t"], owned_partitions=[T[0]], generation=1),
+            "b": Subscription(["t"], owned_partitions=[], generation=1)}
+    mb._validate_cooperative(subs, {"a": Assignment([]), "b": Assignment([T[0]])})
+    violations = [e[1] for e in mb.out if e[0] == "violation"]
+    assert len(violations) == 1 and "t-0 owned by a to b" in violations[0]
