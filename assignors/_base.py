@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain
+from operator import attrgetter
 from typing import ClassVar
 
 from .types import Assignment, AssignorError, Subscription, TopicPartition
@@ -45,7 +47,7 @@ class Assignor(abc.ABC):
         metadata = _checked_metadata(partitions_per_topic)
         subs = _checked_subscriptions(subscriptions)
         subscribed: set[str] = set()
-        for topics in {sub.topics for sub in subs.values()}:
+        for topics in _distinct_topics(subs.values()):
             subscribed.update(topics)
         metadata = {t: n for t, n in metadata.items() if t in subscribed}
         if not subs:
@@ -77,27 +79,54 @@ def _checked_metadata(partitions_per_topic: Mapping[str, int]) -> dict[str, int]
     return out
 
 
+_topics_of = attrgetter("topics")
+_owned_of = attrgetter("owned_partitions")
+_user_data_of = attrgetter("user_data")
+_USER_DATA_TYPES = {type(None), bytes, bytearray, memoryview}
+
+
+def _distinct_topics(subs: Iterable[Subscription]) -> set[tuple[str, ...]]:
+    """The members' distinct topics tuples: members usually share a few subscriptions, so
+    work per distinct tuple rather than per member."""
+    return set(map(_topics_of, subs))
+
+
 def _checked_subscriptions(subscriptions: Mapping[str, Subscription]) -> dict[str, Subscription]:
     if not isinstance(subscriptions, Mapping):
         raise AssignorError("subscriptions: expected a mapping of member id to Subscription")
-    checked_topics: set[tuple[str, ...]] = set()
+    subs = dict(subscriptions)
+    # Fast path: the same checks as the loop below, in whole-group passes of C-level maps; any
+    # doubt falls through to the loop, which names the offending field.
+    values = subs.values()
+    if (
+        set(map(type, subs)) <= {str}
+        and "" not in subs
+        and set(map(type, values)) <= {Subscription}
+        and all(set(map(type, ts)) <= {str} for ts in _distinct_topics(values))
+        and set(map(type, chain.from_iterable(map(_owned_of, values)))) <= {TopicPartition}
+        and set(map(type, map(_user_data_of, values))) <= _USER_DATA_TYPES
+    ):
+        return subs
+    checked_topics: set[int] = set()  # ids of topics tuples already checked
+    tp_types = {TopicPartition}
     for member, sub in subscriptions.items():
-        if not isinstance(member, str) or not member:
+        if type(member) is not str and not isinstance(member, str) or not member:
             raise AssignorError(f"subscriptions: member id {member!r} is not a non-empty string")
-        if not isinstance(sub, Subscription):
+        if type(sub) is not Subscription and not isinstance(sub, Subscription):
             raise AssignorError(f"subscriptions[{member!r}]: expected a Subscription, got {type(sub).__name__}")
-        if sub.topics not in checked_topics:
+        if id(sub.topics) not in checked_topics:
             # Members usually share one topics tuple: check each distinct one once.
-            for topic in sub.topics:
+            for topic in () if set(map(type, sub.topics)) <= {str} else sub.topics:
                 if not isinstance(topic, str):
                     raise AssignorError(f"subscriptions[{member!r}].topics: {topic!r} is not a string")
-            checked_topics.add(sub.topics)
-        if not all(isinstance(tp, TopicPartition) for tp in sub.owned_partitions):
-            bad = next(tp for tp in sub.owned_partitions if not isinstance(tp, TopicPartition))
+            checked_topics.add(id(sub.topics))
+        owned = sub.owned_partitions
+        if owned and not set(map(type, owned)) <= tp_types and not all(isinstance(tp, TopicPartition) for tp in owned):
+            bad = next(tp for tp in owned if not isinstance(tp, TopicPartition))
             raise AssignorError(f"subscriptions[{member!r}].owned_partitions: {bad!r} is not a TopicPartition")
         if sub.user_data is not None and not isinstance(sub.user_data, bytes | bytearray | memoryview):
             raise AssignorError(f"subscriptions[{member!r}].user_data: expected bytes or None")
-    return dict(subscriptions)
+    return subs
 
 
 def member_sort_key(member_id: str, sub: Subscription):

@@ -8,14 +8,15 @@ of those indices and convert to ``TopicPartition`` only at the edges.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from operator import attrgetter
 
 import numpy as np
 
 from ._base import member_sort_key
 from ._java import java_sort_key
-from .types import Subscription, TopicPartition
+from .types import Assignment, Subscription, TopicPartition, assignment_of
 
 
 @contextmanager
@@ -28,6 +29,131 @@ def no_gc():
     finally:
         if enabled:
             gc.enable()
+
+
+class PartitionList(Sequence[TopicPartition]):
+    """An assignor's list of partitions for one member, kept as global indices of a layout.
+
+    It behaves like the ``list[TopicPartition]`` it stands for (length, indexing, iteration,
+    equality with a list, ``repr``), but builds the ``TopicPartition`` objects only when something
+    first asks for one, once: at a million partitions, building them dominates an assignment, and
+    callers that count or index partitions need none of them. ``topics``, ``offsets`` and
+    ``indices`` expose the arrays (partition ``i`` is ``topics[r]``'s number
+    ``indices[i] - offsets[r]`` for the rank ``r`` with ``offsets[r] <= indices[i] < offsets[r + 1]``).
+    Immutable, like every assignor output; slicing gives a plain list.
+    """
+
+    __slots__ = ("_topics", "_offsets", "_indices", "_tps", "_base", "_lo", "_hi")
+
+    def __init__(self, topics: Sequence[str], offsets: np.ndarray, indices: np.ndarray):
+        self._topics = topics
+        self._offsets = offsets
+        self._indices: np.ndarray | None = indices
+        self._tps: list[TopicPartition] | None = None
+        # indices is base[lo:hi]; group_by_member leaves the slice to the first reader
+        self._base = indices
+        self._lo = 0
+        self._hi = len(indices)
+
+    @property
+    def topics(self) -> Sequence[str]:
+        return self._topics
+
+    @property
+    def offsets(self) -> np.ndarray:
+        return self._offsets
+
+    @property
+    def indices(self) -> np.ndarray:
+        idx = self._indices
+        if idx is None:
+            idx = self._indices = self._base[self._lo:self._hi]
+        return idx
+
+    def _list(self) -> list[TopicPartition]:
+        tps = self._tps
+        if tps is None:
+            tps = self._tps = _to_tps(self._topics, self._offsets, self.indices)
+        return tps
+
+    def __len__(self) -> int:
+        return self._hi - self._lo
+
+    def __getitem__(self, i):
+        return self._list()[i]
+
+    def __iter__(self) -> Iterator[TopicPartition]:
+        return iter(self._list())
+
+    def __reversed__(self) -> Iterator[TopicPartition]:
+        return reversed(self._list())
+
+    def __contains__(self, tp: object) -> bool:
+        return tp in self._list()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PartitionList):
+            if other._topics is self._topics or (
+                list(other._topics) == list(self._topics) and np.array_equal(other._offsets, self._offsets)
+            ):
+                return bool(np.array_equal(self.indices, other.indices))
+            return self._list() == other._list()
+        if isinstance(other, list):
+            return self._list() == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # like list
+
+    def __add__(self, other):
+        return self._list() + list(other)
+
+    def __radd__(self, other):
+        return list(other) + self._list()
+
+    def __repr__(self) -> str:
+        return repr(self._list())
+
+    def __reduce__(self):
+        return PartitionList, (list(self._topics), self._offsets, self.indices)
+
+
+def partition_lists(
+    topics: Sequence[str], offsets: np.ndarray, base: np.ndarray, bounds: Sequence[int]
+) -> list[PartitionList]:
+    """``PartitionList(topics, offsets, base[bounds[i]:bounds[i + 1]])`` for every ``i``, without
+    slicing ``base`` until a list's indices are read (thousands of members per assignment)."""
+    new = object.__new__
+    out = []
+    append = out.append
+    for lo, hi in zip(bounds, bounds[1:]):  # noqa: B905 (bounds[1:] is one shorter by design)
+        pl = new(PartitionList)
+        pl._topics, pl._offsets, pl._indices, pl._tps, pl._base, pl._lo, pl._hi = (
+            topics, offsets, None, None, base, lo, hi)
+        append(pl)
+    return out
+
+
+def assignments_by_member(
+    members: Sequence[str], topics: Sequence[str], offsets: np.ndarray, base: np.ndarray, bounds: Sequence[int]
+) -> dict[str, Assignment]:
+    """``{members[i]: Assignment(partition_lists(...)[i])}`` in one pass (thousands of members)."""
+    return dict(zip(members, map(assignment_of, partition_lists(topics, offsets, base, bounds)), strict=True))
+
+
+def _to_tps(topics: Sequence[str], offsets: np.ndarray, indices: np.ndarray) -> list[TopicPartition]:
+    """``TopicPartition`` objects for global indices, in the given order."""
+    indices = np.asarray(indices, dtype=np.int64)
+    if indices.size == 0:
+        return []
+    if len(topics) == 1:
+        names = [topics[0]] * indices.size
+        parts = indices.tolist()
+    else:
+        ranks = np.searchsorted(offsets, indices, side="right") - 1
+        parts = (indices - offsets[ranks]).tolist()
+        names = [topics[r] for r in ranks.tolist()]
+    with no_gc():
+        return list(map(TopicPartition, names, parts))
 
 
 class TopicLayout:
@@ -62,31 +188,58 @@ class TopicLayout:
 
     def to_tps(self, indices: np.ndarray) -> list[TopicPartition]:
         """``TopicPartition`` objects for global indices, in the given order."""
-        indices = np.asarray(indices, dtype=np.int64)
-        if indices.size == 0:
-            return []
-        ranks = self.topic_rank_of(indices)
-        parts = (indices - self.offsets[ranks]).tolist()
-        names = [self.topics[r] for r in ranks.tolist()] if len(self.topics) > 1 else [self.topics[0]] * len(parts)
-        with no_gc():
-            return list(map(TopicPartition, names, parts))
+        return _to_tps(self.topics, self.offsets, indices)
+
+    def partition_list(self, indices: np.ndarray) -> PartitionList:
+        """The partitions at global ``indices`` (in that order), built lazily."""
+        return PartitionList(self.topics, self.offsets, np.asarray(indices, dtype=np.int64))
+
+    def _grouped(
+        self, n_members: int, member_of_slot: np.ndarray, partition_of_slot: np.ndarray
+    ) -> tuple[np.ndarray, list[int]]:
+        member_of_slot = np.asarray(member_of_slot, dtype=np.int64)
+        order = stable_argsort(member_of_slot, n_members)
+        parts = np.asarray(partition_of_slot, dtype=np.int64)[order]
+        parts.flags.writeable = False  # shared by the members' lists
+        return parts, np.searchsorted(member_of_slot[order], np.arange(n_members + 1)).tolist()
 
     def group_by_member(
         self, members: Sequence[str], member_of_slot: np.ndarray, partition_of_slot: np.ndarray
-    ) -> dict[str, list[TopicPartition]]:
+    ) -> dict[str, PartitionList]:
         """``{member: [partitions...]}`` from parallel arrays, keeping slot order within a member.
 
-        Every member of ``members`` is present, possibly with an empty list.
+        Every member of ``members`` is present, possibly with an empty list. The lists are
+        ``PartitionList``s: no ``TopicPartition`` is built until a caller reads one.
         """
-        member_of_slot = np.asarray(member_of_slot, dtype=np.int64)
-        order = np.argsort(member_of_slot, kind="stable")
-        tps = self.to_tps(np.asarray(partition_of_slot, dtype=np.int64)[order])
-        bounds = np.searchsorted(member_of_slot[order], np.arange(len(members) + 1)).tolist()
-        return {m: tps[bounds[i]:bounds[i + 1]] for i, m in enumerate(members)}
+        parts, bounds = self._grouped(len(members), member_of_slot, partition_of_slot)
+        return dict(zip(members, partition_lists(self.topics, self.offsets, parts, bounds), strict=True))
+
+    def assignments(
+        self, members: Sequence[str], member_of_slot: np.ndarray, partition_of_slot: np.ndarray
+    ) -> dict[str, Assignment]:
+        """``{member: Assignment(partitions)}`` with ``group_by_member``'s lists."""
+        parts, bounds = self._grouped(len(members), member_of_slot, partition_of_slot)
+        return assignments_by_member(members, self.topics, self.offsets, parts, bounds)
+
+
+def stable_argsort(values: np.ndarray, bound: int) -> np.ndarray:
+    """``np.argsort(values, kind="stable")`` for integers in ``[0, bound)``: numpy radix-sorts
+    16-bit integers in linear time, several times faster than its merge sort of int64."""
+    if bound <= 1 << 16:
+        return np.argsort(values.astype(np.uint16), kind="stable")
+    return np.argsort(values, kind="stable")
+
+
+_instance_id_of = attrgetter("group_instance_id")
 
 
 def sorted_members(subscriptions: dict[str, Subscription]) -> list[str]:
     """Member ids in Kafka's ``MemberInfo`` order (static by instance id, then dynamic by id)."""
+    if set(map(_instance_id_of, subscriptions.values())) <= {None}:
+        # Dynamic members only: by member id (ASCII ids sort the same without the key).
+        if all(map(str.isascii, subscriptions)):
+            return sorted(subscriptions)
+        return sorted(subscriptions, key=java_sort_key)
     return sorted(subscriptions, key=lambda m: member_sort_key(m, subscriptions[m]))
 
 

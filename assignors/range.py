@@ -65,8 +65,7 @@ class RangeAssignor(Assignor):
             chunks.append(np.repeat(subscribers, lengths))
         member_of_slot = np.concatenate(chunks) if chunks else np.empty(0, dtype=np.int64)
         # Slots are every partition of every topic, in global index order.
-        owned = layout.group_by_member(members, member_of_slot, np.arange(layout.total))
-        return {m: Assignment(tps) for m, tps in owned.items()}
+        return layout.assignments(members, member_of_slot, np.arange(layout.total))
 
 
 def _kafka_topic_order(partitions_per_topic: dict[str, int], subscriptions: dict[str, Subscription]) -> list[str]:

@@ -63,5 +63,4 @@ class RoundRobinAssignor(Assignor):
         member_of_slot = np.concatenate(chunks) if chunks else np.empty(0, dtype=np.int64)
         # Slots are every partition in layout order, which is also the order Kafka hands them out,
         # so each member's list comes out in (topic, partition) order.
-        owned = layout.group_by_member(members, member_of_slot, np.arange(layout.total))
-        return {m: Assignment(tps) for m, tps in owned.items()}
+        return layout.assignments(members, member_of_slot, np.arange(layout.total))

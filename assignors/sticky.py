@@ -38,30 +38,34 @@ subscribes to the topic is not handed the partition back.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain, repeat
+from operator import attrgetter
 
 import attrs
 import numpy as np
 
 from ._base import COOPERATIVE, EAGER, Assignor
-from ._java import hash_bucket, hashmap_capacity, hashmap_order, java_sort_key, topic_partition_hash
-from ._layout import TopicLayout, no_gc
-from .types import Assignment, Subscription, TopicPartition
+from ._java import hash_bucket, hashmap_capacity, hashmap_order, java_sort_key, java_string_hash
+from ._layout import PartitionList, TopicLayout, no_gc, partition_lists, stable_argsort
+from .types import Assignment, Subscription, TopicPartition, assignment_of
 from .userdata import (
     DEFAULT_GENERATION,
-    StickyMemberData,
     cooperative_generation,
     encode_cooperative_user_data,
     encode_sticky_user_data,
-    sticky_member_data,
+    sticky_member_data_batch,
 )
 
 
 @attrs.frozen(slots=True)
-class _MemberData:
-    """A member's claim: global partition indices in claim order (-1 = invalid) and generation."""
+class _Claims:
+    """Every member's claim, members in ``HashMap`` order: global partition indices (-1 =
+    invalid) member after member, each member's in claim order; ``lengths[i]`` claims of member
+    ``i``; ``generations[i]`` its generation (None when its user data carries none)."""
 
-    claims: np.ndarray
-    generation: int | None
+    flat: np.ndarray
+    lengths: np.ndarray
+    generations: list[int | None]
 
 
 @attrs.define(slots=True)
@@ -69,13 +73,16 @@ class StickyResult:
     """Raw result of the sticky core, before cooperative adjustment.
 
     ``assignment`` maps member -> list of TopicPartition in Kafka's list order; ``transferring``
-    holds partitions that change owner (constrained path) or None (general path: computed later
-    from the subscriptions, as ``CooperativeStickyAssignor`` does).
+    marks (by global index) the partitions that change owner (constrained path) or is None
+    (general path: computed later from the subscriptions, as ``CooperativeStickyAssignor`` does).
     """
 
-    assignment: dict[str, list[TopicPartition]]
-    transferring: set[TopicPartition] | None
+    assignment: dict[str, PartitionList]
+    transferring: np.ndarray | None
     constrained: bool
+    order: list[str]
+    claims: _Claims
+    total: int
 
 
 # ---------------------------------------------------------------------------------------------
@@ -83,22 +90,54 @@ class StickyResult:
 # ---------------------------------------------------------------------------------------------
 
 
-def _claims_from_member_data(layout: TopicLayout, md: StickyMemberData) -> np.ndarray:
-    """Global indices of the partitions in eager sticky user data (-1 where invalid)."""
-    if not md.topics:
+def _global_indices(layout: TopicLayout, value_rank: np.ndarray, nums: np.ndarray) -> np.ndarray:
+    """Global indices of (topic rank, partition number) pairs; -1 for rank -1 or a number out of
+    the topic's range."""
+    if not nums.size:
         return np.empty(0, dtype=np.int64)
-    rank = np.array([layout.rank.get(t, -1) for t in md.topics], dtype=np.int64)
-    value_rank = np.repeat(rank, md.counts)
-    nums = md.numbers
     safe_rank = np.maximum(value_rank, 0)
     ok = (value_rank >= 0) & (nums >= 0) & (nums < layout.counts[safe_rank] if layout.counts.size else False)
     return np.where(ok, nums + (layout.offsets[safe_rank] if layout.offsets.size > 1 else 0), -1)
 
 
+def _claims_from_user_data(layout: TopicLayout, subs: Sequence[Subscription]) -> _Claims:
+    """Claims in eager sticky user data (KIP-341), all members decoded in one batch."""
+    batch = sticky_member_data_batch([sub.user_data for sub in subs])
+    rank_of = layout.rank
+    rank = np.array([rank_of.get(t, -1) for t in batch.run_topics], dtype=np.int64)
+    flat = _global_indices(layout, np.repeat(rank, batch.run_counts), batch.numbers)
+    ends = np.concatenate(([0], np.cumsum(batch.run_counts)))
+    lengths = ends[batch.run_bounds[1:]] - ends[batch.run_bounds[:-1]]
+    return _Claims(flat, lengths, batch.generations)
+
+
+def _claims_from_owned(layout: TopicLayout, subs: Sequence[Subscription], generations: list[int | None]) -> _Claims:
+    """Claims in ``Subscription.owned_partitions``, all members at once."""
+    owned = [sub.owned_partitions for sub in subs]
+    lengths = np.fromiter(map(len, owned), dtype=np.int64, count=len(owned))
+    tps = list(chain.from_iterable(owned))
+    nums = list(map(_partition_of, tps))
+    if set(map(type, nums)) <= {int}:
+        try:
+            nums_a = np.array(nums, dtype=np.int64)
+        except OverflowError:
+            nums_a = None
+        if nums_a is not None:
+            rank_of = layout.rank.get
+            rank = np.fromiter(map(rank_of, map(_topic_of, tps), repeat(-1)), dtype=np.int64, count=len(tps))
+            return _Claims(_global_indices(layout, rank, nums_a), lengths, generations)
+    flat = np.concatenate([layout.index_of(o) for o in owned]) if owned else np.empty(0, np.int64)
+    return _Claims(flat.astype(np.int64), lengths, generations)
+
+
+_topic_of = attrgetter("topic")
+_partition_of = attrgetter("partition")
+
+
 def _resolve_claims(
     layout: TopicLayout,
     order: list[str],
-    data: dict[str, _MemberData],
+    data: _Claims,
     subscription_generations: Sequence[int],
 ) -> tuple[list[np.ndarray], np.ndarray]:
     """Kafka's ``allSubscriptionsEqual`` ownership pass, vectorised.
@@ -113,13 +152,9 @@ def _resolve_claims(
     wins unless its own generation is -1 too, and a member that lists a partition twice keeps it.
     """
     n_members = len(order)
-    claims = [data[m].claims for m in order]
-    gens = np.array(
-        [DEFAULT_GENERATION if data[m].generation is None else data[m].generation for m in order],
-        dtype=np.int64,
-    )
-    lengths = np.array([len(c) for c in claims], dtype=np.int64)
-    flat = np.concatenate(claims) if claims else np.empty(0, dtype=np.int64)
+    gens = np.array([DEFAULT_GENERATION if g is None else g for g in data.generations], dtype=np.int64)
+    lengths = data.lengths
+    flat = data.flat
     owner = np.repeat(np.arange(n_members, dtype=np.int64), lengths)
     valid = flat >= 0
     flat_v, owner_v = flat[valid], owner[valid]
@@ -174,11 +209,16 @@ def _all_subscriptions_equal(subscriptions: dict[str, Subscription], order: list
     simulator reproduces.
     """
     reference: set[str] = set()
+    verdict: dict[tuple[str, ...], bool] = {}  # members usually share a handful of subscriptions
     for m in order:
         topics = subscriptions[m].topics
         if not reference:
             reference = set(topics)
-        elif len(topics) != len(reference) or not reference.issuperset(topics):
+            continue
+        ok = verdict.get(topics)
+        if ok is None:
+            ok = verdict[topics] = len(topics) == len(reference) and reference.issuperset(topics)
+        if not ok:
             return False
     return True
 
@@ -197,8 +237,10 @@ def _remove_first_of(holders: list[int], owner_l: list[int], member: int) -> Non
 
 def _constrained(
     layout: TopicLayout, order: list[str], owned: list[np.ndarray], multi: np.ndarray
-) -> tuple[dict[str, list[TopicPartition]], set[TopicPartition]]:
-    """``AbstractStickyAssignor.ConstrainedAssignmentBuilder`` in linear passes over int arrays."""
+) -> tuple[dict[str, PartitionList], np.ndarray]:
+    """``AbstractStickyAssignor.ConstrainedAssignmentBuilder`` in linear passes over int arrays.
+
+    Returns each member's partitions and a mask (by global index) of those changing owner."""
     n = len(order)
     total = layout.total
     min_q, expected = divmod(total, n)
@@ -260,7 +302,8 @@ def _constrained(
     if d_total:
         who = np.repeat(np.arange(u, dtype=np.int64), deficit)
         pass_no = np.arange(d_total, dtype=np.int64) - np.repeat(np.cumsum(deficit) - deficit, deficit)
-        seq = np.asarray(under, dtype=np.int64)[who[np.lexsort((who, pass_no))]]
+        # `who` ascends, so a stable sort by pass gives (pass, who) order.
+        seq = np.asarray(under, dtype=np.int64)[who[stable_argsort(pass_no, int(deficit.max()))]]
     else:
         seq = np.empty(0, dtype=np.int64)
     reach_floor = [under[k] for k in np.lexsort((np.arange(u), deficit)).tolist()]
@@ -270,8 +313,8 @@ def _constrained(
         raise AssertionError("constrained sticky assignment: partition count does not match quotas")
     new_member = np.concatenate((seq, np.asarray(ceiling_queue[:rest], dtype=np.int64)))
 
-    moving = unassigned[revoked[unassigned] | multi[unassigned]]
-    transferring = set(layout.to_tps(moving))
+    transferring = np.zeros(total, dtype=bool)
+    transferring[unassigned] = revoked[unassigned] | multi[unassigned]
 
     slot_member = np.concatenate((kept_member, new_member))
     slot_part = np.concatenate((kept_parts, unassigned))
@@ -287,73 +330,75 @@ class _JavaHashSetOrder:
     """Which element ``HashSet<TopicPartition>#iterator().next()`` returns.
 
     Java iterates buckets in index order and a bucket's chain in insertion order; the table starts
-    at 16 slots and doubles past a 0.75 load factor (it never shrinks).
+    at 16 slots and doubles past a 0.75 load factor (it never shrinks). Elements are global
+    partition indices; ``tp_hash`` gives an element's ``TopicPartition#hashCode``.
     """
 
     __slots__ = ("seq", "cap", "counter")
 
     def __init__(self) -> None:
-        self.seq: dict[TopicPartition, int] = {}
+        self.seq: dict[int, int] = {}
         self.cap = 16
         self.counter = 0
 
-    def add(self, tp: TopicPartition) -> None:
-        if tp not in self.seq:
-            self.seq[tp] = self.counter
+    def add(self, p: int) -> None:
+        if p not in self.seq:
+            self.seq[p] = self.counter
             self.counter += 1
             self.cap = max(self.cap, hashmap_capacity(len(self.seq)))
 
-    def remove(self, tp: TopicPartition) -> None:
-        self.seq.pop(tp, None)
+    def remove(self, p: int) -> None:
+        self.seq.pop(p, None)
 
     def __len__(self) -> int:
         return len(self.seq)
 
-    def first(self) -> TopicPartition:
-        cap = self.cap
-        return min(
-            self.seq,
-            key=lambda tp: (hash_bucket(topic_partition_hash(tp.topic, tp.partition), cap), self.seq[tp]),
-        )
+    def first(self, tp_hash) -> int:
+        cap, seq = self.cap, self.seq
+        return min(seq, key=lambda p: (hash_bucket(tp_hash(p), cap), seq[p]))
 
 
 class _PartitionMovements:
-    """Kafka's ``PartitionMovements``: records moves so a later move can undo an earlier one."""
+    """Kafka's ``PartitionMovements``: records moves so a later move can undo an earlier one.
+    Partitions are global indices, members ranks, topics topic ranks."""
 
-    def __init__(self) -> None:
-        self.by_topic: dict[str, dict[tuple[str, str], _JavaHashSetOrder]] = {}
-        self.moves: dict[TopicPartition, tuple[str, str]] = {}
+    def __init__(self, topic_of: list[int], tp_hash) -> None:
+        self.topic_of = topic_of
+        self.tp_hash = tp_hash
+        self.by_topic: dict[int, dict[tuple[int, int], _JavaHashSetOrder]] = {}
+        self.moves: dict[int, tuple[int, int]] = {}
 
-    def _remove_record(self, tp: TopicPartition) -> tuple[str, str]:
-        pair = self.moves.pop(tp)
-        topic_moves = self.by_topic[tp.topic]
-        topic_moves[pair].remove(tp)
+    def _remove_record(self, p: int) -> tuple[int, int]:
+        pair = self.moves.pop(p)
+        t = self.topic_of[p]
+        topic_moves = self.by_topic[t]
+        topic_moves[pair].remove(p)
         if not len(topic_moves[pair]):
             del topic_moves[pair]
         if not topic_moves:
-            del self.by_topic[tp.topic]
+            del self.by_topic[t]
         return pair
 
-    def _add_record(self, tp: TopicPartition, pair: tuple[str, str]) -> None:
-        self.moves[tp] = pair
-        self.by_topic.setdefault(tp.topic, {}).setdefault(pair, _JavaHashSetOrder()).add(tp)
+    def _add_record(self, p: int, pair: tuple[int, int]) -> None:
+        self.moves[p] = pair
+        self.by_topic.setdefault(self.topic_of[p], {}).setdefault(pair, _JavaHashSetOrder()).add(p)
 
-    def move(self, tp: TopicPartition, old: str, new: str) -> None:
-        if tp in self.moves:
-            src, _dst = self._remove_record(tp)
+    def move(self, p: int, old: int, new: int) -> None:
+        if p in self.moves:
+            src, _dst = self._remove_record(p)
             if src != new:
-                self._add_record(tp, (src, new))
+                self._add_record(p, (src, new))
         else:
-            self._add_record(tp, (old, new))
+            self._add_record(p, (old, new))
 
-    def actual_partition_to_move(self, tp: TopicPartition, old: str, new: str) -> TopicPartition:
-        topic_moves = self.by_topic.get(tp.topic)
+    def actual_partition_to_move(self, p: int, old: int, new: int) -> int:
+        topic_moves = self.by_topic.get(self.topic_of[p])
         if topic_moves is None:
-            return tp
-        if tp in self.moves:
-            old = self.moves[tp][0]
+            return p
+        if p in self.moves:
+            old = self.moves[p][0]
         reverse = topic_moves.get((new, old))
-        return tp if reverse is None else reverse.first()
+        return p if reverse is None else reverse.first(self.tp_hash)
 
 
 def _balance_score(sizes: Sequence[int]) -> int:
@@ -363,154 +408,214 @@ def _balance_score(sizes: Sequence[int]) -> int:
     return int((s * (2 * np.arange(n) - n + 1)).sum())
 
 
+_NONE = np.empty(0, dtype=np.int64)
+
+
 class _GeneralBuilder:
     """``AbstractStickyAssignor.GeneralAssignmentBuilder`` with indexed data structures.
 
-    Kafka scans a ``TreeSet`` of members sorted by (assignment size, member id) for the first
-    member subscribed to a topic; we keep sizes in a numpy array indexed by member rank (member id
-    order) and take the first minimum over the topic's subscribers, which is the same member.
+    Partitions are global indices of ``layout``, members their rank in member id order, topics
+    their rank in ``layout``. Kafka scans a ``TreeSet`` of members sorted by (assignment size,
+    member id) for the first member subscribed to a topic; we keep sizes in a numpy array indexed
+    by member rank and take the first minimum over the topic's subscribers, which is the same member.
     """
 
     def __init__(
         self,
-        partitions_per_topic: dict[str, int],
+        layout: TopicLayout,
         subscriptions: dict[str, Subscription],
-        owned: dict[str, list[TopicPartition]],
-        prev_owner: dict[TopicPartition, str],
+        owned: dict[str, np.ndarray],
+        prev_owner: dict[int, str],
     ):
-        self.ppt = partitions_per_topic
+        self.layout = layout
+        n_topics = len(layout.topics)
+        counts = layout.counts.tolist()
+        self.counts = counts
+        self.offsets = layout.offsets.tolist()
+        self.topic_arr = np.repeat(np.arange(n_topics, dtype=np.int64), layout.counts)
+        self.topic_of: list[int] = self.topic_arr.tolist()
         self.members = sorted(subscriptions, key=java_sort_key)
-        self.rank = {m: i for i, m in enumerate(self.members)}
-        self.topics_of = {m: [t for t in subscriptions[m].topics if t in partitions_per_topic] for m in self.members}
-        self.subs_set = {m: set(ts) for m, ts in self.topics_of.items()}
-        consumers_of: dict[str, list[int]] = {t: [] for t in partitions_per_topic}
+        n = len(self.members)
+        self.rank = rank = {m: i for i, m in enumerate(self.members)}
+        topic_rank = layout.rank
+        # Each member's topics (ranks) in subscription order, existing topics only.
+        topics_cache: dict[tuple[str, ...], list[int]] = {}
+        self.topics_of: list[list[int]] = []
         for m in self.members:
-            for t in self.topics_of[m]:
-                consumers_of[t].append(self.rank[m])
-        self.consumers_of = {t: np.array(sorted(set(c)), dtype=np.int64) for t, c in consumers_of.items()}
-        self.max_size = {m: sum(partitions_per_topic[t] for t in set(self.topics_of[m])) for m in self.members}
-        self.max_size_arr = np.array([self.max_size[m] for m in self.members], dtype=np.int64)
-        # Members with the same subscription share isBalanced's per-topic bound.
-        groups: dict[tuple[str, ...], int] = {}
-        self.group_of = np.array(
-            [groups.setdefault(tuple(self.topics_of[m]), len(groups)) for m in self.members], dtype=np.int64
-        )
+            ts = subscriptions[m].topics
+            tr = topics_cache.get(ts)
+            if tr is None:
+                tr = topics_cache[ts] = [topic_rank[t] for t in ts if t in topic_rank]
+            self.topics_of.append(tr)
+        # Members with the same subscription (topics tuple) share a group and its derived data.
+        groups: dict[tuple[int, ...], int] = {}
+        self.group_of = np.array([groups.setdefault(tuple(tr), len(groups)) for tr in self.topics_of], dtype=np.int64)
         self.group_topics = list(groups)
-        self.current = {m: list(owned.get(m, [])) for m in self.members}
-        self.owner: dict[TopicPartition, str] = {}
-        for m in self.members:
-            for tp in self.current[m]:
-                self.owner[tp] = m
-        self.prev_owner = prev_owner
-        self.sizes = np.zeros(len(self.members), dtype=np.int64)
-        self.active = np.ones(len(self.members), dtype=bool)
-        self.movements = _PartitionMovements()
+        group_sets = [frozenset(g) for g in self.group_topics]
+        group_of = self.group_of.tolist()
+        self.subs_set = [group_sets[g] for g in group_of]
+        # subscribed[r, t]: member r subscribes to topic t.
+        group_matrix = np.zeros((len(groups), n_topics), dtype=bool)
+        for g, ts in enumerate(self.group_topics):
+            group_matrix[g, list(ts)] = True
+        self.subscribed = group_matrix[self.group_of] if n else np.zeros((0, n_topics), dtype=bool)
+        self.consumers_of = [np.flatnonzero(self.subscribed[:, t]) for t in range(n_topics)]
+        group_max = [sum(counts[t] for t in gs) for gs in group_sets]
+        self.max_size = [group_max[g] for g in group_of]
+        self.max_size_arr = np.array(self.max_size, dtype=np.int64)
+        self.current: list[list[int]] = [owned[m].tolist() if m in owned else [] for m in self.members]
+        owner_arr = np.full(layout.total, -1, dtype=np.int64)
+        if owned:
+            lists = [owned.get(m, _NONE) for m in self.members]
+            flat = np.concatenate(lists)
+            if flat.size and np.bincount(flat).max() > 1:
+                # Rare (a member listing a partition twice): the last holder in rank order wins.
+                for r, parts in enumerate(self.current):
+                    owner_arr[parts] = r
+            else:
+                owner_arr[flat] = np.repeat(np.arange(n, dtype=np.int64), [len(x) for x in lists])
+        self.owner: list[int] = owner_arr.tolist()
+        self.prev_owner = {p: rank[m] for p, m in prev_owner.items()}
+        self.sizes = np.zeros(n, dtype=np.int64)
+        self.active = np.ones(n, dtype=bool)
+        topics = layout.topics
+        topic_hash = [java_string_hash(t) for t in topics]
+        offsets = self.offsets
+        topic_of = self.topic_of
+
+        def tp_hash(p: int) -> int:
+            t = topic_of[p]
+            h = (31 * (31 + p - offsets[t]) + topic_hash[t]) & 0xFFFFFFFF
+            return h - (1 << 32) if h & 0x80000000 else h
+
+        self.movements = _PartitionMovements(topic_of, tp_hash)
         self.revocation_required = False
-        n_cons = {t: len(c) for t, c in self.consumers_of.items()}
-        self.sorted_topics = sorted(partitions_per_topic, key=lambda t: (n_cons[t], java_sort_key(t)))
-        self.topic_order = {t: i for i, t in enumerate(self.sorted_topics)}
+        n_cons = [len(c) for c in self.consumers_of]
+        # Topics by (number of consumers, name); layout ranks already follow names.
+        self.sorted_topics = sorted(range(n_topics), key=lambda t: (n_cons[t], t))
         self._balanced_cache: bool | None = None
-        # topic -> member -> partitions of that topic the member holds (for isBalanced)
-        self.held: dict[str, dict[str, int]] = {}
+        # topic -> member -> partitions of that topic the member holds (for isBalanced); built
+        # on first use: a group that is balanced after the unassigned partitions never needs it.
+        self.held: list[dict[int, int]] | None = None
         # (member, topic) that proved the assignment unbalanced last time; usually still does
-        self._witness: tuple[str, str] | None = None
+        self._witness: tuple[int, int] | None = None
 
     # -- helpers ---------------------------------------------------------------------------
-    def _size(self, m: str) -> int:
-        return int(self.sizes[self.rank[m]])
-
-    def _first_subscribed(self, topic: str) -> str:
+    def _first_subscribed(self, topic: int) -> int:
         """First member of the (size, id)-sorted set that subscribes to ``topic``."""
         cand = self.consumers_of[topic]
         cand = cand[self.active[cand]]
-        return self.members[int(cand[np.argmin(self.sizes[cand])])]
+        return int(cand[np.argmin(self.sizes[cand])])
 
-    def _min_size(self, topic: str) -> int:
+    def _min_size(self, topic: int) -> int:
         cand = self.consumers_of[topic]
         return int(self.sizes[cand].min())
 
-    def _give(self, tp: TopicPartition, m: str) -> None:
-        self.current[m].append(tp)
-        self.owner[tp] = m
-        self.sizes[self.rank[m]] += 1
-        holders = self.held.setdefault(tp.topic, {})
-        holders[m] = holders.get(m, 0) + 1
+    def _give(self, p: int, r: int) -> None:
+        self.current[r].append(p)
+        self.owner[p] = r
+        self.sizes[r] += 1
+        if self.held is not None:
+            holders = self.held[self.topic_of[p]]
+            holders[r] = holders.get(r, 0) + 1
         self._balanced_cache = None
 
-    def _take(self, tp: TopicPartition, m: str) -> None:
-        self.current[m].remove(tp)
-        self.sizes[self.rank[m]] -= 1
-        holders = self.held[tp.topic]
-        holders[m] -= 1
-        if not holders[m]:
-            del holders[m]
+    def _take(self, p: int, r: int) -> None:
+        self.current[r].remove(p)
+        self.sizes[r] -= 1
+        if self.held is not None:
+            holders = self.held[self.topic_of[p]]
+            holders[r] -= 1
+            if not holders[r]:
+                del holders[r]
         self._balanced_cache = None
+
+    def _held(self) -> list[dict[int, int]]:
+        if self.held is None:
+            self._rebuild_held()
+        return self.held
 
     def _rebuild_held(self) -> None:
-        self.held = {}
-        for m in self.members:
-            for tp in self.current[m]:
-                holders = self.held.setdefault(tp.topic, {})
-                holders[m] = holders.get(m, 0) + 1
+        self.held = held = [{} for _ in self.consumers_of]
+        topic_of = self.topic_of
+        for r, parts in enumerate(self.current):
+            for p in parts:
+                holders = held[topic_of[p]]
+                holders[r] = holders.get(r, 0) + 1
 
     # -- Kafka's steps ---------------------------------------------------------------------
-    def build(self) -> dict[str, list[TopicPartition]]:
-        assigned: set[TopicPartition] = set()
-        for m in self.members:
-            kept = []
-            for tp in self.current[m]:
-                if tp.topic not in self.ppt:
-                    self.owner.pop(tp, None)
-                elif tp.topic not in self.subs_set[m]:
-                    self.revocation_required = True
-                else:
-                    kept.append(tp)
-                    assigned.add(tp)
-            self.current[m] = kept
-            self.sizes[self.rank[m]] = len(kept)
-        self._rebuild_held()
-        all_sorted = [TopicPartition(t, p) for t in self.sorted_topics for p in range(self.ppt[t])]
-        unassigned = [tp for tp in all_sorted if tp not in assigned]
+    def build(self) -> dict[str, PartitionList]:
+        # Claims are of existing topics only (the claims pass drops the others); a member keeps
+        # those of topics it still subscribes to.
+        assigned = np.zeros(self.layout.total, dtype=bool)
+        lengths = [len(c) for c in self.current]
+        flat = np.fromiter(chain.from_iterable(self.current), dtype=np.int64, count=sum(lengths))
+        member = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+        ok = self.subscribed[member, self.topic_arr[flat]] if flat.size else np.ones(0, dtype=bool)
+        if not ok.all():
+            self.revocation_required = True
+            topic_of = self.topic_of
+            for r in np.unique(member[~ok]).tolist():
+                ss = self.subs_set[r]
+                self.current[r] = [p for p in self.current[r] if topic_of[p] in ss]
+        assigned[flat[ok]] = True
+        self.sizes[:] = np.bincount(member[ok], minlength=len(lengths)) if flat.size else 0
+        offsets = self.offsets
+        order = [np.arange(offsets[t], offsets[t + 1], dtype=np.int64) for t in self.sorted_topics]
+        all_sorted = np.concatenate(order) if order else np.empty(0, dtype=np.int64)
+        unassigned = all_sorted[~assigned[all_sorted]]
         self._balance(all_sorted, unassigned)
-        return self.current
+        topics, offs = self.layout.topics, self.layout.offsets
+        lengths = [len(c) for c in self.current]
+        flat = np.fromiter(chain.from_iterable(self.current), dtype=np.int64, count=sum(lengths))
+        flat.flags.writeable = False
+        bounds = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64))).tolist()
+        return dict(zip(self.members, partition_lists(topics, offs, flat, bounds), strict=True))
 
-    def _balance(self, all_sorted: list[TopicPartition], unassigned: list[TopicPartition]) -> None:
+    def _balance(self, all_sorted: np.ndarray, unassigned: np.ndarray) -> None:
         initializing = int(self.sizes.max()) == 0
-        for tp in unassigned:
-            if self.consumers_of[tp.topic].size:
-                self._give(tp, self._first_subscribed(tp.topic))
+        topic_of = self.topic_of
+        consumers_of = self.consumers_of
+        for p in unassigned.tolist():
+            t = topic_of[p]
+            if consumers_of[t].size:
+                self._give(p, self._first_subscribed(t))
 
-        fixed_topics = {t for t, c in self.consumers_of.items() if c.size < 2}
-        if fixed_topics:
-            all_sorted = [tp for tp in all_sorted if tp.topic not in fixed_topics]
-            unassigned = [tp for tp in unassigned if tp.topic not in fixed_topics]
-        for m in self.members:
-            if not self._can_participate(m, fixed_topics):
-                self.active[self.rank[m]] = False
+        fixed = np.array([c.size < 2 for c in consumers_of], dtype=bool)
+        if fixed.any():
+            topic_arr = np.asarray(topic_of, dtype=np.int64)
+            all_sorted = all_sorted[~fixed[topic_arr[all_sorted]]]
+            unassigned = unassigned[~fixed[topic_arr[unassigned]]]
+        fixed_topics = set(np.flatnonzero(fixed).tolist())
+        # Below its maximum a member always participates (canParticipateInReassignment).
+        for r in np.flatnonzero(self.sizes >= self.max_size_arr).tolist():
+            if not self._can_participate(r, fixed_topics):
+                self.active[r] = False
         self._balanced_cache = None
 
-        pre_balance = {m: list(self.current[m]) for m in self.members if self.active[self.rank[m]]}
-        pre_owner = dict(self.owner)
+        act = self.active
+        pre_balance = {r: list(self.current[r]) for r in np.flatnonzero(act).tolist()}
+        pre_owner = list(self.owner)
         pre_sizes = self.sizes.copy()
 
         if not self.revocation_required:
-            self._perform_reassignments(unassigned)
-        performed = self._perform_reassignments(all_sorted)
+            self._perform_reassignments(unassigned.tolist())
+        performed = self._perform_reassignments(all_sorted.tolist())
 
         if not initializing and performed:
             act = self.active
             if _balance_score(self.sizes[act]) >= _balance_score(pre_sizes[act]):
-                for m, parts in pre_balance.items():
-                    self.current[m] = parts
+                for r, parts in pre_balance.items():
+                    self.current[r] = parts
                 self.owner = pre_owner
                 self.sizes = pre_sizes
-                self._rebuild_held()
+                self.held = None  # rebuilt on next use
 
-    def _can_participate(self, m: str, fixed_topics: set[str]) -> bool:
-        size = self._size(m)
-        if size < self.max_size[m]:
+    def _can_participate(self, r: int, fixed_topics: set[int]) -> bool:
+        if int(self.sizes[r]) < self.max_size[r]:
             return True
-        return any(tp.topic not in fixed_topics for tp in self.current[m])
+        topic_of = self.topic_of
+        return any(topic_of[p] not in fixed_topics for p in self.current[r])
 
     def _is_balanced(self) -> bool:
         """Kafka's ``isBalanced``: counts differ by at most one, or no member below its maximum
@@ -523,20 +628,18 @@ class _GeneralBuilder:
             self._balanced_cache = self._compute_balanced()
         return self._balanced_cache
 
-    def _topic_max(self, topic: str) -> int:
+    def _topic_max(self, topic: int) -> int:
         """Largest assignment among the active holders of ``topic``'s partitions (-1: none)."""
-        sizes, rank, active = self.sizes, self.rank, self.active
+        sizes, active = self.sizes, self.active
         best = -1
-        for m in self.held.get(topic, ()):
-            r = rank[m]
+        for r in self._held()[topic]:
             if active[r] and sizes[r] > best:
                 best = int(sizes[r])
         return best
 
-    def _violates(self, m: str, topic: str, topic_max: int | None = None) -> bool:
-        r = self.rank[m]
+    def _violates(self, r: int, topic: int, topic_max: int | None = None) -> bool:
         s = int(self.sizes[r])
-        if not self.active[r] or s == self.max_size[m]:
+        if not self.active[r] or s == self.max_size[r]:
             return False
         return (self._topic_max(topic) if topic_max is None else topic_max) > s + 1
 
@@ -549,9 +652,9 @@ class _GeneralBuilder:
             return True
         if self._witness is not None and self._violates(*self._witness):
             return False
-        topic_max = {t: self._topic_max(t) for t in self.held}
+        topic_max = [self._topic_max(t) if h else -1 for t, h in enumerate(self._held())]
         group_max = np.array(
-            [max((topic_max.get(t, -1) for t in topics), default=-1) for topics in self.group_topics],
+            [max((topic_max[t] for t in topics), default=-1) for topics in self.group_topics],
             dtype=np.int64,
         )
         sizes = self.sizes
@@ -559,41 +662,43 @@ class _GeneralBuilder:
         if not violating.any():
             self._witness = None
             return True
-        m = self.members[int(np.argmax(violating))]
-        s = int(sizes[self.rank[m]])
-        self._witness = (m, next(t for t in self.topics_of[m] if topic_max.get(t, -1) > s + 1))
+        r = int(np.argmax(violating))
+        s = int(sizes[r])
+        self._witness = (r, next(t for t in self.topics_of[r] if topic_max[t] > s + 1))
         return False
 
-    def _perform_reassignments(self, partitions: list[TopicPartition]) -> bool:
+    def _perform_reassignments(self, partitions: list[int]) -> bool:
         performed = False
+        prev_owner, topic_of = self.prev_owner, self.topic_of
         while True:
             modified = False
-            for tp in partitions:
+            for p in partitions:
                 if self._is_balanced():
                     break
-                consumer = self.owner.get(tp)
-                if consumer is None:
+                consumer = self.owner[p]
+                if consumer < 0:
                     continue
-                size = self._size(consumer)
-                prev = self.prev_owner.get(tp)
+                size = int(self.sizes[consumer])
+                prev = prev_owner.get(p)
+                t = topic_of[p]
                 if (
                     prev is not None
-                    and self.active[self.rank[prev]]
-                    and tp.topic in self.subs_set[prev]
-                    and size > self._size(prev) + 1
+                    and self.active[prev]
+                    and t in self.subs_set[prev]
+                    and size > int(self.sizes[prev]) + 1
                 ):
-                    self._reassign(tp, prev)
+                    self._reassign(p, prev)
                     performed = modified = True
                     continue
-                if size > self._min_size(tp.topic) + 1:
-                    self._reassign(tp, self._first_subscribed(tp.topic))
+                if size > self._min_size(t) + 1:
+                    self._reassign(p, self._first_subscribed(t))
                     performed = modified = True
             if not modified:
                 return performed
 
-    def _reassign(self, tp: TopicPartition, new: str) -> None:
-        old = self.owner[tp]
-        actual = self.movements.actual_partition_to_move(tp, old, new)
+    def _reassign(self, p: int, new: int) -> None:
+        old = self.owner[p]
+        actual = self.movements.actual_partition_to_move(p, old, new)
         old = self.owner[actual]
         self.movements.move(actual, old, new)
         self._take(actual, old)
@@ -608,7 +713,8 @@ class _GeneralBuilder:
 class _AbstractStickyAssignor(Assignor):
     """Shared machinery of Kafka's ``AbstractStickyAssignor``."""
 
-    def _member_data(self, layout: TopicLayout, sub: Subscription) -> _MemberData:
+    def _claims(self, layout: TopicLayout, subs: Sequence[Subscription]) -> _Claims:
+        """Every member's claim (``subs`` in ``HashMap`` order of their members)."""
         raise NotImplementedError
 
     def _raw_owned(self, sub: Subscription) -> Sequence[TopicPartition]:
@@ -620,45 +726,43 @@ class _AbstractStickyAssignor(Assignor):
     ) -> StickyResult:
         layout = TopicLayout(partitions_per_topic)
         order = hashmap_order(subscriptions)
-        data = {m: self._member_data(layout, subscriptions[m]) for m in order}
-        sub_gens = [subscriptions[m].generation for m in order]
+        subs = [subscriptions[m] for m in order]
+        data = self._claims(layout, subs)
+        sub_gens = [sub.generation for sub in subs]
         owned, multi = _resolve_claims(layout, order, data, sub_gens)
         if _all_subscriptions_equal(subscriptions, order):
             assignment, transferring = _constrained(layout, order, owned, multi)
-            return StickyResult(assignment, transferring, constrained=True)
+            return StickyResult(assignment, transferring, constrained=True, order=order, claims=data, total=layout.total)
 
-        owned_tps = {m: layout.to_tps(o) for m, o in zip(order, owned, strict=True)}
         max_gen = max(
-            (DEFAULT_GENERATION if d.generation is None else d.generation for d in data.values()),
+            (DEFAULT_GENERATION if g is None else g for g in data.generations),
             default=DEFAULT_GENERATION,
         )
         prev_owner = self._previous_owners(layout, order, data, max_gen)
-        builder = _GeneralBuilder(partitions_per_topic, subscriptions, owned_tps, prev_owner)
-        return StickyResult(builder.build(), None, constrained=False)
+        builder = _GeneralBuilder(layout, subscriptions, dict(zip(order, owned, strict=True)), prev_owner)
+        return StickyResult(builder.build(), None, constrained=False, order=order, claims=data, total=layout.total)
 
     @staticmethod
     def _previous_owners(
-        layout: TopicLayout, order: list[str], data: dict[str, _MemberData], max_gen: int
-    ) -> dict[TopicPartition, str]:
-        """``prepopulateCurrentAssignments``: owners from older generations, newest wins."""
+        layout: TopicLayout, order: list[str], data: _Claims, max_gen: int
+    ) -> dict[int, str]:
+        """``prepopulateCurrentAssignments``: owners from older generations, newest wins (by
+        global partition index)."""
         best: dict[int, tuple[int, str]] = {}
-        for m in order:
-            d = data[m]
-            if d.generation is not None and d.generation < max_gen:
-                gen = d.generation
-            elif d.generation is None and max_gen > DEFAULT_GENERATION:
+        bounds = np.concatenate(([0], np.cumsum(data.lengths))).tolist()
+        for i, (m, g) in enumerate(zip(order, data.generations, strict=True)):
+            if g is not None and g < max_gen:
+                gen = g
+            elif g is None and max_gen > DEFAULT_GENERATION:
                 gen = DEFAULT_GENERATION
             else:
                 continue
-            for idx in d.claims[d.claims >= 0].tolist():
+            claims = data.flat[bounds[i]:bounds[i + 1]]
+            for idx in claims[claims >= 0].tolist():
                 cur = best.get(idx)
                 if cur is None or gen > cur[0]:
                     best[idx] = (gen, m)
-        if not best:
-            return {}
-        keys = list(best)
-        tps = layout.to_tps(np.array(keys, dtype=np.int64))
-        return {tp: best[k][1] for tp, k in zip(tps, keys, strict=True)}
+        return {k: v[1] for k, v in best.items()}
 
     def _assign(
         self, partitions_per_topic: dict[str, int], subscriptions: dict[str, Subscription]
@@ -668,7 +772,7 @@ class _AbstractStickyAssignor(Assignor):
             return self._finish(result, subscriptions)
 
     def _finish(self, result: StickyResult, subscriptions: dict[str, Subscription]) -> dict[str, Assignment]:
-        return {m: Assignment(result.assignment.get(m, [])) for m in subscriptions}
+        return {m: assignment_of(result.assignment.get(m, [])) for m in subscriptions}
 
 
 class StickyAssignor(_AbstractStickyAssignor):
@@ -699,9 +803,8 @@ class StickyAssignor(_AbstractStickyAssignor):
         gen = self._generation if generation is None else generation
         return encode_sticky_user_data(partitions, gen)
 
-    def _member_data(self, layout: TopicLayout, sub: Subscription) -> _MemberData:
-        md: StickyMemberData = sticky_member_data(sub.user_data)
-        return _MemberData(_claims_from_member_data(layout, md), md.generation)
+    def _claims(self, layout: TopicLayout, subs: Sequence[Subscription]) -> _Claims:
+        return _claims_from_user_data(layout, subs)
 
 
 class CooperativeStickyAssignor(_AbstractStickyAssignor):
@@ -726,33 +829,55 @@ class CooperativeStickyAssignor(_AbstractStickyAssignor):
     ) -> bytes | None:
         return encode_cooperative_user_data(self._generation if generation is None else generation)
 
-    def _member_data(self, layout: TopicLayout, sub: Subscription) -> _MemberData:
-        gen = sub.generation if sub.generation >= 0 else cooperative_generation(sub.user_data)
-        return _MemberData(layout.index_of(sub.owned_partitions), gen)
+    def _claims(self, layout: TopicLayout, subs: Sequence[Subscription]) -> _Claims:
+        gens = [sub.generation if sub.generation >= 0 else cooperative_generation(sub.user_data) for sub in subs]
+        return _claims_from_owned(layout, subs, gens)
 
     def _finish(self, result: StickyResult, subscriptions: dict[str, Subscription]) -> dict[str, Assignment]:
-        transferring = result.transferring
-        if transferring is None:
-            transferring = _partitions_transferring(subscriptions, result.assignment)
+        mask = result.transferring
+        if mask is None:
+            mask = _partitions_transferring(result)
+        if not mask.any():
+            return {m: assignment_of(result.assignment[m]) for m in subscriptions}
         out = {}
         for m in subscriptions:
-            parts = result.assignment.get(m, [])
-            if transferring:
-                parts = [tp for tp in parts if tp not in transferring]
+            parts = result.assignment[m]
+            if parts.indices.size and mask[parts.indices].any():
+                parts = PartitionList(parts.topics, parts.offsets, parts.indices[~mask[parts.indices]])
             out[m] = Assignment(parts)
         return out
 
 
-def _partitions_transferring(
-    subscriptions: dict[str, Subscription], assignment: dict[str, list[TopicPartition]]
-) -> set[TopicPartition]:
-    """Partitions added to one member that another member must revoke first
-    (``CooperativeStickyAssignor#computePartitionsTransferringOwnership``)."""
-    added: set[TopicPartition] = set()
-    revoked: set[TopicPartition] = set()
-    for m, parts in assignment.items():
-        owned = set(subscriptions[m].owned_partitions)
-        assigned = set(parts)
-        added.update(tp for tp in parts if tp not in owned)
-        revoked.update(tp for tp in owned if tp not in assigned)
+def _partitions_transferring(result: StickyResult) -> np.ndarray:
+    """Mask (by global index) of the partitions added to one member that another member must
+    revoke first (``CooperativeStickyAssignor#computePartitionsTransferringOwnership``): a
+    partition some member gets without owning it, that some member owns without getting it.
+    Owned partitions of unknown topics or out of range can be neither, so the claims' valid
+    entries stand for ``owned_partitions``."""
+    order, claims = result.order, result.claims
+    n = max(len(order), 1)
+    owned_member = np.repeat(np.arange(len(order), dtype=np.int64), claims.lengths)
+    valid = claims.flat >= 0
+    owned_part = claims.flat[valid]
+    owned_keys = owned_part * n + owned_member[valid]
+    lists = [result.assignment[m].indices for m in order]
+    got_part = np.concatenate(lists) if lists else np.empty(0, dtype=np.int64)
+    got_member = np.repeat(np.arange(len(order), dtype=np.int64), [len(x) for x in lists])
+    added = np.zeros(result.total, dtype=bool)
+    revoked = np.zeros(result.total, dtype=bool)
+    total = result.total
+    if (not owned_part.size or np.bincount(owned_part, minlength=total).max() <= 1) and (
+        not got_part.size or np.bincount(got_part, minlength=total).max() <= 1
+    ):
+        # Each partition owned and assigned at most once (the usual case): compare owners.
+        owned_by = np.full(total, -1, dtype=np.int64)
+        owned_by[owned_part] = owned_member[valid]
+        got_by = np.full(total, -1, dtype=np.int64)
+        got_by[got_part] = got_member
+        added[got_part[owned_by[got_part] != got_member]] = True
+        revoked[owned_part[got_by[owned_part] != owned_member[valid]]] = True
+        return added & revoked
+    got_keys = got_part * n + got_member
+    added[got_part[~np.isin(got_keys, owned_keys)]] = True
+    revoked[owned_part[~np.isin(owned_keys, got_keys)]] = True
     return added & revoked

@@ -210,6 +210,60 @@ def sticky_member_data(data: bytes | None) -> StickyMemberData:
         return UNREADABLE_MEMBER_DATA
 
 
+@attrs.frozen(slots=True)
+class StickyMemberDataBatch:
+    """``sticky_member_data`` of many members at once, as flat arrays.
+
+    Member ``i``'s runs are ``run_topics[run_bounds[i]:run_bounds[i + 1]]`` with as many
+    partitions as ``run_counts`` says; ``numbers`` holds every member's partition numbers, member
+    after member, in wire order; ``generations[i]`` is None where the bytes carry none.
+    """
+
+    run_topics: list[str]
+    run_counts: np.ndarray
+    run_bounds: np.ndarray
+    numbers: np.ndarray
+    generations: list[int | None]
+
+
+def sticky_member_data_batch(datas: Sequence[bytes | None]) -> StickyMemberDataBatch:
+    """What the leader makes of every member's StickyAssignor user data (never raises): the same
+    reading as ``sticky_member_data`` member by member, with one vectorised gather of all the
+    partition numbers instead of one per member."""
+    run_topics: list[str] = []
+    run_counts: list[int] = []
+    run_bounds = [0]
+    generations: list[int | None] = []
+    chunks: list[bytes] = []  # every run's INT32 partition numbers, back to back
+    for data in datas:
+        if not data:
+            generations.append(None)
+            run_bounds.append(len(run_topics))
+            continue
+        buf = bytes(data)
+        try:
+            topics, starts, counts, pos = _read_previous_assignment(buf)
+        except UserDataError:
+            # Neither V1 nor V0 reads: owns nothing, generation -1.
+            generations.append(DEFAULT_GENERATION)
+            run_bounds.append(len(run_topics))
+            continue
+        # V1 when the generation's INT32 follows the array; otherwise V0 (no generation).
+        generations.append(_I32.unpack_from(buf, pos)[0] if len(buf) - pos >= 4 else None)
+        if topics:
+            run_topics.extend(topics)
+            run_counts.extend(counts)
+            chunks.extend([buf[st:st + 4 * c] for st, c in zip(starts, counts, strict=True)])
+        run_bounds.append(len(run_topics))
+    return StickyMemberDataBatch(
+        run_topics=run_topics,
+        run_counts=np.asarray(run_counts, dtype=np.int64),
+        run_bounds=np.asarray(run_bounds, dtype=np.int64),
+        numbers=np.frombuffer(b"".join(chunks), dtype=">i4").astype(np.int64),
+        generations=generations,
+    )
+
+
 def encode_cooperative_user_data(generation: int) -> bytes:
     """CooperativeStickyAssignor user data: its generation as INT32."""
     _check_int32("generation", generation)

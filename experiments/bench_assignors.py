@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import attrs
+import numpy as np
 
 from assignors import ASSIGNORS, Assignment, Subscription, get_assignor
 from assignors.quality import assignment_quality
@@ -38,13 +39,16 @@ from .bench_server_assignors import (
 @attrs.frozen
 class Case:
     """A group shape: ``topics`` x ``partitions_per_topic``, ``members``; ``split`` gives the
-    second half of the members only the first half of the topics (two subscription groups)."""
+    second half of the members only the first half of the topics (two subscription groups);
+    ``random_half_seed`` (instead) gives every member its own half of the topics, drawn from a
+    seeded RNG (heterogeneous subscriptions)."""
 
     name: str
     members: int
     topics: int
     partitions_per_topic: int
     split: bool = False
+    random_half_seed: int | None = None
 
     @property
     def partitions(self) -> int:
@@ -62,11 +66,34 @@ QUICK_CASES = [CASES[0], CASES[1], Case("200 x 2,000 two groups", 200, 20, 100, 
 # range and roundrobin are also benchmarked at the issue's 10,000 x 1,000,000 target.
 RANGE_ROUNDROBIN_CASES = [Case("10,000 x 1,000,000", 10_000, 100, 10_000)]
 
+# Kafka's own Java assignor classes (JDK 17, warmed up) on these inputs, 2 cores, medians in ms:
+# the reference figures of the speed targets, measured outside this command and printed beside
+# our rows (`java_ms`) so that one run shows where we stand. Keys: (assignor, case, mode).
+RANDOM_HALVES = Case("2000 x 20,000 random halves", 2000, 20, 1000, random_half_seed=13)
+JAVA_MS = {
+    ("sticky", "2100 x 2100", "one member left"): 14.0,
+    ("roundrobin", "2100 x 2100", "fresh"): 1.9,
+    ("sticky", "2000 x 1,000,000", "fresh"): 140.0,
+    ("cooperative-sticky", "2000 x 1,000,000", "fresh"): 214.0,
+    ("sticky", RANDOM_HALVES.name, "one member left"): 61.0,
+    ("cooperative-sticky", RANDOM_HALVES.name, "one member left"): 32.0,
+    ("sticky", "1000 x 10,000", "one member left"): 23.0,
+}
+# The general-path case for the sticky family (the others run it too: it is small).
+CASES.append(RANDOM_HALVES)
+
 
 def _group(case: Case) -> tuple[dict[str, int], dict[str, list[str]]]:
     names = [f"topic-{i:03d}" for i in range(case.topics)]
     metadata = dict.fromkeys(names, case.partitions_per_topic)
     half = names[: max(1, case.topics // 2)]
+    if case.random_half_seed is not None:
+        rng = np.random.default_rng(case.random_half_seed)
+        k = max(1, case.topics // 2)
+        return metadata, {
+            f"consumer-{i:05d}": [names[j] for j in np.sort(rng.choice(case.topics, k, replace=False)).tolist()]
+            for i in range(case.members)
+        }
     topics_of = {
         f"consumer-{i:05d}": (half if case.split and i >= case.members // 2 else names)
         for i in range(case.members)
@@ -114,14 +141,25 @@ def _peak_mib(fn: Callable[[], object]) -> float:
         tracemalloc.stop()
 
 
-def bench_case(name: str, case: Case, repeat: int, measure_memory: bool = True) -> list[dict]:
+MODES = ("fresh", "one member left")
+
+
+def bench_case(name: str, case: Case, repeat: int, measure_memory: bool = True,
+               modes: tuple[str, ...] = MODES) -> list[dict]:
+    """Rows for ``modes`` of ``case`` (the fresh assignment is computed, untimed, when only the
+    reassignment is asked for)."""
     metadata, topics_of = _group(case)
     fresh_subs = _fresh_subscriptions(topics_of)
     rows = []
     assignor = get_assignor(name)
-    wall, fresh = _time(lambda: assignor.assign(metadata, fresh_subs), repeat)
-    rows.append(_row(name, case, "fresh", wall, metadata, fresh_subs, fresh, None,
-                     _peak_mib(lambda: assignor.assign(metadata, fresh_subs)) if measure_memory else None))
+    if "fresh" in modes:
+        wall, fresh = _time(lambda: assignor.assign(metadata, fresh_subs), repeat)
+        rows.append(_row(name, case, "fresh", wall, metadata, fresh_subs, fresh, None,
+                         _peak_mib(lambda: assignor.assign(metadata, fresh_subs)) if measure_memory else None))
+    else:
+        fresh = assignor.assign(metadata, fresh_subs)
+    if "one member left" not in modes:
+        return rows
     generation = 1
     leaver = next(iter(topics_of))
     if name == "stream-join-sticky":
@@ -152,6 +190,7 @@ def _row(name, case, mode, wall, metadata, subs, result, previous, peak) -> dict
         "partitions": case.partitions,
         "mode": mode,
         "wall_s": wall,
+        "java_ms": JAVA_MS.get((name, case.name, mode)),
         "peak_mib": peak,
         "spread": q.spread,
         "moved": moved_since(previous, result),
@@ -159,8 +198,8 @@ def _row(name, case, mode, wall, metadata, subs, result, previous, peak) -> dict
     }
 
 
-COLUMNS = ["assignor", "case", "mode", "members", "partitions", "wall_s", "spec_ms", "peak_mib", "spread", "moved",
-           "withheld"]
+COLUMNS = ["assignor", "case", "mode", "members", "partitions", "wall_s", "java_ms", "spec_ms", "peak_mib", "spread",
+           "moved", "withheld"]
 
 
 def _fmt(row: dict, col: str) -> str:
@@ -169,6 +208,8 @@ def _fmt(row: dict, col: str) -> str:
         return "-"
     if col == "wall_s":
         return f"{v * 1000:.1f} ms" if v < 1 else f"{v:.2f} s"
+    if col == "java_ms":
+        return f"{v:g} ms"
     if col == "peak_mib":
         return f"{v:.0f} MiB" if v >= 10 else f"{v:.1f} MiB"
     return f"{v:,}" if isinstance(v, int) else str(v)
@@ -194,6 +235,27 @@ def run(args) -> int:
         except OutputError as e:
             print(f"rebalance-sim bench assignors: {e}", file=sys.stderr)
             return 2
+    rows = _target_rows(args, names) if args.targets else _all_rows(args, names)
+    table = markdown_table(rows)
+    if args.json:
+        import json
+
+        print(json.dumps(rows, indent=2))
+    else:
+        print(table)
+    if args.out:
+        header = (
+            "# Assignor benchmark\n\n"
+            f"`rebalance-sim bench assignors{' --quick' if args.quick else ''}{' --targets' if args.targets else ''}`, median of {args.repeat} runs, "
+            "peak memory from one tracemalloc run. Machine: "
+            f"{_machine()}.\n\n"
+        )
+        atomic_write_text(Path(args.out), header + table)
+        print(f"written to {args.out}", file=sys.stderr)
+    return 0
+
+
+def _all_rows(args, names: list[str]) -> list[dict]:
     cases = QUICK_CASES if args.quick else CASES
     plan = [(n, c) for n in names if n in ASSIGNORS for c in cases]
     # KIP-848 server-side assignors ("server:uniform", "server:range") on their own cases.
@@ -207,23 +269,18 @@ def run(args) -> int:
             rows.extend(bench_case(name, case, args.repeat, measure_memory=not args.no_memory))
         else:
             rows.extend(bench_server_case(name, case, args.repeat, None if args.no_memory else _peak_mib))
-    table = markdown_table(rows)
-    if args.json:
-        import json
+    return rows
 
-        print(json.dumps(rows, indent=2))
-    else:
-        print(table)
-    if args.out:
-        header = (
-            "# Assignor benchmark\n\n"
-            f"`rebalance-sim bench assignors{' --quick' if args.quick else ''}`, median of {args.repeat} runs, "
-            "peak memory from one tracemalloc run. Machine: "
-            f"{_machine()}.\n\n"
-        )
-        atomic_write_text(Path(args.out), header + table)
-        print(f"written to {args.out}", file=sys.stderr)
-    return 0
+
+def _target_rows(args, names: list[str]) -> list[dict]:
+    """Only the rows that have a Java reference figure (the speed targets), in its order."""
+    by_case = {c.name: c for c in CASES}
+    plan = [(a, by_case[c], mode) for (a, c, mode) in JAVA_MS if a in names]
+    rows: list[dict] = []
+    for i, (name, case, mode) in enumerate(plan, 1):
+        print(f"[{i}/{len(plan)}] {name:<20} {case.name}, {mode}", file=sys.stderr, flush=True)
+        rows.extend(bench_case(name, case, args.repeat, measure_memory=not args.no_memory, modes=(mode,)))
+    return rows
 
 
 def _machine() -> str:
@@ -240,6 +297,8 @@ def register(bench_subparsers) -> None:
     p.add_argument("--assignor", action="append",
                    help="only this assignor (repeatable); server-side ones as server:uniform, server:range")
     p.add_argument("--quick", action="store_true", help="small cases only (seconds)")
+    p.add_argument("--targets", action="store_true",
+                   help="only the rows with a Java reference figure (java_ms): the speed targets")
     p.add_argument("--repeat", type=int, default=3, help="timed runs per measurement (median)")
     p.add_argument("--no-memory", action="store_true", help="skip the tracemalloc run")
     p.add_argument("--json", action="store_true", help="print JSON rows instead of the table")

@@ -7,7 +7,8 @@ failure replays from two numbers). A ``Chooser`` is the only thing the two have 
 
 What is drawn: a small group (2-5 members, 1-2 topics), the group protocol and its settings
 (``GROUP_PROTOCOLS``: the classic protocol with one of Kafka's assignors or an
-eager-to-cooperative mix, static or dynamic members), client timeouts and costs, the network,
+eager-to-cooperative mix, or the consumer protocol of KIP-848 with the broker's default assignor
+or one a member asks for; static or dynamic members), client timeouts and costs, the network,
 the leader's assignment cost, and a timeline of faults: crashes, pauses shorter and longer than
 the session timeout and max.poll.interval, joins and leaves (sometimes at the same instant),
 restarts, one- and two-way network partitions, delay spikes, windows of packet loss, and leader
@@ -63,10 +64,20 @@ def _classic(c: Chooser, consumer: dict, strategies: Sequence[tuple[str, ...]]) 
     consumer["partition_assignment_strategy"] = list(c.choice(strategies))
 
 
-# group protocol name -> function that fills the consumer table for it. A new protocol (KIP-848's
-# "consumer") adds an entry here; the soak and the property tests then draw it too.
+def _consumer(c: Chooser, consumer: dict, strategies: Sequence[tuple[str, ...]]) -> None:
+    """The consumer group protocol (KIP-848): the coordinator assigns, with the broker's default
+    server-side assignor or the one the members ask for (``group.remote.assignor``)."""
+    consumer["group_protocol"] = "consumer"
+    remote = c.choice([None, "uniform", "range"])
+    if remote is not None:
+        consumer["group_remote_assignor"] = remote
+
+
+# group protocol name -> function that fills the consumer table for it. A new protocol adds an
+# entry here; the soak and the property tests then draw it too.
 GROUP_PROTOCOLS: dict[str, Callable[[Chooser, dict, Sequence[tuple[str, ...]]], None]] = {
     "classic": _classic,
+    "consumer": _consumer,
 }
 
 
@@ -140,7 +151,7 @@ def faulty_scenario(c: Chooser, max_faults: int = 6, protocols: Sequence[str] | 
         "revoke_cost_ms": c.choice([0.0, 50.0]),
         "assign_cost_ms": c.choice([0.0, 300.0]),
     })
-    return {
+    data: dict[str, Any] = {
         "name": name, "members": members, "topics": topics, "max_duration_s": 4000.0,
         "consumer": consumer,
         "network": {"latency": c.choice([{"kind": "constant", "ms": 1.0},
@@ -151,3 +162,8 @@ def faulty_scenario(c: Chooser, max_faults: int = 6, protocols: Sequence[str] | 
         "assignor_cost": c.choice(["zero", "model", "fixed:0.5"]),
         "timeline": fault_schedule(c, members, session_ms / 1000.0, poll_ms / 1000.0, max_faults),
     }
+    if protocol == "consumer":
+        # KIP-848: the session timeout is the broker's (group.consumer.session.timeout.ms), so the
+        # drawn one goes there and the pauses above are timed against the timeout that applies
+        data["group"] = {"consumer_session_timeout_ms": session_ms}
+    return data

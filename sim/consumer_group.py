@@ -34,7 +34,17 @@ Modelled here, not defined by Kafka:
   that one computation: the computation runs right after the inputs of that instant (a zero-delay
   timer), and the heartbeats wait for it.
 - Member ids are given by the coordinator (Kafka before KIP-1082), so a rejoin is a new member id.
-- No heartbeat elision: every heartbeat is simulated (``elide_heartbeats`` does not apply).
+
+Idle heartbeat elision (``elide_heartbeats``, a simulator device, not Kafka's). A heartbeat of a
+member that is reconciled to the target epoch, while the target is current, changes nothing but
+the member's session: its response offers ``quiet_epoch``, and a member that takes the offer says
+so (``Quiet``) and stops sending idle heartbeats (``sim.consumer_member``). The coordinator then
+keeps no session timer for it. Anything that makes its heartbeats matter again bumps the group
+epoch, and every quiet member gets a ``Wake``; a member that stops (crash, pause, close, network
+fault) or must heartbeat for another reason wakes itself. Either way it answers ``Unquiet`` with
+the arrival time of its last elided heartbeat, so its session runs from exactly where real
+heartbeats would have left it, and the auto-commits it computed meanwhile arrive as
+``ElidedCommits``.
 """
 
 from __future__ import annotations
@@ -47,7 +57,7 @@ import attrs
 from . import messages as m
 from .config import AssignorCost, GroupConfig
 from .offsets import OffsetStore
-from .target_assignment import MemberSpec, compute_target
+from .target_assignment import MemberSpec, TargetAssignment, compute_target
 
 # MemberState (group-coordinator modern.consumer)
 STABLE = "STABLE"
@@ -139,15 +149,20 @@ class ConsumerGroupCoordinator:
     protocol = "consumer"
 
     def __init__(self, config: GroupConfig, metadata: Callable[[], tuple[int, dict[str, int]]],
-                 assignor_cost: AssignorCost | None = None, default_assignor: str | None = None):
+                 assignor_cost: AssignorCost | None = None, default_assignor: str | None = None,
+                 elide_heartbeats: bool = False):
         self.config = config
+        self.elide = elide_heartbeats
+        self.quiet_epoch = 0                                 # bumped with the group epoch
+        self.quiet: dict[str, None] = {}                     # member ids eliding idle heartbeats
+        self.woken: dict[str, None] = {}                     # woken, their Unquiet not yet here
         self._metadata = metadata
         self.offsets = OffsetStore()
         self.assignor_cost = assignor_cost or AssignorCost()
         self.assignor = default_assignor or config.consumer_assignors[0]
         self.group_epoch = 0
         self.target_epoch = 0
-        self.target: dict[str, frozenset] = {}
+        self.target = TargetAssignment()
         self.members: dict[str, ConsumerGroupMember] = {}    # insertion order = join order
         self.static_members: dict[str, str] = {}             # group.instance.id -> member id
         self.partition_epoch: dict = {}                      # TopicPartition -> epoch of its holder
@@ -155,6 +170,7 @@ class ConsumerGroupCoordinator:
         self.unreconciled: set[str] = set()
         self.state = EMPTY
         self.timers: dict[tuple, float] = {}
+        self.session_due: dict[float, dict[str, None]] = {}  # session deadline -> member ids
         self.parked: list[tuple] = []       # (client, request, stage) waiting for the assignor
         self.assign_pending = False
         self.busy_until = 0.0
@@ -184,6 +200,8 @@ class ConsumerGroupCoordinator:
         self.out.append(("event", kind, member, self.group_epoch, detail))
 
     def _timer(self, key: tuple, at: float | None) -> None:
+        if key[0] == "session":
+            self._index_session(key[1], self.timers.get(key), at)
         if at is None:
             if self.timers.pop(key, None) is not None:
                 self.out.append(("timer", key, None))
@@ -219,11 +237,22 @@ class ConsumerGroupCoordinator:
             raise TypeError(f"consumer group coordinator cannot handle {msg!r}")
         return self._drain()
 
+    def _index_session(self, member_id: str, old: float | None, new: float | None) -> None:
+        if old is not None:
+            due = self.session_due[old]
+            del due[member_id]
+            if not due:
+                del self.session_due[old]
+        if new is not None:
+            self.session_due.setdefault(new, {})[member_id] = None
+
     def on_timer(self, now: float, key: tuple, at: float) -> list[tuple]:
         if self.timers.get(key) != at:
             return []
-        del self.timers[key]
         kind = key[0]
+        if kind == "session":
+            self._index_session(key[1], at, None)
+        del self.timers[key]
         if kind == "assign":
             self._compute_target(now)
         elif kind == "unblock":
@@ -232,11 +261,16 @@ class ConsumerGroupCoordinator:
             # the coordinator is busy with the assignor: its timers run when it is free again
             self._timer(key, max(self.busy_until, now))
         elif kind == "session":
-            mm = self.members.get(key[1])
-            if mm is not None:
+            # Sessions ending at one instant end in client order, however their timers came to be
+            # armed (with elided heartbeats, later than the heartbeats themselves).
+            mids = [key[1], *self.session_due.get(at, ())]
+            for mid in sorted(mids, key=lambda mid: self.members[mid].client if mid in self.members else ""):
+                mm = self.members.get(mid)
+                if mm is None or (mid != key[1] and self.timers.get(("session", mid)) != at):
+                    continue
                 if mm.last_heartbeat + self.config.consumer_session_timeout_s <= now:
                     self._fence(now, mm, "session_expired")
-                else:
+                elif mid == key[1]:
                     self._timer(key, mm.last_heartbeat + self.config.consumer_session_timeout_s)
         elif kind == "rebalance":
             mm = self.members.get(key[1])
@@ -246,7 +280,51 @@ class ConsumerGroupCoordinator:
         return self._drain()
 
     def on_control(self, now: float, sender: str, note) -> list[tuple]:
-        return []  # no heartbeat elision under this protocol
+        """Heartbeat elision notes from members (see the module docstring)."""
+        mm = self.members.get(note.member_id)
+        if mm is None:
+            return []
+        mid = mm.member_id
+        if isinstance(note, m.Quiet):
+            if (self.elide and note.quiet_epoch == self.quiet_epoch and self._idle(now, mm)
+                    and mid not in self.woken):
+                self.quiet[mid] = None
+                self._timer(("session", mid), None)
+            else:
+                # the group moved since the offer: the member's heartbeats matter again
+                self.out.append(("control", mm.client, m.Wake(self.quiet_epoch, self.input_rank)))
+        elif isinstance(note, m.Unquiet):
+            if self.quiet.pop(mid, 0) is None or self.woken.pop(mid, 0) is None:
+                if note.last_arrival is not None:
+                    mm.last_heartbeat = min(note.last_arrival, now)
+                expiry = mm.last_heartbeat + self.config.consumer_session_timeout_s
+                if expiry <= now:
+                    self._fence(now, mm, "session_expired")
+                    self._update_state(now)
+                else:
+                    self._timer(("session", mid), expiry)
+        elif isinstance(note, m.ElidedCommits):
+            if note.generation == mm.epoch:
+                self.offsets.commit(note.offsets, note.position_s)
+        return self._drain()
+
+    def _idle(self, now: float, mm: ConsumerGroupMember) -> bool:
+        """Whether a heartbeat of ``mm`` would change nothing but its session."""
+        return (mm.reconciled_to(self.target_epoch) and self.group_epoch == self.target_epoch
+                and not self._blocked(now))
+
+    def _wake_quiet(self, now: float) -> None:
+        """The group epoch moved: every quiet member heartbeats for real again."""
+        self.quiet_epoch += 1
+        if not self.quiet:
+            return
+        expiry = now + self.config.consumer_session_timeout_s
+        wake = m.Wake(self.quiet_epoch, self.input_rank)
+        for mid in self.quiet:
+            self.woken[mid] = None
+            self._timer(("session", mid), expiry)  # refined by the Unquiet that follows at once
+            self.out.append(("control", self.members[mid].client, wake))
+        self.quiet.clear()
 
     # ------------------------------------------------------------------ membership
 
@@ -276,6 +354,7 @@ class ConsumerGroupCoordinator:
 
     def _bump(self, now: float, reason: str) -> None:
         self.group_epoch += 1
+        self._wake_quiet(now)
         self._event("rebalance_start", None, f"group epoch {self.group_epoch}: {reason}")
         if not self._rebalance_open:
             self._rebalance_open = True
@@ -285,6 +364,8 @@ class ConsumerGroupCoordinator:
         self._subscribe(mm.topics, -1)
         self._set_holdings(mm, _EMPTY, _EMPTY)
         del self.members[mm.member_id]
+        self.quiet.pop(mm.member_id, None)
+        self.woken.pop(mm.member_id, None)
         self.target.pop(mm.member_id, None)
         self.unreconciled.discard(mm.member_id)
         if mm.instance_id is not None and self.static_members.get(mm.instance_id) == mm.member_id:
@@ -366,6 +447,9 @@ class ConsumerGroupCoordinator:
             mm = self._check(client, req)
             if mm is None:
                 return
+        if mm.member_id in self.quiet:
+            self.out.append(("violation", f"heartbeat from {mm.member_id} while its heartbeats are elided"))
+            del self.quiet[mm.member_id]
         mm.client = client
         mm.last_heartbeat = now
         if req.rebalance_timeout_s is not None:
@@ -580,9 +664,11 @@ class ConsumerGroupCoordinator:
                 self._touch(mm)
         full = req.member_epoch == 0 or (req.rebalance_timeout_s is not None and req.subscribed_topics is not None
                                          and req.owned_partitions is not None)
+        quiet = self.quiet_epoch if self.elide and self._idle(now, mm) else None
         self._reply(mm.client, m.ConsumerGroupHeartbeatResponse(
             m.NONE, mm.member_id, mm.epoch, self.config.consumer_heartbeat_interval_s,
-            mm.assigned if (full or mm.assigned != before) else None), self._send_at(now))
+            mm.assigned if (full or mm.assigned != before) else None, quiet, mm.last_heartbeat),
+            self._send_at(now))
 
     def _send_at(self, now: float) -> float | None:
         return self.busy_until if now < self.busy_until else None

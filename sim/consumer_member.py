@@ -28,8 +28,20 @@ leaves with epoch -1 (a static member with -2, keeping its assignment on the coo
 restart within the session timeout).
 
 Modelled here, not defined by Kafka: both callbacks of one reconciliation run in the same poll();
-the periodic auto-commit is not sent (only the commit before a reconciliation); a fenced member
-rejoins with an empty member id (the coordinator gives it a new one).
+a fenced member rejoins with an empty member id (the coordinator gives it a new one).
+
+Idle heartbeat elision (``elide_heartbeats``; a simulator device, see ``sim.consumer_group``).
+A STABLE member with nothing in progress whose heartbeat response offers ``quiet_epoch`` takes it
+(``Quiet``): it stops its heartbeat timer and remembers when the next heartbeat was due. Its
+auto-commits still happen on their timer, but are computed instead of sent (they would all
+succeed). When it must heartbeat for real again (a ``Wake``, a metadata change, a network fault,
+or it stops: crash, pause, close, poll timeout) it replays the elided schedule up to now with the
+same float arithmetic as the timer (each heartbeat ``interval`` after the previous one): the last
+elided heartbeat that has arrived gives the coordinator its session start (``Unquiet``), one
+still in flight is sent for real with its original send time, and the next one is due where the
+timer would have put it. The last commit that has arrived goes as ``ElidedCommits``, one still in
+flight is sent. With a constant latency the run is the same with and without elision; otherwise
+only the latency draws of the elided messages differ.
 """
 
 from __future__ import annotations
@@ -41,6 +53,10 @@ import numpy as np
 from . import messages as m
 from .config import AssignorCost, ConsumerConfig
 from .member import OFFSET_TIMERS, Handoffs, Member
+
+
+def _tp_key(tp) -> tuple[str, int]:
+    return (tp.topic, tp.partition)
 
 # MemberState (clients consumer.internals)
 UNSUBSCRIBED = "UNSUBSCRIBED"
@@ -85,14 +101,28 @@ class ConsumerMember:
     _enter_pause = Member._enter_pause
     _leave_pause = Member._leave_pause
 
+    def _set_owned(self, now: float, add=(), remove=()) -> None:
+        self._owned_sorted = None
+        Member._set_owned(self, now, add, remove)
+
+    def _owned_tuple(self) -> tuple:
+        """The owned partitions in (topic, partition) order, kept until they change (every
+        auto-commit sends them)."""
+        if self._owned_sorted is None:
+            self._owned_sorted = tuple(sorted(self.owned, key=_tp_key))
+        return self._owned_sorted
+
     def __init__(self, name: str, config: ConsumerConfig, topics: tuple[str, ...],
                  metadata: Callable[[], tuple[int, dict[str, int]]] | None = None,
                  sample_latency: Callable[[], float] | None = None, assignor_cost: AssignorCost | None = None,
                  elide_heartbeats: bool = False, *, rates: Mapping[str, float] | None = None,
                  handoffs: Handoffs | None = None, poll_rng: np.random.Generator | None = None, rank: int = 0,
-                 heartbeat_interval_s: float = 5.0):
+                 heartbeat_interval_s: float = 5.0, link_faulty: Callable[[], bool] | None = None):
         self.name = name
         self.rank = rank
+        self.elide = elide_heartbeats
+        # whether a network fault touches our links now (elided messages would not meet it)
+        self._link_faulty = link_faulty if link_faulty is not None else (lambda: False)
         self.config = config
         self.topics = tuple(topics)
         self.instance_id = name if config.static else None
@@ -117,6 +147,7 @@ class ConsumerMember:
         self.hb_in_flight = False
         self.ack_in_flight = False
         self.hb_due = False
+        self.leave_in_flight = False             # a leave heartbeat not answered yet
         self.send_full = True
         self.sent_owned: frozenset | None = None
         self.alive = False
@@ -138,6 +169,14 @@ class ConsumerMember:
         self.first_pending: set[int] = set()
         self.timers: dict[tuple, float] = {}
         self.out: list[tuple] = []
+        self._owned_sorted: tuple | None = None
+        # heartbeat elision (see the module docstring)
+        self.last_hb_sent = 0.0
+        self.quiet = False
+        self.quiet_epoch_seen = 0
+        self.quiet_next = 0.0                    # when the first elided heartbeat was due
+        self.quiet_arrival = 0.0                 # arrival of the last heartbeat sent for real
+        self.quiet_commits: list[tuple] = []     # the last two elided (tick, OffsetCommitRequest)
 
     def _is_fenced(self) -> bool:
         return self.state in (FENCED, STALE) or self.lost_pending
@@ -171,6 +210,7 @@ class ConsumerMember:
         if not self.alive:
             return []
         self._event("crash")
+        self._wake(now)
         self._release_cause = "crash"
         self._die(now)
         return self._drain()
@@ -183,6 +223,7 @@ class ConsumerMember:
     def _close(self, now: float) -> None:
         if not self.alive or self.closing:
             return
+        self._wake(now)
         if self.busy:
             self.close_requested = True
             return
@@ -193,7 +234,7 @@ class ConsumerMember:
         if self.state in IN_GROUP and self.owned:
             self.state = PREPARE_LEAVING
             self._commit(now)
-            revoked = sorted(self.owned)
+            revoked = sorted(self.owned, key=_tp_key)
             self._event("revoke", f"count={len(revoked)} leaving")
             self._set_owned(now, remove=revoked)
             self._run_callback(now, "revoke", self.config.revoke_cost_ms / 1000.0 * len(revoked),
@@ -208,7 +249,7 @@ class ConsumerMember:
 
     def _die(self, now: float) -> None:
         if self.owned:
-            self._set_owned(now, remove=sorted(self.owned))
+            self._set_owned(now, remove=sorted(self.owned, key=_tp_key))
         if self.busy:
             self.busy = False
             self.out.append(("close", "stalled", self.name, None, None))
@@ -226,6 +267,7 @@ class ConsumerMember:
     def pause(self, now: float) -> list[tuple]:
         if not self.alive or self.paused_at is not None:
             return []
+        self._wake(now)
         self._enter_pause(now)
         return self._drain()
 
@@ -254,12 +296,15 @@ class ConsumerMember:
         self._heartbeat_now(now)
 
     def _heartbeat_now(self, now: float) -> None:
-        if self.hb_in_flight:
+        # one ConsumerGroupHeartbeat in flight at a time, a leave included (the rejoin of a member
+        # whose poll timer expired waits for its leave's response)
+        if self.hb_in_flight or self.leave_in_flight:
             self.hb_due = True
         else:
             self._send_heartbeat(now)
 
-    def _send_heartbeat(self, now: float) -> None:
+    def _send_heartbeat(self, now: float, sent_at: float | None = None) -> None:
+        """Send a heartbeat now (or, replaying an elided one still in flight, as sent at ``sent_at``)."""
         owned = self.current_assignment  # what the last completed reconciliation took (Kafka's currentAssignment)
         full = self.send_full
         req = m.ConsumerGroupHeartbeatRequest(
@@ -271,12 +316,14 @@ class ConsumerMember:
             server_assignor=self.config.group_remote_assignor if full else None)
         self.send_full = False
         self.sent_owned = owned
+        sent = now if sent_at is None else sent_at
+        self.last_hb_sent = sent
         self.hb_in_flight = True
         self.ack_in_flight = self.state == ACKNOWLEDGING
         self.hb_due = False
-        self._send(req)
-        self._timer(("hb",), now + self.interval_s)
-        self._timer(("hb_timeout",), now + self.config.request_timeout_s)
+        self._send(req, sent_at)
+        self._timer(("hb",), sent + self.interval_s)
+        self._timer(("hb_timeout",), sent + self.config.request_timeout_s)
 
     def _send_leave(self, now: float, reason: str) -> None:
         epoch = m.LEAVE_GROUP_STATIC_MEMBER_EPOCH if self.instance_id else m.LEAVE_GROUP_MEMBER_EPOCH
@@ -286,10 +333,23 @@ class ConsumerMember:
         self._timer(("hb_timeout",), None)
         self.hb_in_flight = False
         self.hb_enabled = False
+        self.leave_in_flight = True
+        self._timer(("leave_timeout",), now + self.config.request_timeout_s)
+
+    def _leave_answered(self, now: float) -> None:
+        self.leave_in_flight = False
+        self._timer(("leave_timeout",), None)
+        if self.hb_due and self.state in IN_GROUP:
+            self._send_heartbeat(now)
 
     def _on_response(self, now: float, r: m.ConsumerGroupHeartbeatResponse) -> None:
+        if r.member_epoch in (m.LEAVE_GROUP_MEMBER_EPOCH, m.LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+            # a leave's response (the coordinator answers with the epoch it was sent with)
+            if self.leave_in_flight:
+                self._leave_answered(now)
+            return
         if not self.hb_in_flight:
-            return  # a leave's response, or one that timed out already
+            return  # one that timed out already
         self.hb_in_flight = False
         was_ack, self.ack_in_flight = self.ack_in_flight, False
         self._timer(("hb_timeout",), None)
@@ -297,6 +357,8 @@ class ConsumerMember:
             return
         if r.error == m.NONE:
             self._on_success(now, r, was_ack)
+            if r.quiet_epoch is not None and self.elide:
+                self._maybe_go_quiet(now, r)
         elif r.error in (m.FENCED_MEMBER_EPOCH, m.UNKNOWN_MEMBER_ID):
             self._event("fenced_learned", f"heartbeat: {r.error}")
             self._fenced(now)
@@ -339,6 +401,72 @@ class ConsumerMember:
             self._event("member_stable", f"member_id={self.member_id} epoch={self.epoch} owned={len(self.owned)}")
         self._maybe_reconcile(now)
 
+    # ------------------------------------------------------------------ heartbeat elision
+
+    def _maybe_go_quiet(self, now: float, r: m.ConsumerGroupHeartbeatResponse) -> None:
+        """Take the coordinator's offer when nothing but the session depends on our heartbeats."""
+        if (r.quiet_epoch < self.quiet_epoch_seen or self.state != STABLE or self.hb_in_flight
+                or self.hb_due or self.reconciling is not None or self.app_work is not None
+                or self.lost_pending or self.closing or self.close_requested or self.busy
+                or self.paused_at is not None or not self.commit_ok or self.rec_commit is not None
+                or ("hb",) not in self.timers or self._link_faulty()):
+            return
+        self.quiet = True
+        self.quiet_next = self.timers[("hb",)]
+        self.quiet_arrival = r.received_at
+        self.quiet_commits = []
+        self._timer(("hb",), None)
+        self.out.append(("control", m.COORDINATOR, m.Quiet(self.member_id, r.quiet_epoch)))
+
+    def _arrival(self, sent_at: float, now: float, trigger_rank: int | None) -> float | None:
+        """When a message sent at ``sent_at`` reached the coordinator, or None if it is still in
+        flight at ``now``. One arriving at ``now`` itself was handled before the input that woke
+        us if that input came from a higher kernel rank (ties are ordered by rank); with
+        ``trigger_rank`` None it has arrived (nothing at this instant depends on the order)."""
+        arrival = sent_at + self._sample_latency()
+        if arrival < now or (arrival == now and (trigger_rank is None or self.rank < trigger_rank)):
+            return arrival
+        return None
+
+    def _wake(self, now: float, trigger_rank: int | None = None) -> None:
+        """Heartbeat for real again: replay the elided schedule up to ``now`` (module docstring)."""
+        if not self.quiet:
+            return
+        self.quiet = False
+        interval = self.interval_s
+        prev = last = None
+        nxt = self.quiet_next
+        while nxt <= now:  # the same additions as the heartbeat timer makes
+            prev, last = last, nxt
+            nxt = nxt + interval
+        last_arrival, in_flight = self.quiet_arrival, None
+        if last is not None:
+            arrival = self._arrival(last, now, trigger_rank)
+            if arrival is not None:
+                last_arrival = arrival
+            else:
+                in_flight = last
+                if prev is not None:  # the one before has arrived (latency < interval)
+                    last_arrival = min(prev + self._sample_latency(), now)
+        commits, self.quiet_commits = self.quiet_commits, []
+        settled = resend = None
+        if commits:
+            tick, req = commits[-1]
+            if self._arrival(tick, now, trigger_rank) is not None:
+                settled = req
+            else:
+                settled, resend = (commits[-2][1] if len(commits) > 1 else None), commits[-1]
+        if settled is not None:
+            self.out.append(("control", m.COORDINATOR, m.ElidedCommits(
+                self.member_id, settled.generation, settled.offsets, settled.position_s)))
+        self.out.append(("control", m.COORDINATOR, m.Unquiet(self.member_id, last_arrival)))
+        if resend is not None:
+            self._send(resend[1], sent_at=resend[0])
+        if in_flight is not None:
+            self._send_heartbeat(now, sent_at=in_flight)
+        else:
+            self._timer(("hb",), nxt)
+
     def _fenced(self, now: float) -> None:
         """transitionToFenced: onPartitionsLost at the next poll, then rejoin."""
         self.state = FENCED
@@ -353,6 +481,7 @@ class ConsumerMember:
 
     def _poll_timeout(self, now: float) -> None:
         """The poll timer expired: leave the group, become STALE, lose the partitions at the next poll."""
+        self._wake(now)
         self._event("poll_timeout", f"max.poll.interval.ms={self.config.max_poll_interval_ms:g}")
         if self.member_id:
             self._send_leave(now, "consumer poll timeout has expired")
@@ -377,8 +506,8 @@ class ConsumerMember:
         if target == owned:
             self._reconciled(now)
             return
-        revoked = tuple(sorted(owned - target))
-        added = tuple(sorted(target - owned))
+        revoked = tuple(sorted(owned - target, key=_tp_key))
+        added = tuple(sorted(target - owned, key=_tp_key))
         self.reconciling = (target, revoked, added)
         self._event("reconcile", f"member_id={self.member_id} epoch={self.epoch} revoke={len(revoked)} "
                     f"add={len(added)}")
@@ -392,12 +521,15 @@ class ConsumerMember:
             self._revoke_and_assign(now)
 
     def _commit(self, now: float, seq: int | None = None) -> None:
+        self._send(self._commit_request(now, seq))
+
+    def _commit_request(self, now: float, seq: int | None = None) -> m.OffsetCommitRequest:
         if seq is None:
             self.commit_seq += 1
             seq = self.commit_seq
-        owned = tuple(sorted(self.owned))
-        self._send(m.OffsetCommitRequest(self.member_id, self.epoch, self.instance_id, len(owned), seq,
-                                         owned, self._position_s(now)))
+        owned = self._owned_tuple()
+        return m.OffsetCommitRequest(self.member_id, self.epoch, self.instance_id, len(owned), seq,
+                                     owned, self._position_s(now))
 
     def _revoke_and_assign(self, now: float) -> None:
         if self.reconciling is None or self.state != RECONCILING:
@@ -450,7 +582,7 @@ class ConsumerMember:
         if self.lost_pending:
             self.lost_pending = False
             if self.owned:
-                lost = sorted(self.owned)
+                lost = sorted(self.owned, key=_tp_key)
                 self._event("partitions_lost", f"count={len(lost)}")
                 self._set_owned(now, remove=lost)
             if self.state in (FENCED, STALE):
@@ -469,6 +601,8 @@ class ConsumerMember:
         if kind == "hb":
             if self.state in IN_GROUP:
                 self._heartbeat_now(now)
+        elif kind == "leave_timeout":
+            self._leave_answered(now)
         elif kind == "hb_timeout":
             self.hb_in_flight = False
             self.send_full = True
@@ -487,7 +621,12 @@ class ConsumerMember:
             # enable.auto.commit: the new consumer's CommitRequestManager commits every
             # auto.commit.interval.ms while it is in the group.
             if self.state in IN_GROUP and self.owned and not self.closing:
-                self._commit(now)
+                if self.quiet and self.commit_ok:
+                    # computed, not sent: it would succeed (module docstring)
+                    self.quiet_commits = self.quiet_commits[-1:] + [(now, self._commit_request(now))]
+                else:
+                    self._wake(now)
+                    self._commit(now)
             self._timer(("commit",), now + self.config.auto_commit_interval_s)
         elif kind == "rec_commit":
             if self.rec_commit is not None:
@@ -497,7 +636,19 @@ class ConsumerMember:
         return self._drain()
 
     def on_control(self, now: float, note) -> list[tuple]:
-        return []  # metadata changes reach the coordinator directly; nothing is elided
+        """Heartbeat elision: a ``Wake`` from the coordinator; a metadata change (the coordinator
+        notices it at the next heartbeat, which may be one due right now) or a network fault
+        (elided heartbeats would meet it) end the quiet too."""
+        if not self.alive:
+            return []
+        if isinstance(note, m.Wake):
+            self.quiet_epoch_seen = max(self.quiet_epoch_seen, note.epoch)
+            self._wake(now, note.trigger_rank)
+        elif note == "metadata_changed":
+            self._wake(now, -1)
+        elif note == "link_fault":
+            self._wake(now)
+        return self._drain()
 
     def handle(self, now: float, msg) -> list[tuple]:
         if not self.alive:

@@ -50,7 +50,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from operator import attrgetter
 
 import numpy as np
 
@@ -64,6 +65,15 @@ UNJOINED = "UNJOINED"
 PREPARING_REBALANCE = "PREPARING_REBALANCE"
 COMPLETING_REBALANCE = "COMPLETING_REBALANCE"
 STABLE = "STABLE"
+
+_TP_ORDER = attrgetter("topic", "partition")  # TopicPartition's own order, compared as plain tuples
+
+
+def sorted_tps(tps: Iterable[TopicPartition]) -> list[TopicPartition]:
+    """``sorted(tps)`` in TopicPartition order, without attrs' per-comparison ``__lt__`` (a hot
+    path: members sort what they own on every join, commit and revocation)."""
+    return sorted(tps, key=_TP_ORDER)
+
 
 OFFSET_TIMERS = ("fetch_timeout", "fetch_retry", "first_record")
 
@@ -289,7 +299,7 @@ class Member:
     def _commit_request(self, now: float) -> m.OffsetCommitRequest:
         """An OffsetCommit of every owned partition at the member's current position."""
         self.commit_seq += 1
-        owned = tuple(sorted(self.owned))
+        owned = tuple(sorted_tps(self.owned))
         return m.OffsetCommitRequest(self.member_id, self.generation, self.instance_id, len(owned),
                                      self.commit_seq, owned, self._position_s(now))
 
@@ -477,7 +487,7 @@ class Member:
         self._die(now)
 
     def _die(self, now: float) -> None:
-        self._set_owned(now, remove=sorted(self.owned))
+        self._set_owned(now, remove=sorted_tps(self.owned))
         self.pending_assignment = None
         self.prepare_commit = None
         self.fetches.clear()
@@ -636,12 +646,12 @@ class Member:
 
     def _join_prepare_revoke(self, now: float) -> None:
         if self.owned and self.generation < 0:
-            lost = sorted(self.owned)
+            lost = sorted_tps(self.owned)
             self._event("partitions_lost", f"count={len(lost)}")
             self._set_owned(now, remove=lost)
             self._send_join(now)
         elif self.owned and self.protocol == EAGER:
-            revoked = sorted(self.owned)
+            revoked = sorted_tps(self.owned)
             self._event("revoke", f"count={len(revoked)} eager")
             cost = self.config.revoke_cost_ms / 1000.0 * len(revoked)
 
@@ -651,14 +661,14 @@ class Member:
             self._run_callback(now, "revoke", cost, done)
         else:
             version, meta = self._metadata()
-            gone = sorted(tp for tp in self.owned if tp.topic not in meta or tp.partition >= meta[tp.topic])
+            gone = sorted_tps(tp for tp in self.owned if tp.topic not in meta or tp.partition >= meta[tp.topic])
             if gone:
                 self._event("revoke", f"count={len(gone)} topic deleted")
                 self._set_owned(now, remove=gone)
             self._send_join(now)
 
     def _subscriptions(self) -> tuple[tuple[str, Subscription], ...]:
-        owned = tuple(sorted(self.owned))
+        owned = tuple(sorted_tps(self.owned))
         # A client old enough to write V0 sticky user data (before KIP-341) also predates
         # ConsumerProtocolSubscription v2, so its subscriptions carry no generation field (-1).
         old_client = self.config.sticky_user_data_version == 0
@@ -877,7 +887,7 @@ class Member:
             assigned = set(a.partitions)
             added |= assigned - owned
             revoked |= owned - assigned
-        for tp in sorted(added & revoked):
+        for tp in sorted_tps(added & revoked):
             prev = sorted(mid for mid, s in subs.items() if tp in s.owned_partitions and tp not in getattr(result.get(mid), "partitions", ()))
             to = sorted(mid for mid, a in result.items() if tp in a.partitions)
             self.out.append(("violation", f"cooperative assignment gives {tp} owned by {','.join(prev)} to "
@@ -931,8 +941,8 @@ class Member:
             self._poll(now)
             return
         aset = set(assigned)
-        revoked = sorted(self.owned - aset)
-        added = sorted(aset - self.owned)
+        revoked = sorted_tps(self.owned - aset)
+        added = sorted_tps(aset - self.owned)
         self._event("sync_received", f"member_id={self.member_id} assigned={len(assigned)} "
                     f"added={len(added)} revoked={len(revoked)}")
         a = self.assignors.get(self.group_protocol)
@@ -1123,7 +1133,7 @@ class Member:
             lag_s = self._position_s(now)
             lag_s = now - lag_s
             self.out.append(("control", m.COORDINATOR, m.ElidedCommits(
-                self.member_id, self.generation, tuple(sorted(self.owned)), tick - lag_s)))
+                self.member_id, self.generation, tuple(sorted_tps(self.owned)), tick - lag_s)))
             self.commit_ok = True
         return tick + interval
 

@@ -167,6 +167,16 @@ class Unquiet:
 
 
 @attrs.frozen(slots=True)
+class Quiet:
+    """Member -> coordinator (consumer group protocol): it took the ``quiet_epoch`` grant of a
+    heartbeat response and elides its idle heartbeats from now on. The coordinator counts the
+    member as quiet only from this note, so both sides always agree on it."""
+
+    member_id: str
+    quiet_epoch: int
+
+
+@attrs.frozen(slots=True)
 class ElidedCommits:
     """Member -> coordinator: the last auto-commit it made while its heartbeats were elided (a
     quiet member computes its commits instead of sending them; they all succeed, since nothing
@@ -229,3 +239,7 @@ class ConsumerGroupHeartbeatResponse:
     member_epoch: int = -1
     heartbeat_interval_s: float = 0.0
     assignment: frozenset | None = None
+    # simulator only: the member may elide its idle heartbeats (see sim.consumer_member), and
+    # when the coordinator counted this heartbeat (the member's session runs from there)
+    quiet_epoch: int | None = None
+    received_at: float = 0.0

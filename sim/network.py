@@ -82,5 +82,9 @@ class Network:
             at = now
         self.kernel.push(at, sender, dest, "msg", msg)
 
+    def link_fault_active(self, member: str, t: float) -> bool:
+        """Whether a cut or a delay spike touches ``member``'s links (either way) at ``t``."""
+        return any(f.applies(member, d, t) for f in self.cuts + self.spikes for d in (True, False))
+
     def sample_latency(self, member: str, rng) -> float:
         return self.config.latency_of(member).sample_s(rng)

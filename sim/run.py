@@ -149,10 +149,9 @@ class _Runner:
         self.elide = self.config.elide_heartbeats and not self.network.lossy()
         self.consumer_protocol = self.config.consumer.group_protocol == "consumer"
         if self.consumer_protocol:
-            self.elide = False  # every heartbeat is simulated under the consumer protocol
             self.kernel.dirty_on_io = False
             self.coordinator = ConsumerGroupCoordinator(self.config.group, lambda: self.world.at(self.kernel.now),
-                                                        self.config.assignor_cost)
+                                                        self.config.assignor_cost, elide_heartbeats=self.elide)
         else:
             self.coordinator = GroupCoordinator(self.config.group, self.elide)
         CoordinatorActor(self.kernel, self.coordinator)
@@ -208,11 +207,14 @@ class _Runner:
         rng = actor.rng
         if actor.poll_rng is None:  # one stream per client, kept across restarts
             actor.poll_rng = self.kernel.rng_for(actor.rank, stream=1)
+        lat = self.config.network.latency_of(actor.name)
         if self.consumer_protocol:
-            return ConsumerMember(actor.name, cfg, topics, rates=self.world.rates, handoffs=self.handoffs,
+            name, network, kernel = actor.name, self.network, self.kernel
+            return ConsumerMember(actor.name, cfg, topics, sample_latency=lambda: lat.sample_s(rng),
+                                  link_faulty=lambda: network.link_fault_active(name, kernel.now),
+                                  elide_heartbeats=self.elide, rates=self.world.rates, handoffs=self.handoffs,
                                   poll_rng=actor.poll_rng, rank=actor.rank,
                                   heartbeat_interval_s=self.config.group.consumer_heartbeat_interval_s)
-        lat = self.config.network.latency_of(actor.name)
         return Member(actor.name, cfg, topics, lambda: self.world.at(self.kernel.now),
                       lambda: lat.sample_s(rng), self.config.assignor_cost, self.elide,
                       rates=self.world.rates, handoffs=self.handoffs, poll_rng=actor.poll_rng, rank=actor.rank)
@@ -393,6 +395,10 @@ class _Runner:
                     self.director.drop_watch(t, w.phase)
                 self.watches.clear()
             done = settled and self.director.pending == 0 and not (k._heap and k._heap[0][0] <= t)
+            if settled and not done and self.consumer_protocol and self.director.pending == 0:
+                # inputs of this instant are still queued: look again after them (with dirty_on_io
+                # off nothing else may make the run look again)
+                k.dirty = True
         if done:
             return True
         # resource bounds, checked after the batch's bookkeeping so the prefix is consistent

@@ -1,28 +1,41 @@
 """The coordinator's target assignment (KIP-848): one call of a server-side assignor for a group
 epoch, behind the one small interface the consumer-protocol coordinator needs.
 
-``compute_target(name, partitions_per_topic, members, current)`` returns, for each member id, the
-frozenset of TopicPartitions it should own at the new epoch. ``members`` maps member id to a
-``MemberSpec`` (subscribed topics, rack, instance id); ``current`` is the previous target
-assignment (what Kafka's ``TargetAssignmentBuilder`` hands the assignor as each member's current
-assignment, so the assignor can be sticky).
+``compute_target(name, partitions_per_topic, members, current)`` returns a ``TargetAssignment``:
+for each member id, the frozenset of TopicPartitions it should own at the new epoch. ``members``
+maps member id to a ``MemberSpec`` (subscribed topics, rack, instance id); ``current`` is the
+previous target assignment (what Kafka's ``TargetAssignmentBuilder`` hands the assignor as each
+member's current assignment, so the assignor can be sticky).
 
-The server-side assignors themselves (Kafka's ``UniformAssignor`` and ``RangeAssignor`` of the
-group-coordinator module) live in ``assignors.server``; this module only adapts their call.
-Until that package is present the simulator uses the stand-ins below, which keep the two
-properties the reconciliation depends on (sticky toward ``current``, balanced: counts differ by at
-most one among members of one subscription) but not Kafka's exact choices.
+The assignors themselves are Kafka's ``UniformAssignor`` and ``RangeAssignor`` of the
+group-coordinator module, in ``assignors.server``; this module only adapts their call, at the
+cost of the members that the epoch touches rather than of the whole group:
+
+- the previous target goes back to the assignor as views into its result arrays
+  (``assignors.server.MemberAssignment``), so the assignor reads it without a per-partition loop;
+- a member's frozenset is built when the coordinator first asks for it (its next heartbeat), and a
+  member whose partitions did not change keeps the very set it had, so an epoch that moves a few
+  partitions in a 10,000-member group builds a few sets.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 import attrs
 
 from assignors import TopicPartition
+from assignors.server import (
+    DEFAULT_SERVER_ASSIGNORS,
+    GroupAssignment,
+    GroupSpec,
+    MemberSubscriptionAndAssignment,
+    get_server_assignor,
+)
 
-SERVER_ASSIGNORS = ("uniform", "range")  # group.consumer.assignors names (GroupCoordinatorConfig)
+SERVER_ASSIGNORS = DEFAULT_SERVER_ASSIGNORS  # group.consumer.assignors names (GroupCoordinatorConfig)
+
+_EMPTY: frozenset = frozenset()
 
 
 @attrs.frozen(slots=True)
@@ -34,102 +47,95 @@ class MemberSpec:
     instance_id: str | None = None
 
 
-def _server_registry():
-    try:
-        from assignors.server import get_server_assignor  # noqa: PLC0415 (optional until it lands)
-    except ImportError:
-        return None
-    return get_server_assignor
+class TargetAssignment(Mapping[str, frozenset]):
+    """Member id -> frozenset of TopicPartitions, read lazily from one assignor result.
 
+    ``pop`` and item assignment serve the coordinator's bookkeeping between epochs (a member
+    removed; a static member's target moved to its new member id)."""
 
-def compute_target(name: str, partitions_per_topic: Mapping[str, int], members: Mapping[str, MemberSpec],
-                   current: Mapping[str, frozenset]) -> dict[str, frozenset]:
-    """The target assignment of ``members`` (see the module docstring)."""
-    registry = _server_registry()
-    if registry is not None:
-        return _via_registry(registry(name), partitions_per_topic, members, current)
-    if name == "range":
-        return _range_standin(partitions_per_topic, members)
-    return _uniform_standin(partitions_per_topic, members, current)
+    __slots__ = ("_result", "_members", "_sets", "_previous")
 
+    def __init__(self, result: GroupAssignment | None = None, members=(),
+                 previous: TargetAssignment | None = None):
+        self._result = result if result is not None else GroupAssignment.empty()
+        self._members: dict[str, None] = dict.fromkeys(members)  # members read from ``_result``
+        self._sets: dict[str, frozenset] = {}                    # built, or set explicitly
+        self._previous = previous
 
-def _via_registry(assignor, partitions_per_topic, members, current) -> dict[str, frozenset]:
-    from assignors.server import GroupSpec, MemberSubscriptionAndAssignment  # noqa: PLC0415
+    def __getitem__(self, member_id: str) -> frozenset:
+        s = self._sets.get(member_id)
+        if s is None:
+            if member_id not in self._members:
+                raise KeyError(member_id)
+            s = self._sets[member_id] = self._build(member_id)
+        return s
 
-    def assigned(mid):
+    def _view(self, member_id: str) -> Mapping[str, tuple[int, ...]]:
+        # a member the assignor left out gets nothing (TargetAssignmentBuilder)
+        return self._result[member_id] if member_id in self._result else {}
+
+    def _build(self, member_id: str) -> frozenset:
+        parts = self._view(member_id)
+        prev = self._previous
+        if prev is not None and member_id in prev._members:
+            # unchanged since the previous epoch: the same set (no new TopicPartitions)
+            old = prev._sets.get(member_id)
+            if old is not None and dict(prev._view(member_id)) == dict(parts):
+                return old
+        return frozenset(TopicPartition(t, p) for t, ps in parts.items() for p in ps)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._members
+        for mid in self._sets:
+            if mid not in self._members:
+                yield mid
+
+    def __len__(self) -> int:
+        return len(self._members) + sum(1 for mid in self._sets if mid not in self._members)
+
+    def __contains__(self, member_id: object) -> bool:
+        return member_id in self._members or member_id in self._sets
+
+    def __setitem__(self, member_id: str, partitions: frozenset) -> None:
+        self._members.pop(member_id, None)
+        self._sets[member_id] = frozenset(partitions)
+
+    def pop(self, member_id: str, default=None):
+        if member_id not in self:
+            return default
+        value = self[member_id]
+        self._members.pop(member_id, None)
+        del self._sets[member_id]
+        return value
+
+    def current_for(self, member_id: str) -> Mapping[str, object]:
+        """The member's target as the next assignor call wants it: a view into the result arrays
+        when it came from them, else ``{topic: [partition, ...]}``."""
+        if member_id in self._members:
+            return self._view(member_id)
+        s = self._sets.get(member_id)
+        if not s:
+            return {}
         by_topic: dict[str, list[int]] = {}
-        for tp in current.get(mid, ()):
+        for tp in s:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
         return by_topic
 
-    spec = GroupSpec({mid: MemberSubscriptionAndAssignment(set(s.topics), assigned(mid), s.instance_id, s.rack)
+
+def compute_target(name: str, partitions_per_topic: Mapping[str, int], members: Mapping[str, MemberSpec],
+                   current: Mapping[str, frozenset]) -> TargetAssignment:
+    """The target assignment of ``members`` (see the module docstring)."""
+    if not isinstance(current, TargetAssignment):
+        current = _from_sets(current)
+    spec = GroupSpec({mid: MemberSubscriptionAndAssignment(s.topics, current.current_for(mid), s.instance_id, s.rack)
                       for mid, s in members.items()})
-    result = assignor.assign(spec, dict(partitions_per_topic))
-    out: dict[str, frozenset] = {}
-    for mid in members:
-        parts = result.get(mid) or {}
-        out[mid] = frozenset(TopicPartition(t, int(p)) for t, ps in parts.items() for p in ps)
-    return out
+    result = get_server_assignor(name).assign(spec, dict(partitions_per_topic))
+    current._previous = None  # keep one epoch back, not the whole history
+    return TargetAssignment(result, members, current)
 
 
-def _uniform_standin(partitions_per_topic, members, current) -> dict[str, frozenset]:
-    """Sticky and balanced per subscription: each group of members with the same topics shares
-    those topics' partitions; a member keeps what it had up to its quota, the rest is dealt to
-    the members with the fewest partitions (ties by member id)."""
-    by_subscription: dict[tuple[str, ...], list[str]] = {}
-    for mid in sorted(members):
-        topics = tuple(sorted(set(members[mid].topics) & set(partitions_per_topic)))
-        by_subscription.setdefault(topics, []).append(mid)
-    out: dict[str, frozenset] = {mid: frozenset() for mid in members}
-    taken: set[TopicPartition] = set()
-    for topics, mids in sorted(by_subscription.items()):
-        parts = [TopicPartition(t, p) for t in topics for p in range(partitions_per_topic[t])
-                 if TopicPartition(t, p) not in taken]
-        if not parts or not mids:
-            continue
-        n, total = len(mids), len(parts)
-        base, extra = divmod(total, n)
-        pool = set(parts)
-        kept: dict[str, list] = {}
-        for mid in mids:
-            kept[mid] = sorted((tp for tp in current.get(mid, ()) if tp in pool), key=_order)
-        # members keeping the most get the ``extra`` ceiling slots first, so fewer partitions move
-        order = sorted(mids, key=lambda m: (-len(kept[m]), m))
-        quota = {mid: base + (1 if i < extra else 0) for i, mid in enumerate(order)}
-        assigned: dict[str, list] = {}
-        for mid in mids:
-            mine = kept[mid][:quota[mid]]
-            assigned[mid] = mine
-            pool.difference_update(mine)
-        free = [tp for tp in parts if tp in pool]  # parts are in (topic, partition) order
-        i = 0
-        for mid in order:
-            need = quota[mid] - len(assigned[mid])
-            if need > 0:
-                assigned[mid].extend(free[i:i + need])
-                i += need
-        for mid in mids:
-            out[mid] = frozenset(assigned[mid])
-            taken.update(assigned[mid])
-    return out
-
-
-def _order(tp: TopicPartition) -> tuple[str, int]:
-    return (tp.topic, tp.partition)
-
-
-def _range_standin(partitions_per_topic, members) -> dict[str, frozenset]:
-    """Per topic, contiguous ranges to the subscribed members in member id order (co-partitioned)."""
-    out: dict[str, set] = {mid: set() for mid in members}
-    for topic in sorted(partitions_per_topic):
-        mids = sorted(mid for mid, spec in members.items() if topic in spec.topics)
-        if not mids:
-            continue
-        n = partitions_per_topic[topic]
-        base, extra = divmod(n, len(mids))
-        start = 0
-        for i, mid in enumerate(mids):
-            count = base + (1 if i < extra else 0)
-            out[mid].update(TopicPartition(topic, p) for p in range(start, start + count))
-            start += count
-    return {mid: frozenset(v) for mid, v in out.items()}
+def _from_sets(sets: Mapping[str, frozenset]) -> TargetAssignment:
+    target = TargetAssignment()
+    for mid, s in sets.items():
+        target[mid] = s
+    return target

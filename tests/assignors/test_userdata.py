@@ -19,6 +19,7 @@ from assignors.userdata import (
     encode_cooperative_user_data,
     encode_sticky_user_data,
     sticky_member_data,
+    sticky_member_data_batch,
 )
 from tests.assignors.java_model import java_hashmap_keys
 
@@ -153,3 +154,28 @@ def test_member_side_sticky_sends_last_assignment_and_generation():
     assert a.subscription_user_data(None, -1) is None
     a.on_assignment(Assignment([TP("t0", 0), TP("t0", 1)]), 5)
     assert a.subscription_user_data(None, None) == encode_sticky_user_data([TP("t0", 0), TP("t0", 1)], 5)
+
+
+@given(st.lists(st.one_of(
+    st.none(),
+    st.binary(max_size=40),
+    st.builds(
+        encode_sticky_user_data,
+        st.lists(st.builds(TP, st.sampled_from(["a", "bb", "t-1"]), st.integers(0, 2**31 - 1)), max_size=6),
+        st.one_of(st.none(), st.integers(-1, 2**31 - 1)),
+    ),
+), max_size=6))
+def test_batch_reading_equals_member_by_member(datas):
+    """The leader's batched reading of many members' bytes (V1, V0, corrupt, none) gives each
+    member exactly what ``sticky_member_data`` gives it alone."""
+    batch = sticky_member_data_batch(datas)
+    numbers = batch.numbers.tolist()
+    ends = [0]
+    for c in batch.run_counts.tolist():
+        ends.append(ends[-1] + c)
+    for i, data in enumerate(datas):
+        md = sticky_member_data(data)
+        lo, hi = batch.run_bounds[i], batch.run_bounds[i + 1]
+        assert tuple(batch.run_topics[lo:hi]) == md.topics
+        assert numbers[ends[lo]:ends[hi]] == md.numbers.tolist()
+        assert batch.generations[i] == md.generation

@@ -23,15 +23,23 @@ def test_a_schedule_depends_only_on_seed_and_index():
 
 
 def test_schedules_cover_assignors_memberships_and_faults():
-    """Over a few hundred schedules every assignor strategy, both memberships and every fault
-    kind appear, and eager and cooperative protocols both occur."""
-    seen_strategies, seen_static, seen_actions = set(), set(), set()
+    """Over a few hundred schedules both group protocols, every classic assignor strategy, every
+    server-side assignor choice, both memberships and every fault kind appear."""
+    seen_strategies, seen_remote, seen_static, seen_actions = set(), set(), set(), set()
     for i in range(400):
         data, _ = soak.schedule(0, i)
-        seen_strategies.add(tuple(data["consumer"]["partition_assignment_strategy"]))
-        seen_static.add(data["consumer"]["static"])
+        consumer = data["consumer"]
+        if consumer.get("group_protocol") == "consumer":
+            assert "partition_assignment_strategy" not in consumer
+            # the drawn session timeout is the broker's under KIP-848
+            assert data["group"]["consumer_session_timeout_ms"] == consumer["session_timeout_ms"]
+            seen_remote.add(consumer.get("group_remote_assignor"))
+        else:
+            seen_strategies.add(tuple(consumer["partition_assignment_strategy"]))
+        seen_static.add(consumer["static"])
         seen_actions.update(a["action"] for a in data["timeline"])
     assert seen_strategies == set(schedules.CLASSIC_STRATEGIES)
+    assert seen_remote == {None, "uniform", "range"}
     assert seen_static == {False, True}
     assert seen_actions >= {"crash", "pause", "add_members", "remove_members", "rolling_restart",
                             "network_partition", "delay_spike", "packet_loss", "crash_leader"}

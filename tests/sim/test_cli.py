@@ -90,7 +90,7 @@ def test_bench_sim_quick_json(capsys):
     """`bench sim --quick --json` reports wall time, messages/s and peak memory per case."""
     assert cli(["bench", "sim", "--quick", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert rows and all({"wall_s", "messages_per_s", "peak_rss_mib"} <= set(r) for r in rows)
+    assert rows and all({"wall_s", "cpu_s", "messages_per_s", "peak_rss_mib"} <= set(r) for r in rows)
 
 
 @pytest.mark.parametrize("args,needle", [

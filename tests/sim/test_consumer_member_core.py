@@ -146,13 +146,32 @@ def test_dynamic_close_leaves_with_minus_one():
 
 
 def test_pause_past_the_poll_interval_leaves_and_rejoins():
+    """Back from a pause past max.poll.interval.ms: it leaves, loses its partitions, and rejoins
+    with epoch 0 once the leave is answered (one heartbeat in flight at a time)."""
     mb = stable_with(member(max_poll_interval_ms=30000), T[:2])
     mb.pause(1.0)
     out = mb.resume(40.0)
     out += run_timers(mb, 40.0)
-    reqs = sent(out)
-    assert [r.member_epoch for r in reqs] == [m.LEAVE_GROUP_MEMBER_EPOCH, 0]
+    assert [r.member_epoch for r in sent(out)] == [m.LEAVE_GROUP_MEMBER_EPOCH]
     assert not mb.owned
+    out = mb.handle(40.002, m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-1", m.LEAVE_GROUP_MEMBER_EPOCH))
+    assert [r.member_epoch for r in sent(out)] == [0]
+
+
+def test_a_static_members_rejoin_is_not_answered_by_its_leaves_response():
+    """Soak seed 3, schedule 123: a static member back from a long pause left with epoch -2 and
+    rejoined at once; the leave's response (epoch -2) was taken for the join's and its epoch went
+    back. The join now waits for that response, which changes neither member id nor epoch."""
+    mb = stable_with(member(max_poll_interval_ms=30000, static=True), T[:2], epoch=5)
+    mb.pause(1.0)
+    out = mb.resume(40.0) + run_timers(mb, 40.0)
+    assert [r.member_epoch for r in sent(out)] == [m.LEAVE_GROUP_STATIC_MEMBER_EPOCH]
+    out = mb.handle(40.002, m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-1", m.LEAVE_GROUP_STATIC_MEMBER_EPOCH))
+    (join,) = sent(out)
+    assert (join.member_id, join.member_epoch, join.group_instance_id) == ("", 0, "c0")
+    out = mb.handle(40.004, m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-7", 6, 5.0, frozenset(T[:2])))
+    assert not [e for e in out if e[0] == "violation"]
+    assert (mb.member_id, mb.epoch) == ("c0-7", 6)
 
 
 def test_epoch_going_back_is_a_violation():
