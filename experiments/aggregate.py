@@ -42,6 +42,7 @@ METRICS: tuple[tuple[str, str], ...] = (
     ("peak_lag_records", "double"),
     ("double_processing_partition_s", "double"),
     ("records_reprocessed", "double"),
+    ("first_record_max_s", "double"),
     ("episodes", "long"),
 )
 # Extra per-run columns kept in the runs table (not summarised).

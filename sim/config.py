@@ -84,6 +84,14 @@ class Latency:
         if self.kind == "uniform" and self.high_ms < self.low_ms:
             raise ConfigError("high_ms", f"{self.high_ms} is below low_ms ({self.low_ms})")
 
+    def mean_s(self) -> float:
+        """The mean one-way latency in seconds."""
+        if self.kind == "constant":
+            return self.ms / 1000.0
+        if self.kind == "uniform":
+            return (self.low_ms + self.high_ms) / 2000.0
+        return self.ms * math.exp(self.sigma ** 2 / 2.0) / 1000.0
+
     def sample_s(self, rng) -> float:
         """One latency draw in seconds from the numpy Generator ``rng``."""
         if self.kind == "constant":
@@ -211,6 +219,8 @@ def _check_strategy(_inst, attribute, value):
 
 
 GROUP_PROTOCOLS = ("classic", "consumer")  # Kafka's group.protocol values
+# How the application commits: enable.auto.commit=true, or commitSync() / commitAsync() per batch.
+COMMIT_MODES = ("auto", "sync-per-batch", "async-per-batch")
 
 
 @attrs.frozen
@@ -231,6 +241,13 @@ class ConsumerConfig:
     partition (Kafka's auto.offset.reset: ``latest``, the default, or ``earliest``, the
     partition's creation). ``fetch_max_wait_ms``: fetch.max.wait.ms, the longest a first fetch
     waits (only when the partition has no records to return).
+    ``commit_mode``: how the application commits offsets. ``auto``: enable.auto.commit=true (Kafka's
+    default), a commit every ``auto_commit_interval_ms`` and before revoking. ``sync-per-batch`` /
+    ``async-per-batch``: enable.auto.commit=false; the application calls commitSync() /
+    commitAsync() after each poll batch, and commitSync() in onPartitionsRevoked and before
+    close() (the usual pattern; nothing is committed when partitions are lost). A commitSync()
+    blocks the poll loop for its round trip and retries retriable errors (a timed-out request)
+    until ``default_api_timeout_ms`` (default.api.timeout.ms); a commitAsync() is never retried.
     ``heartbeat_phase``: ``aligned`` (Java: every member restarts its heartbeat timer when its
     SyncGroup completes, so a group shares one phase) or ``random`` (a model of long-lived groups
     whose phases drifted: the first heartbeat after a SyncGroup falls anywhere in one interval).
@@ -263,12 +280,16 @@ class ConsumerConfig:
     auto_offset_reset: str = "latest"
     fetch_max_wait_ms: float = attrs.field(default=500, validator=_nonneg)
     heartbeat_phase: str = "aligned"
+    commit_mode: str = "auto"
+    default_api_timeout_ms: float = attrs.field(default=60000, validator=_positive)
     group_protocol: str = attrs.field(default="classic")
     group_remote_assignor: str | None = attrs.field(default=None, validator=optional_str)
 
     def __attrs_post_init__(self):
         if self.heartbeat_phase not in ("aligned", "random"):
             raise ConfigError("heartbeat_phase", f"{self.heartbeat_phase!r} is not aligned or random")
+        if self.commit_mode not in COMMIT_MODES:
+            raise ConfigError("commit_mode", f"{self.commit_mode!r} is not one of {', '.join(COMMIT_MODES)}")
         if self.auto_offset_reset not in ("latest", "earliest"):
             raise ConfigError("auto_offset_reset", f"{self.auto_offset_reset!r} is not latest or earliest")
         if self.group_protocol not in GROUP_PROTOCOLS:
@@ -317,6 +338,27 @@ class ConsumerConfig:
     @property
     def auto_commit_interval_s(self) -> float:
         return self.auto_commit_interval_ms / 1000.0
+
+    @property
+    def enable_auto_commit(self) -> bool:
+        """Kafka's enable.auto.commit: true only in the ``auto`` commit mode."""
+        return self.commit_mode == "auto"
+
+    @property
+    def default_api_timeout_s(self) -> float:
+        return self.default_api_timeout_ms / 1000.0
+
+    def drain_capacity(self, commit_round_trip_s: float) -> float:
+        """Records/s it processes while it has a backlog: its capacity, less the commitSync()
+        round trip after every full batch in the ``sync-per-batch`` mode."""
+        if self.commit_mode != "sync-per-batch":
+            return self.capacity
+        return self.max_poll_records / (self.poll_batch_s + commit_round_trip_s)
+
+    @property
+    def poll_batch_s(self) -> float:
+        """One poll batch of the manual commit modes: ``max_poll_records / capacity`` (see sim.member)."""
+        return self.max_poll_records / self.capacity
 
 
 # ---------------------------------------------------------------------------------------------

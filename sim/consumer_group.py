@@ -431,7 +431,8 @@ class ConsumerGroupCoordinator:
     # ------------------------------------------------------------------ ConsumerGroupHeartbeat
 
     def _error(self, client: str, req, error: str) -> None:
-        self._reply(client, m.ConsumerGroupHeartbeatResponse(error, req.member_id, req.member_epoch))
+        self._reply(client, m.ConsumerGroupHeartbeatResponse(error, req.member_id, req.member_epoch,
+                                                             correlation=req.correlation))
 
     def _on_heartbeat(self, now: float, client: str, req: m.ConsumerGroupHeartbeatRequest) -> None:
         if req.member_epoch in (m.LEAVE_GROUP_MEMBER_EPOCH, m.LEAVE_GROUP_STATIC_MEMBER_EPOCH):
@@ -544,7 +545,8 @@ class ConsumerGroupCoordinator:
         if mm is None or mm.member_id != req.member_id:
             self._error(client, req, m.UNKNOWN_MEMBER_ID if mm is None else m.FENCED_INSTANCE_ID)
             return
-        self._reply(client, m.ConsumerGroupHeartbeatResponse(m.NONE, mm.member_id, req.member_epoch))
+        self._reply(client, m.ConsumerGroupHeartbeatResponse(m.NONE, mm.member_id, req.member_epoch,
+                                                             correlation=req.correlation))
         if req.member_epoch == m.LEAVE_GROUP_STATIC_MEMBER_EPOCH and iid is not None:
             # consumerGroupStaticMemberGroupLeave: keeps its assignment; its session timer runs on
             self._set_holdings(mm, mm.assigned, _EMPTY)
@@ -667,8 +669,8 @@ class ConsumerGroupCoordinator:
         quiet = self.quiet_epoch if self.elide and self._idle(now, mm) else None
         self._reply(mm.client, m.ConsumerGroupHeartbeatResponse(
             m.NONE, mm.member_id, mm.epoch, self.config.consumer_heartbeat_interval_s,
-            mm.assigned if (full or mm.assigned != before) else None, quiet, mm.last_heartbeat),
-            self._send_at(now))
+            mm.assigned if (full or mm.assigned != before) else None, quiet, mm.last_heartbeat,
+            req.correlation), self._send_at(now))
 
     def _send_at(self, now: float) -> float | None:
         return self.busy_until if now < self.busy_until else None

@@ -27,6 +27,14 @@ it loses its partitions at its next poll and rejoins. close() revokes (commits) 
 leaves with epoch -1 (a static member with -2, keeping its assignment on the coordinator for a
 restart within the session timeout).
 
+Manual commits (``commit_mode`` other than ``auto``): the classic member's poll-batch commits,
+commitSync() and commitAsync() (shared), with the new consumer's rules: no commit before a
+reconciliation (CommitRequestManager.maybeAutoCommitSyncBeforeRevocation commits only with
+enable.auto.commit); the listener's commitSync() in onPartitionsRevoked commits the revoked
+partitions at the position where their fetching stopped; commits carry the member epoch the
+member last heard, and a STALE_MEMBER_EPOCH or UNKNOWN_MEMBER_ID answer is a
+CommitFailedException that the application catches (commitSync retries only retriable errors).
+
 Modelled here, not defined by Kafka: both callbacks of one reconciliation run in the same poll();
 a fenced member rejoins with an empty member id (the coordinator gives it a new one).
 
@@ -100,6 +108,17 @@ class ConsumerMember:
     _record_progress = Member._record_progress
     _enter_pause = Member._enter_pause
     _leave_pause = Member._leave_pause
+    # Manual commits (commitSync / commitAsync per poll batch) work the same way too.
+    _commit_sync = Member._commit_sync
+    _sync_commit_answered = Member._sync_commit_answered
+    _sync_commit_timer = Member._sync_commit_timer
+    _commit_async = Member._commit_async
+    _arm_batch = Member._arm_batch
+    _batch_done = Member._batch_done
+    _after_batch_commit = Member._after_batch_commit
+    _revoke_callback = Member._revoke_callback
+    _commit_stuck = Member._commit_stuck
+    _end_sync_commit = Member._end_sync_commit
 
     def _set_owned(self, now: float, add=(), remove=()) -> None:
         self._owned_sorted = None
@@ -142,9 +161,13 @@ class ConsumerMember:
         self.reconciling: tuple | None = None    # (target, revoked, added) of the one in progress
         self.app_work: tuple | None = None       # callbacks waiting for the next poll()
         self.lost_pending = False
-        self.rec_commit: int | None = None
+        self.rec_commit: int | None = None  # seq of the commit before a reconciliation; -1: retry due
+        self.rec_commit_deadline = 0.0
         self.commit_seq = 0
         self.hb_in_flight = False
+        self.correlations = 0
+        self.hb_correlation: tuple = ()
+        self.leave_correlation: tuple = ()
         self.ack_in_flight = False
         self.hb_due = False
         self.leave_in_flight = False             # a leave heartbeat not answered yet
@@ -163,6 +186,9 @@ class ConsumerMember:
         self.backlog = 0.0
         self._backlog_t = 0.0
         self.commit_ok = True
+        self.sync_commit: list | None = None
+        self.commit_sent: dict[int, tuple[int, str]] = {}
+        self.revoking_at: float | None = None    # position where revoked partitions stopped (manual commits)
         self._release_cause: str | None = None
         self.fetch_seq = 0
         self.fetches: dict[int, tuple] = {}
@@ -191,7 +217,7 @@ class ConsumerMember:
     def settled(self) -> bool:
         return (self.alive and self.state == STABLE and self.reconciling is None and self.app_work is None
                 and not self.busy and self.paused_at is None and not self.lost_pending
-                and not self.fetches and not self.first_pending)
+                and not self.fetches and not self.first_pending and not self._commit_stuck())
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -203,7 +229,8 @@ class ConsumerMember:
                        if self.config.group_remote_assignor else "")
                     + (f" group.instance.id={self.instance_id}" if self.instance_id else ""))
         self._join(now)
-        self._timer(("commit",), now + self.config.auto_commit_interval_s)
+        if self.config.enable_auto_commit:
+            self._timer(("commit",), now + self.config.auto_commit_interval_s)
         return self._drain()
 
     def crash(self, now: float) -> list[tuple]:
@@ -233,12 +260,14 @@ class ConsumerMember:
         self.app_work = None
         if self.state in IN_GROUP and self.owned:
             self.state = PREPARE_LEAVING
-            self._commit(now)
-            revoked = sorted(self.owned, key=_tp_key)
+            if self.config.enable_auto_commit:
+                self._commit(now)
+            revoked = tuple(sorted(self.owned, key=_tp_key))
+            position = self._position_s(now)
             self._event("revoke", f"count={len(revoked)} leaving")
             self._set_owned(now, remove=revoked)
-            self._run_callback(now, "revoke", self.config.revoke_cost_ms / 1000.0 * len(revoked),
-                               self._finish_close)
+            self._revoke_callback(now, self.config.revoke_cost_ms / 1000.0 * len(revoked),
+                                  self._finish_close, revoked, position)
         else:
             self._finish_close(now)
 
@@ -250,6 +279,7 @@ class ConsumerMember:
     def _die(self, now: float) -> None:
         if self.owned:
             self._set_owned(now, remove=sorted(self.owned, key=_tp_key))
+        self._end_sync_commit()
         if self.busy:
             self.busy = False
             self.out.append(("close", "stalled", self.name, None, None))
@@ -258,6 +288,7 @@ class ConsumerMember:
             self.out.append(("close", "paused", self.name, None, None))
         for key in list(self.timers):
             self._timer(key, None)
+        self.commit_sent.clear()
         self.fetches.clear()
         self.first_pending.clear()
         self.alive = False
@@ -313,7 +344,9 @@ class ConsumerMember:
             rebalance_timeout_s=self.config.max_poll_interval_s if full else None,
             subscribed_topics=self.topics if full else None,
             owned_partitions=owned if (full or owned != self.sent_owned) else None,
-            server_assignor=self.config.group_remote_assignor if full else None)
+            server_assignor=self.config.group_remote_assignor if full else None,
+            correlation=self._next_correlation())
+        self.hb_correlation = req.correlation
         self.send_full = False
         self.sent_owned = owned
         sent = now if sent_at is None else sent_at
@@ -327,7 +360,9 @@ class ConsumerMember:
 
     def _send_leave(self, now: float, reason: str) -> None:
         epoch = m.LEAVE_GROUP_STATIC_MEMBER_EPOCH if self.instance_id else m.LEAVE_GROUP_MEMBER_EPOCH
-        self._send(m.ConsumerGroupHeartbeatRequest(self.member_id, epoch, self.instance_id))
+        self.leave_correlation = self._next_correlation()
+        self._send(m.ConsumerGroupHeartbeatRequest(self.member_id, epoch, self.instance_id,
+                                                   correlation=self.leave_correlation))
         self._event("leave_group", f"member_id={self.member_id} epoch={epoch} {reason}")
         self._timer(("hb",), None)
         self._timer(("hb_timeout",), None)
@@ -342,14 +377,18 @@ class ConsumerMember:
         if self.hb_due and self.state in IN_GROUP:
             self._send_heartbeat(now)
 
+    def _next_correlation(self) -> tuple:
+        self.correlations += 1
+        return (self.started_at, self.correlations)
+
     def _on_response(self, now: float, r: m.ConsumerGroupHeartbeatResponse) -> None:
         if r.member_epoch in (m.LEAVE_GROUP_MEMBER_EPOCH, m.LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             # a leave's response (the coordinator answers with the epoch it was sent with)
-            if self.leave_in_flight:
+            if self.leave_in_flight and r.correlation == self.leave_correlation:
                 self._leave_answered(now)
             return
-        if not self.hb_in_flight:
-            return  # one that timed out already
+        if not self.hb_in_flight or r.correlation != self.hb_correlation:
+            return  # one that timed out already, or an answer to a crashed predecessor's request
         self.hb_in_flight = False
         was_ack, self.ack_in_flight = self.ack_in_flight, False
         self._timer(("hb_timeout",), None)
@@ -511,14 +550,48 @@ class ConsumerMember:
         self.reconciling = (target, revoked, added)
         self._event("reconcile", f"member_id={self.member_id} epoch={self.epoch} revoke={len(revoked)} "
                     f"add={len(added)}")
-        if owned:
+        if owned and self.config.enable_auto_commit:
             # auto-commit before the reconciliation (ConsumerMembershipManager.signalReconciliationStarted)
-            self.commit_seq += 1
-            self.rec_commit = self.commit_seq
-            self._commit(now, self.commit_seq)
-            self._timer(("rec_commit",), now + self.config.max_poll_interval_s)
+            # CommitRequestManager.maybeAutoCommitSyncBeforeRevocation: retried on a timeout or
+            # a retriable error until the rebalance timeout (max.poll.interval.ms) has passed
+            self.rec_commit_deadline = now + self.config.max_poll_interval_s
+            self._send_rec_commit(now)
         else:
             self._revoke_and_assign(now)
+
+    def _send_commit(self, now: float, offsets: tuple, position_s: float) -> int:
+        self.commit_seq += 1
+        self._send(m.OffsetCommitRequest(self.member_id, self.epoch, self.instance_id, len(offsets),
+                                         self.commit_seq, offsets, position_s))
+        return self.commit_seq
+
+    def _commit_refused(self) -> str | None:
+        """A member that is not in the group has no member id and epoch to commit with."""
+        if self.member_id and self.state in IN_GROUP + (PREPARE_LEAVING,) and not self.lost_pending:
+            return None
+        return "CommitFailedException (client side)"
+
+    def _commit_error(self, now: float, sent, error: str) -> None:
+        """CommitRequestManager: a failed commit changes nothing in the membership (the heartbeat
+        learns about fencing itself)."""
+
+    def _send_rec_commit(self, now: float) -> None:
+        self.commit_seq += 1
+        self.rec_commit = self.commit_seq
+        self._commit(now, self.commit_seq)
+        self._timer(("rec_commit",), min(now + self.config.request_timeout_s, self.rec_commit_deadline))
+
+    def _rec_commit_failed(self, now: float, error: str, retriable: bool) -> None:
+        """The commit before a reconciliation failed: retry it (after retry.backoff.ms) while the
+        deadline allows, else reconcile anyway, as Kafka does."""
+        if retriable and now + self.config.retry_backoff_s < self.rec_commit_deadline:
+            self.rec_commit = -1  # a retry is due: responses to earlier attempts no longer count
+            self._timer(("rec_commit_retry",), now + self.config.retry_backoff_s)
+            return
+        self.rec_commit = None
+        self._timer(("rec_commit",), None)
+        self._event("commit_failed", f"before reconciliation: {error}")
+        self._revoke_and_assign(now)
 
     def _commit(self, now: float, seq: int | None = None) -> None:
         self._send(self._commit_request(now, seq))
@@ -538,6 +611,7 @@ class ConsumerMember:
         _, revoked, added = self.reconciling
         if revoked:
             self._event("revoke", f"count={len(revoked)} consumer")
+            self.revoking_at = self._position_s(now)
             self._set_owned(now, remove=revoked)  # pending revocation: nothing more is fetched
         self.app_work = (revoked, added)
         self._wake_poll(now)
@@ -555,7 +629,8 @@ class ConsumerMember:
                 self._event("assign", f"count={len(added)}")
             self._run_callback(t, "assign", cfg.assign_cost_ms / 1000.0 * len(added), self._reconciled)
 
-        self._run_callback(now, "revoke", cfg.revoke_cost_ms / 1000.0 * len(revoked), assign_step)
+        self._revoke_callback(now, cfg.revoke_cost_ms / 1000.0 * len(revoked), assign_step,
+                              tuple(revoked), self.revoking_at)
 
     def _reconciled(self, now: float) -> None:
         """The reconciliation is complete: acknowledge at once (ACKNOWLEDGING)."""
@@ -617,6 +692,10 @@ class ConsumerMember:
             self._poll(now)
         elif kind in OFFSET_TIMERS:
             self._offset_timer(now, key)
+        elif kind == "batch":
+            self._batch_done(now)
+        elif kind in ("sync_commit", "sync_commit_retry"):
+            self._sync_commit_timer(now, key)
         elif kind == "commit":
             # enable.auto.commit: the new consumer's CommitRequestManager commits every
             # auto.commit.interval.ms while it is in the group.
@@ -629,10 +708,11 @@ class ConsumerMember:
                     self._commit(now)
             self._timer(("commit",), now + self.config.auto_commit_interval_s)
         elif kind == "rec_commit":
-            if self.rec_commit is not None:
-                self.rec_commit = None
-                self._event("commit_failed", "before reconciliation: request timed out")
-                self._revoke_and_assign(now)
+            if self.rec_commit is not None and self.rec_commit >= 0:
+                self._rec_commit_failed(now, "request timed out", retriable=True)
+        elif kind == "rec_commit_retry":
+            if self.rec_commit == -1 and self.state == RECONCILING and self.reconciling is not None:
+                self._send_rec_commit(now)
         return self._drain()
 
     def on_control(self, now: float, note) -> list[tuple]:
@@ -658,13 +738,20 @@ class ConsumerMember:
         elif isinstance(msg, m.OffsetFetchResponse):
             self._on_offset_fetch(now, msg)
         elif isinstance(msg, m.OffsetCommitResponse):
+            if self.sync_commit is not None and msg.seq == self.sync_commit[0]:
+                self._sync_commit_answered(now, msg.error)
+                return self._drain()
             self.commit_ok = msg.error == m.NONE
             if self.rec_commit is not None and msg.seq == self.rec_commit:
-                self.rec_commit = None
-                self._timer(("rec_commit",), None)
-                if msg.error != m.NONE:
-                    self._event("commit_failed", f"before reconciliation: {msg.error}")
-                self._revoke_and_assign(now)
+                if msg.error == m.NONE:
+                    self.rec_commit = None
+                    self._timer(("rec_commit",), None)
+                    self._revoke_and_assign(now)
+                else:
+                    # a stale member epoch is retried with the current one (isStaleEpochErrorAndValidEpochAvailable)
+                    self._timer(("rec_commit",), None)
+                    self._rec_commit_failed(now, msg.error, retriable=msg.error == m.STALE_MEMBER_EPOCH
+                                            and self.epoch > 0)
             elif msg.error != m.NONE:
                 self._event("commit_failed", msg.error)
         else:

@@ -656,11 +656,12 @@ class GroupCoordinator:
         self._after_removal(now, f"member {client} left ({req.reason})")
 
     def _on_commit(self, now: float, client: str, req: m.OffsetCommitRequest) -> None:
-        """GroupCoordinator.handleCommitOffsets: validate, then store (``sim.offsets``)."""
-        if self.state == COMPLETING_REBALANCE and req.member_id in self.members:
-            err = m.REBALANCE_IN_PROGRESS
-        else:
-            err = self._check_member(req.member_id, req.group_instance_id, req.generation) or m.NONE
+        """ClassicGroup.validateOffsetCommit: the member, then its generation, then the state (a
+        commit of the current generation while CompletingRebalance: REBALANCE_IN_PROGRESS; one of
+        an older generation: ILLEGAL_GENERATION). Then store (``sim.offsets``)."""
+        err = self._check_member(req.member_id, req.group_instance_id, req.generation)
+        if err is None:
+            err = m.REBALANCE_IN_PROGRESS if self.state == COMPLETING_REBALANCE else m.NONE
         if err == m.NONE:
             self.offsets.commit(req.offsets, req.position_s)
         self._reply(client, m.OffsetCommitResponse(err, req.seq))

@@ -38,6 +38,19 @@ Kafka defines this mechanism, not its timing; our model of the timing is:
 - EAGER onJoinPrepare marks every partition pending revocation (nothing more is processed) and
   waits for its offset commit before onPartitionsRevoked and JoinGroup (KAFKA-13310).
 
+Manual commits (``commit_mode`` ``sync-per-batch`` / ``async-per-batch``, enable.auto.commit=false).
+The loop is ``poll(); process(batch); commitSync()`` (or ``commitAsync()``), with the usual
+rebalance listener that calls commitSync() in onPartitionsRevoked, and a commitSync() before
+close(); onPartitionsLost commits nothing. Our model of the loop's timing: a batch ends every
+``max_poll_records / capacity`` seconds (a full batch at capacity; when the member keeps up, the
+time its smaller batch's records take to arrive), and it commits the member's position then. A
+commitSync() blocks the poll thread (no processing, flags wait) until its answer, so a member
+with a backlog processes ``max_poll_records`` per batch time plus a round trip; a commitAsync()
+does not block. Commits are refused on the client while the member is rebalancing
+(RebalanceInProgressException) or out of the group (CommitFailedException), as
+ConsumerCoordinator.sendOffsetCommitRequest refuses them; the application catches the exception
+and carries on, so those records wait for the next commit.
+
 Heartbeat elision. In Stable, a heartbeat answered NONE changes nothing, so once the
 coordinator grants it (``HeartbeatResponse.quiet_epoch``) the member stops sending them and
 remembers its heartbeat phase. When it must heartbeat for real again (a ``Wake`` from the
@@ -76,6 +89,9 @@ def sorted_tps(tps: Iterable[TopicPartition]) -> list[TopicPartition]:
 
 
 OFFSET_TIMERS = ("fetch_timeout", "fetch_retry", "first_record")
+
+# Errors a commitSync() retries (RetriableException): the coordinator moved or the request timed out.
+RETRIABLE_COMMIT_ERRORS = (m.COORDINATOR_NOT_AVAILABLE, "request timed out")
 
 # AbstractCoordinator's JoinGroup request timeout: rebalance timeout plus this margin.
 JOIN_TIMEOUT_MARGIN_S = 5.0
@@ -219,6 +235,9 @@ class Member:
         self.fetches: dict[int, tuple[float, tuple[TopicPartition, ...]]] = {}  # OffsetFetch in flight
         self.first_pending: set[int] = set()    # fetches whose first records are on their way
         self.commit_next: float | None = None   # next auto-commit when heartbeats went quiet
+        self.sync_commit: list | None = None    # commitSync() blocking the poll thread: [seq, then,
+        #                                         deadline, offsets, position_s, label, retries]
+        self.commit_sent: dict[int, tuple[int, str]] = {}  # seq -> (generation, member id) sent with
         self.timers: dict[tuple, float] = {}
         self.out: list[tuple] = []
 
@@ -293,6 +312,7 @@ class Member:
             self.out.append(("open", "owned", self.name, tp.topic, tp.partition))
         if add:
             self._fetch_offsets(now, tuple(add))
+            self._arm_batch(now)
 
     # ------------------------------------------------------------------ offsets
 
@@ -300,8 +320,158 @@ class Member:
         """An OffsetCommit of every owned partition at the member's current position."""
         self.commit_seq += 1
         owned = tuple(sorted_tps(self.owned))
+        self.commit_sent[self.commit_seq] = (self.generation, self.member_id)
         return m.OffsetCommitRequest(self.member_id, self.generation, self.instance_id, len(owned),
                                      self.commit_seq, owned, self._position_s(now))
+
+    def _send_commit(self, now: float, offsets: tuple, position_s: float) -> int:
+        self.commit_seq += 1
+        self.commit_sent[self.commit_seq] = (self.generation, self.member_id)
+        self._send(m.OffsetCommitRequest(self.member_id, self.generation, self.instance_id, len(offsets),
+                                         self.commit_seq, offsets, position_s))
+        return self.commit_seq
+
+    def _commit_refused(self) -> str | None:
+        """ConsumerCoordinator.sendOffsetCommitRequest: only a member Stable in a generation sends
+        a commit; otherwise the call fails at once, without a request."""
+        if self.state == STABLE and self.generation >= 0:
+            return None
+        if self.state in (PREPARING_REBALANCE, COMPLETING_REBALANCE):
+            return "RebalanceInProgressException (client side)"
+        return "CommitFailedException (client side)"
+
+    def _commit_error(self, now: float, sent: tuple[int, str] | None, error: str) -> None:
+        """ConsumerCoordinator.OffsetCommitResponseHandler, for a commit that is not onJoinPrepare's."""
+        if error == m.REBALANCE_IN_PROGRESS:
+            # a rejoin is requested, the generation kept (RebalanceInProgressException)
+            if self.state == STABLE:
+                self._request_rejoin("offset commit failed since group is already rebalancing")
+                self._wake_poll(now)
+        elif error in (m.UNKNOWN_MEMBER_ID, m.ILLEGAL_GENERATION):
+            unchanged = sent == (self.generation, self.member_id)
+            if not unchanged and self.state == PREPARING_REBALANCE:
+                return  # already in a newer rebalance: RebalanceInProgressException, nothing reset
+            if self.generation >= 0 and self.prepare_commit is None:
+                # Kafka resets even a newer generation here (a late answer to an old commit).
+                self._reset_generation(f"commit failed: {error}")
+                self._wake_poll(now)
+
+    # ---- manual commits (shared with sim.consumer_member)
+
+    def _commit_sync(self, now: float, then: Callable[[float], None], offsets: tuple | None = None,
+                     position_s: float | None = None, label: str = "commitSync") -> None:
+        """commitSync(): the poll thread waits for the answer, retrying retriable errors until
+        default.api.timeout.ms; ``then(t)`` runs afterwards, whatever the outcome (the
+        application catches CommitFailedException / RebalanceInProgressException)."""
+        if offsets is None:
+            offsets = tuple(sorted_tps(self.owned))
+            position_s = self._position_s(now) if offsets else now
+        if not offsets:
+            then(now)
+            return
+        refused = self._commit_refused()
+        if refused is not None:
+            self._event("commit_failed", f"{label}: {refused}")
+            self.commit_ok = False
+            then(now)
+            return
+        self._advance(now)
+        seq = self._send_commit(now, offsets, position_s)
+        self.sync_commit = [seq, then, now + self.config.default_api_timeout_s, offsets, position_s, label, 0]
+        self._timer(("sync_commit", seq), now + self.config.request_timeout_s)
+
+    def _sync_commit_answered(self, now: float, error: str) -> None:
+        sc = self.sync_commit
+        seq, then, deadline, _offsets, _pos, label, _retries = sc
+        self._timer(("sync_commit", seq), None)
+        if error in RETRIABLE_COMMIT_ERRORS and now + self.config.retry_backoff_s < deadline:
+            self._event("commit_failed", f"{label}: {error} (retried)")
+            if sc[6] == 0 and not self.busy:
+                # stuck, not a routine round trip: the poll thread counts as stalled from now on
+                self.out.append(("open", "stalled", self.name, None, None))
+            sc[6] += 1
+            self._timer(("sync_commit_retry", seq), now + self.config.retry_backoff_s)
+            return
+        self._advance(now)
+        self._end_sync_commit()
+        self.commit_ok = error == m.NONE
+        sent = self.commit_sent.pop(seq, None)
+        if error != m.NONE:
+            self._event("commit_failed", f"{label}: {error}")
+            self._commit_error(now, sent, error)
+        then(now)
+
+    def _end_sync_commit(self) -> None:
+        sc, self.sync_commit = self.sync_commit, None
+        if sc is not None and sc[6] > 0 and not self.busy:
+            self.out.append(("close", "stalled", self.name, None, None))
+
+    def _sync_commit_timer(self, now: float, key: tuple) -> None:
+        sc = self.sync_commit
+        if sc is None or sc[0] != key[1]:
+            return
+        if key[0] == "sync_commit":
+            self._sync_commit_answered(now, "request timed out")
+            return
+        refused = self._commit_refused()            # sync_commit_retry: send again
+        if refused is not None:
+            self._sync_commit_answered(now, refused)
+            return
+        sc[0] = self._send_commit(now, sc[3], sc[4])
+        self._timer(("sync_commit", sc[0]), now + self.config.request_timeout_s)
+
+    def _commit_async(self, now: float) -> None:
+        """commitAsync(): sent and never retried; a failure only shows in its callback."""
+        if not self.owned:
+            return
+        refused = self._commit_refused()
+        if refused is not None:
+            self._event("commit_failed", f"commitAsync: {refused}")
+            self.commit_ok = False
+            return
+        self._send_commit(now, tuple(sorted_tps(self.owned)), self._position_s(now))
+
+    def _arm_batch(self, now: float) -> None:
+        """The manual commit modes: the end of the next poll batch."""
+        if not self.config.enable_auto_commit and self.alive and self.owned and ("batch",) not in self.timers:
+            self._timer(("batch",), now + self.config.poll_batch_s)
+
+    def _batch_done(self, now: float) -> None:
+        """A poll batch is processed: commitSync() or commitAsync(), then the next poll()."""
+        if not self.owned:
+            return
+        if not self.processing:  # in a callback or paused: the loop goes on after it
+            self._arm_batch(now)
+            return
+        if self.config.commit_mode == "sync-per-batch":
+            self._commit_sync(now, self._after_batch_commit)
+        else:
+            self._commit_async(now)
+            self._arm_batch(now)
+
+    def _after_batch_commit(self, now: float) -> None:
+        self._poll(now)
+        self._arm_batch(now)
+
+    def _revoke_callback(self, now: float, cost_s: float, then: Callable[[float], None],
+                         offsets: tuple | None = None, position_s: float | None = None) -> None:
+        """onPartitionsRevoked: in the manual commit modes the listener first calls commitSync()
+        (the poll thread is in the callback meanwhile), then spends its own cost."""
+        if offsets is None:
+            offsets = tuple(sorted_tps(self.owned))
+            position_s = self._position_s(now)
+        if self.config.enable_auto_commit or not offsets:
+            self._run_callback(now, "revoke", cost_s, then)
+            return
+        self._advance(now)
+        self.busy = True
+        self._after_busy = None
+        self.out.append(("open", "stalled", self.name, None, None))
+
+        def rest(t: float) -> None:
+            self._after_busy = then
+            self._timer(("callback",), t + cost_s)
+        self._commit_sync(now, rest, offsets, position_s, "commitSync in onPartitionsRevoked")
 
     def _fetch_offsets(self, now: float, partitions: tuple[TopicPartition, ...]) -> None:
         """ConsumerCoordinator.refreshCommittedOffsetsIfNeeded: new partitions have no position
@@ -328,6 +498,10 @@ class Member:
                     self._event("offset_fetch_failed", "request timed out")
                     self.fetches[key[1]] = pending   # keep settled() false during the backoff
                     self._timer(("fetch_retry", key[1]), now + self.config.retry_backoff_s)
+                else:
+                    # settled() may turn true here: say so (the consumer protocol's run re-checks
+                    # whether the group settled only when a core records an event)
+                    self._event("offset_fetch_dropped", "request timed out; its partitions were revoked")
         elif kind == "fetch_retry":
             pending = self.fetches.pop(key[1], None)
             if pending is not None:
@@ -335,6 +509,8 @@ class Member:
                 still = tuple(tp for tp in partitions if tp in self.owned)
                 if still:
                     self._send_fetch(now, assigned_at, still)
+                else:
+                    self._event("offset_fetch_dropped", "its partitions were revoked")
         elif kind == "first_record":
             _, seq, assigned_at, count = key
             self.first_pending.discard(seq)
@@ -387,17 +563,24 @@ class Member:
             delay = cap if waiting else min(cap, 2.0 * self._sample_latency())
             self.first_pending.add(r.seq)
             self._timer(("first_record", r.seq, assigned_at, fetched), now + delay)
+        elif not again:
+            self._event("offset_fetch_dropped", "its partitions were revoked before the answer")
 
     @property
     def processing(self) -> bool:
-        return self.alive and not self.busy and self.paused_at is None
+        """The poll thread processes records: not in a callback, a pause or a commitSync()."""
+        return self.alive and not self.busy and self.paused_at is None and self.sync_commit is None
 
     @property
     def settled(self) -> bool:
-        """Stable, nothing pending, processing (used for the episode end)."""
+        """Stable, nothing pending, processing (used for the episode end). A commitSync() blocks
+        processing for a round trip after every batch; only one that had to be retried counts."""
         return (self.alive and self.state == STABLE and not self.rejoin_needed and not self.busy
                 and self.paused_at is None and self.pending_assignment is None
-                and not self.fetches and not self.first_pending)
+                and not self.fetches and not self.first_pending and not self._commit_stuck())
+
+    def _commit_stuck(self) -> bool:
+        return self.sync_commit is not None and self.sync_commit[6] > 0
 
     # ------------------------------------------------------------------ poll loop timing
 
@@ -472,9 +655,10 @@ class Member:
         self.closing = True
         self._event("close")
         if self.generation >= 0 and self.owned:
-            self._send(self._commit_request(now))
             cost = self.config.revoke_cost_ms / 1000.0 * len(self.owned)
-            self._run_callback(now, "revoke", cost, self._finish_close)
+            if self.config.enable_auto_commit:
+                self._send(self._commit_request(now))
+            self._revoke_callback(now, cost, self._finish_close)
         else:
             self._finish_close(now)
 
@@ -490,6 +674,8 @@ class Member:
         self._set_owned(now, remove=sorted_tps(self.owned))
         self.pending_assignment = None
         self.prepare_commit = None
+        self._end_sync_commit()
+        self.commit_sent.clear()
         self.fetches.clear()
         self.first_pending.clear()
         if self.busy:
@@ -594,6 +780,12 @@ class Member:
     def _join_prepare(self, now: float) -> None:
         """ConsumerCoordinator.onJoinPrepare, then JoinGroup."""
         prepare_commit = self.owned and self.generation >= 0 and self.state == STABLE
+        if not self.config.enable_auto_commit and self.protocol != EAGER:
+            # enable.auto.commit=false: onJoinPrepare commits nothing; the listener's commitSync
+            # runs when partitions are revoked after the SyncGroup.
+            prepare_commit = False
+        # (EAGER with manual commits: the listener's commitSync in onPartitionsRevoked, modelled
+        # by the same wait as the auto-commit's, before the partitions are revoked.)
         self._event("join_prepare", f"{self.join_reason} owned={len(self.owned)}")
         self._timer(("commit",), None)
         if prepare_commit and self.protocol != EAGER:
@@ -770,6 +962,10 @@ class Member:
             self._wake_poll(now)
         elif kind in OFFSET_TIMERS:
             self._offset_timer(now, key)
+        elif kind == "batch":
+            self._batch_done(now)
+        elif kind in ("sync_commit", "sync_commit_retry"):
+            self._sync_commit_timer(now, key)
         elif kind == "poll":
             self._poll(now)
         elif kind == "prepare_commit":
@@ -805,15 +1001,16 @@ class Member:
         elif isinstance(msg, m.OffsetFetchResponse):
             self._on_offset_fetch(now, msg)
         elif isinstance(msg, m.OffsetCommitResponse):
+            if self.sync_commit is not None and msg.seq == self.sync_commit[0]:
+                self._sync_commit_answered(now, msg.error)
+                return self._drain()
+            sent = self.commit_sent.pop(msg.seq, None)
             self.commit_ok = msg.error == m.NONE
             if self.prepare_commit is not None and msg.seq == self.prepare_commit:
                 self._prepare_commit_done(now, None if msg.error == m.NONE else msg.error)
             elif msg.error != m.NONE:
                 self._event("commit_failed", msg.error)
-                if (msg.error in (m.UNKNOWN_MEMBER_ID, m.ILLEGAL_GENERATION) and self.generation >= 0
-                        and self.prepare_commit is None):
-                    self._reset_generation(f"commit failed: {msg.error}")
-                    self._wake_poll(now)
+                self._commit_error(now, sent, msg.error)
         elif isinstance(msg, m.LeaveGroupResponse):
             pass
         else:
@@ -960,13 +1157,14 @@ class Member:
 
         if revoked and self.protocol == COOPERATIVE:
             self._event("revoke", f"count={len(revoked)} cooperative")
-            self._commit(now, "onPartitionsRevoked")
+            if cfg.enable_auto_commit:
+                self._commit(now, "onPartitionsRevoked")
 
             def revoke_done(t):
                 self._set_owned(t, remove=revoked)
                 self._request_rejoin("need to revoke partitions and re-join")
                 assign_step(t)
-            self._run_callback(now, "revoke", cfg.revoke_cost_ms / 1000.0 * len(revoked), revoke_done)
+            self._revoke_callback(now, cfg.revoke_cost_ms / 1000.0 * len(revoked), revoke_done)
         else:
             if revoked:  # EAGER never owns anything here; defensive
                 self._set_owned(now, remove=revoked)
@@ -1138,7 +1336,7 @@ class Member:
         return tick + interval
 
     def _arm_commit(self, now: float) -> None:
-        if not self.quiet and self.alive:
+        if not self.quiet and self.alive and self.config.enable_auto_commit:
             self._timer(("commit",), now + self.config.auto_commit_interval_s)
 
     def _commit(self, now: float, why: str) -> None:

@@ -227,6 +227,10 @@ class ConsumerGroupHeartbeatRequest:
     subscribed_topics: tuple[str, ...] | None = None
     owned_partitions: frozenset | None = None
     server_assignor: str | None = None  # group.remote.assignor
+    # the client's correlation id (Kafka's request header): a response answers the request with
+    # the same one; (incarnation start time, n), so a restarted client never takes a response to
+    # a request its crashed predecessor sent
+    correlation: tuple = ()
 
 
 @attrs.frozen(slots=True)
@@ -243,3 +247,4 @@ class ConsumerGroupHeartbeatResponse:
     # when the coordinator counted this heartbeat (the member's session runs from there)
     quiet_epoch: int | None = None
     received_at: float = 0.0
+    correlation: tuple = ()  # the request's

@@ -21,7 +21,8 @@ assignment to the first batch of the new partitions (OffsetFetch round trip, the
 
 Lag is a fluid model over the ``unassigned`` intervals: during a gap a partition's lag grows at its
 production rate; afterwards its new owner drains it with the group's spare capacity (capacity over
-production minus one, shared in proportion to the rates), and gaps add up. Throughput loss is the
+production minus one, shared in proportion to the rates; a ``sync-per-batch`` member's capacity
+less its commit round trip per batch, ``ConsumerConfig.drain_capacity``), and gaps add up. Throughput loss is the
 records produced while unassigned (not processed when they would have been in steady state).
 """
 
@@ -150,7 +151,9 @@ def compute_metrics(events_t: pa.Table, intervals_t: pa.Table, config: SimConfig
     total_rate = sum(rates.get(t.name, 0.0) * t.partitions for t in config.topics) or 0.0
     owned_end = max((r[5] for r in by_kind["owned"]), default=run_end)
     final_members = {r[1] for r in by_kind["owned"] if r[5] >= owned_end}
-    capacity = sum(config.consumer_for(m).capacity for m in final_members) if final_members else 0.0
+    # what each member drains a backlog at (a commitSync per batch costs a round trip per batch)
+    capacity = sum(config.consumer_for(m).drain_capacity(2.0 * config.network.latency_of(m).mean_s())
+                   for m in final_members) if final_members else 0.0
     spare = capacity / total_rate - 1.0 if total_rate > 0 else math.inf
     # Re-processed records add to the lag as if the partitions had been unassigned for the span
     # they are processed again, ending when the new owner learns its position.

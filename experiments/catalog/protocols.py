@@ -420,7 +420,7 @@ def report(opts: Options, results: Results) -> Page:
         f"{', '.join(f'{h / 1000:g}' for h in scale.heartbeat_ms)} s at {scale.heartbeat_size:,} members "
         "(scale-out and rolling deploy). Assignment time: the deterministic model cost on both sides.")
     defs = ("Unassigned partition-s: partitions x seconds with no live member processing them. "
-            "Records delayed: records produced meanwhile (they wait). Records reprocessed: records a new "
+            "Records delayed: records produced meanwhile (they wait). Records processed twice: records a new "
             "owner processes again because the previous owner's progress was not committed. Longest gap: "
             "the longest single partition's wait. Stop-the-world: time the whole group processed "
             "nothing. Time to settle (rebalance s): trigger to settled (every partition owned by a live "

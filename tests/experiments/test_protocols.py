@@ -103,7 +103,7 @@ def test_a_shorter_heartbeat_settles_the_consumer_protocol_sooner(protocols_repo
 def _row(scenario, protocol, stall, settle, reprocessed=0.0):
     return {"scenario": scenario, "members": 100, "partitions": 200, "protocol": protocol,
             "unassigned partition-s": stall, "records delayed": stall * 100,
-            "records reprocessed": reprocessed, "longest gap s": 1.0, "stop-the-world s": 0.0,
+            "records processed twice": reprocessed, "longest gap s": 1.0, "stop-the-world s": 0.0,
             "rebalance s": settle, "assignment s": 0.01, "assignments": 1.0}
 
 
@@ -119,9 +119,9 @@ def test_sentence_states_ratios_and_where_it_costs_more():
     assert "settles in 90.0 s vs 45.0 s (cooperative) and 50.0 s (eager), 2.0x slower" in line
     more = costs_more(table)
     assert {(r[0], r[3]) for r in more} == {("crash", "unassigned partition-s"),
-                                            ("crash", "records reprocessed"), ("crash", "rebalance s")}
+                                            ("crash", "records processed twice"), ("crash", "rebalance s")}
     assert ("unassigned partition-s in 1 of 1 points (crash; worst: crash at 100 members x 200 "
             "partitions, 200 vs 100)") in costs_more_sentence(more, 1)
     # below the floor (a third of a record) is no cost
-    table.loc[table["protocol"] == CONSUMER, "records reprocessed"] = 0.3
-    assert "records reprocessed" not in {r[3] for r in costs_more(table)}
+    table.loc[table["protocol"] == CONSUMER, "records processed twice"] = 0.3
+    assert "records processed twice" not in {r[3] for r in costs_more(table)}

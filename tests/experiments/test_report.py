@@ -82,7 +82,7 @@ def test_report_leads_with_the_stall_and_says_how_it_was_produced(smoke_report):
     _, out = smoke_report
     head = pd.read_csv(out / "headline.csv")
     assert list(head.columns)[4:] == ["unassigned partition-s", "stop-the-world s", "records delayed",
-                                      "longest gap s", "rebalance s", "rounds"]
+                                      "records processed twice", "longest gap s", "rebalance s", "rounds"]
     assert head["rounds"].dtype.kind == "i"
     html = (out / "report.html").read_text()
     for scenario in ("scale-out", "crash", "rolling-deploy"):
@@ -101,7 +101,8 @@ def test_headline_sentence_states_the_ratio():
     def point(assignor, stall, rounds):
         return {"scenario": "scale-out", "membership": "dynamic", "members": 10, "assignor": assignor,
                 "unassigned_partition_s_median": stall, "stop_the_world_s_median": 0.1,
-                "throughput_loss_records_median": stall * 100, "unassigned_max_s_median": 1.0,
+                "throughput_loss_records_median": stall * 100, "records_reprocessed_median": 4.0,
+                "unassigned_max_s_median": 1.0,
                 "rebalance_time_total_s_median": 2.0, "rounds_total_median": rounds}
 
     points = pd.DataFrame([point("range", 700.0, 1.0), point("sticky", 600.0, 1.0),

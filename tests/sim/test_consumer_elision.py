@@ -26,13 +26,14 @@ def quiet_member(**cfg):
     mb = ConsumerMember("c0", ConsumerConfig(group_protocol="consumer", **cfg), ("t",),
                         sample_latency=lambda: LATENCY_S, elide_heartbeats=True)
     mb.start(0.0)
-    mb.handle(0.1, m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-1", 1, 5.0, frozenset(T[:2])))
+    mb.handle(0.1, m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-1", 1, 5.0, frozenset(T[:2]),
+                                                    correlation=mb.hb_correlation))
     while due := [k for k in mb.timers if k[0] in ("poll", "callback")]:
         mb.on_timer(mb.timers[due[0]], due[0], mb.timers[due[0]])
     mb.handle(0.2, m.OffsetFetchResponse(m.NONE, tuple(T[:2]), (None, None), 1))
     assert mb.state == "ACKNOWLEDGING"
     out = mb.handle(0.3, m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-1", 1, 5.0, None, quiet_epoch=0,
-                                                          received_at=0.25))
+                                                          received_at=0.25, correlation=mb.hb_correlation))
     assert mb.state == STABLE
     return mb, out
 
@@ -58,7 +59,7 @@ def test_a_reconciling_member_declines_the_offer():
     mb = ConsumerMember("c0", ConsumerConfig(group_protocol="consumer"), ("t",), elide_heartbeats=True)
     mb.start(0.0)
     out = mb.handle(0.1, m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-1", 1, 5.0, frozenset(T[:2]),
-                                                          quiet_epoch=0))
+                                                          quiet_epoch=0, correlation=mb.hb_correlation))
     assert not mb.quiet and not notes(out, m.Quiet) and ("hb",) in mb.timers
 
 

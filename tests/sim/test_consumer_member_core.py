@@ -21,7 +21,7 @@ def sent(effects, cls=m.ConsumerGroupHeartbeatRequest):
 
 
 def ok(mb, epoch, assignment=None, member_id="c0-1"):
-    return m.ConsumerGroupHeartbeatResponse(m.NONE, member_id, epoch, 5.0, assignment)
+    return m.ConsumerGroupHeartbeatResponse(m.NONE, member_id, epoch, 5.0, assignment, correlation=mb.hb_correlation)
 
 
 def run_timers(mb, now, kinds=("poll", "callback")):
@@ -116,7 +116,8 @@ def test_ack_waits_for_the_heartbeat_in_flight():
 def test_fenced_member_loses_partitions_at_its_next_poll_and_rejoins_with_epoch_zero():
     mb = stable_with(member(), T[:2])
     beat(mb)
-    out = mb.handle(5.4, m.ConsumerGroupHeartbeatResponse(m.FENCED_MEMBER_EPOCH, "c0-1", 1))
+    out = mb.handle(5.4, m.ConsumerGroupHeartbeatResponse(m.FENCED_MEMBER_EPOCH, "c0-1", 1,
+                                                          correlation=mb.hb_correlation))
     out += run_timers(mb, 5.4)
     kinds = [e[1] for e in out if e[0] == "event"]
     assert "partitions_lost" in kinds and not mb.owned
@@ -127,7 +128,7 @@ def test_fenced_member_loses_partitions_at_its_next_poll_and_rejoins_with_epoch_
 def test_unreleased_instance_id_is_fatal():
     mb = member(static=True)
     mb.start(0.0)
-    mb.handle(0.1, m.ConsumerGroupHeartbeatResponse(m.UNRELEASED_INSTANCE_ID, "", 0))
+    mb.handle(0.1, m.ConsumerGroupHeartbeatResponse(m.UNRELEASED_INSTANCE_ID, "", 0, correlation=mb.hb_correlation))
     assert mb.failed and not mb.alive
 
 
@@ -154,7 +155,8 @@ def test_pause_past_the_poll_interval_leaves_and_rejoins():
     out += run_timers(mb, 40.0)
     assert [r.member_epoch for r in sent(out)] == [m.LEAVE_GROUP_MEMBER_EPOCH]
     assert not mb.owned
-    out = mb.handle(40.002, m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-1", m.LEAVE_GROUP_MEMBER_EPOCH))
+    out = mb.handle(40.002, m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-1", m.LEAVE_GROUP_MEMBER_EPOCH,
+                                                          correlation=mb.leave_correlation))
     assert [r.member_epoch for r in sent(out)] == [0]
 
 
@@ -166,10 +168,12 @@ def test_a_static_members_rejoin_is_not_answered_by_its_leaves_response():
     mb.pause(1.0)
     out = mb.resume(40.0) + run_timers(mb, 40.0)
     assert [r.member_epoch for r in sent(out)] == [m.LEAVE_GROUP_STATIC_MEMBER_EPOCH]
-    out = mb.handle(40.002, m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-1", m.LEAVE_GROUP_STATIC_MEMBER_EPOCH))
+    out = mb.handle(40.002, m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-1", m.LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                                                          correlation=mb.leave_correlation))
     (join,) = sent(out)
     assert (join.member_id, join.member_epoch, join.group_instance_id) == ("", 0, "c0")
-    out = mb.handle(40.004, m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-7", 6, 5.0, frozenset(T[:2])))
+    out = mb.handle(40.004, m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-7", 6, 5.0, frozenset(T[:2]),
+                                                          correlation=mb.hb_correlation))
     assert not [e for e in out if e[0] == "violation"]
     assert (mb.member_id, mb.epoch) == ("c0-7", 6)
 
@@ -179,3 +183,65 @@ def test_epoch_going_back_is_a_violation():
     beat(mb)
     out = mb.handle(5.4, ok(mb, 2))
     assert any(e[0] == "violation" for e in out)
+
+
+def test_commit_before_reconciliation_is_retried_until_the_rebalance_timeout():
+    """A lost commit before a reconciliation is sent again after request.timeout.ms (Kafka's
+    maybeAutoCommitSyncBeforeRevocation retries until the rebalance timeout), so the reconciliation
+    completes soon after the retry succeeds instead of waiting out max.poll.interval.ms."""
+    mb = stable_with(member(request_timeout_ms=30000, max_poll_interval_ms=300000), T[:3])
+    beat(mb)
+    out = mb.handle(5.4, ok(mb, 1, frozenset(T[:2])))
+    (first,) = sent(out, m.OffsetCommitRequest)
+    at = mb.timers[("rec_commit",)]
+    assert at == 5.4 + 30.0
+    mb.on_timer(at, ("rec_commit",), at)  # no answer: retry after the backoff
+    assert mb.owned == set(T[:3])
+    due = mb.timers[("rec_commit_retry",)]
+    out = mb.on_timer(due, ("rec_commit_retry",), due)
+    (second,) = sent(out, m.OffsetCommitRequest)
+    assert second.seq != first.seq
+    mb.handle(due + 0.1, m.OffsetCommitResponse(m.NONE, first.seq))  # the first, late: not it
+    assert mb.owned == set(T[:3])
+    out = mb.handle(due + 0.2, m.OffsetCommitResponse(m.NONE, second.seq))
+    assert [e for e in out if e[0] == "close" and e[1] == "owned"] == [("close", "owned", "c0", "t", 2)]
+
+
+def test_commit_before_reconciliation_gives_up_at_the_rebalance_timeout():
+    mb = stable_with(member(request_timeout_ms=30000, max_poll_interval_ms=45000), T[:3])
+    beat(mb)
+    mb.handle(5.4, ok(mb, 1, frozenset(T[:2])))
+    at = mb.timers[("rec_commit",)]
+    mb.on_timer(at, ("rec_commit",), at)
+    due = mb.timers[("rec_commit_retry",)]
+    mb.on_timer(due, ("rec_commit_retry",), due)
+    at = mb.timers[("rec_commit",)]
+    assert at == 5.4 + 45.0  # the second attempt is cut at the deadline
+    out = mb.on_timer(at, ("rec_commit",), at)
+    assert any(e[0] == "event" and e[1] == "commit_failed" for e in out)
+    assert [e for e in out if e[0] == "close" and e[1] == "owned"] == [("close", "owned", "c0", "t", 2)]
+
+
+def test_a_restarted_member_ignores_answers_to_its_predecessors_requests():
+    """A heartbeat the crashed incarnation sent (delayed on the network) is answered after the
+    restart: the new client must not take that member id and epoch (soak seed 2, schedule 7561)."""
+    mb = member(static=True)
+    mb.start(98.4)
+    stale = m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-2", 9, 5.0, frozenset(), correlation=(0.0, 40))
+    mb.handle(99.0, stale)
+    assert mb.state == JOINING and mb.member_id == "" and mb.hb_in_flight
+    mb.handle(99.1, ok(mb, 10, frozenset(T[:1]), member_id="c0-7"))
+    assert mb.member_id == "c0-7" and mb.state in (RECONCILING, ACKNOWLEDGING)
+
+
+def test_a_fetch_whose_partitions_were_revoked_ends_with_an_event():
+    """The consumer protocol's run re-checks whether the group settled only when a core records an
+    event: an OffsetFetch that times out after its partitions were revoked must say so, or the run
+    never sees the member settle (soak seed 2, schedule 5115)."""
+    mb = stable_with(member(request_timeout_ms=30000), T[:3])
+    (seq, (_, parts)), = mb.fetches.items()
+    mb._set_owned(1.0, remove=list(parts))
+    at = mb.timers[("fetch_timeout", seq)]
+    out = mb.on_timer(at, ("fetch_timeout", seq), at)
+    assert not mb.fetches
+    assert [e for e in out if e[0] == "event" and e[1] == "offset_fetch_dropped"]
