@@ -671,6 +671,21 @@ class ConsumerMember:
     def on_timer(self, now: float, key: tuple, at: float) -> list[tuple]:
         if self.timers.get(key) != at or not self.alive:
             return []
+        if key[0] in OFFSET_TIMERS:
+            return self._watch_settled(lambda: self._on_timer(now, key))
+        return self._on_timer(now, key)
+
+    def _watch_settled(self, step) -> list[tuple]:
+        """Run ``step``; if it changed whether this member is settled without recording anything
+        (an offset fetch resolved quietly), say so: the run looks again only after recorded
+        changes (soak seed 4, schedule 583 never ended)."""
+        before = self.settled
+        out = step()
+        if self.settled != before and not any(e[0] not in ("send", "timer", "control") for e in out):
+            out.append(("settled_changed",))
+        return out
+
+    def _on_timer(self, now: float, key: tuple) -> list[tuple]:
         del self.timers[key]
         kind = key[0]
         if kind == "hb":
@@ -736,7 +751,7 @@ class ConsumerMember:
         if isinstance(msg, m.ConsumerGroupHeartbeatResponse):
             self._on_response(now, msg)
         elif isinstance(msg, m.OffsetFetchResponse):
-            self._on_offset_fetch(now, msg)
+            return self._watch_settled(lambda: (self._on_offset_fetch(now, msg), self._drain())[1])
         elif isinstance(msg, m.OffsetCommitResponse):
             if self.sync_commit is not None and msg.seq == self.sync_commit[0]:
                 self._sync_commit_answered(now, msg.error)

@@ -74,6 +74,8 @@ class Actor:
                 rec.close(now, eff[1], eff[2], eff[3], eff[4])
             elif op == "violation":
                 rec.violation(now, eff[1])
+            elif op == "settled_changed":
+                pass  # only makes the run look again at whether it settled (below)
             else:
                 raise ValueError(f"unknown effect {eff!r}")
         if effects and (k.dirty_on_io or any(e[0] not in _IO for e in effects)):

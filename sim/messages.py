@@ -197,6 +197,8 @@ class ElidedCommits:
 #   ("open", kind, member, topic, partition)   start an interval
 #   ("close", kind, member, topic, partition)  end it
 #   ("violation", text)                        a broken invariant
+#   ("settled_changed",)                       nothing recorded, but the run should look again
+#                                              at whether it settled
 
 
 # ---- the consumer group protocol (KIP-848): one RPC, ConsumerGroupHeartbeat ----

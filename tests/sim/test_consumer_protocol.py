@@ -108,3 +108,16 @@ def test_range_remote_assignor_is_used_when_asked():
     sc = load_scenario("scale-out", {**CONSUMER, "consumer.group_remote_assignor": "range"})
     result = run_scenario(sc, seed=1)
     assert all("assignor=range" in e["detail"] for e in events(result, "target_assignment"))
+
+
+def test_a_run_settles_when_a_quiet_offset_fetch_settles_the_last_member():
+    """Soak seed 4, schedule 583: the last unsettled member became settled when an OffsetFetch
+    for a partition it no longer owned resolved, which recorded nothing, so the run never looked
+    again and ran to its time limit. Now it ends settled."""
+    from experiments import soak
+
+    data, sim_seed = soak.schedule(4, 583)
+    assert data["consumer"]["group_protocol"] == "consumer"
+    result = run_scenario(Scenario.from_dict(data), seed=sim_seed, raise_on_violation=False)
+    assert result.invariant_violations == []
+    assert result.summary["settled_at_end"] and result.summary["simulated_s"] < 300
