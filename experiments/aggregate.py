@@ -128,6 +128,28 @@ def per_run(runs_df, windows_df):
         & close("unassigned_max_s_from_intervals", "unassigned_max_s"))
 
 
+# The events that carry one assignment computation's simulated cost (``cost=...s``): the classic
+# leader's (``sim.member``) and the consumer protocol coordinator's target assignment
+# (``sim.consumer_group``).
+ASSIGNMENT_EVENTS = ("assignment_computed", "target_assignment")
+
+
+def assignment_time(events_df, episodes_df):
+    """Per run: simulated time spent computing assignments inside its rebalance episodes
+    (formation excluded) and how many computations that was (``leader_assign_s``,
+    ``assignments``): the classic group leader's assignor, or the coordinator's server-side
+    assignor under the consumer group protocol."""
+    from pyspark.sql import functions as F
+
+    ev = (events_df.where(F.col("kind").isin(*ASSIGNMENT_EVENTS))
+          .select("run_id", "t", F.regexp_extract("detail", r"cost=([0-9.eE+-]+)s", 1)
+                  .cast("double").alias("cost_s")))
+    ep = episodes_df.select("run_id", "episode", "start_s", "end_s").where(F.col("episode") > 0)
+    joined = ev.join(ep, (ev.run_id == ep.run_id) & (ev.t >= ep.start_s) & (ev.t <= ep.end_s))
+    return joined.groupBy(ev.run_id).agg(F.sum("cost_s").alias("leader_assign_s"),
+                                         F.count(F.lit(1)).alias("assignments"))
+
+
 def per_point(runs_df, metrics: Sequence[str] | None = None):
     """Median, p90 and max across seeds of every metric, per parameter point."""
     from pyspark.sql import functions as F

@@ -25,6 +25,9 @@ import attrs
 
 from .atomic import atomic_write_bytes, atomic_write_text
 
+# The consumer group protocol (KIP-848) with the coordinator's uniform assignor, as an assignor
+# name of the suite (the main job's name for it).
+CONSUMER_UNIFORM = "consumer-uniform"
 # (scenario, assignor); "default" keeps the scenario's own assignor list (the upgrade scenario
 # changes it mid-run).
 SUITE = [
@@ -33,6 +36,9 @@ SUITE = [
     ("gc-pause-zombie", "sticky"),
     ("eager-to-cooperative-upgrade", "default"),
     ("slow-assignor", "range"),
+    # The consumer group protocol (KIP-848) with the coordinator's uniform assignor.
+    *((s, CONSUMER_UNIFORM) for s in ("scale-out", "crash", "rolling-bounce-static",
+                                      "rolling-bounce-dynamic", "gc-pause-zombie")),
 ]
 SEEDS = [1, 2]
 PARAMS = {"members": "8", "partitions": "32", "assignor_cost": "model"}
@@ -96,7 +102,13 @@ def run_suite(progress: bool = True) -> list[dict]:
     for i, (scenario, assignor, seed) in enumerate(plan, 1):
         if progress:
             print(f"[{i}/{len(plan)}] {scenario} {assignor} seed {seed}", file=sys.stderr, flush=True)
-        params = dict(PARAMS) if assignor == "default" else {**PARAMS, "assignor": assignor}
+        if assignor == "default":
+            params = dict(PARAMS)
+        elif assignor == CONSUMER_UNIFORM:
+            params = {**PARAMS, "consumer.group_protocol": "consumer",
+                      "consumer.group_remote_assignor": "uniform"}
+        else:
+            params = {**PARAMS, "assignor": assignor}
         sc = load_scenario(scenario, params)
         summary = run_scenario(sc, seed=seed).summary
         rows.append({"scenario": scenario, "assignor": assignor, "seed": seed,

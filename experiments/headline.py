@@ -15,6 +15,9 @@ import pandas as pd
 
 EAGER = ("range", "roundrobin", "sticky")
 COOPERATIVE = "cooperative-sticky"
+# The consumer group protocol (KIP-848) with the coordinator's uniform assignor, as a value of the
+# ``assignor`` column beside the classic assignors.
+CONSUMER = "consumer-uniform"
 
 # (column label, points column, kind); stall first, then duration. Medians across seeds.
 COLUMNS = [
@@ -39,6 +42,13 @@ HUMAN = {
 }
 
 
+def protocol_of(assignor: str) -> str:
+    """The protocol an ``assignor`` column value runs: eager, cooperative (both classic) or consumer."""
+    if assignor == CONSUMER:
+        return "consumer"
+    return "cooperative" if assignor == COOPERATIVE else "eager"
+
+
 def headline_table(points: pd.DataFrame, size: int, order=EAGER + (COOPERATIVE,)) -> pd.DataFrame:
     """One row per (scenario, membership, assignor) at group size ``size``."""
     p = points[points["members"] == size].copy()
@@ -46,7 +56,7 @@ def headline_table(points: pd.DataFrame, size: int, order=EAGER + (COOPERATIVE,)
     p["_o"] = p["assignor"].map(rank)
     p = p.sort_values(["scenario", "membership", "_o"])
     out = pd.DataFrame({"scenario": p["scenario"], "members": p["membership"], "assignor": p["assignor"],
-                        "protocol": ["cooperative" if a == COOPERATIVE else "eager" for a in p["assignor"]]})
+                        "protocol": [protocol_of(a) for a in p["assignor"]]})
     for label, col, kind in COLUMNS:
         values = p[col]
         # a median of rounds across an even number of seeds can be x.5: rounds are counted, so round
@@ -105,6 +115,37 @@ def sentences(table: pd.DataFrame) -> list[str]:
                      f"{_rounds(e['rounds'])}.")
         out.append(head + text)
     return out
+
+
+def _versus(c: float, o: float, what: str, other: str) -> str:
+    """'3.1x less stall than OTHER' / '2.0x more stall than OTHER' / 'about the same stall as
+    OTHER' for the consumer protocol's ``c`` against another protocol's ``o``."""
+    if math.isclose(c, o, rel_tol=0.05, abs_tol=1e-9):
+        return f"about the same {what} as {other}"
+    if c < o:
+        return f"{_ratio(o, c)} less {what} than {other}" if c > 0 else f"no {what} where {other} has {_num(o)}"
+    return f"{_ratio(c, o)} more {what} than {other}"
+
+
+def consumer_vs_classic(c, k, e, eager_name: str = "classic eager") -> str:
+    """The consumer protocol (row ``c``) against classic cooperative (``k``) and classic eager
+    (``e``), stall first, then time to settle. Rows are mappings with the labels of ``HUMAN``;
+    records processed twice are quoted when the rows have them."""
+    st, dl, rp = HUMAN["unassigned_partition_s"], HUMAN["throughput_loss_records"], HUMAN["records_reprocessed"]
+    se = HUMAN["rebalance_time_total_s"]
+    quoted = (f"{_num(c[st])} vs {_num(k[st])} vs {_num(e[st])} unassigned partition-seconds; "
+              f"{_num(c[dl])} vs {_num(k[dl])} vs {_num(e[dl])} records delayed")
+    if rp in c and rp in k and rp in e:
+        quoted += f"; {_num(c[rp])} vs {_num(k[rp])} vs {_num(e[rp])} records processed twice"
+    text = (f"the consumer protocol has {_versus(c[st], k[st], 'stall', 'classic cooperative')} and "
+            f"{_versus(c[st], e[st], 'stall', eager_name)} ({quoted}); it settles in {c[se]:.1f} s vs "
+            f"{k[se]:.1f} s (cooperative) and {e[se]:.1f} s (eager)")
+    best = min(k[se], e[se])
+    if c[se] > best * 1.05:
+        return text + f", {_ratio(c[se], best)} slower than the faster classic protocol."
+    if c[se] < best / 1.05:
+        return text + f", {_ratio(best, c[se])} faster than the faster classic protocol."
+    return text + "."
 
 
 def human_columns(frame: pd.DataFrame) -> pd.DataFrame:

@@ -190,9 +190,11 @@ ASSIGNOR_MARKERS = {"range": ("o", 9), "roundrobin": ("s", 7), "sticky": ("^", 6
 
 
 def metric_vs_size(points: pd.DataFrame, metric: str, ylabel: str, path: Path, facet: str = "scenario",
-                   size: str = "members", logy: bool = True, caption: str = "") -> str:
+                   size: str = "members", logy: bool = True, caption: str = "",
+                   row_suffix: str = " members") -> str:
     """Median across seeds (line) with a band up to the p90, per assignor, vs group size; one
-    column per ``facet`` value and one row per membership (dynamic / static) if present."""
+    column per ``facet`` value and one row per ``membership`` value (dynamic / static) if present,
+    titled with ``row_suffix`` after it."""
     from matplotlib.ticker import NullFormatter, NullLocator
 
     facets = sorted(points[facet].unique())
@@ -231,7 +233,7 @@ def metric_vs_size(points: pd.DataFrame, metric: str, ylabel: str, path: Path, f
             else:
                 top = np.nanmax(sub[[f"{metric}_median", f"{metric}_p90"]].to_numpy(dtype=float), initial=0.0)
                 ax.set_ylim(0, top * 1.15 if top > 0 else 1.0)
-            title = f"{f}" + (f", {membership} members" if membership else "")
+            title = f"{f}" + (f", {membership}{row_suffix}" if membership else "")
             ax.set_title(title, fontsize=10)
             ax.grid(True, which="both", alpha=0.3)
             if i == len(rows) - 1:

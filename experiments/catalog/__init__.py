@@ -7,10 +7,11 @@ recipe that the generic pipeline runs. To add an experiment, add a module and li
 from __future__ import annotations
 
 from ..pipeline import Experiment
-from . import assignor_scaling, ci_regression, eager_vs_cooperative
+from . import assignor_scaling, ci_regression, eager_vs_cooperative, protocols
 
 EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     eager_vs_cooperative.EXPERIMENT,
     assignor_scaling.EXPERIMENT,
+    protocols.EXPERIMENT,
     ci_regression.EXPERIMENT,
 )}

@@ -81,18 +81,10 @@ def report(opts: Options, results: Results) -> Page:
 
 
 def _assign_time_of_runs(results: Results):
-    """Simulated time the leader spent computing assignments in each run's rebalance episodes
-    (the ``cost=...s`` of its ``assignment_computed`` events), with Spark."""
-    from pyspark.sql import functions as F
+    """Simulated time the leader spent computing assignments in each run's rebalance episodes."""
+    from ..aggregate import assignment_time
 
-    ev = (results.raw("events")
-          .where(F.col("kind") == "assignment_computed")
-          .select("run_id", "t", F.regexp_extract("detail", r"cost=([0-9.eE+-]+)s", 1)
-                  .cast("double").alias("cost_s")))
-    ep = results.raw("episodes").select("run_id", "episode", "start_s", "end_s").where(F.col("episode") > 0)
-    joined = ev.join(ep, (ev.run_id == ep.run_id) & (ev.t >= ep.start_s) & (ev.t <= ep.end_s))
-    return (joined.groupBy(ev.run_id).agg(F.sum("cost_s").alias("leader_assign_s"))
-            .toArrow().to_pandas())
+    return assignment_time(results.raw("events"), results.raw("episodes")).toArrow().to_pandas()
 
 
 EXPERIMENT = Experiment(

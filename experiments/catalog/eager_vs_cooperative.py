@@ -15,7 +15,14 @@ from pathlib import Path
 
 import attrs
 
-from ..headline import headline_table, human_columns, sentences
+from ..headline import (
+    CONSUMER,
+    consumer_vs_classic,
+    headline_table,
+    human_columns,
+    protocol_of,
+    sentences,
+)
 from ..pipeline import Experiment, Options, Page, Results, scenario_dir
 from ..sweep import RunSpec, resolve
 
@@ -23,7 +30,7 @@ EAGER_VS_COOP_ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky"
 # The third protocol beside classic eager and cooperative: the consumer group protocol (KIP-848),
 # where the coordinator assigns with the broker's default server-side assignor (uniform). In the
 # tables it is one more value of the ``assignor`` column.
-CONSUMER_PROTOCOL = "consumer-uniform"
+CONSUMER_PROTOCOL = CONSUMER
 MAIN_JOB_VARIANTS = (*EAGER_VS_COOP_ASSIGNORS, CONSUMER_PROTOCOL)
 
 
@@ -212,6 +219,7 @@ def report(opts: Options, results: Results) -> Page:
     deploy_lines = _deploy_statements(deploy)
     headline = headline_table(points, max(scale.sizes))
     answers = sentences(headline)
+    cp_size, cp_lines = three_protocols(points)
     atomic_write_bytes(out / "headline.csv", headline.to_csv(index=False).encode())
     matched = int(runs["intervals_match"].sum())
     intro = [
@@ -237,9 +245,11 @@ def report(opts: Options, results: Results) -> Page:
         "partition-seconds sum, over partitions, the time no live member processed them. "
         "Stop-the-world is time during which the whole group processed nothing.",
         f"The consumer group protocol runs at group sizes "
-        f"{', '.join(map(str, scale.consumer_sizes or scale.sizes))} only (every heartbeat is "
-        "simulated under it, which costs minutes per 1000-member run; `--scale large` adds 1000): "
-        "compare it with the classic protocol in the per-point table and the figures.",
+        f"{', '.join(map(str, scale.consumer_sizes or scale.sizes))}"
+        + ("" if scale.consumer_sizes is None else " of this grid")
+        + ("; the section \"Three protocols side by side\" compares it with both classic protocols "
+           f"at {cp_size:,} members, and `rebalance-sim experiment protocols` asks what moving to it "
+           "buys across group sizes, partition counts and a slow member." if cp_size else "."),
         "Caveats: members of a group share their heartbeat phase (as after a real SyncGroup), so "
         "they learn of a rebalance at nearly the same instant; the deploy restarts "
         f"{scale.deploy_batch} of the group at a time (a one-at-a-time deploy of 1,000 members takes "
@@ -252,6 +262,11 @@ def report(opts: Options, results: Results) -> Page:
         ("How long does the group stall during a full deploy?", [Table(
             f"Rolling deploy of the whole group ({scale.deploy_batch} at a time), median across seeds",
             deploy, csv="deploy.csv", note=" ".join(deploy_lines))]),
+        *([(f"Three protocols side by side ({cp_size:,} members, median across seeds)", [
+            "What does moving from the classic protocol to the consumer group protocol (KIP-848) "
+            "change? Each sentence puts the consumer protocol beside classic cooperative "
+            "(cooperative-sticky) and the classic eager assignor that stalls least.", *cp_lines])]
+          if cp_lines else []),
         ("Headline", [*answers,
                       Table(f"Median across seeds at {max(scale.sizes):,} members: stall first, then "
                             "duration", headline, csv="headline.csv",
@@ -278,7 +293,10 @@ def report(opts: Options, results: Results) -> Page:
                f"\nA full rolling deploy ({scale.deploy_batch} of the group at a time), median across seeds:\n"
                + "".join(f"  {line}\n" for line in deploy_lines)
                + f"\nAt {max(scale.sizes):,} members (median across seeds):\n"
-               + "".join(f"- {line}\n" for line in answers) + "\n" + _text_table(headline))
+               + "".join(f"- {line}\n" for line in answers)
+               + (f"\nThree protocols at {cp_size:,} members (median across seeds):\n"
+                  + "".join(f"- {line}\n" for line in cp_lines) if cp_lines else "")
+               + "\n" + _text_table(headline))
     return Page(intro, sections, summary=summary)
 
 
@@ -287,12 +305,12 @@ def _deploy_table(points):
     import pandas as pd
 
     p = points[points["scenario"] == "rolling-deploy"].copy()
-    order = {a: i for i, a in enumerate(EAGER_VS_COOP_ASSIGNORS)}
+    order = {a: i for i, a in enumerate(MAIN_JOB_VARIANTS)}
     p["_o"] = p["assignor"].map(order)
     p = p.sort_values(["members", "membership", "_o"])
     return pd.DataFrame({
         "members": p["members"], "membership": p["membership"], "assignor": p["assignor"],
-        "protocol": p["assignor"].map(lambda a: "cooperative" if a == "cooperative-sticky" else "eager"),
+        "protocol": p["assignor"].map(protocol_of),
         "rebalance_s": p["rebalance_time_total_s_median"],
         "rounds": p["rounds_total_median"],
         "stop_the_world_s": p["stop_the_world_s_median"],
@@ -315,10 +333,37 @@ def _deploy_statements(deploy) -> list[str]:
 
     lines = []
     for size in sorted(deploy["members"].unique()):
-        parts = [f"{membership}: eager range {cell(size, membership, 'range')}; cooperative-sticky "
-                 f"{cell(size, membership, 'cooperative-sticky')}" for membership in ("dynamic", "static")]
+        parts = []
+        for membership in ("dynamic", "static"):
+            part = (f"{membership}: eager range {cell(size, membership, 'range')}; cooperative-sticky "
+                    f"{cell(size, membership, 'cooperative-sticky')}")
+            if cell(size, membership, CONSUMER_PROTOCOL) != "-":
+                part += f"; consumer protocol {cell(size, membership, CONSUMER_PROTOCOL)}"
+            parts.append(part)
         lines.append(f"{size:,} members: " + " | ".join(parts) + ".")
     return lines
+
+
+def three_protocols(points) -> tuple[int | None, list[str]]:
+    """At the largest group size the consumer group protocol ran: one sentence per scenario and
+    membership, the consumer protocol against classic cooperative (cooperative-sticky) and the
+    classic eager assignor that stalls least (medians across seeds)."""
+    sizes = points.loc[points["assignor"] == CONSUMER_PROTOCOL, "members"]
+    if sizes.empty:
+        return None, []
+    size = int(sizes.max())
+    table = headline_table(points, size, order=(*EAGER_VS_COOP_ASSIGNORS, CONSUMER_PROTOCOL))
+    lines = []
+    for (scenario, membership), g in table.groupby(["scenario", "members"], sort=False):
+        g = g.set_index("assignor")
+        eager = g[g.index.isin(EAGER_VS_COOP_ASSIGNORS[:-1])]
+        if CONSUMER_PROTOCOL not in g.index or "cooperative-sticky" not in g.index or eager.empty:
+            continue
+        best = eager.sort_values("unassigned partition-s", kind="stable").iloc[0]
+        lines.append(f"{scenario}, {membership} members: " + consumer_vs_classic(
+            g.loc[CONSUMER_PROTOCOL], g.loc["cooperative-sticky"], best,
+            eager_name=f"the best classic eager assignor ({best.name})"))
+    return size, lines
 
 
 def _points_view(points):

@@ -129,3 +129,31 @@ def test_experiments_write_to_out_unless_asked(tmp_path, monkeypatch, flags, exp
         "ci-regression", "", run=lambda args: 0 if seen.setdefault("out", args.out) else 1))
     assert main(["experiment", "ci-regression", *flags]) == 0
     assert seen["out"] == expected
+
+
+def test_report_puts_the_three_protocols_side_by_side(smoke_report):
+    """Before the headline, one sentence per scenario and membership puts the consumer group
+    protocol beside classic cooperative and the best classic eager assignor, quoting the
+    per-point medians (points.csv) at the largest size the consumer protocol ran."""
+    import html as htmllib
+
+    from experiments.headline import _num
+
+    _, out = smoke_report
+    page = htmllib.unescape((out / "report.html").read_text())
+    section = page[page.index("Three protocols side by side"):page.index("<h2>Headline")]
+    points = pd.read_csv(out / "points.csv")
+    size = points.loc[points["assignor"] == "consumer-uniform", "members"].max()
+    for scenario in ("scale-out", "crash", "rolling-deploy"):
+        for membership in ("dynamic", "static"):
+            p = points[(points["scenario"] == scenario) & (points["membership"] == membership)
+                       & (points["members"] == size)].set_index("assignor")
+            stall = p["unassigned_partition_s_median"]
+            eager = stall[["range", "roundrobin", "sticky"]].idxmin()
+            start = section.index(f"{scenario}, {membership} members: the consumer protocol has")
+            sentence = section[start:section.index("</p>", start)]
+            assert (f"{_num(stall['consumer-uniform'])} vs {_num(stall['cooperative-sticky'])} vs "
+                    f"{_num(stall[eager])} unassigned partition-seconds") in sentence, sentence
+            assert f"the best classic eager assignor ({eager})" in sentence
+            settle = p.loc["consumer-uniform", "rebalance_time_total_s_median"]
+            assert f"settles in {settle:.1f} s" in sentence

@@ -1,0 +1,467 @@
+"""What does moving a group to the consumer group protocol (KIP-848) buy, and where does it cost
+more? Classic eager (range), classic cooperative (cooperative-sticky) and the consumer protocol
+(the coordinator's uniform assignor) on the same scenarios, group sizes and partition counts.
+
+Scenarios (dynamic members, the main job's consumer profile and latency):
+- ``scale-out``: one member joins;
+- ``crash``: the second member dies without leaving (noticed after the 45 s session timeout);
+- ``rolling-deploy``: every member restarts once, a quarter of the group at a time;
+- ``slow-member``: one member joins while another member's poll loop is slow: its capacity is cut
+  so that one poll batch (max.poll.records) takes ``SLOW_POLL_S`` seconds, well inside
+  max.poll.interval.ms. The member acts on a rebalance only between batches (Kafka runs the group
+  protocol inside poll()), so a classic group waits for it at the JoinGroup barrier; the consumer
+  protocol has no group-wide barrier. Kafka defines no "slow member"; this is our fault model.
+
+A second, small grid varies the consumer protocol's heartbeat interval
+(``group.consumer.heartbeat.interval.ms``) at one group size: a member learns of its new target
+assignment, and the coordinator of its revocations, only at heartbeats, so the interval paces
+reconciliation.
+
+Every run uses the deterministic ``model`` assignment cost (the same formula for the classic
+leader and the server-side assignor), so the time spent assigning is visible and reproducible.
+
+Metrics are the simulator's summary (``sim.metrics``), aggregated across seeds by
+``experiments.aggregate``; the time spent assigning is ``experiments.aggregate.assignment_time``.
+A declaration for the generic pipeline (``experiments.pipeline``).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import attrs
+
+from ..headline import HUMAN, _num, consumer_vs_classic
+from ..pipeline import Experiment, Options, Page, Results, scenario_dir
+from ..sweep import RunSpec, resolve
+from .eager_vs_cooperative import (
+    CONSUMER_PROFILE,
+    CONSUMER_PROTOCOL,
+    DEPLOY_BATCH,
+    _scenario_dict,
+    to_toml,
+    variant_overrides,
+)
+
+# The three protocols as values of the ``assignor`` column (the main job's names and colours).
+EAGER = "range"
+COOPERATIVE = "cooperative-sticky"
+CONSUMER = CONSUMER_PROTOCOL
+PROTOCOLS = (EAGER, COOPERATIVE, CONSUMER)
+PROTOCOL_NAMES = {EAGER: "classic eager (range)", COOPERATIVE: "classic cooperative (cooperative-sticky)",
+                  CONSUMER: "consumer protocol (uniform)"}
+SCENARIOS = ("scale-out", "crash", "rolling-deploy", "slow-member")
+SLOW_POLL_S = 30.0          # one poll batch of the slow member, in seconds
+CLASSIC_HEARTBEAT_MS = 3000  # heartbeat.interval.ms, the classic client's default
+CONSUMER_HEARTBEAT_MS = 5000  # group.consumer.heartbeat.interval.ms, the broker's default (KIP-848)
+COMMON = ("assignor_cost=model",)
+
+
+@attrs.frozen
+class Scale:
+    sizes: tuple[int, ...]
+    partitions_per_member: tuple[int, ...]
+    seeds: tuple[int, ...]
+    heartbeat_size: int                      # group size of the heartbeat-interval grid
+    heartbeat_ms: tuple[int, ...]            # intervals besides the default 5000 ms
+
+
+SCALES = {
+    # Minutes on 2 cores (one seed: the latency draws move little; the slow member's reaction
+    # time is one draw from its poll batch).
+    "default": Scale(sizes=(10, 100, 1000), partitions_per_member=(2, 10), seeds=(0,),
+                     heartbeat_size=100, heartbeat_ms=(1000, 2500)),
+    # Up to 10,000 members (for a cluster: the 10,000-member deploys dominate).
+    "large": Scale(sizes=(10, 100, 1000, 10_000), partitions_per_member=(2, 10), seeds=(0,),
+                   heartbeat_size=1000, heartbeat_ms=(1000, 2500)),
+    # The tests.
+    "smoke": Scale(sizes=(4,), partitions_per_member=(2,), seeds=(0,), heartbeat_size=4,
+                   heartbeat_ms=(1000,)),
+}
+
+
+def _slow_member_dict(members: int, partitions: int) -> dict:
+    """A scale-out while the second member (by name) processes so slowly that one full poll batch
+    takes ``SLOW_POLL_S``; it falls behind (production exceeds its capacity), so every batch is full."""
+    from sim import Scenario
+    from sim.scenario import member_names
+
+    data = _scenario_dict("scale-out", "dynamic", members, partitions, DEPLOY_BATCH)
+    sc = Scenario.from_dict(data)
+    names, _ = member_names(sc.config, sc.timeline)
+    slow = names[1] if len(names) > 1 else names[0]
+    records = sc.config.consumer.max_poll_records
+    data["member_overrides"] = {slow: {"capacity": records / SLOW_POLL_S}}
+    data["name"] = "slow-member"
+    data["description"] = (f"scale-out while {slow}'s poll loop takes {SLOW_POLL_S:g} s per batch "
+                           "(protocols experiment)")
+    return data
+
+
+def formation_allowance_s(partitions: int) -> float:
+    """How much later than the built-ins' 61.5 s the fault comes, so that the group has formed
+    under every protocol first. Under the consumer protocol the first member to join is assigned
+    every partition at once (KIP-848 has no group.initial.rebalance.delay.ms) and runs
+    onPartitionsAssigned for all of them before it can revoke any, so forming takes about
+    partitions x assign cost; a fault before that would fall into the formation, which no metric
+    counts. A whole number of seconds, so the fault stays mid-way between heartbeats."""
+    return float(math.ceil(partitions * CONSUMER_PROFILE["assign_cost_ms"] / 1000.0))
+
+
+def _scenario(label: str, members: int, partitions: int) -> dict:
+    if label == "slow-member":
+        data = _slow_member_dict(members, partitions)
+    else:
+        data = _scenario_dict(label, "dynamic", members, partitions, DEPLOY_BATCH)
+        data["description"] = f"{label}, dynamic members (protocols experiment)"
+    shift = formation_allowance_s(partitions)
+    for action in data["timeline"]:
+        action["at_s"] = action["at_s"] + shift
+    return data
+
+
+def _point(label, assignor, members, partitions, heartbeat_ms):
+    return (("scenario", label), ("assignor", assignor), ("members", members),
+            ("partitions", partitions), ("heartbeat_ms", heartbeat_ms))
+
+
+def protocol_specs(scale: Scale, scenarios: Path) -> list[RunSpec]:
+    """The grid: scenarios x sizes x partitions per member x protocols x seeds, plus the consumer
+    protocol's heartbeat intervals at one size (scale-out and rolling deploy)."""
+    from ..atomic import atomic_write_text
+
+    specs = []
+
+    def scenario_file(label, members, partitions) -> str:
+        path = scenarios / f"protocols-{label}-{members}-{partitions}.toml"
+        text = to_toml(_scenario(label, members, partitions))
+        if not path.exists() or path.read_text() != text:
+            atomic_write_text(path, text)
+        return str(path.resolve())
+
+    for label in SCENARIOS:
+        for members in scale.sizes:
+            for ppm in scale.partitions_per_member:
+                partitions = members * ppm
+                path = scenario_file(label, members, partitions)
+                for assignor in PROTOCOLS:
+                    hb = CONSUMER_HEARTBEAT_MS if assignor == CONSUMER else CLASSIC_HEARTBEAT_MS
+                    for seed in scale.seeds:
+                        specs.append(RunSpec(path, (*variant_overrides(assignor), *COMMON), seed,
+                                             _point(label, assignor, members, partitions, hb)))
+    members = scale.heartbeat_size
+    partitions = members * scale.partitions_per_member[0]
+    for label in ("scale-out", "rolling-deploy"):
+        path = scenario_file(label, members, partitions)
+        for hb in scale.heartbeat_ms:
+            for seed in scale.seeds:
+                specs.append(RunSpec(path, (*variant_overrides(CONSUMER), *COMMON,
+                                            f"group.consumer_heartbeat_interval_ms={hb}"), seed,
+                                     _point(label, CONSUMER, members, partitions, hb)))
+    return resolve(specs, "protocols")
+
+
+def grid(opts: Options) -> list[RunSpec]:
+    return protocol_specs(SCALES[opts.scale], scenario_dir(opts))
+
+
+# ---------------------------------------------------------------------------------------------
+# The answer
+
+# (label, points column): the metrics a sentence quotes, stall first.
+STALL = "unassigned_partition_s_median"
+DELAYED = "throughput_loss_records_median"
+REPROCESSED = "records_reprocessed_median"
+SETTLE = "rebalance_time_total_s_median"
+GAP = "unassigned_max_s_median"
+STW = "stop_the_world_s_median"
+ASSIGN = "leader_assign_s_median"
+
+
+def comparison_table(points, assign=None):
+    """One row per (scenario, members, partitions, protocol) at each protocol's default heartbeat
+    interval, with the metrics the answer quotes (medians across seeds)."""
+    import pandas as pd
+
+    p = points[points["heartbeat_ms"] == points["assignor"].map(
+        lambda a: CONSUMER_HEARTBEAT_MS if a == CONSUMER else CLASSIC_HEARTBEAT_MS)].copy()
+    if assign is not None:
+        p = p.merge(assign, on=["scenario", "assignor", "members", "partitions", "heartbeat_ms"], how="left")
+    else:
+        for col in (ASSIGN, "assignments_median", "formation_s_median"):
+            p[col] = float("nan")
+        p["episodes_min"] = 1
+    rank = {a: i for i, a in enumerate(PROTOCOLS)}
+    srank = {s: i for i, s in enumerate(SCENARIOS)}
+    p = p.assign(_s=p["scenario"].map(srank), _o=p["assignor"].map(rank))
+    p = p.sort_values(["_s", "members", "partitions", "_o"])
+    return pd.DataFrame({
+        "scenario": p["scenario"], "members": p["members"], "partitions": p["partitions"],
+        "protocol": p["assignor"],
+        HUMAN["unassigned_partition_s"]: p[STALL].astype(float),
+        HUMAN["throughput_loss_records"]: p[DELAYED].astype(float),
+        HUMAN["records_reprocessed"]: p[REPROCESSED].astype(float),
+        HUMAN["unassigned_max_s"]: p[GAP].astype(float),
+        HUMAN["stop_the_world_s"]: p[STW].astype(float),
+        HUMAN["rebalance_time_total_s"]: p[SETTLE].astype(float),
+        "assignment s": p[ASSIGN].astype(float),
+        "assignments": p["assignments_median"].astype(float),
+        "formation s": p["formation_s_median"].astype(float),
+        "fault counted": p["episodes_min"].fillna(0).astype(int) >= 1,
+    }).reset_index(drop=True)
+
+
+def answer_sentences(table) -> list[str]:
+    """One sentence per scenario, at the largest group size and the most partitions run: the
+    consumer protocol against classic cooperative and classic eager, stall first (unassigned
+    partition-seconds, records delayed and reprocessed), then time to settle."""
+    out = []
+    for scenario in SCENARIOS:
+        t = table[table["scenario"] == scenario]
+        if t.empty:
+            continue
+        members = t["members"].max()
+        t = t[t["members"] == members]
+        partitions = t["partitions"].max()
+        t = t[t["partitions"] == partitions].set_index("protocol")
+        if not set(PROTOCOLS) <= set(t.index):
+            continue
+        out.append(f"{scenario} ({members:,} members, {partitions:,} partitions): "
+                   + consumer_vs_classic(t.loc[CONSUMER], t.loc[COOPERATIVE], t.loc[EAGER]))
+    return out
+
+
+# The metrics on which "costs more" is judged, with the smallest difference that counts (a third
+# of a record reprocessed is not a cost).
+COST_FLOORS = (("unassigned_partition_s", 1.0), ("records_reprocessed", 1.0), ("rebalance_time_total_s", 0.1))
+
+
+def costs_more(table) -> list[tuple]:
+    """Where the consumer protocol is worse than the better classic protocol (by more than 5% and
+    the metric's floor), at every size and partition count run: (scenario, members, partitions,
+    metric label, consumer, best classic)."""
+    rows = []
+    for (scenario, members, partitions), g in table.groupby(["scenario", "members", "partitions"], sort=False):
+        g = g.set_index("protocol")
+        if not set(PROTOCOLS) <= set(g.index):
+            continue
+        for metric, floor in COST_FLOORS:
+            label = HUMAN[metric]
+            c = float(g.loc[CONSUMER, label])
+            best = min(float(g.loc[EAGER, label]), float(g.loc[COOPERATIVE, label]))
+            if c > best * 1.05 and c - best >= floor:
+                rows.append((scenario, int(members), int(partitions), label, c, best))
+    return rows
+
+
+def costs_more_sentence(rows, points_run: int) -> str:
+    """``rows`` from ``costs_more`` in one sentence: per metric, how many of the ``points_run``
+    (scenario, size, partitions) points, which scenarios, and the worst case."""
+    if not rows:
+        return ("Where it costs more: nowhere in this grid; the consumer protocol is never more than 5% "
+                "worse than the better classic protocol on unassigned partition-seconds, records "
+                "reprocessed or time to settle.")
+    by_metric: dict[str, list] = {}
+    for scenario, members, partitions, label, c, best in rows:
+        by_metric.setdefault(label, []).append((scenario, members, partitions, c, best))
+    parts = []
+    for label, items in by_metric.items():
+        worst = max(items, key=lambda r: (r[4] > 0, r[3] / r[4] if r[4] > 0 else r[3] - r[4]))
+        scen = sorted({r[0] for r in items}, key=SCENARIOS.index)
+        parts.append(f"{label} in {len(items)} of {points_run} points ({', '.join(scen)}; worst: "
+                     f"{worst[0]} at {worst[1]:,} members x {worst[2]:,} partitions, {_num(worst[3])} vs "
+                     f"{_num(worst[4])})")
+    return ("Where it costs more than the better classic protocol (by more than 5%): " + "; ".join(parts) + ".")
+
+
+def heartbeat_sentence(points) -> str | None:
+    """How the consumer protocol's time to settle moves with its heartbeat interval."""
+    p = points[(points["assignor"] == CONSUMER)]
+    hb = p.groupby(["scenario", "members", "partitions"])["heartbeat_ms"].nunique()
+    keys = hb[hb > 1].index
+    if len(keys) == 0:
+        return None
+    parts = []
+    for scenario, members, partitions in keys:
+        g = p[(p["scenario"] == scenario) & (p["members"] == members)
+              & (p["partitions"] == partitions)].sort_values("heartbeat_ms")
+        values = ", ".join(f"{r[SETTLE]:.1f} s at {r['heartbeat_ms'] / 1000:g} s"
+                           for _, r in g.iterrows())
+        parts.append(f"{scenario} at {members:,} members settles in {values}")
+    return ("The heartbeat interval paces reconciliation: a member learns its new target, and the "
+            "coordinator its revocations, only at heartbeats (acknowledgements are sent at once). "
+            "Under the consumer protocol, " + "; ".join(parts) + " (group.consumer.heartbeat.interval.ms; "
+            "the default is 5 s).")
+
+
+def assignment_sentence(table) -> str | None:
+    """Where the server-side assignment runs and how often, at the largest group."""
+    t = table[table["assignments"].notna()]
+    if t.empty:
+        return None
+    members = t["members"].max()
+    t = t[(t["members"] == members) & (t["scenario"] == "rolling-deploy")]
+    if t.empty:
+        return None
+    partitions = t["partitions"].max()
+    t = t[t["partitions"] == partitions].set_index("protocol")
+    if not set(PROTOCOLS) <= set(t.index):
+        return None
+    c, k, e = t.loc[CONSUMER], t.loc[COOPERATIVE], t.loc[EAGER]
+    return (f"Assignment work: in a rolling deploy of {members:,} members x {partitions:,} partitions the "
+            f"coordinator computes a target assignment {c['assignments']:.0f} times "
+            f"({c['assignment s']:.2f} s of simulated assignor time; every join or leave bumps the group "
+            f"epoch) where the classic leader assigns {k['assignments']:.0f} times under cooperative "
+            f"({k['assignment s']:.2f} s) and {e['assignments']:.0f} under eager ({e['assignment s']:.2f} s). "
+            "The cost per computation is the deterministic model (1 ms + 2 us per partition + 20 us per "
+            "member), the same on both sides; under the consumer protocol the coordinator answers no "
+            "heartbeat of the group while it computes.")
+
+
+def formation_sentence(table) -> str | None:
+    """Forming the group from nothing at the largest size and most partitions (the simulator's
+    ``formation_s``): the consumer protocol has no initial rebalance delay."""
+    t = table[table["formation s"].notna()]
+    if t.empty:
+        return None
+    t = t[t["members"] == t["members"].max()]
+    t = t[(t["partitions"] == t["partitions"].max()) & (t["scenario"] == t["scenario"].iloc[0])]
+    t = t.set_index("protocol")
+    if not set(PROTOCOLS) <= set(t.index):
+        return None
+    c, k, e = (float(t.loc[p, "formation s"]) for p in (CONSUMER, COOPERATIVE, EAGER))
+    members, partitions = int(t["members"].iloc[0]), int(t["partitions"].iloc[0])
+    return (f"Cold start: forming a group of {members:,} members x {partitions:,} partitions takes "
+            f"{c:.1f} s under the consumer protocol vs {k:.1f} s (cooperative) and {e:.1f} s (eager). "
+            "Under the consumer protocol the first member to join is assigned every partition at once "
+            "(there is no group.initial.rebalance.delay.ms) and must finish onPartitionsAssigned for "
+            f"all of them ({CONSUMER_PROFILE['assign_cost_ms']:.0f} ms each here) before it can hand any "
+            "over; the classic coordinator waits 3 s for more members before the first assignment.")
+
+
+def report(opts: Options, results: Results) -> Page:
+
+    from .. import plots
+    from ..aggregate import assignment_time
+    from ..atomic import atomic_write_bytes
+    from ..report import Figure, Table
+
+    scale = SCALES[opts.scale]
+    out = Path(opts.out)
+    points, runs = results.tables["points"], results.tables["runs"]
+    assign_runs = assignment_time(results.raw("events"), results.raw("episodes")).toArrow().to_pandas()
+    keys = ["scenario", "assignor", "members", "partitions", "heartbeat_ms"]
+    per_run = runs[["run_id", *keys, "formation_s", "episodes"]].merge(
+        assign_runs, on="run_id", how="left").fillna({"leader_assign_s": 0.0, "assignments": 0})
+    assign = per_run.groupby(keys, as_index=False).agg(
+        leader_assign_s_median=("leader_assign_s", "median"), assignments_median=("assignments", "median"),
+        formation_s_median=("formation_s", "median"), episodes_min=("episodes", "min"))
+    full = comparison_table(points, assign)
+    atomic_write_bytes(out / "protocols.csv", full.to_csv(index=False).encode())
+    # A fault that came before the group had formed joins the formation, which no metric counts:
+    # such points would read "no stall". They are left out of every sentence, and said so.
+    table = full[full["fault counted"]]
+    lost = full[~full["fault counted"]]
+    answers = answer_sentences(table)
+    more = costs_more(table)
+    points_run = len(table.groupby(["scenario", "members", "partitions"]))
+    mechanisms = [s for s in (heartbeat_sentence(points), assignment_sentence(table),
+                              formation_sentence(full)) if s]
+    if len(lost):
+        mechanisms.insert(0, "Left out: " + "; ".join(
+            f"{r.scenario} / {r.protocol} at {r.members:,} members x {r.partitions:,} partitions"
+            for r in lost.itertuples()) + ": the fault came before the group had formed (formation "
+            f"took up to {lost['formation s'].max():.0f} s), so no episode measures it.")
+    biggest = full[(full["members"] == full["members"].max())]
+    biggest = biggest[biggest["partitions"] == biggest["partitions"].max()]
+
+    figs = []
+    main = points[points["heartbeat_ms"] == points["assignor"].map(
+        lambda a: CONSUMER_HEARTBEAT_MS if a == CONSUMER else CLASSIC_HEARTBEAT_MS)].copy()
+    main["membership"] = main["partitions"] // main["members"]
+    main["membership"] = main["membership"].map(lambda v: f"{v} partitions per member")
+    for metric, label, logy, name in (
+            ("unassigned_partition_s", "unassigned partition-s (log)", True, "unassigned_vs_size.png"),
+            ("rebalance_time_total_s", "time to settle (s)", False, "settle_vs_size.png"),
+            ("records_reprocessed", "records reprocessed", False, "reprocessed_vs_size.png")):
+        figs.append(Figure(out / name, plots.metric_vs_size(
+            main, metric, label, out / name, logy=logy, row_suffix="",
+            caption=f"{HUMAN[metric].capitalize()} vs group size per protocol: median across seeds, band "
+                    "up to the p90; rows: partitions per member. range = classic eager, "
+                    f"cooperative-sticky = classic cooperative, {CONSUMER} = consumer protocol.")))
+
+    intro = [
+        "What does moving a consumer group from Kafka's classic group protocol to the consumer group "
+        "protocol (KIP-848, group.protocol=consumer) buy, and where does it cost more? Each run "
+        "simulates one group in virtual time under classic eager (range), classic cooperative "
+        "(cooperative-sticky) or the consumer protocol (the coordinator's uniform assignor, "
+        f"shown as {CONSUMER}).",
+        *answers,
+        costs_more_sentence(more, points_run),
+        *mechanisms,
+    ]
+    grid_text = (
+        f"Grid: scenarios {', '.join(SCENARIOS)} with dynamic members; group sizes "
+        f"{', '.join(f'{s:,}' for s in scale.sizes)}; "
+        f"{' and '.join(map(str, scale.partitions_per_member))} partitions per member (one topic, 100 records/s "
+        f"per partition); seeds {', '.join(map(str, scale.seeds))} (lognormal link latency, median 2 ms). "
+        "Every member processes up to 500 records/s in poll batches of 500 records and reacts to a "
+        "rebalance between batches; its rebalance listener costs 10 ms per revoked and 50 ms per "
+        "assigned partition (the main job's consumer). The rolling deploy restarts "
+        f"{DEPLOY_BATCH} of the group at a time, 10 s down, 20 s between batches. slow-member: one "
+        f"member joins while the second member's poll loop takes {SLOW_POLL_S:g} s per batch "
+        "(max.poll.interval.ms stays 300 s), so it acts on a rebalance up to that late. Each fault "
+        "comes at 61.5 s plus partitions x 50 ms (the time the consumer protocol needs to form the "
+        "group; see Cold start), so every protocol's group has formed first. Client "
+        f"defaults under the classic protocol (heartbeat {CLASSIC_HEARTBEAT_MS / 1000:g} s, session 45 s), "
+        f"broker defaults under the consumer protocol (heartbeat {CONSUMER_HEARTBEAT_MS / 1000:g} s, "
+        "session 45 s); the consumer protocol also runs with a heartbeat of "
+        f"{', '.join(f'{h / 1000:g}' for h in scale.heartbeat_ms)} s at {scale.heartbeat_size:,} members "
+        "(scale-out and rolling deploy). Assignment time: the deterministic model cost on both sides.")
+    defs = ("Unassigned partition-s: partitions x seconds with no live member processing them. "
+            "Records delayed: records produced meanwhile (they wait). Records processed twice: records a new "
+            "owner processes again because the previous owner's progress was not committed. Longest gap: "
+            "the longest single partition's wait. Stop-the-world: time the whole group processed "
+            "nothing. Time to settle (rebalance s): trigger to settled (every partition owned by a live "
+            "processing member, nothing pending), summed over the run's episodes. Assignment s / "
+            "assignments: simulated time and number of assignment computations inside the episodes. "
+            "Formation s: from the start until the new group first settled. Fault counted: every "
+            "seed's fault came after formation (else the point is left out of the sentences).")
+    sections = [
+        ("The answer at the largest size", [
+            Table(f"{biggest['members'].max():,} members x {biggest['partitions'].max():,} partitions, "
+                  "median across seeds", biggest.reset_index(drop=True), csv="protocols.csv", note=defs)]),
+        ("How this was set up", [grid_text]),
+        ("Figures", figs),
+        ("Every size and partition count", [Table("Median across seeds, each protocol at its default "
+                                                  "heartbeat", full, csv="protocols.csv")]),
+        ("Consumer protocol: heartbeat interval", [Table(
+            "Consumer protocol runs by heartbeat interval (median across seeds)",
+            _heartbeat_view(points), csv="points.csv")]),
+    ]
+    matched = int(runs["intervals_match"].sum())
+    meta = [f"{matched} of {len(runs)} runs: unassigned partition-seconds and max window recomputed by "
+            "Spark from the intervals equal the simulator's summary"]
+    summary = "\n".join(f"- {line}" for line in (*answers, costs_more_sentence(more, points_run), *mechanisms))
+    return Page(intro, sections, meta=meta, summary=summary)
+
+
+def _heartbeat_view(points):
+    from ..headline import human_columns
+
+    p = points[points["assignor"] == CONSUMER]
+    hb = p.groupby(["scenario", "members", "partitions"])["heartbeat_ms"].transform("nunique")
+    p = p[hb > 1].sort_values(["scenario", "members", "partitions", "heartbeat_ms"])
+    cols = ["scenario", "members", "partitions", "heartbeat_ms", "seeds",
+            "rebalance_time_total_s_median", "unassigned_partition_s_median", "unassigned_max_s_median",
+            "records_reprocessed_median"]
+    return human_columns(p[cols].reset_index(drop=True))
+
+
+EXPERIMENT = Experiment(
+    "protocols",
+    "classic eager vs classic cooperative vs the consumer group protocol (KIP-848): scale-out, crash, "
+    "rolling deploy and a slow member, 10-1000 members (10,000 with --scale large), two partition counts",
+    title="Classic eager, classic cooperative and the consumer group protocol",
+    grid=grid, report=report)
