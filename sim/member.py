@@ -495,28 +495,23 @@ class Member:
     def _offset_timer(self, now: float, key: tuple) -> None:
         """The OffsetFetch timeout and retry, and the first records of new partitions."""
         kind = key[0]
-        if kind == "fetch_timeout":
+        if kind in ("fetch_timeout", "fetch_retry"):
             pending = self.fetches.pop(key[1], None)
-            if pending is not None:
-                assigned_at, partitions = pending
-                still = tuple(tp for tp in partitions if tp in self.owned)
-                if still:
-                    self._event("offset_fetch_failed", "request timed out")
-                    self.fetches[key[1]] = pending   # keep settled() false during the backoff
-                    self._timer(("fetch_retry", key[1]), now + self.config.retry_backoff_s)
-                else:
-                    # settled() may turn true here: say so (the consumer protocol's run re-checks
-                    # whether the group settled only when a core records an event)
-                    self._event("offset_fetch_dropped", "request timed out; its partitions were revoked")
-        elif kind == "fetch_retry":
-            pending = self.fetches.pop(key[1], None)
-            if pending is not None:
-                assigned_at, partitions = pending
-                still = tuple(tp for tp in partitions if tp in self.owned)
-                if still:
-                    self._send_fetch(now, assigned_at, still)
-                else:
-                    self._event("offset_fetch_dropped", "its partitions were revoked")
+            if pending is None:
+                return
+            assigned_at, partitions = pending
+            still = tuple(tp for tp in partitions if tp in self.owned)
+            if not still:
+                # settled() may turn true here: say so (the consumer protocol's run re-checks
+                # whether the group settled only when a core records an event)
+                self._event("offset_fetch_dropped", "request timed out; its partitions were revoked"
+                            if kind == "fetch_timeout" else "its partitions were revoked")
+            elif kind == "fetch_timeout":
+                self._event("offset_fetch_failed", "request timed out")
+                self.fetches[key[1]] = pending   # keep settled() false during the backoff
+                self._timer(("fetch_retry", key[1]), now + self.config.retry_backoff_s)
+            else:
+                self._send_fetch(now, assigned_at, still)
         elif kind == "first_record":
             _, seq, assigned_at, count = key
             self.first_pending.discard(seq)
