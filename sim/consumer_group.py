@@ -283,6 +283,11 @@ class ConsumerGroupCoordinator:
         """Heartbeat elision notes from members (see the module docstring)."""
         mm = self.members.get(note.member_id)
         if mm is None:
+            if isinstance(note, m.Quiet):
+                # a grant that reached the member after we fenced it (a paused process reads the
+                # answer to its last heartbeat on resume): it must heartbeat to learn it is fenced
+                self.out.append(("control", sender, m.Wake(self.quiet_epoch, self.input_rank)))
+                return self._drain()
             return []
         mid = mm.member_id
         if isinstance(note, m.Quiet):

@@ -179,6 +179,19 @@ def test_an_epoch_bump_wakes_quiet_members_and_a_late_quiet_is_refused():
     assert [e[1] for e in late if e[0] == "control" and isinstance(e[2], m.Wake)] == ["a"]
 
 
+def test_a_quiet_taken_after_the_member_was_fenced_is_answered_with_a_wake():
+    """A paused member reads the answer to its last heartbeat only on resume, after its session
+    expired: its Quiet names a member the coordinator no longer has. The coordinator wakes it, so
+    its next heartbeat learns it was fenced (CI found a group that never settled)."""
+    g = coordinator()
+    a, _ = beat(g, 0.0, "a")
+    a, _ = beat(g, 1.0, "a", a.member_id, a.member_epoch, owned=a.assignment)
+    g.on_timer(46.0, ("session", a.member_id), 46.0)
+    assert a.member_id not in g.members
+    late = g.on_control(50.0, "a", m.Quiet(a.member_id, a.quiet_epoch))
+    assert [e[1] for e in late if e[0] == "control" and isinstance(e[2], m.Wake)] == ["a"]
+
+
 def test_sessions_ending_at_one_instant_end_in_client_order():
     """Two members whose sessions end at the same instant are removed in client order, whichever
     timer was armed first."""
