@@ -42,7 +42,7 @@ def test_grid_runs_every_protocol_on_every_scenario(protocols_report):
     assert code == 0
     scale = SCALES["smoke"]
     runs = pd.read_csv(out / "runs.csv")
-    main = len(SCENARIOS) * len(scale.sizes) * len(scale.partitions_per_member) * 3 * len(scale.seeds)
+    main = len(SCENARIOS) * len(scale.points()) * 3 * len(scale.seeds)
     extra = 2 * len(scale.heartbeat_ms) * len(scale.seeds)
     assert len(runs) == main + extra
     assert set(runs["assignor"]) == {EAGER, COOPERATIVE, CONSUMER}
