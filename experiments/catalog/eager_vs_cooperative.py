@@ -135,9 +135,10 @@ def formation_allowance_s(partitions: int) -> float:
     return PHASE_PERIOD_S * math.ceil(max(0.0, need_s) / PHASE_PERIOD_S)
 
 
-def _scenario_dict(label: str, membership: str, members: int, partitions: int, deploy_batch: str) -> dict:
-    """A built-in at this size with the experiment's consumer and network, its fault moved past
-    the consumer protocol's formation (``formation_allowance_s``)."""
+def _scenario_dict(label: str, membership: str, members: int, partitions: int, deploy_batch: str,
+                   consumer_protocol: bool = True) -> dict:
+    """A built-in at this size with the experiment's consumer and network; when the consumer
+    protocol runs it too, its fault moved past that protocol's formation (``formation_allowance_s``)."""
     from ..scenarios import builtin_dict
 
     overrides = {"members": str(members), "partitions": str(partitions)}
@@ -152,7 +153,7 @@ def _scenario_dict(label: str, membership: str, members: int, partitions: int, d
     data["consumer"].update(CONSUMER_PROFILE)
     net = data.setdefault("network", {})
     net["latency"] = {"kind": COMMON_OVERRIDES["network.latency.kind"], "ms": COMMON_OVERRIDES["network.latency.ms"]}
-    shift = formation_allowance_s(partitions)
+    shift = formation_allowance_s(partitions) if consumer_protocol else 0.0
     for action in data["timeline"]:
         action["at_s"] = action["at_s"] + shift
     return data
@@ -168,7 +169,8 @@ def eager_vs_coop_specs(scale: Scale, scenarios: Path) -> list[RunSpec]:
         for membership in ("dynamic", "static"):
             for members in scale.sizes:
                 partitions = members * scale.partitions_per_member
-                data = _scenario_dict(label, membership, members, partitions, scale.deploy_batch)
+                data = _scenario_dict(label, membership, members, partitions, scale.deploy_batch,
+                                      scale.consumer_sizes is None or members in scale.consumer_sizes)
                 path = scenarios / f"{label}-{membership}-{members}.toml"
                 text = to_toml(data)
                 if not path.exists() or path.read_text() != text:
@@ -334,9 +336,13 @@ def report(opts: Options, results: Results) -> Page:
 
 
 def _fault_times(scale: Scale) -> str:
-    """When the fault comes, per group size (``formation_allowance_s``)."""
-    times = [f"{BUILTIN_FAULT_S + formation_allowance_s(m * scale.partitions_per_member):g} s at {m:,} members"
-             for m in scale.sizes]
+    """When the fault comes, per group size (``formation_allowance_s`` where the consumer protocol
+    runs)."""
+    def at(m: int) -> float:
+        runs_consumer = scale.consumer_sizes is None or m in scale.consumer_sizes
+        return BUILTIN_FAULT_S + (formation_allowance_s(m * scale.partitions_per_member) if runs_consumer else 0.0)
+
+    times = [f"{at(m):g} s at {m:,} members" for m in scale.sizes]
     return "Fault at " + ", ".join(times)
 
 
