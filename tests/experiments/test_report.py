@@ -157,3 +157,35 @@ def test_report_puts_the_three_protocols_side_by_side(smoke_report):
             assert f"the best classic eager assignor ({eager})" in sentence
             settle = p.loc["consumer-uniform", "rebalance_time_total_s_median"]
             assert f"settles in {settle:.1f} s" in sentence
+
+
+def test_main_job_runs_the_consumer_protocol_at_every_size_after_it_formed(tmp_path):
+    """The default grid runs the consumer protocol at every group size; every assignor of a point
+    runs the same scenario file, whose first fault comes after the consumer protocol can have
+    formed the group (partitions x (assign + revoke cost)) and a whole number of 15 s periods
+    after the built-ins' 61.5 s, so the phase against 3 s and 5 s heartbeats is kept."""
+    import tomllib
+    from pathlib import Path
+
+    from experiments.catalog.eager_vs_cooperative import (
+        CONSUMER_PROFILE,
+        CONSUMER_PROTOCOL,
+        SCALES,
+        eager_vs_coop_specs,
+    )
+
+    scale = SCALES["default"]
+    specs = eager_vs_coop_specs(scale, tmp_path)
+    by_size: dict[int, set] = {}
+    files: dict[tuple, set] = {}
+    for s in specs:
+        p = dict(s.point)
+        by_size.setdefault(p["members"], set()).add(p["assignor"])
+        files.setdefault((p["scenario"], p["membership"], p["members"]), set()).add(s.scenario)
+    assert all(CONSUMER_PROTOCOL in a for a in by_size.values()) and set(by_size) == set(scale.sizes)
+    per_partition_s = (CONSUMER_PROFILE["assign_cost_ms"] + CONSUMER_PROFILE["revoke_cost_ms"]) / 1000
+    for (_, _, members), paths in files.items():
+        assert len(paths) == 1
+        first = min(a["at_s"] for a in tomllib.loads(Path(next(iter(paths))).read_text())["timeline"])
+        assert first >= 61.5 and (first - 61.5) % 15 == 0
+        assert first > members * scale.partitions_per_member * per_partition_s
