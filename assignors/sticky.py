@@ -104,7 +104,8 @@ def _claims_from_user_data(layout: TopicLayout, subs: Sequence[Subscription]) ->
     """Claims in eager sticky user data (KIP-341), all members decoded in one batch."""
     batch = sticky_member_data_batch([sub.user_data for sub in subs])
     rank_of = layout.rank
-    rank = np.array([rank_of.get(t, -1) for t in batch.run_topics], dtype=np.int64)
+    name_rank = np.array([rank_of.get(t, -1) for t in batch.topic_names], dtype=np.int64)
+    rank = name_rank[batch.run_topic_codes] if name_rank.size else batch.run_topic_codes
     flat = _global_indices(layout, np.repeat(rank, batch.run_counts), batch.numbers)
     ends = np.concatenate(([0], np.cumsum(batch.run_counts)))
     lengths = ends[batch.run_bounds[1:]] - ends[batch.run_bounds[:-1]]
