@@ -38,7 +38,7 @@ subscribes to the topic is not handed the partition back.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain, repeat
+from itertools import chain, count, repeat
 from operator import attrgetter
 
 import attrs
@@ -46,7 +46,7 @@ import numpy as np
 
 from ._base import COOPERATIVE, EAGER, Assignor
 from ._java import hash_bucket, hashmap_capacity, hashmap_order, java_sort_key, java_string_hash
-from ._layout import PartitionList, TopicLayout, no_gc, partition_lists, stable_argsort
+from ._layout import PartitionList, TopicLayout, concatenated_indices, no_gc, partition_lists, stable_argsort
 from .types import Assignment, Subscription, TopicPartition, assignment_of
 from .userdata import (
     DEFAULT_GENERATION,
@@ -132,6 +132,7 @@ def _claims_from_owned(layout: TopicLayout, subs: Sequence[Subscription], genera
 
 
 _topic_of = attrgetter("topic")
+_topics_of_sub = attrgetter("topics")
 _partition_of = attrgetter("partition")
 
 
@@ -435,46 +436,55 @@ class _GeneralBuilder:
         self.offsets = layout.offsets.tolist()
         self.topic_arr = np.repeat(np.arange(n_topics, dtype=np.int64), layout.counts)
         self.topic_of: list[int] = self.topic_arr.tolist()
-        self.members = sorted(subscriptions, key=java_sort_key)
+        if all(map(str.isascii, subscriptions)):
+            self.members = sorted(subscriptions)  # ASCII ids: Python's order is String.compareTo's
+        else:
+            self.members = sorted(subscriptions, key=java_sort_key)
         n = len(self.members)
         self.rank = rank = {m: i for i, m in enumerate(self.members)}
         topic_rank = layout.rank
-        # Each member's topics (ranks) in subscription order, existing topics only.
-        topics_cache: dict[tuple[str, ...], list[int]] = {}
-        self.topics_of: list[list[int]] = []
-        for m in self.members:
-            ts = subscriptions[m].topics
-            tr = topics_cache.get(ts)
-            if tr is None:
-                tr = topics_cache[ts] = [topic_rank[t] for t in ts if t in topic_rank]
-            self.topics_of.append(tr)
-        # Members with the same subscription (topics tuple) share a group and its derived data.
-        groups: dict[tuple[int, ...], int] = {}
-        self.group_of = np.array([groups.setdefault(tuple(tr), len(groups)) for tr in self.topics_of], dtype=np.int64)
-        self.group_topics = list(groups)
+        # Members with equal topics tuples share a group and its derived data. Groups are found
+        # by dict.setdefault in a C-level map (a group is named by its first member's position);
+        # with heterogeneous subscriptions there are as many groups as members.
+        raw_topics = list(map(_topics_of_sub, map(subscriptions.__getitem__, self.members)))
+        first_of: dict[tuple[str, ...], int] = {}
+        firsts = np.fromiter(map(first_of.setdefault, raw_topics, count()), dtype=np.int64, count=n)
+        group_number = np.zeros(n, dtype=np.int64)
+        group_number[list(first_of.values())] = np.arange(len(first_of), dtype=np.int64)
+        self.group_of = group_number[firsts] if n else firsts
+        # Each group's topics (ranks) in subscription order, existing topics only.
+        self.group_topics: list[list[int]] = [[topic_rank[t] for t in ts if t in topic_rank] for ts in first_of]
         group_sets = [frozenset(g) for g in self.group_topics]
         group_of = self.group_of.tolist()
-        self.subs_set = [group_sets[g] for g in group_of]
+        self.subs_set = list(map(group_sets.__getitem__, group_of))
         # subscribed[r, t]: member r subscribes to topic t.
-        group_matrix = np.zeros((len(groups), n_topics), dtype=bool)
-        for g, ts in enumerate(self.group_topics):
-            group_matrix[g, list(ts)] = True
+        group_lengths = list(map(len, self.group_topics))
+        group_matrix = np.zeros((len(first_of), n_topics), dtype=bool)
+        group_matrix[
+            np.repeat(np.arange(len(first_of), dtype=np.int64), group_lengths),
+            np.fromiter(chain.from_iterable(self.group_topics), dtype=np.int64, count=sum(group_lengths)),
+        ] = True
+        self.group_matrix = group_matrix
         self.subscribed = group_matrix[self.group_of] if n else np.zeros((0, n_topics), dtype=bool)
         self.consumers_of = [np.flatnonzero(self.subscribed[:, t]) for t in range(n_topics)]
-        group_max = [sum(counts[t] for t in gs) for gs in group_sets]
-        self.max_size = [group_max[g] for g in group_of]
-        self.max_size_arr = np.array(self.max_size, dtype=np.int64)
-        self.current: list[list[int]] = [owned[m].tolist() if m in owned else [] for m in self.members]
+        group_max = group_matrix.astype(np.int64) @ layout.counts if n_topics else np.zeros(len(first_of), np.int64)
+        self.max_size_arr = group_max[self.group_of] if n else np.zeros(0, dtype=np.int64)
+        self.max_size: list[int] = self.max_size_arr.tolist()
+        # Each member's claims as a list (lists grow and shrink as partitions move).
+        owned_lists = [owned.get(m, _NONE) for m in self.members]
+        owned_lengths = list(map(len, owned_lists))
+        owned_flat = np.concatenate(owned_lists).tolist() if n else []
+        bounds = np.concatenate(([0], np.cumsum(owned_lengths, dtype=np.int64))).tolist()
+        self.current: list[list[int]] = list(map(owned_flat.__getitem__, map(slice, bounds, bounds[1:])))
         owner_arr = np.full(layout.total, -1, dtype=np.int64)
         if owned:
-            lists = [owned.get(m, _NONE) for m in self.members]
-            flat = np.concatenate(lists)
+            flat = np.concatenate(owned_lists)
             if flat.size and np.bincount(flat).max() > 1:
                 # Rare (a member listing a partition twice): the last holder in rank order wins.
                 for r, parts in enumerate(self.current):
                     owner_arr[parts] = r
             else:
-                owner_arr[flat] = np.repeat(np.arange(n, dtype=np.int64), [len(x) for x in lists])
+                owner_arr[flat] = np.repeat(np.arange(n, dtype=np.int64), owned_lengths)
         self.owner: list[int] = owner_arr.tolist()
         self.prev_owner = {p: rank[m] for p, m in prev_owner.items()}
         self.sizes = np.zeros(n, dtype=np.int64)
@@ -654,10 +664,9 @@ class _GeneralBuilder:
         if self._witness is not None and self._violates(*self._witness):
             return False
         topic_max = [self._topic_max(t) if h else -1 for t, h in enumerate(self._held())]
-        group_max = np.array(
-            [max((topic_max[t] for t in topics), default=-1) for topics in self.group_topics],
-            dtype=np.int64,
-        )
+        # Largest topic_max over each group's topics (-1 for a group without topics).
+        group_max = np.where(self.group_matrix, np.asarray(topic_max, dtype=np.int64), -1).max(
+            axis=1, initial=-1)
         sizes = self.sizes
         violating = act & (sizes != self.max_size_arr) & (group_max[self.group_of] > sizes + 1)
         if not violating.any():
@@ -665,7 +674,8 @@ class _GeneralBuilder:
             return True
         r = int(np.argmax(violating))
         s = int(sizes[r])
-        self._witness = (r, next(t for t in self.topics_of[r] if topic_max[t] > s + 1))
+        group_of_r = int(self.group_of[r])
+        self._witness = (r, next(t for t in self.group_topics[group_of_r] if topic_max[t] > s + 1))
         return False
 
     def _perform_reassignments(self, partitions: list[int]) -> bool:
@@ -840,13 +850,18 @@ class CooperativeStickyAssignor(_AbstractStickyAssignor):
             mask = _partitions_transferring(result)
         if not mask.any():
             return {m: assignment_of(result.assignment[m]) for m in subscriptions}
-        out = {}
-        for m in subscriptions:
-            parts = result.assignment[m]
-            if parts.indices.size and mask[parts.indices].any():
-                parts = PartitionList(parts.topics, parts.offsets, parts.indices[~mask[parts.indices]])
-            out[m] = Assignment(parts)
-        return out
+        # Only the lists holding a withheld partition are rebuilt (found in one pass).
+        members = list(result.assignment)
+        lists = list(result.assignment.values())
+        flat, lengths = concatenated_indices(lists)
+        holder = np.repeat(np.arange(len(members), dtype=np.int64), lengths)
+        touched = set(np.unique(holder[mask[flat]]).tolist())
+        changed = {}
+        for i in touched:
+            parts = lists[i]
+            changed[members[i]] = PartitionList(parts.topics, parts.offsets, parts.indices[~mask[parts.indices]])
+        assignment = result.assignment
+        return {m: Assignment(changed[m]) if m in changed else assignment_of(assignment[m]) for m in subscriptions}
 
 
 def _partitions_transferring(result: StickyResult) -> np.ndarray:
@@ -861,9 +876,11 @@ def _partitions_transferring(result: StickyResult) -> np.ndarray:
     valid = claims.flat >= 0
     owned_part = claims.flat[valid]
     owned_keys = owned_part * n + owned_member[valid]
-    lists = [result.assignment[m].indices for m in order]
-    got_part = np.concatenate(lists) if lists else np.empty(0, dtype=np.int64)
-    got_member = np.repeat(np.arange(len(order), dtype=np.int64), [len(x) for x in lists])
+    # The assignment's lists in its own member order, members numbered by their place in `order`.
+    position = {m: i for i, m in enumerate(order)}
+    got_part, lengths = concatenated_indices(list(result.assignment.values()))
+    got_member = np.repeat(np.fromiter(map(position.__getitem__, result.assignment), dtype=np.int64,
+                                       count=len(result.assignment)), lengths)
     added = np.zeros(result.total, dtype=bool)
     revoked = np.zeros(result.total, dtype=bool)
     total = result.total
