@@ -141,10 +141,11 @@ def _resolve_claims(
     order: list[str],
     data: _Claims,
     subscription_generations: Sequence[int],
-) -> tuple[list[np.ndarray], np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Kafka's ``allSubscriptionsEqual`` ownership pass, vectorised.
 
-    Returns, per member in ``order``, the indices it still owns (claim order), and a mask of
+    Returns the indices the members still own, member after member in ``order`` (each in claim
+    order), with ``bounds`` (member ``i``'s are ``kept[bounds[i]:bounds[i + 1]]``), and a mask of
     partitions claimed by several members of one generation (``partitionsWithMultiplePreviousOwners``).
 
     A contested claim compares the claimant's generation from its member data with the *recorded*
@@ -197,8 +198,7 @@ def _resolve_claims(
 
     kept = flat_v[keep_v]
     kept_owner = owner_v[keep_v]
-    bounds = np.searchsorted(kept_owner, np.arange(n_members + 1))
-    return [kept[bounds[i]:bounds[i + 1]] for i in range(n_members)], multi
+    return kept, np.searchsorted(kept_owner, np.arange(n_members + 1)), multi
 
 
 def _all_subscriptions_equal(subscriptions: dict[str, Subscription], order: list[str]) -> bool:
@@ -210,8 +210,28 @@ def _all_subscriptions_equal(subscriptions: dict[str, Subscription], order: list
     that receives partitions it does not subscribe to rejoins (``ConsumerCoordinator``), which the
     simulator reproduces.
     """
+    distinct = set(map(_topics_of_sub, subscriptions.values()))
+    if any(len(set(ts)) != len(ts) for ts in distinct):
+        # A list naming a topic twice fails the length test unless it is the reference itself.
+        return _all_subscriptions_equal_member_by_member(subscriptions, order)
+    if len(distinct) <= 1:
+        return True
+    # The reference: the first non-empty topic list in HashMap order.
+    first = next((i for i, m in enumerate(order) if subscriptions[m].topics), None)
+    if first is None:
+        return True
+    topics = subscriptions[order[first]].topics
+    reference = set(topics)
+    if any(ts and not (len(ts) == len(reference) and reference.issuperset(ts)) for ts in distinct):
+        return False
+    # Empty lists are harmless only before the reference.
+    return () not in distinct or not any(not subscriptions[m].topics for m in order[first + 1:])
+
+
+def _all_subscriptions_equal_member_by_member(subscriptions: dict[str, Subscription], order: list[str]) -> bool:
+    """``_all_subscriptions_equal``, one member at a time."""
     reference: set[str] = set()
-    verdict: dict[tuple[str, ...], bool] = {}  # members usually share a handful of subscriptions
+    verdict: dict[tuple[str, ...], bool] = {}
     for m in order:
         topics = subscriptions[m].topics
         if not reference:
@@ -237,8 +257,46 @@ def _remove_first_of(holders: list[int], owner_l: list[int], member: int) -> Non
 # ---------------------------------------------------------------------------------------------
 
 
+def _id_ranks(members: list[str]) -> np.ndarray:
+    """Each member's place when sorted by member id (``String.compareTo``)."""
+    n = len(members)
+    ranks = np.empty(n, dtype=np.int64)
+    if all(map(str.isascii, members)) and "\x00" not in "".join(members):
+        # numpy compares ASCII strings as String.compareTo does (but ignores trailing NULs).
+        by_id = np.argsort(np.array(members, dtype=str), kind="stable") if n else np.empty(0, dtype=np.int64)
+    else:
+        by_id = np.array(sorted(range(n), key=lambda i: java_sort_key(members[i])), dtype=np.int64)
+    ranks[by_id] = np.arange(n, dtype=np.int64)
+    return ranks
+
+
+def _owned_quotas(
+    lengths: np.ndarray, min_q: int, max_q: int, expected: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``assignOwnedPartitions``' decisions for members (in ``HashMap`` order) claiming
+    ``lengths`` partitions: how many each keeps, the members below the floor, and the members at
+    the floor that queue for the ceiling slots (both in ``HashMap`` order).
+
+    Members below the floor keep all; the first ``expected`` members at or above the ceiling keep
+    a ceiling's worth; everyone else keeps the floor. Members at the floor queue for the ceiling
+    slots only if there are fewer than ``expected`` ceiling members: Kafka empties that queue when
+    it finds the last of them.
+    """
+    n = lengths.size
+    keep = np.full(n, min_q, dtype=np.int64)
+    below = lengths < min_q
+    keep[below] = lengths[below]
+    ceiling = np.flatnonzero(lengths >= max_q) if expected else np.empty(0, dtype=np.int64)
+    keep[ceiling[:expected]] = max_q
+    if expected and ceiling.size < expected:
+        exact = np.flatnonzero(~below & (lengths < max_q))
+    else:
+        exact = np.empty(0, dtype=np.int64)
+    return keep, np.flatnonzero(below), exact
+
+
 def _constrained(
-    layout: TopicLayout, order: list[str], owned: list[np.ndarray], multi: np.ndarray
+    layout: TopicLayout, order: list[str], kept_claims: np.ndarray, claim_bounds: np.ndarray, multi: np.ndarray
 ) -> tuple[dict[str, PartitionList], np.ndarray]:
     """``AbstractStickyAssignor.ConstrainedAssignmentBuilder`` in linear passes over int arrays.
 
@@ -250,8 +308,8 @@ def _constrained(
     n_topics = max(len(layout.topics), 1)
 
     # Claims of every member, each member's sorted by (partition, topic) as Kafka sorts them.
-    lengths = np.array([len(o) for o in owned], dtype=np.int64)
-    flat = np.concatenate(owned) if n else np.empty(0, dtype=np.int64)
+    lengths = np.diff(claim_bounds).astype(np.int64)
+    flat = kept_claims
     member = np.repeat(np.arange(n, dtype=np.int64), lengths)
     if multi.any() and flat.size:
         ok = ~multi[flat]
@@ -264,24 +322,7 @@ def _constrained(
     lengths = np.bincount(member, minlength=n) if flat.size else np.zeros(n, dtype=np.int64)
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1])) if n else np.zeros(0, np.int64)
 
-    # assignOwnedPartitions: decide how many claims each member keeps, in HashMap order.
-    keep = np.zeros(n, dtype=np.int64)
-    under: list[int] = []
-    exact: list[int] = []
-    over = 0
-    for i, size in enumerate(lengths.tolist()):
-        if size < min_q:
-            keep[i] = size
-            under.append(i)
-        elif size >= max_q and over < expected:
-            over += 1
-            if over == expected:
-                exact.clear()
-            keep[i] = max_q
-        else:
-            keep[i] = min_q
-            if over < expected:
-                exact.append(i)
+    keep, under_a, exact_a = _owned_quotas(lengths, min_q, max_q, expected)
 
     pos_in_member = np.arange(flat.size, dtype=np.int64) - np.repeat(starts, lengths)
     kept_mask = pos_in_member < keep[member] if flat.size else np.zeros(0, dtype=bool)
@@ -295,9 +336,9 @@ def _constrained(
     # assignRoundRobin: passes over the members below the floor (sorted by id), each pass giving
     # one partition to every member still below it; members reaching the floor queue up behind the
     # floor members (sorted by id) for the ceiling slots, in the order they reached it.
-    by_id = lambda i: java_sort_key(order[i])  # noqa: E731
-    under.sort(key=by_id)
-    exact.sort(key=by_id)
+    id_rank = _id_ranks(order)
+    under = under_a[np.argsort(id_rank[under_a], kind="stable")].tolist()
+    exact = exact_a[np.argsort(id_rank[exact_a], kind="stable")].tolist()
     deficit = np.array([min_q - keep[i] for i in under], dtype=np.int64)
     d_total = int(deficit.sum())
     u = len(under)
@@ -740,9 +781,9 @@ class _AbstractStickyAssignor(Assignor):
         subs = [subscriptions[m] for m in order]
         data = self._claims(layout, subs)
         sub_gens = [sub.generation for sub in subs]
-        owned, multi = _resolve_claims(layout, order, data, sub_gens)
+        kept, bounds, multi = _resolve_claims(layout, order, data, sub_gens)
         if _all_subscriptions_equal(subscriptions, order):
-            assignment, transferring = _constrained(layout, order, owned, multi)
+            assignment, transferring = _constrained(layout, order, kept, bounds, multi)
             return StickyResult(assignment, transferring, constrained=True, order=order, claims=data, total=layout.total)
 
         max_gen = max(
@@ -750,7 +791,9 @@ class _AbstractStickyAssignor(Assignor):
             default=DEFAULT_GENERATION,
         )
         prev_owner = self._previous_owners(layout, order, data, max_gen)
-        builder = _GeneralBuilder(layout, subscriptions, dict(zip(order, owned, strict=True)), prev_owner)
+        bounds_l = bounds.tolist()
+        owned = {m: kept[bounds_l[i]:bounds_l[i + 1]] for i, m in enumerate(order)}
+        builder = _GeneralBuilder(layout, subscriptions, owned, prev_owner)
         return StickyResult(builder.build(), None, constrained=False, order=order, claims=data, total=layout.total)
 
     @staticmethod
