@@ -104,7 +104,7 @@ def _checked_subscriptions(
     if set(map(type, subs)) <= {str} and "" not in subs and set(map(type, values)) <= {Subscription}:
         distinct = _distinct_topics(values)
         if (
-            all(set(map(type, ts)) <= {str} for ts in distinct)
+            set(map(type, chain.from_iterable(distinct))) <= {str}
             and set(map(type, chain.from_iterable(map(_owned_of, values)))) <= {TopicPartition}
             and set(map(type, map(_user_data_of, values))) <= _USER_DATA_TYPES
         ):

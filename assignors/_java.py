@@ -87,7 +87,7 @@ def hashmap_order(keys: Iterable[str]) -> list[str]:
         return sorted(keys, key=lambda k: (_spread(java_string_hash(k)) & mask, java_sort_key(k)))
     h = java_string_hashes(keys)
     bucket = (h ^ (h >> np.uint32(16))) & np.uint32(mask)
-    if all(k.isascii() for k in keys):
+    if all(map(str.isascii, keys)):
         # ASCII: numpy's string order is String.compareTo order.
         order = np.lexsort((np.array(keys, dtype=str), bucket))
         return [keys[i] for i in order.tolist()]

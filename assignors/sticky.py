@@ -211,7 +211,7 @@ def _all_subscriptions_equal(subscriptions: dict[str, Subscription], order: list
     simulator reproduces.
     """
     distinct = set(map(_topics_of_sub, subscriptions.values()))
-    if any(len(set(ts)) != len(ts) for ts in distinct):
+    if list(map(len, map(set, distinct))) != list(map(len, distinct)):
         # A list naming a topic twice fails the length test unless it is the reference itself.
         return _all_subscriptions_equal_member_by_member(subscriptions, order)
     if len(distinct) <= 1:
@@ -493,18 +493,17 @@ class _GeneralBuilder:
         group_number = np.zeros(n, dtype=np.int64)
         group_number[list(first_of.values())] = np.arange(len(first_of), dtype=np.int64)
         self.group_of = group_number[firsts] if n else firsts
-        # Each group's topics (ranks) in subscription order, existing topics only.
-        self.group_topics: list[list[int]] = [[topic_rank[t] for t in ts if t in topic_rank] for ts in first_of]
-        group_sets = [frozenset(g) for g in self.group_topics]
-        group_of = self.group_of.tolist()
-        self.subs_set = list(map(group_sets.__getitem__, group_of))
-        # subscribed[r, t]: member r subscribes to topic t.
-        group_lengths = list(map(len, self.group_topics))
+        self.group_tuples = list(first_of)
+        self._group_sets: list[frozenset[int] | None] = [None] * len(first_of)
+        self._group_of_l: list[int] = self.group_of.tolist()
+        # subscribed[r, t]: member r subscribes to topic t (existing topics only).
+        group_lengths = list(map(len, self.group_tuples))
+        names = list(chain.from_iterable(self.group_tuples))
+        ranks = np.fromiter(map(topic_rank.get, names, repeat(-1)), dtype=np.int64, count=len(names))
+        rows = np.repeat(np.arange(len(first_of), dtype=np.int64), group_lengths)
+        exists = ranks >= 0
         group_matrix = np.zeros((len(first_of), n_topics), dtype=bool)
-        group_matrix[
-            np.repeat(np.arange(len(first_of), dtype=np.int64), group_lengths),
-            np.fromiter(chain.from_iterable(self.group_topics), dtype=np.int64, count=sum(group_lengths)),
-        ] = True
+        group_matrix[rows[exists], ranks[exists]] = True
         self.group_matrix = group_matrix
         self.subscribed = group_matrix[self.group_of] if n else np.zeros((0, n_topics), dtype=bool)
         self.consumers_of = [np.flatnonzero(self.subscribed[:, t]) for t in range(n_topics)]
@@ -553,6 +552,14 @@ class _GeneralBuilder:
         self._witness: tuple[int, int] | None = None
 
     # -- helpers ---------------------------------------------------------------------------
+    def _subscribed_set(self, r: int) -> frozenset[int]:
+        """Topic ranks member ``r`` subscribes to (built per group on first use)."""
+        g = self._group_of_l[r]
+        topics = self._group_sets[g]
+        if topics is None:
+            topics = self._group_sets[g] = frozenset(np.flatnonzero(self.group_matrix[g]).tolist())
+        return topics
+
     def _first_subscribed(self, topic: int) -> int:
         """First member of the (size, id)-sorted set that subscribes to ``topic``."""
         cand = self.consumers_of[topic]
@@ -608,7 +615,7 @@ class _GeneralBuilder:
             self.revocation_required = True
             topic_of = self.topic_of
             for r in np.unique(member[~ok]).tolist():
-                ss = self.subs_set[r]
+                ss = self._subscribed_set(r)
                 self.current[r] = [p for p in self.current[r] if topic_of[p] in ss]
         assigned[flat[ok]] = True
         self.sizes[:] = np.bincount(member[ok], minlength=len(lengths)) if flat.size else 0
@@ -716,7 +723,9 @@ class _GeneralBuilder:
         r = int(np.argmax(violating))
         s = int(sizes[r])
         group_of_r = int(self.group_of[r])
-        self._witness = (r, next(t for t in self.group_topics[group_of_r] if topic_max[t] > s + 1))
+        rank = self.layout.rank
+        topics = [rank[t] for t in self.group_tuples[group_of_r] if t in rank]  # subscription order
+        self._witness = (r, next(t for t in topics if topic_max[t] > s + 1))
         return False
 
     def _perform_reassignments(self, partitions: list[int]) -> bool:
@@ -736,7 +745,7 @@ class _GeneralBuilder:
                 if (
                     prev is not None
                     and self.active[prev]
-                    and t in self.subs_set[prev]
+                    and t in self._subscribed_set(prev)
                     and size > int(self.sizes[prev]) + 1
                 ):
                     self._reassign(p, prev)
