@@ -39,6 +39,10 @@ SUITE = [
     # The consumer group protocol (KIP-848) with the coordinator's uniform assignor.
     *((s, CONSUMER_UNIFORM) for s in ("scale-out", "crash", "rolling-bounce-static",
                                       "rolling-bounce-dynamic", "gc-pause-zombie")),
+    # Manual commit strategies (consumer.commit_mode), written ASSIGNOR/MODE.
+    *((s, f"cooperative-sticky/{mode}") for s in ("crash", "rolling-bounce-dynamic")
+      for mode in ("sync-per-batch", "async-per-batch")),
+    ("crash", f"{CONSUMER_UNIFORM}/sync-per-batch"),
 ]
 SEEDS = [1, 2]
 PARAMS = {"members": "8", "partitions": "32", "assignor_cost": "model"}
@@ -102,13 +106,16 @@ def run_suite(progress: bool = True) -> list[dict]:
     for i, (scenario, assignor, seed) in enumerate(plan, 1):
         if progress:
             print(f"[{i}/{len(plan)}] {scenario} {assignor} seed {seed}", file=sys.stderr, flush=True)
-        if assignor == "default":
+        name, _, mode = assignor.partition("/")
+        if name == "default":
             params = dict(PARAMS)
-        elif assignor == CONSUMER_UNIFORM:
+        elif name == CONSUMER_UNIFORM:
             params = {**PARAMS, "consumer.group_protocol": "consumer",
                       "consumer.group_remote_assignor": "uniform"}
         else:
-            params = {**PARAMS, "assignor": assignor}
+            params = {**PARAMS, "assignor": name}
+        if mode:
+            params["consumer.commit_mode"] = mode
         sc = load_scenario(scenario, params)
         summary = run_scenario(sc, seed=seed).summary
         rows.append({"scenario": scenario, "assignor": assignor, "seed": seed,

@@ -60,7 +60,7 @@ import numpy as np
 
 from . import messages as m
 from .config import AssignorCost, ConsumerConfig
-from .member import OFFSET_TIMERS, Handoffs, Member
+from .member import CLOSE_TIMEOUT_S, OFFSET_TIMERS, Handoffs, Member
 
 
 def _tp_key(tp) -> tuple[str, int]:
@@ -219,7 +219,7 @@ class ConsumerMember:
     @property
     def settled(self) -> bool:
         return (self.alive and self.state == STABLE and self.reconciling is None and self.app_work is None
-                and not self.busy and self.paused_at is None and not self.lost_pending
+                and not self.busy and not self.closing and self.paused_at is None and not self.lost_pending
                 and not self.fetches and not self.first_pending and not self._commit_stuck())
 
     # ------------------------------------------------------------------ lifecycle
@@ -263,14 +263,18 @@ class ConsumerMember:
         self.app_work = None
         if self.state in IN_GROUP and self.owned:
             self.state = PREPARE_LEAVING
-            if self.config.enable_auto_commit:
-                self._commit(now)
             revoked = tuple(sorted(self.owned, key=_tp_key))
             position = self._position_s(now)
             self._event("revoke", f"count={len(revoked)} leaving")
             self._set_owned(now, remove=revoked)
-            self._revoke_callback(now, self.config.revoke_cost_ms / 1000.0 * len(revoked),
-                                  self._finish_close, revoked, position)
+            cost = self.config.revoke_cost_ms / 1000.0 * len(revoked)
+            if self.config.enable_auto_commit:
+                # AsyncKafkaConsumer.releaseAssignmentAndLeaveGroup: commitSyncAllConsumed waits
+                # (up to the close timeout), then the unsubscribe runs the callback and leaves
+                self._commit_sync(now, lambda t: self._revoke_callback(t, cost, self._finish_close, revoked, position),
+                                  revoked, position, "commitSync on close", CLOSE_TIMEOUT_S)
+            else:
+                self._revoke_callback(now, cost, self._finish_close, revoked, position)
         else:
             self._finish_close(now)
 
@@ -553,6 +557,12 @@ class ConsumerMember:
         self.reconciling = (target, revoked, added)
         self._event("reconcile", f"member_id={self.member_id} epoch={self.epoch} revoke={len(revoked)} "
                     f"add={len(added)}")
+        if revoked:
+            # markPendingRevocationToPauseFetching (AbstractMembershipManager.maybeReconcile):
+            # nothing more is fetched from what is revoked, before the commit that covers it
+            self._event("revoke", f"count={len(revoked)} consumer")
+            self.revoking_at = self._position_s(now)
+            self._set_owned(now, remove=revoked)
         if owned and self.config.enable_auto_commit:
             # auto-commit before the reconciliation (ConsumerMembershipManager.signalReconciliationStarted)
             # CommitRequestManager.maybeAutoCommitSyncBeforeRevocation: retried on a timeout or
@@ -581,7 +591,14 @@ class ConsumerMember:
     def _send_rec_commit(self, now: float) -> None:
         self.commit_seq += 1
         self.rec_commit = self.commit_seq
-        self._commit(now, self.commit_seq)
+        revoked = self.reconciling[1] if self.reconciling is not None else ()
+        if revoked:
+            # allConsumed(): the partitions pending revocation too, where their fetching stopped
+            offsets = tuple(sorted(self.owned.union(revoked), key=_tp_key))
+            self._send(m.OffsetCommitRequest(self.member_id, self.epoch, self.instance_id, len(offsets),
+                                             self.commit_seq, offsets, self.revoking_at))
+        else:
+            self._commit(now, self.commit_seq)
         self._timer(("rec_commit",), min(now + self.config.request_timeout_s, self.rec_commit_deadline))
 
     def _rec_commit_failed(self, now: float, error: str, retriable: bool) -> None:
@@ -612,10 +629,6 @@ class ConsumerMember:
             self.reconciling = None
             return
         _, revoked, added = self.reconciling
-        if revoked:
-            self._event("revoke", f"count={len(revoked)} consumer")
-            self.revoking_at = self._position_s(now)
-            self._set_owned(now, remove=revoked)  # pending revocation: nothing more is fetched
         self.app_work = (revoked, added)
         self._wake_poll(now)
 

@@ -95,6 +95,7 @@ RETRIABLE_COMMIT_ERRORS = (m.COORDINATOR_NOT_AVAILABLE, "request timed out")
 
 # AbstractCoordinator's JoinGroup request timeout: rebalance timeout plus this margin.
 JOIN_TIMEOUT_MARGIN_S = 5.0
+CLOSE_TIMEOUT_S = 30.0  # KafkaConsumer.close() without a timeout (ConsumerUtils.DEFAULT_CLOSE_TIMEOUT_MS)
 
 
 def rebalance_protocol(assignor_names) -> str:
@@ -319,6 +320,7 @@ class Member:
 
     def _commit_request(self, now: float) -> m.OffsetCommitRequest:
         """An OffsetCommit of every owned partition at the member's current position."""
+        self._settle_commits_before(now)
         self.commit_seq += 1
         owned = tuple(sorted_tps(self.owned))
         self.commit_sent[self.commit_seq] = (self.generation, self.member_id)
@@ -326,6 +328,7 @@ class Member:
                                      self.commit_seq, owned, self._position_s(now))
 
     def _send_commit(self, now: float, offsets: tuple, position_s: float) -> int:
+        self._settle_commits_before(now)
         self.commit_seq += 1
         self.commit_sent[self.commit_seq] = (self.generation, self.member_id)
         self._send(m.OffsetCommitRequest(self.member_id, self.generation, self.instance_id, len(offsets),
@@ -354,16 +357,17 @@ class Member:
                 return  # already in a newer rebalance: RebalanceInProgressException, nothing reset
             if self.generation >= 0 and self.prepare_commit is None:
                 # Kafka resets even a newer generation here (a late answer to an old commit).
-                self._reset_generation(f"commit failed: {error}")
+                self._reset_generation(f"commit failed: {error}", error == m.ILLEGAL_GENERATION)
                 self._wake_poll(now)
 
     # ---- manual commits (shared with sim.consumer_member)
 
     def _commit_sync(self, now: float, then: Callable[[float], None], offsets: tuple | None = None,
-                     position_s: float | None = None, label: str = "commitSync") -> None:
+                     position_s: float | None = None, label: str = "commitSync",
+                     timeout_s: float | None = None) -> None:
         """commitSync(): the poll thread waits for the answer, retrying retriable errors until
-        default.api.timeout.ms; ``then(t)`` runs afterwards, whatever the outcome (the
-        application catches CommitFailedException / RebalanceInProgressException)."""
+        ``timeout_s`` (default.api.timeout.ms unless given); ``then(t)`` runs afterwards, whatever
+        the outcome (the application catches CommitFailedException / RebalanceInProgressException)."""
         if offsets is None:
             offsets = tuple(sorted_tps(self.owned))
             position_s = self._position_s(now) if offsets else now
@@ -383,7 +387,8 @@ class Member:
             self._timer(("sync_commit_retry", self.sync_commit[0]), None)
             self._end_sync_commit()
         seq = self._send_commit(now, offsets, position_s)
-        self.sync_commit = [seq, then, now + self.config.default_api_timeout_s, offsets, position_s, label, 0]
+        deadline = now + (self.config.default_api_timeout_s if timeout_s is None else timeout_s)
+        self.sync_commit = [seq, then, deadline, offsets, position_s, label, 0]
         self._timer(("sync_commit", seq), now + self.config.request_timeout_s)
 
     def _sync_commit_answered(self, now: float, error: str) -> None:
@@ -577,7 +582,7 @@ class Member:
         """Stable, nothing pending, processing (used for the episode end). A commitSync() blocks
         processing for a round trip after every batch; only one that had to be retried counts."""
         return (self.alive and self.state == STABLE and not self.rejoin_needed and not self.busy
-                and self.paused_at is None and self.pending_assignment is None
+                and not self.closing and self.paused_at is None and self.pending_assignment is None
                 and not self.fetches and not self.first_pending and not self._commit_stuck())
 
     def _commit_stuck(self) -> bool:
@@ -655,11 +660,25 @@ class Member:
             return
         self.closing = True
         self._event("close")
+        # auto-commits happen inside poll(), and close() polls no more: the last ones made while
+        # quiet reach the coordinator now, and none follows the close commit
+        self._settle_commits_before(now)
+        self.commit_next = None
+        self._timer(("commit",), None)
         if self.generation >= 0 and self.owned:
             cost = self.config.revoke_cost_ms / 1000.0 * len(self.owned)
             if self.config.enable_auto_commit:
-                self._send(self._commit_request(now))
-            self._revoke_callback(now, cost, self._finish_close)
+                # ConsumerCoordinator.close: maybeAutoCommitOffsetsSync waits for the answer (up
+                # to the close timeout) before onLeavePrepare's callback and the LeaveGroup
+                self._stall_open()  # the partitions wait, still owned, for the commit's answer
+
+                def after_commit(t: float) -> None:
+                    self._revoke_callback(t, cost, self._finish_close)
+                    if self.stalls:
+                        self._stall_close()
+                self._commit_sync(now, after_commit, label="commitSync on close", timeout_s=CLOSE_TIMEOUT_S)
+            else:
+                self._revoke_callback(now, cost, self._finish_close)
         else:
             self._finish_close(now)
 
@@ -685,6 +704,9 @@ class Member:
         if self.paused_at is not None:
             self.paused_at = None
             self.out.append(("close", "paused", self.name, None, None))
+        if self.stalls:  # a member that is gone stalls nothing (a close waiting for its commit)
+            self.stalls = 1
+            self._stall_close()
         for key in list(self.timers):
             self._timer(key, None)
         self.alive = False
@@ -766,10 +788,13 @@ class Member:
         if self.state in (UNJOINED, STABLE):
             self._join_prepare(now)
 
-    def _reset_generation(self, reason: str) -> None:
-        """AbstractCoordinator.resetGenerationOnResponseError: forget member id and generation."""
+    def _reset_generation(self, reason: str, keep_member_id: bool = False) -> None:
+        """AbstractCoordinator.resetStateOnResponseError: forget the generation, and the member id
+        too unless the error was ILLEGAL_GENERATION (the member id may still be valid, and a
+        rejoin with it does not wait for the old id to time out)."""
         self._event("generation_reset", reason)
-        self.member_id = ""
+        if not keep_member_id:
+            self.member_id = ""
         self.generation = -1
         self.state = UNJOINED
         self.hb_enabled = False
@@ -829,7 +854,7 @@ class Member:
         if error is not None:
             self._event("commit_failed", f"onJoinPrepare: {error}")
             if error in (m.UNKNOWN_MEMBER_ID, m.ILLEGAL_GENERATION) and self.generation >= 0:
-                self._reset_generation(f"commit failed: {error}")
+                self._reset_generation(f"commit failed: {error}", error == m.ILLEGAL_GENERATION)
         if self.busy:  # EAGER: stalled while its partitions were pending revocation
             self._advance(now)
             self.busy = False
@@ -1122,7 +1147,7 @@ class Member:
             self._wake_poll(now)
             return
         if r.error in (m.UNKNOWN_MEMBER_ID, m.ILLEGAL_GENERATION):
-            self._reset_generation(f"SyncGroup: {r.error}")
+            self._reset_generation(f"SyncGroup: {r.error}", r.error == m.ILLEGAL_GENERATION)
             self._wake_poll(now)
             return
         if r.error != m.NONE:
@@ -1257,7 +1282,7 @@ class Member:
         if r.error in (m.UNKNOWN_MEMBER_ID, m.ILLEGAL_GENERATION):
             if self.state in (STABLE, COMPLETING_REBALANCE):
                 self._event("fenced_learned", f"heartbeat: {r.error}")
-                self._reset_generation(f"heartbeat: {r.error}")
+                self._reset_generation(f"heartbeat: {r.error}", r.error == m.ILLEGAL_GENERATION)
                 self._wake_poll(now)
             return
         if r.error == m.FENCED_INSTANCE_ID:
@@ -1347,6 +1372,13 @@ class Member:
                 self.member_id, self.generation, tuple(sorted_tps(self.owned)), tick - lag_s)))
             self.commit_ok = True
         return tick + interval
+
+    def _settle_commits_before(self, now: float) -> None:
+        """A real commit is about to leave a quiet member: the auto-commits it made while quiet
+        reach the coordinator first, as they would have in order (a close() commit overtaken by
+        an older elided one re-processed a deploy's records at the new owner)."""
+        if self.quiet and self.commit_next is not None and self.commit_next <= now:
+            self.commit_next = self._settle_elided_commits(now)
 
     def _arm_commit(self, now: float) -> None:
         if not self.quiet and self.alive and self.config.enable_auto_commit:

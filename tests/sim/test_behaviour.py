@@ -101,6 +101,9 @@ def test_static_member_restart(down_s, rebalances):
         gaps = [row for row in intervals(r, "unassigned") if row["start"] >= ADD_AT]
         assert sorted(g["partition"] for g in gaps) == mine_before
         back = events(r, "sync_received", "c001", after=ADD_AT)[0]["t"]
+        # close() waits for its commit's answer: the partitions stall from the close on
+        (stall,) = [s for s in intervals(r, "stalled", "c001") if s["start"] >= ADD_AT]
+        assert stall["start"] == ADD_AT and ADD_AT < stall["end"] < ADD_AT + 0.1
         for g in gaps:
             assert g["start"] == ADD_AT and g["end"] == pytest.approx(back)
         assert sorted(p for p, ms in owners_at(r, back + 0.5).items() if ms == ["c001"]) == mine_before

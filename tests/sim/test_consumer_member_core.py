@@ -82,15 +82,16 @@ def test_first_assignment_is_taken_at_the_next_poll_then_acknowledged_at_once():
 
 
 def test_revocation_commits_first_then_revokes_then_acknowledges():
-    """A smaller assignment: commit, wait for it, revoke (the partition stops being processed),
-    run the callbacks, then acknowledge with what is left."""
+    """A smaller assignment: the revoked partition stops being fetched (pending revocation), the
+    commit covers every partition, the member waits for it, runs the callbacks, then acknowledges
+    with what is left."""
     mb = stable_with(member(revoke_cost_ms=100.0), T[:3])
     beat(mb)
     out = mb.handle(5.4, ok(mb, 1, frozenset(T[:2])))
     (commit,) = sent(out, m.OffsetCommitRequest)
-    assert sent(out) == [] and mb.owned == set(T[:3])
-    out = mb.handle(5.5, m.OffsetCommitResponse(m.NONE, commit.seq))
     assert [e for e in out if e[0] == "close" and e[1] == "owned"] == [("close", "owned", "c0", "t", 2)]
+    assert sent(out) == [] and mb.owned == set(T[:2]) and commit.offsets == tuple(T[:3])
+    out = mb.handle(5.5, m.OffsetCommitResponse(m.NONE, commit.seq))
     out += run_timers(mb, 5.55)
     assert sent(out) == [] and mb.busy  # in onPartitionsRevoked (0.1 s)
     out = run_timers(mb, 5.8)
@@ -133,17 +134,21 @@ def test_unreleased_instance_id_is_fatal():
 
 
 def test_close_revokes_then_leaves_static_with_minus_two():
+    """close(): commitSync of everything consumed, then the callback and the leave (the
+    AsyncKafkaConsumer's releaseAssignmentAndLeaveGroup)."""
     mb = stable_with(member(static=True), T[:2])
     out = mb.close(6.0)
-    (leave,) = sent(out)
+    (commit,) = sent(out, m.OffsetCommitRequest)
+    assert sent(out) == [] and mb.alive
+    (leave,) = sent(mb.handle(6.01, m.OffsetCommitResponse(m.NONE, commit.seq)))
     assert leave.member_epoch == m.LEAVE_GROUP_STATIC_MEMBER_EPOCH and leave.group_instance_id == "c0"
-    assert sent(out, m.OffsetCommitRequest)
 
 
 def test_dynamic_close_leaves_with_minus_one():
     mb = stable_with(member(), T[:2])
-    (leave,) = sent(mb.close(6.0))
-    assert leave.member_epoch == m.LEAVE_GROUP_MEMBER_EPOCH
+    (commit,) = sent(mb.close(6.0), m.OffsetCommitRequest)
+    (leave,) = sent(mb.handle(6.01, m.OffsetCommitResponse(m.UNKNOWN_MEMBER_ID, commit.seq)))
+    assert leave.member_epoch == m.LEAVE_GROUP_MEMBER_EPOCH  # a failed commit does not keep it
 
 
 def test_pause_past_the_poll_interval_leaves_and_rejoins():
@@ -196,15 +201,17 @@ def test_commit_before_reconciliation_is_retried_until_the_rebalance_timeout():
     at = mb.timers[("rec_commit",)]
     assert at == 5.4 + 30.0
     mb.on_timer(at, ("rec_commit",), at)  # no answer: retry after the backoff
-    assert mb.owned == set(T[:3])
+    assert mb.app_work is None
     due = mb.timers[("rec_commit_retry",)]
     out = mb.on_timer(due, ("rec_commit_retry",), due)
     (second,) = sent(out, m.OffsetCommitRequest)
     assert second.seq != first.seq
     mb.handle(due + 0.1, m.OffsetCommitResponse(m.NONE, first.seq))  # the first, late: not it
-    assert mb.owned == set(T[:3])
+    assert mb.app_work is None
     out = mb.handle(due + 0.2, m.OffsetCommitResponse(m.NONE, second.seq))
-    assert [e for e in out if e[0] == "close" and e[1] == "owned"] == [("close", "owned", "c0", "t", 2)]
+    out += run_timers(mb, due + 0.3)
+    (ack,) = sent(out)  # the callbacks ran: acknowledged with what is left
+    assert ack.owned_partitions == frozenset(T[:2])
 
 
 def test_commit_before_reconciliation_gives_up_at_the_rebalance_timeout():
@@ -219,7 +226,9 @@ def test_commit_before_reconciliation_gives_up_at_the_rebalance_timeout():
     assert at == 5.4 + 45.0  # the second attempt is cut at the deadline
     out = mb.on_timer(at, ("rec_commit",), at)
     assert any(e[0] == "event" and e[1] == "commit_failed" for e in out)
-    assert [e for e in out if e[0] == "close" and e[1] == "owned"] == [("close", "owned", "c0", "t", 2)]
+    out += run_timers(mb, at + 0.1)
+    (ack,) = sent(out)  # reconciled anyway
+    assert ack.owned_partitions == frozenset(T[:2])
 
 
 def test_a_restarted_member_ignores_answers_to_its_predecessors_requests():

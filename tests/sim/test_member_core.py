@@ -135,7 +135,24 @@ def test_static_member_close_sends_no_leave_group():
         mb = member(static=static)
         stable(mb, T[:1])
         eff = mb.close(9.0)
-        assert bool(sent(eff, m.LeaveGroupRequest)) is leaves
+        # ConsumerCoordinator.close: the auto-commit is synchronous, the leave comes after it
+        (commit,) = sent(eff, m.OffsetCommitRequest)
+        assert not sent(eff, m.LeaveGroupRequest) and mb.alive
+        eff = mb.handle(9.01, m.OffsetCommitResponse(m.NONE, commit.seq))
+        assert bool(sent(eff, m.LeaveGroupRequest)) is leaves and not mb.alive
+
+
+def test_close_gives_up_waiting_for_its_commit_at_the_close_timeout():
+    """A close() commit that is never answered is retried until the close timeout (30 s), then
+    the member leaves anyway."""
+    mb = member()
+    stable(mb, T[:1])
+    mb.close(9.0)
+    left = []
+    while mb.alive:
+        key, at = min(mb.timers.items(), key=lambda kv: kv[1])
+        left += sent(mb.on_timer(at, key, at), m.LeaveGroupRequest)
+    assert left and 9.0 + 30.0 - 1.0 <= at <= 9.0 + 30.0 + mb.config.request_timeout_s
 
 
 def test_join_and_sync_states():
@@ -246,6 +263,8 @@ def test_close_during_a_callback_waits_for_it():
     assert mb.close(0.4) == [] and mb.alive
     key = ("callback",)
     eff = mb.on_timer(mb.timers[key], key, mb.timers[key])
+    (commit,) = sent(eff, m.OffsetCommitRequest)
+    eff = mb.handle(0.51, m.OffsetCommitResponse(m.NONE, commit.seq))
     assert closed(eff) == T[:1] and sent(eff, m.LeaveGroupRequest) and not mb.alive
 
 
