@@ -158,6 +158,20 @@ def assignments_by_member(
     return out
 
 
+def assignments_of(members: Iterable[str], lists: Iterable[Sequence[TopicPartition]]) -> dict[str, Assignment]:
+    """``{member: Assignment(partitions)}`` for parallel iterables, without ``Assignment.__init__``
+    (thousands of members per assignment)."""
+    new = object.__new__
+    set_partitions, set_user_data = _set_partitions, _set_user_data
+    out = {}
+    for member, partitions in zip(members, lists, strict=True):
+        a = new(Assignment)
+        set_partitions(a, partitions)
+        set_user_data(a, None)
+        out[member] = a
+    return out
+
+
 def concatenated_indices(lists: Sequence[PartitionList]) -> tuple[np.ndarray, list[int]]:
     """Every list's global indices back to back, and each list's length. Lists built together
     (consecutive slices of one array, as ``partition_lists`` makes them) cost one slice."""
@@ -275,7 +289,7 @@ def sorted_members(subscriptions: dict[str, Subscription]) -> list[str]:
     """Member ids in Kafka's ``MemberInfo`` order (static by instance id, then dynamic by id)."""
     if set(map(_instance_id_of, subscriptions.values())) <= {None}:
         # Dynamic members only: by member id (ASCII ids sort the same without the key).
-        if all(map(str.isascii, subscriptions)):
+        if "".join(subscriptions).isascii():
             return sorted(subscriptions)
         return sorted(subscriptions, key=java_sort_key)
     return sorted(subscriptions, key=lambda m: member_sort_key(m, subscriptions[m]))

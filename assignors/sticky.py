@@ -46,7 +46,15 @@ import numpy as np
 
 from ._base import COOPERATIVE, EAGER, Assignor
 from ._java import hash_bucket, hashmap_capacity, hashmap_order, java_sort_key, java_string_hash
-from ._layout import PartitionList, TopicLayout, concatenated_indices, no_gc, partition_lists, stable_argsort
+from ._layout import (
+    PartitionList,
+    TopicLayout,
+    assignments_of,
+    concatenated_indices,
+    no_gc,
+    partition_lists,
+    stable_argsort,
+)
 from .types import Assignment, Subscription, TopicPartition, assignment_of
 from .userdata import (
     DEFAULT_GENERATION,
@@ -211,17 +219,18 @@ def _all_subscriptions_equal(subscriptions: dict[str, Subscription], order: list
     simulator reproduces.
     """
     distinct = set(map(_topics_of_sub, subscriptions.values()))
-    if list(map(len, map(set, distinct))) != list(map(len, distinct)):
-        # A list naming a topic twice fails the length test unless it is the reference itself.
-        return _all_subscriptions_equal_member_by_member(subscriptions, order)
     if len(distinct) <= 1:
-        return True
+        # A list naming a topic twice fails the length test, except for the reference member.
+        return not distinct or len(set(*distinct)) == len(*distinct) or (
+            _all_subscriptions_equal_member_by_member(subscriptions, order))
     # The reference: the first non-empty topic list in HashMap order.
     first = next((i for i, m in enumerate(order) if subscriptions[m].topics), None)
     if first is None:
         return True
     topics = subscriptions[order[first]].topics
     reference = set(topics)
+    if len(reference) != len(topics):
+        return _all_subscriptions_equal_member_by_member(subscriptions, order)
     if any(ts and not (len(ts) == len(reference) and reference.issuperset(ts)) for ts in distinct):
         return False
     # Empty lists are harmless only before the reference.
@@ -261,7 +270,8 @@ def _id_ranks(members: list[str]) -> np.ndarray:
     """Each member's place when sorted by member id (``String.compareTo``)."""
     n = len(members)
     ranks = np.empty(n, dtype=np.int64)
-    if all(map(str.isascii, members)) and "\x00" not in "".join(members):
+    joined = "".join(members)
+    if joined.isascii() and "\x00" not in joined:
         # numpy compares ASCII strings as String.compareTo does (but ignores trailing NULs).
         by_id = np.argsort(np.array(members, dtype=str), kind="stable") if n else np.empty(0, dtype=np.int64)
     else:
@@ -451,7 +461,6 @@ def _balance_score(sizes: Sequence[int]) -> int:
     return int((s * (2 * np.arange(n) - n + 1)).sum())
 
 
-_NONE = np.empty(0, dtype=np.int64)
 
 
 class _GeneralBuilder:
@@ -467,9 +476,11 @@ class _GeneralBuilder:
         self,
         layout: TopicLayout,
         subscriptions: dict[str, Subscription],
-        owned: dict[str, np.ndarray],
+        claims: tuple[list[str], np.ndarray, np.ndarray],
         prev_owner: dict[int, str],
     ):
+        """``claims``: (members in some order, their valid claims back to back, bounds), as
+        ``_resolve_claims`` returns them."""
         self.layout = layout
         n_topics = len(layout.topics)
         counts = layout.counts.tolist()
@@ -477,7 +488,7 @@ class _GeneralBuilder:
         self.offsets = layout.offsets.tolist()
         self.topic_arr = np.repeat(np.arange(n_topics, dtype=np.int64), layout.counts)
         self.topic_of: list[int] = self.topic_arr.tolist()
-        if all(map(str.isascii, subscriptions)):
+        if "".join(subscriptions).isascii():
             self.members = sorted(subscriptions)  # ASCII ids: Python's order is String.compareTo's
         else:
             self.members = sorted(subscriptions, key=java_sort_key)
@@ -511,14 +522,21 @@ class _GeneralBuilder:
         self.max_size_arr = group_max[self.group_of] if n else np.zeros(0, dtype=np.int64)
         self.max_size: list[int] = self.max_size_arr.tolist()
         # Each member's claims as a list (lists grow and shrink as partitions move).
-        owned_lists = [owned.get(m, _NONE) for m in self.members]
-        owned_lengths = list(map(len, owned_lists))
-        owned_flat = np.concatenate(owned_lists).tolist() if n else []
-        bounds = np.concatenate(([0], np.cumsum(owned_lengths, dtype=np.int64))).tolist()
+        claim_order, claim_flat, claim_bounds = claims
+        place = {m: i for i, m in enumerate(claim_order)}
+        src = np.fromiter(map(place.__getitem__, self.members), dtype=np.int64, count=n)
+        owned_lengths_a = np.diff(claim_bounds)[src] if n else np.zeros(0, dtype=np.int64)
+        total_owned = int(owned_lengths_a.sum())
+        # Claims regrouped in rank order: member r's run starts at claim_bounds[src[r]].
+        rank_starts = np.cumsum(owned_lengths_a) - owned_lengths_a
+        gather = np.repeat(claim_bounds[:-1][src] - rank_starts, owned_lengths_a) + np.arange(total_owned)
+        flat = claim_flat[gather]
+        owned_lengths = owned_lengths_a.tolist()
+        owned_flat = flat.tolist()
+        bounds = np.concatenate(([0], np.cumsum(owned_lengths_a))).tolist()
         self.current: list[list[int]] = list(map(owned_flat.__getitem__, map(slice, bounds, bounds[1:])))
         owner_arr = np.full(layout.total, -1, dtype=np.int64)
-        if owned:
-            flat = np.concatenate(owned_lists)
+        if n:
             if flat.size and np.bincount(flat).max() > 1:
                 # Rare (a member listing a partition twice): the last holder in rank order wins.
                 for r, parts in enumerate(self.current):
@@ -653,7 +671,8 @@ class _GeneralBuilder:
         self._balanced_cache = None
 
         act = self.active
-        pre_balance = {r: list(self.current[r]) for r in np.flatnonzero(act).tolist()}
+        active_ranks = np.flatnonzero(act).tolist()
+        pre_balance = dict(zip(active_ranks, map(list, map(self.current.__getitem__, active_ranks)), strict=True))
         pre_owner = list(self.owner)
         pre_sizes = self.sizes.copy()
 
@@ -800,9 +819,7 @@ class _AbstractStickyAssignor(Assignor):
             default=DEFAULT_GENERATION,
         )
         prev_owner = self._previous_owners(layout, order, data, max_gen)
-        bounds_l = bounds.tolist()
-        owned = {m: kept[bounds_l[i]:bounds_l[i + 1]] for i, m in enumerate(order)}
-        builder = _GeneralBuilder(layout, subscriptions, owned, prev_owner)
+        builder = _GeneralBuilder(layout, subscriptions, (order, kept, bounds), prev_owner)
         return StickyResult(builder.build(), None, constrained=False, order=order, claims=data, total=layout.total)
 
     @staticmethod
@@ -835,7 +852,10 @@ class _AbstractStickyAssignor(Assignor):
             return self._finish(result, subscriptions)
 
     def _finish(self, result: StickyResult, subscriptions: dict[str, Subscription]) -> dict[str, Assignment]:
-        return {m: assignment_of(result.assignment.get(m, [])) for m in subscriptions}
+        assignment = result.assignment
+        if len(assignment) == len(subscriptions) and all(map(assignment.__contains__, subscriptions)):
+            return assignments_of(subscriptions, map(assignment.__getitem__, subscriptions))
+        return {m: assignment_of(assignment.get(m, [])) for m in subscriptions}
 
 
 class StickyAssignor(_AbstractStickyAssignor):
@@ -901,7 +921,7 @@ class CooperativeStickyAssignor(_AbstractStickyAssignor):
         if mask is None:
             mask = _partitions_transferring(result)
         if not mask.any():
-            return {m: assignment_of(result.assignment[m]) for m in subscriptions}
+            return assignments_of(subscriptions, map(result.assignment.__getitem__, subscriptions))
         # Only the lists holding a withheld partition are rebuilt (found in one pass).
         members = list(result.assignment)
         lists = list(result.assignment.values())
@@ -912,8 +932,8 @@ class CooperativeStickyAssignor(_AbstractStickyAssignor):
         for i in touched:
             parts = lists[i]
             changed[members[i]] = PartitionList(parts.topics, parts.offsets, parts.indices[~mask[parts.indices]])
-        assignment = result.assignment
-        return {m: Assignment(changed[m]) if m in changed else assignment_of(assignment[m]) for m in subscriptions}
+        lists = {**result.assignment, **changed}
+        return assignments_of(subscriptions, map(lists.__getitem__, subscriptions))
 
 
 def _partitions_transferring(result: StickyResult) -> np.ndarray:
