@@ -27,7 +27,6 @@ A declaration for the generic pipeline (``experiments.pipeline``).
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import attrs
@@ -99,25 +98,12 @@ def _slow_member_dict(members: int, partitions: int) -> dict:
     return data
 
 
-def formation_allowance_s(partitions: int) -> float:
-    """How much later than the built-ins' 61.5 s the fault comes, so that the group has formed
-    under every protocol first. Under the consumer protocol the first member to join is assigned
-    every partition at once (KIP-848 has no group.initial.rebalance.delay.ms) and runs
-    onPartitionsAssigned for all of them before it can revoke any, so forming takes about
-    partitions x assign cost; a fault before that would fall into the formation, which no metric
-    counts. A whole number of seconds, so the fault stays mid-way between heartbeats."""
-    return float(math.ceil(partitions * CONSUMER_PROFILE["assign_cost_ms"] / 1000.0))
-
-
 def _scenario(label: str, members: int, partitions: int) -> dict:
     if label == "slow-member":
         data = _slow_member_dict(members, partitions)
     else:
         data = _scenario_dict(label, "dynamic", members, partitions, DEPLOY_BATCH)
         data["description"] = f"{label}, dynamic members (protocols experiment)"
-    shift = formation_allowance_s(partitions)
-    for action in data["timeline"]:
-        action["at_s"] = action["at_s"] + shift
     return data
 
 
@@ -412,8 +398,9 @@ def report(opts: Options, results: Results) -> Page:
         f"{DEPLOY_BATCH} of the group at a time, 10 s down, 20 s between batches. slow-member: one "
         f"member joins while the second member's poll loop takes {SLOW_POLL_S:g} s per batch "
         "(max.poll.interval.ms stays 300 s), so it acts on a rebalance up to that late. Each fault "
-        "comes at 61.5 s plus partitions x 50 ms (the time the consumer protocol needs to form the "
-        "group; see Cold start), so every protocol's group has formed first. Client "
+        "comes at 61.5 s, or once the consumer protocol has formed the group if that takes longer "
+        "(about partitions x 60 ms, see Cold start), later by a multiple of 15 s so it keeps its phase "
+        "against 3 s and 5 s heartbeats; every protocol's group has formed first. Client "
         f"defaults under the classic protocol (heartbeat {CLASSIC_HEARTBEAT_MS / 1000:g} s, session 45 s), "
         f"broker defaults under the consumer protocol (heartbeat {CONSUMER_HEARTBEAT_MS / 1000:g} s, "
         "session 45 s); the consumer protocol also runs with a heartbeat of "
