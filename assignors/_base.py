@@ -45,9 +45,9 @@ class Assignor(abc.ABC):
     ) -> dict[str, Assignment]:
         """Assign partitions to members: ``{member_id: Assignment}`` with every member present."""
         metadata = _checked_metadata(partitions_per_topic)
-        subs = _checked_subscriptions(subscriptions)
+        subs, distinct = _checked_subscriptions(subscriptions)
         subscribed: set[str] = set()
-        for topics in _distinct_topics(subs.values()):
+        for topics in distinct:
             subscribed.update(topics)
         metadata = {t: n for t, n in metadata.items() if t in subscribed}
         if not subs:
@@ -91,22 +91,24 @@ def _distinct_topics(subs: Iterable[Subscription]) -> set[tuple[str, ...]]:
     return set(map(_topics_of, subs))
 
 
-def _checked_subscriptions(subscriptions: Mapping[str, Subscription]) -> dict[str, Subscription]:
+def _checked_subscriptions(
+    subscriptions: Mapping[str, Subscription],
+) -> tuple[dict[str, Subscription], set[tuple[str, ...]]]:
+    """The subscriptions as a dict, checked, and their distinct topics tuples."""
     if not isinstance(subscriptions, Mapping):
         raise AssignorError("subscriptions: expected a mapping of member id to Subscription")
     subs = dict(subscriptions)
     # Fast path: the same checks as the loop below, in whole-group passes of C-level maps; any
     # doubt falls through to the loop, which names the offending field.
     values = subs.values()
-    if (
-        set(map(type, subs)) <= {str}
-        and "" not in subs
-        and set(map(type, values)) <= {Subscription}
-        and all(set(map(type, ts)) <= {str} for ts in _distinct_topics(values))
-        and set(map(type, chain.from_iterable(map(_owned_of, values)))) <= {TopicPartition}
-        and set(map(type, map(_user_data_of, values))) <= _USER_DATA_TYPES
-    ):
-        return subs
+    if set(map(type, subs)) <= {str} and "" not in subs and set(map(type, values)) <= {Subscription}:
+        distinct = _distinct_topics(values)
+        if (
+            set(map(type, chain.from_iterable(distinct))) <= {str}
+            and set(map(type, chain.from_iterable(map(_owned_of, values)))) <= {TopicPartition}
+            and set(map(type, map(_user_data_of, values))) <= _USER_DATA_TYPES
+        ):
+            return subs, distinct
     checked_topics: set[int] = set()  # ids of topics tuples already checked
     tp_types = {TopicPartition}
     for member, sub in subscriptions.items():
@@ -126,7 +128,7 @@ def _checked_subscriptions(subscriptions: Mapping[str, Subscription]) -> dict[st
             raise AssignorError(f"subscriptions[{member!r}].owned_partitions: {bad!r} is not a TopicPartition")
         if sub.user_data is not None and not isinstance(sub.user_data, bytes | bytearray | memoryview):
             raise AssignorError(f"subscriptions[{member!r}].user_data: expected bytes or None")
-    return subs
+    return subs, _distinct_topics(subs.values())
 
 
 def member_sort_key(member_id: str, sub: Subscription):

@@ -87,8 +87,9 @@ def hashmap_order(keys: Iterable[str]) -> list[str]:
         return sorted(keys, key=lambda k: (_spread(java_string_hash(k)) & mask, java_sort_key(k)))
     h = java_string_hashes(keys)
     bucket = (h ^ (h >> np.uint32(16))) & np.uint32(mask)
-    if all(k.isascii() for k in keys):
-        # ASCII: numpy's string order is String.compareTo order.
+    joined = "".join(keys)
+    if joined.isascii() and "\x00" not in joined:
+        # ASCII: numpy's string order is String.compareTo order (numpy ignores trailing NULs).
         order = np.lexsort((np.array(keys, dtype=str), bucket))
         return [keys[i] for i in order.tolist()]
     buckets = bucket.tolist()

@@ -10,13 +10,14 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from itertools import count
 from operator import attrgetter
 
 import numpy as np
 
 from ._base import member_sort_key
 from ._java import java_sort_key
-from .types import Assignment, Subscription, TopicPartition, assignment_of
+from .types import Assignment, Subscription, TopicPartition, _set_partitions, _set_user_data
 
 
 @contextmanager
@@ -43,38 +44,38 @@ class PartitionList(Sequence[TopicPartition]):
     Immutable, like every assignor output; slicing gives a plain list.
     """
 
-    __slots__ = ("_topics", "_offsets", "_indices", "_tps", "_base", "_lo", "_hi")
+    # _src = (topics, offsets, base) is shared by every list of one assignment; the indices are
+    # base[_lo:_hi]. The caches _idx and _tps stay unset until first read (setting them per list
+    # would cost as much as the rest of building it, thousands of lists per assignment).
+    __slots__ = ("_src", "_lo", "_hi", "_idx", "_tps")
 
     def __init__(self, topics: Sequence[str], offsets: np.ndarray, indices: np.ndarray):
-        self._topics = topics
-        self._offsets = offsets
-        self._indices: np.ndarray | None = indices
-        self._tps: list[TopicPartition] | None = None
-        # indices is base[lo:hi]; group_by_member leaves the slice to the first reader
-        self._base = indices
+        self._src = (topics, offsets, indices)
         self._lo = 0
         self._hi = len(indices)
 
     @property
     def topics(self) -> Sequence[str]:
-        return self._topics
+        return self._src[0]
 
     @property
     def offsets(self) -> np.ndarray:
-        return self._offsets
+        return self._src[1]
 
     @property
     def indices(self) -> np.ndarray:
-        idx = self._indices
-        if idx is None:
-            idx = self._indices = self._base[self._lo:self._hi]
-        return idx
+        try:
+            return self._idx
+        except AttributeError:
+            idx = self._idx = self._src[2][self._lo:self._hi]
+            return idx
 
     def _list(self) -> list[TopicPartition]:
-        tps = self._tps
-        if tps is None:
-            tps = self._tps = _to_tps(self._topics, self._offsets, self.indices)
-        return tps
+        try:
+            return self._tps
+        except AttributeError:
+            tps = self._tps = _to_tps(self._src[0], self._src[1], self.indices)
+            return tps
 
     def __len__(self) -> int:
         return self._hi - self._lo
@@ -93,8 +94,8 @@ class PartitionList(Sequence[TopicPartition]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, PartitionList):
-            if other._topics is self._topics or (
-                list(other._topics) == list(self._topics) and np.array_equal(other._offsets, self._offsets)
+            if other.topics is self.topics or (
+                list(other.topics) == list(self.topics) and np.array_equal(other.offsets, self.offsets)
             ):
                 return bool(np.array_equal(self.indices, other.indices))
             return self._list() == other._list()
@@ -114,7 +115,7 @@ class PartitionList(Sequence[TopicPartition]):
         return repr(self._list())
 
     def __reduce__(self):
-        return PartitionList, (list(self._topics), self._offsets, self.indices)
+        return PartitionList, (list(self.topics), self.offsets, self.indices)
 
 
 def partition_lists(
@@ -123,12 +124,14 @@ def partition_lists(
     """``PartitionList(topics, offsets, base[bounds[i]:bounds[i + 1]])`` for every ``i``, without
     slicing ``base`` until a list's indices are read (thousands of members per assignment)."""
     new = object.__new__
+    src = (topics, offsets, base)
     out = []
     append = out.append
     for lo, hi in zip(bounds, bounds[1:]):  # noqa: B905 (bounds[1:] is one shorter by design)
         pl = new(PartitionList)
-        pl._topics, pl._offsets, pl._indices, pl._tps, pl._base, pl._lo, pl._hi = (
-            topics, offsets, None, None, base, lo, hi)
+        pl._src = src
+        pl._lo = lo
+        pl._hi = hi
         append(pl)
     return out
 
@@ -137,7 +140,55 @@ def assignments_by_member(
     members: Sequence[str], topics: Sequence[str], offsets: np.ndarray, base: np.ndarray, bounds: Sequence[int]
 ) -> dict[str, Assignment]:
     """``{members[i]: Assignment(partition_lists(...)[i])}`` in one pass (thousands of members)."""
-    return dict(zip(members, map(assignment_of, partition_lists(topics, offsets, base, bounds)), strict=True))
+    if len(members) != len(bounds) - 1:
+        raise ValueError("assignments_by_member: one member per pair of bounds")
+    new = object.__new__
+    src = (topics, offsets, base)
+    set_partitions, set_user_data = _set_partitions, _set_user_data
+    out = {}
+    for member, lo, hi in zip(members, bounds, bounds[1:]):  # noqa: B905 (checked above)
+        pl = new(PartitionList)
+        pl._src = src
+        pl._lo = lo
+        pl._hi = hi
+        a = new(Assignment)
+        set_partitions(a, pl)
+        set_user_data(a, None)
+        out[member] = a
+    return out
+
+
+def assignments_of(members: Iterable[str], lists: Iterable[Sequence[TopicPartition]]) -> dict[str, Assignment]:
+    """``{member: Assignment(partitions)}`` for parallel iterables, without ``Assignment.__init__``
+    (thousands of members per assignment)."""
+    new = object.__new__
+    set_partitions, set_user_data = _set_partitions, _set_user_data
+    out = {}
+    for member, partitions in zip(members, lists, strict=True):
+        a = new(Assignment)
+        set_partitions(a, partitions)
+        set_user_data(a, None)
+        out[member] = a
+    return out
+
+
+def concatenated_indices(lists: Sequence[PartitionList]) -> tuple[np.ndarray, list[int]]:
+    """Every list's global indices back to back, and each list's length. Lists built together
+    (consecutive slices of one array, as ``partition_lists`` makes them) cost one slice."""
+    lengths = list(map(len, lists))
+    if not lists:
+        return np.empty(0, dtype=np.int64), lengths
+    src = lists[0]._src
+    if all(pl._src is src for pl in lists):
+        los = list(map(_lo_of, lists))
+        his = list(map(_hi_of, lists))
+        if his[:-1] == los[1:]:
+            return src[2][los[0]:his[-1]], lengths
+    return np.concatenate([pl.indices for pl in lists]).astype(np.int64, copy=False), lengths
+
+
+_lo_of = attrgetter("_lo")
+_hi_of = attrgetter("_hi")
 
 
 def _to_tps(topics: Sequence[str], offsets: np.ndarray, indices: np.ndarray) -> list[TopicPartition]:
@@ -231,13 +282,14 @@ def stable_argsort(values: np.ndarray, bound: int) -> np.ndarray:
 
 
 _instance_id_of = attrgetter("group_instance_id")
+_topics_of = attrgetter("topics")
 
 
 def sorted_members(subscriptions: dict[str, Subscription]) -> list[str]:
     """Member ids in Kafka's ``MemberInfo`` order (static by instance id, then dynamic by id)."""
     if set(map(_instance_id_of, subscriptions.values())) <= {None}:
         # Dynamic members only: by member id (ASCII ids sort the same without the key).
-        if all(map(str.isascii, subscriptions)):
+        if "".join(subscriptions).isascii():
             return sorted(subscriptions)
         return sorted(subscriptions, key=java_sort_key)
     return sorted(subscriptions, key=lambda m: member_sort_key(m, subscriptions[m]))
@@ -250,14 +302,22 @@ def subscribers_per_topic(
     members subscribed to it. Shared by the range and round-robin assignors."""
     # Groups tend to have a handful of distinct subscriptions. Working per distinct topic list
     # rather than per (member, topic) keeps 10,000 members x 100 topics off the Python loop.
-    positions_of: dict[tuple[str, ...], list[int]] = {}
-    for position, member in enumerate(members):
-        positions_of.setdefault(subscriptions[member].topics, []).append(position)
-    blocks: list[np.ndarray] = []
+    # Members with equal topics form a block: each member's block is named by the position of
+    # the first member with its topics (dict.setdefault in a C-level map, no Python loop).
+    topics_of = list(map(_topics_of, map(subscriptions.__getitem__, members)))
+    first_of: dict[tuple[str, ...], int] = {}
+    firsts = list(map(first_of.setdefault, topics_of, count()))
+    if len(first_of) == 1:
+        blocks = [np.arange(len(members), dtype=np.int64)]
+    else:
+        firsts_a = np.array(firsts, dtype=np.int64)
+        order = np.argsort(firsts_a, kind="stable")  # positions ascend within a block
+        cuts = np.flatnonzero(np.diff(firsts_a[order])) + 1
+        by_first = {int(p[0]): p for p in np.split(order, cuts)}
+        blocks = [by_first[f] for f in first_of.values()]
     blocks_of_topic: list[list[int]] = [[] for _ in layout.topics]
     rank = layout.rank
-    for block, (topics, positions) in enumerate(positions_of.items()):
-        blocks.append(np.array(positions, dtype=np.int64))
+    for block, topics in enumerate(first_of):
         for r in {rank[t] for t in topics if t in rank}:
             blocks_of_topic[r].append(block)
     # Topics with the same subscribers share one array.

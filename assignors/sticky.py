@@ -38,7 +38,7 @@ subscribes to the topic is not handed the partition back.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain, repeat
+from itertools import chain, count, repeat
 from operator import attrgetter
 
 import attrs
@@ -46,7 +46,15 @@ import numpy as np
 
 from ._base import COOPERATIVE, EAGER, Assignor
 from ._java import hash_bucket, hashmap_capacity, hashmap_order, java_sort_key, java_string_hash
-from ._layout import PartitionList, TopicLayout, no_gc, partition_lists, stable_argsort
+from ._layout import (
+    PartitionList,
+    TopicLayout,
+    assignments_of,
+    concatenated_indices,
+    no_gc,
+    partition_lists,
+    stable_argsort,
+)
 from .types import Assignment, Subscription, TopicPartition, assignment_of
 from .userdata import (
     DEFAULT_GENERATION,
@@ -104,7 +112,8 @@ def _claims_from_user_data(layout: TopicLayout, subs: Sequence[Subscription]) ->
     """Claims in eager sticky user data (KIP-341), all members decoded in one batch."""
     batch = sticky_member_data_batch([sub.user_data for sub in subs])
     rank_of = layout.rank
-    rank = np.array([rank_of.get(t, -1) for t in batch.run_topics], dtype=np.int64)
+    name_rank = np.array([rank_of.get(t, -1) for t in batch.topic_names], dtype=np.int64)
+    rank = name_rank[batch.run_topic_codes] if name_rank.size else batch.run_topic_codes
     flat = _global_indices(layout, np.repeat(rank, batch.run_counts), batch.numbers)
     ends = np.concatenate(([0], np.cumsum(batch.run_counts)))
     lengths = ends[batch.run_bounds[1:]] - ends[batch.run_bounds[:-1]]
@@ -131,6 +140,7 @@ def _claims_from_owned(layout: TopicLayout, subs: Sequence[Subscription], genera
 
 
 _topic_of = attrgetter("topic")
+_topics_of_sub = attrgetter("topics")
 _partition_of = attrgetter("partition")
 
 
@@ -139,10 +149,11 @@ def _resolve_claims(
     order: list[str],
     data: _Claims,
     subscription_generations: Sequence[int],
-) -> tuple[list[np.ndarray], np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Kafka's ``allSubscriptionsEqual`` ownership pass, vectorised.
 
-    Returns, per member in ``order``, the indices it still owns (claim order), and a mask of
+    Returns the indices the members still own, member after member in ``order`` (each in claim
+    order), with ``bounds`` (member ``i``'s are ``kept[bounds[i]:bounds[i + 1]]``), and a mask of
     partitions claimed by several members of one generation (``partitionsWithMultiplePreviousOwners``).
 
     A contested claim compares the claimant's generation from its member data with the *recorded*
@@ -195,8 +206,7 @@ def _resolve_claims(
 
     kept = flat_v[keep_v]
     kept_owner = owner_v[keep_v]
-    bounds = np.searchsorted(kept_owner, np.arange(n_members + 1))
-    return [kept[bounds[i]:bounds[i + 1]] for i in range(n_members)], multi
+    return kept, np.searchsorted(kept_owner, np.arange(n_members + 1)), multi
 
 
 def _all_subscriptions_equal(subscriptions: dict[str, Subscription], order: list[str]) -> bool:
@@ -208,8 +218,29 @@ def _all_subscriptions_equal(subscriptions: dict[str, Subscription], order: list
     that receives partitions it does not subscribe to rejoins (``ConsumerCoordinator``), which the
     simulator reproduces.
     """
+    distinct = set(map(_topics_of_sub, subscriptions.values()))
+    if len(distinct) <= 1:
+        # A list naming a topic twice fails the length test, except for the reference member.
+        return not distinct or len(set(*distinct)) == len(*distinct) or (
+            _all_subscriptions_equal_member_by_member(subscriptions, order))
+    # The reference: the first non-empty topic list in HashMap order.
+    first = next((i for i, m in enumerate(order) if subscriptions[m].topics), None)
+    if first is None:
+        return True
+    topics = subscriptions[order[first]].topics
+    reference = set(topics)
+    if len(reference) != len(topics):
+        return _all_subscriptions_equal_member_by_member(subscriptions, order)
+    if any(ts and not (len(ts) == len(reference) and reference.issuperset(ts)) for ts in distinct):
+        return False
+    # Empty lists are harmless only before the reference.
+    return () not in distinct or not any(not subscriptions[m].topics for m in order[first + 1:])
+
+
+def _all_subscriptions_equal_member_by_member(subscriptions: dict[str, Subscription], order: list[str]) -> bool:
+    """``_all_subscriptions_equal``, one member at a time."""
     reference: set[str] = set()
-    verdict: dict[tuple[str, ...], bool] = {}  # members usually share a handful of subscriptions
+    verdict: dict[tuple[str, ...], bool] = {}
     for m in order:
         topics = subscriptions[m].topics
         if not reference:
@@ -235,8 +266,47 @@ def _remove_first_of(holders: list[int], owner_l: list[int], member: int) -> Non
 # ---------------------------------------------------------------------------------------------
 
 
+def _id_ranks(members: list[str]) -> np.ndarray:
+    """Each member's place when sorted by member id (``String.compareTo``)."""
+    n = len(members)
+    ranks = np.empty(n, dtype=np.int64)
+    joined = "".join(members)
+    if joined.isascii() and "\x00" not in joined:
+        # numpy compares ASCII strings as String.compareTo does (but ignores trailing NULs).
+        by_id = np.argsort(np.array(members, dtype=str), kind="stable") if n else np.empty(0, dtype=np.int64)
+    else:
+        by_id = np.array(sorted(range(n), key=lambda i: java_sort_key(members[i])), dtype=np.int64)
+    ranks[by_id] = np.arange(n, dtype=np.int64)
+    return ranks
+
+
+def _owned_quotas(
+    lengths: np.ndarray, min_q: int, max_q: int, expected: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``assignOwnedPartitions``' decisions for members (in ``HashMap`` order) claiming
+    ``lengths`` partitions: how many each keeps, the members below the floor, and the members at
+    the floor that queue for the ceiling slots (both in ``HashMap`` order).
+
+    Members below the floor keep all; the first ``expected`` members at or above the ceiling keep
+    a ceiling's worth; everyone else keeps the floor. Members at the floor queue for the ceiling
+    slots only if there are fewer than ``expected`` ceiling members: Kafka empties that queue when
+    it finds the last of them.
+    """
+    n = lengths.size
+    keep = np.full(n, min_q, dtype=np.int64)
+    below = lengths < min_q
+    keep[below] = lengths[below]
+    ceiling = np.flatnonzero(lengths >= max_q) if expected else np.empty(0, dtype=np.int64)
+    keep[ceiling[:expected]] = max_q
+    if expected and ceiling.size < expected:
+        exact = np.flatnonzero(~below & (lengths < max_q))
+    else:
+        exact = np.empty(0, dtype=np.int64)
+    return keep, np.flatnonzero(below), exact
+
+
 def _constrained(
-    layout: TopicLayout, order: list[str], owned: list[np.ndarray], multi: np.ndarray
+    layout: TopicLayout, order: list[str], kept_claims: np.ndarray, claim_bounds: np.ndarray, multi: np.ndarray
 ) -> tuple[dict[str, PartitionList], np.ndarray]:
     """``AbstractStickyAssignor.ConstrainedAssignmentBuilder`` in linear passes over int arrays.
 
@@ -248,8 +318,8 @@ def _constrained(
     n_topics = max(len(layout.topics), 1)
 
     # Claims of every member, each member's sorted by (partition, topic) as Kafka sorts them.
-    lengths = np.array([len(o) for o in owned], dtype=np.int64)
-    flat = np.concatenate(owned) if n else np.empty(0, dtype=np.int64)
+    lengths = np.diff(claim_bounds).astype(np.int64)
+    flat = kept_claims
     member = np.repeat(np.arange(n, dtype=np.int64), lengths)
     if multi.any() and flat.size:
         ok = ~multi[flat]
@@ -262,24 +332,7 @@ def _constrained(
     lengths = np.bincount(member, minlength=n) if flat.size else np.zeros(n, dtype=np.int64)
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1])) if n else np.zeros(0, np.int64)
 
-    # assignOwnedPartitions: decide how many claims each member keeps, in HashMap order.
-    keep = np.zeros(n, dtype=np.int64)
-    under: list[int] = []
-    exact: list[int] = []
-    over = 0
-    for i, size in enumerate(lengths.tolist()):
-        if size < min_q:
-            keep[i] = size
-            under.append(i)
-        elif size >= max_q and over < expected:
-            over += 1
-            if over == expected:
-                exact.clear()
-            keep[i] = max_q
-        else:
-            keep[i] = min_q
-            if over < expected:
-                exact.append(i)
+    keep, under_a, exact_a = _owned_quotas(lengths, min_q, max_q, expected)
 
     pos_in_member = np.arange(flat.size, dtype=np.int64) - np.repeat(starts, lengths)
     kept_mask = pos_in_member < keep[member] if flat.size else np.zeros(0, dtype=bool)
@@ -293,9 +346,9 @@ def _constrained(
     # assignRoundRobin: passes over the members below the floor (sorted by id), each pass giving
     # one partition to every member still below it; members reaching the floor queue up behind the
     # floor members (sorted by id) for the ceiling slots, in the order they reached it.
-    by_id = lambda i: java_sort_key(order[i])  # noqa: E731
-    under.sort(key=by_id)
-    exact.sort(key=by_id)
+    id_rank = _id_ranks(order)
+    under = under_a[np.argsort(id_rank[under_a], kind="stable")].tolist()
+    exact = exact_a[np.argsort(id_rank[exact_a], kind="stable")].tolist()
     deficit = np.array([min_q - keep[i] for i in under], dtype=np.int64)
     d_total = int(deficit.sum())
     u = len(under)
@@ -408,7 +461,6 @@ def _balance_score(sizes: Sequence[int]) -> int:
     return int((s * (2 * np.arange(n) - n + 1)).sum())
 
 
-_NONE = np.empty(0, dtype=np.int64)
 
 
 class _GeneralBuilder:
@@ -424,9 +476,11 @@ class _GeneralBuilder:
         self,
         layout: TopicLayout,
         subscriptions: dict[str, Subscription],
-        owned: dict[str, np.ndarray],
+        claims: tuple[list[str], np.ndarray, np.ndarray],
         prev_owner: dict[int, str],
     ):
+        """``claims``: (members in some order, their valid claims back to back, bounds), as
+        ``_resolve_claims`` returns them."""
         self.layout = layout
         n_topics = len(layout.topics)
         counts = layout.counts.tolist()
@@ -434,46 +488,61 @@ class _GeneralBuilder:
         self.offsets = layout.offsets.tolist()
         self.topic_arr = np.repeat(np.arange(n_topics, dtype=np.int64), layout.counts)
         self.topic_of: list[int] = self.topic_arr.tolist()
-        self.members = sorted(subscriptions, key=java_sort_key)
+        if "".join(subscriptions).isascii():
+            self.members = sorted(subscriptions)  # ASCII ids: Python's order is String.compareTo's
+        else:
+            self.members = sorted(subscriptions, key=java_sort_key)
         n = len(self.members)
         self.rank = rank = {m: i for i, m in enumerate(self.members)}
         topic_rank = layout.rank
-        # Each member's topics (ranks) in subscription order, existing topics only.
-        topics_cache: dict[tuple[str, ...], list[int]] = {}
-        self.topics_of: list[list[int]] = []
-        for m in self.members:
-            ts = subscriptions[m].topics
-            tr = topics_cache.get(ts)
-            if tr is None:
-                tr = topics_cache[ts] = [topic_rank[t] for t in ts if t in topic_rank]
-            self.topics_of.append(tr)
-        # Members with the same subscription (topics tuple) share a group and its derived data.
-        groups: dict[tuple[int, ...], int] = {}
-        self.group_of = np.array([groups.setdefault(tuple(tr), len(groups)) for tr in self.topics_of], dtype=np.int64)
-        self.group_topics = list(groups)
-        group_sets = [frozenset(g) for g in self.group_topics]
-        group_of = self.group_of.tolist()
-        self.subs_set = [group_sets[g] for g in group_of]
-        # subscribed[r, t]: member r subscribes to topic t.
-        group_matrix = np.zeros((len(groups), n_topics), dtype=bool)
-        for g, ts in enumerate(self.group_topics):
-            group_matrix[g, list(ts)] = True
+        # Members with equal topics tuples share a group and its derived data. Groups are found
+        # by dict.setdefault in a C-level map (a group is named by its first member's position);
+        # with heterogeneous subscriptions there are as many groups as members.
+        raw_topics = list(map(_topics_of_sub, map(subscriptions.__getitem__, self.members)))
+        first_of: dict[tuple[str, ...], int] = {}
+        firsts = np.fromiter(map(first_of.setdefault, raw_topics, count()), dtype=np.int64, count=n)
+        group_number = np.zeros(n, dtype=np.int64)
+        group_number[list(first_of.values())] = np.arange(len(first_of), dtype=np.int64)
+        self.group_of = group_number[firsts] if n else firsts
+        self.group_tuples = list(first_of)
+        self._group_sets: list[frozenset[int] | None] = [None] * len(first_of)
+        self._group_of_l: list[int] = self.group_of.tolist()
+        # subscribed[r, t]: member r subscribes to topic t (existing topics only).
+        group_lengths = list(map(len, self.group_tuples))
+        names = list(chain.from_iterable(self.group_tuples))
+        ranks = np.fromiter(map(topic_rank.get, names, repeat(-1)), dtype=np.int64, count=len(names))
+        rows = np.repeat(np.arange(len(first_of), dtype=np.int64), group_lengths)
+        exists = ranks >= 0
+        group_matrix = np.zeros((len(first_of), n_topics), dtype=bool)
+        group_matrix[rows[exists], ranks[exists]] = True
+        self.group_matrix = group_matrix
         self.subscribed = group_matrix[self.group_of] if n else np.zeros((0, n_topics), dtype=bool)
         self.consumers_of = [np.flatnonzero(self.subscribed[:, t]) for t in range(n_topics)]
-        group_max = [sum(counts[t] for t in gs) for gs in group_sets]
-        self.max_size = [group_max[g] for g in group_of]
-        self.max_size_arr = np.array(self.max_size, dtype=np.int64)
-        self.current: list[list[int]] = [owned[m].tolist() if m in owned else [] for m in self.members]
+        group_max = group_matrix.astype(np.int64) @ layout.counts if n_topics else np.zeros(len(first_of), np.int64)
+        self.max_size_arr = group_max[self.group_of] if n else np.zeros(0, dtype=np.int64)
+        self.max_size: list[int] = self.max_size_arr.tolist()
+        # Each member's claims as a list (lists grow and shrink as partitions move).
+        claim_order, claim_flat, claim_bounds = claims
+        place = {m: i for i, m in enumerate(claim_order)}
+        src = np.fromiter(map(place.__getitem__, self.members), dtype=np.int64, count=n)
+        owned_lengths_a = np.diff(claim_bounds)[src] if n else np.zeros(0, dtype=np.int64)
+        total_owned = int(owned_lengths_a.sum())
+        # Claims regrouped in rank order: member r's run starts at claim_bounds[src[r]].
+        rank_starts = np.cumsum(owned_lengths_a) - owned_lengths_a
+        gather = np.repeat(claim_bounds[:-1][src] - rank_starts, owned_lengths_a) + np.arange(total_owned)
+        flat = claim_flat[gather]
+        owned_lengths = owned_lengths_a.tolist()
+        owned_flat = flat.tolist()
+        bounds = np.concatenate(([0], np.cumsum(owned_lengths_a))).tolist()
+        self.current: list[list[int]] = list(map(owned_flat.__getitem__, map(slice, bounds, bounds[1:])))
         owner_arr = np.full(layout.total, -1, dtype=np.int64)
-        if owned:
-            lists = [owned.get(m, _NONE) for m in self.members]
-            flat = np.concatenate(lists)
+        if n:
             if flat.size and np.bincount(flat).max() > 1:
                 # Rare (a member listing a partition twice): the last holder in rank order wins.
                 for r, parts in enumerate(self.current):
                     owner_arr[parts] = r
             else:
-                owner_arr[flat] = np.repeat(np.arange(n, dtype=np.int64), [len(x) for x in lists])
+                owner_arr[flat] = np.repeat(np.arange(n, dtype=np.int64), owned_lengths)
         self.owner: list[int] = owner_arr.tolist()
         self.prev_owner = {p: rank[m] for p, m in prev_owner.items()}
         self.sizes = np.zeros(n, dtype=np.int64)
@@ -501,6 +570,14 @@ class _GeneralBuilder:
         self._witness: tuple[int, int] | None = None
 
     # -- helpers ---------------------------------------------------------------------------
+    def _subscribed_set(self, r: int) -> frozenset[int]:
+        """Topic ranks member ``r`` subscribes to (built per group on first use)."""
+        g = self._group_of_l[r]
+        topics = self._group_sets[g]
+        if topics is None:
+            topics = self._group_sets[g] = frozenset(np.flatnonzero(self.group_matrix[g]).tolist())
+        return topics
+
     def _first_subscribed(self, topic: int) -> int:
         """First member of the (size, id)-sorted set that subscribes to ``topic``."""
         cand = self.consumers_of[topic]
@@ -556,7 +633,7 @@ class _GeneralBuilder:
             self.revocation_required = True
             topic_of = self.topic_of
             for r in np.unique(member[~ok]).tolist():
-                ss = self.subs_set[r]
+                ss = self._subscribed_set(r)
                 self.current[r] = [p for p in self.current[r] if topic_of[p] in ss]
         assigned[flat[ok]] = True
         self.sizes[:] = np.bincount(member[ok], minlength=len(lengths)) if flat.size else 0
@@ -594,7 +671,8 @@ class _GeneralBuilder:
         self._balanced_cache = None
 
         act = self.active
-        pre_balance = {r: list(self.current[r]) for r in np.flatnonzero(act).tolist()}
+        active_ranks = np.flatnonzero(act).tolist()
+        pre_balance = dict(zip(active_ranks, map(list, map(self.current.__getitem__, active_ranks)), strict=True))
         pre_owner = list(self.owner)
         pre_sizes = self.sizes.copy()
 
@@ -653,10 +731,9 @@ class _GeneralBuilder:
         if self._witness is not None and self._violates(*self._witness):
             return False
         topic_max = [self._topic_max(t) if h else -1 for t, h in enumerate(self._held())]
-        group_max = np.array(
-            [max((topic_max[t] for t in topics), default=-1) for topics in self.group_topics],
-            dtype=np.int64,
-        )
+        # Largest topic_max over each group's topics (-1 for a group without topics).
+        group_max = np.where(self.group_matrix, np.asarray(topic_max, dtype=np.int64), -1).max(
+            axis=1, initial=-1)
         sizes = self.sizes
         violating = act & (sizes != self.max_size_arr) & (group_max[self.group_of] > sizes + 1)
         if not violating.any():
@@ -664,7 +741,10 @@ class _GeneralBuilder:
             return True
         r = int(np.argmax(violating))
         s = int(sizes[r])
-        self._witness = (r, next(t for t in self.topics_of[r] if topic_max[t] > s + 1))
+        group_of_r = int(self.group_of[r])
+        rank = self.layout.rank
+        topics = [rank[t] for t in self.group_tuples[group_of_r] if t in rank]  # subscription order
+        self._witness = (r, next(t for t in topics if topic_max[t] > s + 1))
         return False
 
     def _perform_reassignments(self, partitions: list[int]) -> bool:
@@ -684,7 +764,7 @@ class _GeneralBuilder:
                 if (
                     prev is not None
                     and self.active[prev]
-                    and t in self.subs_set[prev]
+                    and t in self._subscribed_set(prev)
                     and size > int(self.sizes[prev]) + 1
                 ):
                     self._reassign(p, prev)
@@ -729,9 +809,9 @@ class _AbstractStickyAssignor(Assignor):
         subs = [subscriptions[m] for m in order]
         data = self._claims(layout, subs)
         sub_gens = [sub.generation for sub in subs]
-        owned, multi = _resolve_claims(layout, order, data, sub_gens)
+        kept, bounds, multi = _resolve_claims(layout, order, data, sub_gens)
         if _all_subscriptions_equal(subscriptions, order):
-            assignment, transferring = _constrained(layout, order, owned, multi)
+            assignment, transferring = _constrained(layout, order, kept, bounds, multi)
             return StickyResult(assignment, transferring, constrained=True, order=order, claims=data, total=layout.total)
 
         max_gen = max(
@@ -739,7 +819,7 @@ class _AbstractStickyAssignor(Assignor):
             default=DEFAULT_GENERATION,
         )
         prev_owner = self._previous_owners(layout, order, data, max_gen)
-        builder = _GeneralBuilder(layout, subscriptions, dict(zip(order, owned, strict=True)), prev_owner)
+        builder = _GeneralBuilder(layout, subscriptions, (order, kept, bounds), prev_owner)
         return StickyResult(builder.build(), None, constrained=False, order=order, claims=data, total=layout.total)
 
     @staticmethod
@@ -772,7 +852,10 @@ class _AbstractStickyAssignor(Assignor):
             return self._finish(result, subscriptions)
 
     def _finish(self, result: StickyResult, subscriptions: dict[str, Subscription]) -> dict[str, Assignment]:
-        return {m: assignment_of(result.assignment.get(m, [])) for m in subscriptions}
+        assignment = result.assignment
+        if len(assignment) == len(subscriptions) and all(map(assignment.__contains__, subscriptions)):
+            return assignments_of(subscriptions, map(assignment.__getitem__, subscriptions))
+        return {m: assignment_of(assignment.get(m, [])) for m in subscriptions}
 
 
 class StickyAssignor(_AbstractStickyAssignor):
@@ -838,14 +921,19 @@ class CooperativeStickyAssignor(_AbstractStickyAssignor):
         if mask is None:
             mask = _partitions_transferring(result)
         if not mask.any():
-            return {m: assignment_of(result.assignment[m]) for m in subscriptions}
-        out = {}
-        for m in subscriptions:
-            parts = result.assignment[m]
-            if parts.indices.size and mask[parts.indices].any():
-                parts = PartitionList(parts.topics, parts.offsets, parts.indices[~mask[parts.indices]])
-            out[m] = Assignment(parts)
-        return out
+            return assignments_of(subscriptions, map(result.assignment.__getitem__, subscriptions))
+        # Only the lists holding a withheld partition are rebuilt (found in one pass).
+        members = list(result.assignment)
+        lists = list(result.assignment.values())
+        flat, lengths = concatenated_indices(lists)
+        holder = np.repeat(np.arange(len(members), dtype=np.int64), lengths)
+        touched = set(np.unique(holder[mask[flat]]).tolist())
+        changed = {}
+        for i in touched:
+            parts = lists[i]
+            changed[members[i]] = PartitionList(parts.topics, parts.offsets, parts.indices[~mask[parts.indices]])
+        lists = {**result.assignment, **changed}
+        return assignments_of(subscriptions, map(lists.__getitem__, subscriptions))
 
 
 def _partitions_transferring(result: StickyResult) -> np.ndarray:
@@ -860,9 +948,11 @@ def _partitions_transferring(result: StickyResult) -> np.ndarray:
     valid = claims.flat >= 0
     owned_part = claims.flat[valid]
     owned_keys = owned_part * n + owned_member[valid]
-    lists = [result.assignment[m].indices for m in order]
-    got_part = np.concatenate(lists) if lists else np.empty(0, dtype=np.int64)
-    got_member = np.repeat(np.arange(len(order), dtype=np.int64), [len(x) for x in lists])
+    # The assignment's lists in its own member order, members numbered by their place in `order`.
+    position = {m: i for i, m in enumerate(order)}
+    got_part, lengths = concatenated_indices(list(result.assignment.values()))
+    got_member = np.repeat(np.fromiter(map(position.__getitem__, result.assignment), dtype=np.int64,
+                                       count=len(result.assignment)), lengths)
     added = np.zeros(result.total, dtype=bool)
     revoked = np.zeros(result.total, dtype=bool)
     total = result.total

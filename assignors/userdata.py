@@ -214,53 +214,216 @@ def sticky_member_data(data: bytes | None) -> StickyMemberData:
 class StickyMemberDataBatch:
     """``sticky_member_data`` of many members at once, as flat arrays.
 
-    Member ``i``'s runs are ``run_topics[run_bounds[i]:run_bounds[i + 1]]`` with as many
-    partitions as ``run_counts`` says; ``numbers`` holds every member's partition numbers, member
-    after member, in wire order; ``generations[i]`` is None where the bytes carry none.
+    Member ``i``'s runs are ``run_topic_codes[run_bounds[i]:run_bounds[i + 1]]`` (indices into
+    ``topic_names``) with as many partitions as ``run_counts`` says; ``numbers`` holds every
+    member's partition numbers, member after member, in wire order; ``generations[i]`` is None
+    where the bytes carry none.
     """
 
-    run_topics: list[str]
+    topic_names: list[str]
+    run_topic_codes: np.ndarray
     run_counts: np.ndarray
     run_bounds: np.ndarray
     numbers: np.ndarray
     generations: list[int | None]
 
+    @property
+    def run_topics(self) -> list[str]:
+        """Every run's topic name."""
+        names = self.topic_names
+        return [names[c] for c in self.run_topic_codes.tolist()]
 
-def sticky_member_data_batch(datas: Sequence[bytes | None]) -> StickyMemberDataBatch:
+
+_NO_GENERATION = 1 << 40  # outside INT32: "the bytes carry no generation"
+# Masks keeping the first k bytes of a little-endian uint64, k = 0..8.
+_BYTE_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
+
+
+def _overlapping(blob: bytes, dtype: str) -> np.ndarray:
+    """Element ``k`` is the value whose bytes start at ``blob[k]`` (a read-only strided view)."""
+    width = np.dtype(dtype).itemsize
+    return np.ndarray(shape=(len(blob) - width + 1,), dtype=dtype, buffer=blob, strides=(1,))
+
+
+def _topic_codes(blob: bytes, name_at: np.ndarray, name_len: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Distinct topic names of the runs whose STRING bytes are ``blob[name_at:name_at + name_len]``:
+    each run's code (index into the names) and the decoded names. Runs are grouped by their raw
+    bytes (length prefix included) through a 64-bit hash of 8-byte words, checked word by word;
+    on a hash collision, or for very long names, by a dict of the bytes."""
+    if not name_at.size:
+        return _EMPTY, []
+    width = int(name_len.max()) + 2
+    if width <= 64:
+        words = _overlapping(blob, "<u8")
+        first_byte = name_at - 2  # the INT16 length prefix keeps names of different lengths apart
+        cols = []
+        for c in range(0, width, 8):
+            keep = np.clip(name_len + 2 - c, 0, 8)
+            cols.append(words[np.minimum(first_byte + c, len(words) - 1)] & _BYTE_MASKS[keep])
+        h = cols[0].copy()
+        for col in cols[1:]:
+            h = h * np.uint64(0x100000001B3) ^ col
+        _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        rep = first[inverse]
+        if all(np.array_equal(col, col[rep]) for col in cols):
+            names = [
+                blob[s:s + n].decode("utf-8", errors="replace")
+                for s, n in zip(name_at[first].tolist(), name_len[first].tolist(), strict=True)
+            ]
+            return inverse.astype(np.int64), names
+    code_of: dict[bytes, int] = {}
+    names = []
+    codes = []
+    for s, n in zip(name_at.tolist(), name_len.tolist(), strict=True):
+        raw = blob[s:s + n]
+        c = code_of.get(raw)
+        if c is None:
+            c = code_of[raw] = len(names)
+            names.append(raw.decode("utf-8", errors="replace"))
+        codes.append(c)
+    return np.asarray(codes, dtype=np.int64), names
+
+
+def sticky_member_data_batch(datas: Sequence[bytes | None], scalar_below: int = 8) -> StickyMemberDataBatch:
     """What the leader makes of every member's StickyAssignor user data (never raises): the same
-    reading as ``sticky_member_data`` member by member, with one vectorised gather of all the
-    partition numbers instead of one per member."""
-    run_topics: list[str] = []
-    run_counts: list[int] = []
-    run_bounds = [0]
-    generations: list[int | None] = []
-    chunks: list[bytes] = []  # every run's INT32 partition numbers, back to back
-    for data in datas:
-        if not data:
-            generations.append(None)
-            run_bounds.append(len(run_topics))
-            continue
-        buf = bytes(data)
-        try:
-            topics, starts, counts, pos = _read_previous_assignment(buf)
-        except UserDataError:
-            # Neither V1 nor V0 reads: owns nothing, generation -1.
-            generations.append(DEFAULT_GENERATION)
-            run_bounds.append(len(run_topics))
-            continue
-        # V1 when the generation's INT32 follows the array; otherwise V0 (no generation).
-        generations.append(_I32.unpack_from(buf, pos)[0] if len(buf) - pos >= 4 else None)
-        if topics:
-            run_topics.extend(topics)
-            run_counts.extend(counts)
-            chunks.extend([buf[st:st + 4 * c] for st, c in zip(starts, counts, strict=True)])
-        run_bounds.append(len(run_topics))
+    reading as ``sticky_member_data`` member by member, vectorised across members.
+
+    All members' bytes are read side by side, one topic run per step, with the checks of
+    ``_read_previous_assignment`` (a member failing one owns nothing, generation -1). Once fewer
+    than ``scalar_below`` members have runs left, those are read one by one instead: a lone member
+    with thousands of topics would otherwise cost a whole step per topic.
+    """
+    n = len(datas)
+    bufs = [bytes(d) if d else b"" for d in datas]
+    lens = np.fromiter(map(len, bufs), dtype=np.int64, count=n)
+    # Eight spare bytes: reads just past a member's bytes (rejected later) stay inside the array.
+    blob = b"".join(bufs) + bytes(8)
+    cap = len(blob) - 8
+    be32 = _overlapping(blob, ">i4")
+    be16 = _overlapping(blob, ">i2")
+    ends = np.cumsum(lens)
+    starts = ends - lens
+    generation = np.full(n, _NO_GENERATION, dtype=np.int64)
+    failed = np.zeros(n, dtype=bool)
+
+    def i32(at: np.ndarray) -> np.ndarray:
+        return be32[np.clip(at, 0, cap)].astype(np.int64)
+
+    def i16(at: np.ndarray) -> np.ndarray:
+        return be16[np.clip(at, 0, cap)].astype(np.int64)
+
+    # previous_assignment's INT32 element count, checked against the bytes left (Kafka's ArrayOf).
+    live = np.flatnonzero(lens > 0)
+    short = lens[live] < 4
+    failed[live[short]] = True
+    live = live[~short]
+    pos = starts[live] + 4
+    end = ends[live]
+    remaining = i32(pos - 4)
+    bad = (remaining < 0) | (remaining > end - pos)
+    failed[live[bad]] = True
+    live, pos, end, remaining = live[~bad], pos[~bad], end[~bad], remaining[~bad]
+
+    steps: list[tuple[np.ndarray, ...]] = []  # per step: member, name at, name length, run at, count
+    scalar: list[int] = []
+    while live.size:
+        done = remaining == 0
+        if done.any():
+            # V1 when the generation's INT32 follows the array; otherwise V0 (no generation).
+            d_pos, d_end, d_live = pos[done], end[done], live[done]
+            has_gen = d_end - d_pos >= 4
+            generation[d_live[has_gen]] = i32(d_pos[has_gen])
+            keep = ~done
+            live, pos, end, remaining = live[keep], pos[keep], end[keep], remaining[keep]
+            if not live.size:
+                break
+        if live.size < scalar_below:
+            scalar = live.tolist()
+            break
+        # STRING topic: INT16 length and the bytes; then ARRAY of INT32 partition numbers.
+        bad = end - pos < 2
+        length = i16(pos)
+        pos = pos + 2
+        bad |= (length < 0) | (length > end - pos)
+        name_at = pos
+        pos = pos + length
+        bad |= end - pos < 4
+        count = i32(pos)
+        pos = pos + 4
+        bad |= (count < 0) | (4 * count > end - pos)
+        if bad.any():
+            failed[live[bad]] = True
+            ok = ~bad
+            live, pos, end, remaining = live[ok], pos[ok], end[ok], remaining[ok]
+            name_at, length, count = name_at[ok], length[ok], count[ok]
+        steps.append((live, name_at, length, pos, count))
+        pos = pos + 4 * count
+        remaining = remaining - 1
+
+    drop = failed.copy()
+    drop[scalar] = True  # read again below, from their first byte
+    if steps:
+        member, name_at, name_len, run_at, counts = (np.concatenate(col) for col in zip(*steps, strict=True))
+        # Steps hold one run of each member; a stable sort by member restores wire order.
+        keep = np.argsort(member, kind="stable")
+        keep = keep[~drop[member[keep]]]
+        member, name_at, name_len, run_at, counts = (
+            member[keep], name_at[keep], name_len[keep], run_at[keep], counts[keep])
+        codes, names = _topic_codes(blob, name_at, name_len)
+    else:
+        member = run_at = counts = codes = _EMPTY
+        names = []
+
+    if scalar:
+        more_member: list[int] = []
+        more_codes: list[int] = []
+        more_at: list[int] = []
+        more_counts: list[int] = []
+        code_of = {t: c for c, t in enumerate(names)}
+        for i in scalar:
+            buf = bufs[i]
+            try:
+                topics, run_starts, run_counts, at = _read_previous_assignment(buf)
+            except UserDataError:
+                failed[i] = True
+                continue
+            generation[i] = _I32.unpack_from(buf, at)[0] if len(buf) - at >= 4 else _NO_GENERATION
+            for t in topics:
+                c = code_of.get(t)
+                if c is None:
+                    c = code_of[t] = len(names)
+                    names.append(t)
+                more_codes.append(c)
+            base = int(starts[i])
+            more_member.extend([i] * len(topics))
+            more_at.extend(base + s for s in run_starts)
+            more_counts.extend(run_counts)
+        member = np.concatenate((member, np.asarray(more_member, dtype=np.int64)))
+        codes = np.concatenate((codes, np.asarray(more_codes, dtype=np.int64)))
+        run_at = np.concatenate((run_at, np.asarray(more_at, dtype=np.int64)))
+        counts = np.concatenate((counts, np.asarray(more_counts, dtype=np.int64)))
+        srt = np.argsort(member, kind="stable")
+        member, codes, run_at, counts = member[srt], codes[srt], run_at[srt], counts[srt]
+
+    generation[failed] = DEFAULT_GENERATION
+    gens: list[int | None] = generation.tolist()
+    if (generation == _NO_GENERATION).any():
+        gens = [None if g == _NO_GENERATION else g for g in gens]
+    total = int(counts.sum()) if counts.size else 0
+    if total:
+        # Every run's INT32s: run r's k-th number starts 4k bytes after run_at[r].
+        first = np.repeat(run_at - 4 * (np.cumsum(counts) - counts), counts)
+        numbers = be32[first + 4 * np.arange(total, dtype=np.int64)].astype(np.int64)
+    else:
+        numbers = _EMPTY
     return StickyMemberDataBatch(
-        run_topics=run_topics,
-        run_counts=np.asarray(run_counts, dtype=np.int64),
-        run_bounds=np.asarray(run_bounds, dtype=np.int64),
-        numbers=np.frombuffer(b"".join(chunks), dtype=">i4").astype(np.int64),
-        generations=generations,
+        topic_names=names,
+        run_topic_codes=np.asarray(codes, dtype=np.int64),
+        run_counts=np.asarray(counts, dtype=np.int64),
+        run_bounds=np.searchsorted(member, np.arange(n + 1)),
+        numbers=numbers,
+        generations=gens,
     )
 
 

@@ -126,6 +126,9 @@ def _time(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
     times = []
     out = None
     for _ in range(repeat):
+        # Free the previous run's result before the clock starts: a run is charged for building
+        # its result, not for dropping the one before it.
+        out = None
         t0 = time.perf_counter()
         out = fn()
         times.append(time.perf_counter() - t0)

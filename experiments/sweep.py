@@ -321,7 +321,9 @@ def _cost(scenario) -> float:
     """Rough relative cost of a run, used to start the biggest runs first and for the ETA: members
     times the rebalance rounds its timeline causes. A restart wave of dynamic members costs about
     one more round (leave, rejoin), a static wave about a third of one (measured on the main job:
-    a 4-wave deploy of 1000 members takes 5x a crash's time dynamic, 2x static)."""
+    a 4-wave deploy of 1000 members takes 5x a crash's time dynamic, 2x static). A consumer group
+    protocol run costs about 3x the classic one (its members heartbeat and reconcile one by one:
+    2.6-3.4x CPU on the main job's crash and deploys at 1000 members)."""
     from sim.scenario import batch_count
 
     config = getattr(scenario, "config", None)
@@ -338,7 +340,8 @@ def _cost(scenario) -> float:
         static = action.static if getattr(action, "static", None) is not None else config.consumer.static
         waves = -(-n // max(1, batch_count(getattr(action, "batch_size", 1), n)))
         rounds += waves * (0.3 if static else 1.0)
-    return (members + partitions / 20) * rounds
+    protocol = 3.0 if getattr(config.consumer, "group_protocol", "classic") == "consumer" else 1.0
+    return (members + partitions / 20) * rounds * protocol
 
 
 def run_one(spec: RunSpec) -> tuple[str, str, dict]:

@@ -310,7 +310,7 @@ class ConsumerGroupCoordinator:
                     self._timer(("session", mid), expiry)
         elif isinstance(note, m.ElidedCommits):
             if note.generation == mm.epoch:
-                self.offsets.commit(note.offsets, note.position_s)
+                self.offsets.commit(note.offsets, note.position_s, note.ahead)
         return self._drain()
 
     def _idle(self, now: float, mm: ConsumerGroupMember) -> bool:
@@ -692,5 +692,5 @@ class ConsumerGroupCoordinator:
         else:
             err = m.NONE
         if err == m.NONE:
-            self.offsets.commit(req.offsets, req.position_s)
+            self.offsets.commit(req.offsets, req.position_s, req.ahead)
         self._reply(client, m.OffsetCommitResponse(err, req.seq))

@@ -106,6 +106,9 @@ class ConsumerMember:
     _on_offset_fetch = Member._on_offset_fetch
     _offset_timer = Member._offset_timer
     _record_progress = Member._record_progress
+    _floor = Member._floor
+    _ahead = Member._ahead
+    _raise_floors = Member._raise_floors
     _enter_pause = Member._enter_pause
     _leave_pause = Member._leave_pause
     # Manual commits (commitSync / commitAsync per poll batch) work the same way too.
@@ -186,6 +189,7 @@ class ConsumerMember:
         self.started_at = 0.0
         self.rate_owned = 0.0
         self.backlog = 0.0
+        self._floors: dict = {}                  # partitions' own positions (sim.member)
         self._backlog_t = 0.0
         self.commit_ok = True
         self.sync_commit: list | None = None
@@ -504,7 +508,7 @@ class ConsumerMember:
                 settled, resend = (commits[-2][1] if len(commits) > 1 else None), commits[-1]
         if settled is not None:
             self.out.append(("control", m.COORDINATOR, m.ElidedCommits(
-                self.member_id, settled.generation, settled.offsets, settled.position_s)))
+                self.member_id, settled.generation, settled.offsets, settled.position_s, settled.ahead)))
         self.out.append(("control", m.COORDINATOR, m.Unquiet(self.member_id, last_arrival)))
         if resend is not None:
             self._send(resend[1], sent_at=resend[0])
@@ -575,7 +579,7 @@ class ConsumerMember:
     def _send_commit(self, now: float, offsets: tuple, position_s: float) -> int:
         self.commit_seq += 1
         self._send(m.OffsetCommitRequest(self.member_id, self.epoch, self.instance_id, len(offsets),
-                                         self.commit_seq, offsets, position_s))
+                                         self.commit_seq, offsets, position_s, self._ahead(offsets, position_s)))
         return self.commit_seq
 
     def _commit_refused(self) -> str | None:
@@ -596,7 +600,8 @@ class ConsumerMember:
             # allConsumed(): the partitions pending revocation too, where their fetching stopped
             offsets = tuple(sorted(self.owned.union(revoked), key=_tp_key))
             self._send(m.OffsetCommitRequest(self.member_id, self.epoch, self.instance_id, len(offsets),
-                                             self.commit_seq, offsets, self.revoking_at))
+                                             self.commit_seq, offsets, self.revoking_at,
+                                             self._ahead(offsets, self.revoking_at)))
         else:
             self._commit(now, self.commit_seq)
         self._timer(("rec_commit",), min(now + self.config.request_timeout_s, self.rec_commit_deadline))
@@ -621,8 +626,9 @@ class ConsumerMember:
             self.commit_seq += 1
             seq = self.commit_seq
         owned = self._owned_tuple()
+        position = self._position_s(now)
         return m.OffsetCommitRequest(self.member_id, self.epoch, self.instance_id, len(owned), seq,
-                                     owned, self._position_s(now))
+                                     owned, position, self._ahead(owned, position))
 
     def _revoke_and_assign(self, now: float) -> None:
         if self.reconciling is None or self.state != RECONCILING:

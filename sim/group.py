@@ -185,7 +185,7 @@ class GroupCoordinator:
         if isinstance(note, m.ElidedCommits):
             meta = self.members.get(note.member_id)
             if meta is not None and note.generation == self.generation:
-                self.offsets.commit(note.offsets, note.position_s)
+                self.offsets.commit(note.offsets, note.position_s, note.ahead)
             return self._drain()
         if isinstance(note, m.Unquiet):
             meta = self.members.get(note.member_id)
@@ -663,5 +663,5 @@ class GroupCoordinator:
         if err is None:
             err = m.REBALANCE_IN_PROGRESS if self.state == COMPLETING_REBALANCE else m.NONE
         if err == m.NONE:
-            self.offsets.commit(req.offsets, req.position_s)
+            self.offsets.commit(req.offsets, req.position_s, req.ahead)
         self._reply(client, m.OffsetCommitResponse(err, req.seq))

@@ -51,6 +51,14 @@ does not block. Commits are refused on the client while the member is rebalancin
 ConsumerCoordinator.sendOffsetCommitRequest refuses them; the application catches the exception
 and carries on, so those records wait for the next commit.
 
+Position floors (our model, not Kafka's). The fluid model gives a member's partitions one shared
+lag, so its position drops when it takes on a partition with a backlog. A partition's own position
+never goes back, though: each partition keeps a floor (where the member started it, or the shared
+position when a new backlog pulled that down), and commits and hand-overs use the higher of the
+two. Without floors a lagging member that took over a partition and handed it on before catching
+up committed it behind its previous owner, and the next owner counted records as processed twice
+that nobody processed twice.
+
 Heartbeat elision. In Stable, a heartbeat answered NONE changes nothing, so once the
 coordinator grants it (``HeartbeatResponse.quiet_epoch``) the member stops sending them and
 remembers its heartbeat phase. When it must heartbeat for real again (a ``Wake`` from the
@@ -226,6 +234,7 @@ class Member:
         # poll thread
         self.rate_owned = 0.0                   # records/s produced into the owned partitions
         self.backlog = 0.0                      # records owned but not yet processed (fluid)
+        self._floors: dict[TopicPartition, float] = {}  # partitions' own positions (docstring)
         self._backlog_t = 0.0
         self.pending_assignment: tuple[int, Assignment] | None = None  # SyncGroup done, not polled
         self.commit_seq = 0
@@ -272,13 +281,39 @@ class Member:
         self._advance(now)
         return now - self.backlog / self.rate_owned if self.rate_owned > 0 else now
 
+    def _floor(self, tp: TopicPartition, position_s: float) -> float:
+        """``tp``'s own position when the shared one is ``position_s`` (module docstring)."""
+        f = self._floors.get(tp)
+        return position_s if f is None or f <= position_s else f
+
+    def _ahead(self, offsets, position_s: float) -> tuple:
+        """The partitions of a commit at ``position_s`` whose own position is further."""
+        floors = self._floors
+        if not floors:
+            return ()
+        if max(floors.values()) <= position_s:
+            floors.clear()  # the shared position has caught up with every floor
+            return ()
+        return tuple((tp, f) for tp in offsets if (f := floors.get(tp)) is not None and f > position_s)
+
+    def _raise_floors(self, now: float) -> None:
+        """New partitions (and the backlog their committed offsets bring) will pull the shared
+        position down: the partitions already owned keep the position they have reached."""
+        if not self.backlog:
+            return  # caught up: the shared position is ``now`` and only rises
+        position = self._position_s(now)
+        floors = self._floors
+        for tp in self.owned:
+            if floors.get(tp, position - 1.0) < position:
+                floors[tp] = position
+
     def _record_progress(self, now: float) -> None:
         """Pausing: what it processed so far is visible to an owner that takes over meanwhile
         (it is fenced by then), which re-processes from the committed offset up to here."""
         if self._handoffs is not None and self.owned:
             position = self._position_s(now)
             for tp in self.owned:
-                self._handoffs.progress(tp, now, position, "zombie")
+                self._handoffs.progress(tp, now, self._floor(tp, position), "zombie")
 
     def _is_fenced(self) -> bool:
         return self.generation < 0
@@ -297,18 +332,23 @@ class Member:
         before = self.rate_owned
         if remove and self._handoffs is not None:
             position, cause = self._position_s(now), self._release_reason()
+        floors = self._floors
         for tp in remove:
             self.owned.discard(tp)
             self.rate_owned -= rates.get(tp.topic, 0.0)
             self.out.append(("close", "owned", self.name, tp.topic, tp.partition))
             if self._handoffs is not None:
-                self._handoffs.release(tp, now, position, cause)
+                self._handoffs.release(tp, now, self._floor(tp, position), cause)
         if remove:
             if not self.owned:
                 self.rate_owned = 0.0
             # the backlog leaves with its partitions, in proportion to their production
             self.backlog = self.backlog * self.rate_owned / before if before > 0 and self.owned else 0.0
+        if add and self.owned:
+            self._raise_floors(now)
         for tp in add:
+            if floors:
+                floors.pop(tp, None)  # a new start: its floor comes with its committed offset
             self.owned.add(tp)
             self.rate_owned += rates.get(tp.topic, 0.0)
             self.out.append(("open", "owned", self.name, tp.topic, tp.partition))
@@ -324,15 +364,16 @@ class Member:
         self.commit_seq += 1
         owned = tuple(sorted_tps(self.owned))
         self.commit_sent[self.commit_seq] = (self.generation, self.member_id)
+        position = self._position_s(now)
         return m.OffsetCommitRequest(self.member_id, self.generation, self.instance_id, len(owned),
-                                     self.commit_seq, owned, self._position_s(now))
+                                     self.commit_seq, owned, position, self._ahead(owned, position))
 
     def _send_commit(self, now: float, offsets: tuple, position_s: float) -> int:
         self._settle_commits_before(now)
         self.commit_seq += 1
         self.commit_sent[self.commit_seq] = (self.generation, self.member_id)
         self._send(m.OffsetCommitRequest(self.member_id, self.generation, self.instance_id, len(offsets),
-                                         self.commit_seq, offsets, position_s))
+                                         self.commit_seq, offsets, position_s, self._ahead(offsets, position_s)))
         return self.commit_seq
 
     def _commit_refused(self) -> str | None:
@@ -537,6 +578,7 @@ class Member:
         again: dict[str, list[float]] = {}
         fetched = 0
         waiting = False
+        floors = self._floors
         for tp, committed in zip(r.partitions, r.committed, strict=True):
             if tp not in self.owned:
                 continue                      # revoked again before its offsets arrived
@@ -552,6 +594,7 @@ class Member:
             # The fluid model processes the partition from its assignment on; what lies before
             # that (from the start position) is the backlog it inherits.
             self.backlog += rate * max(0.0, assigned_at - start)
+            floors[tp] = start
             if handoffs is not None:
                 high_water, cause = handoffs.processed(tp, now)
                 if high_water is not None and high_water > start and rate > 0:
@@ -1368,8 +1411,9 @@ class Member:
         if self.owned and self.generation >= 0:
             lag_s = self._position_s(now)
             lag_s = now - lag_s
+            offsets = tuple(sorted_tps(self.owned))
             self.out.append(("control", m.COORDINATOR, m.ElidedCommits(
-                self.member_id, self.generation, tuple(sorted_tps(self.owned)), tick - lag_s)))
+                self.member_id, self.generation, offsets, tick - lag_s, self._ahead(offsets, tick - lag_s))))
             self.commit_ok = True
         return tick + interval
 

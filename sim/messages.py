@@ -115,6 +115,8 @@ class OffsetCommitRequest:
     # which records were processed (the fluid model's offset; a member's partitions share it).
     offsets: tuple[TopicPartition, ...] = ()
     position_s: float = 0.0
+    # Partitions committed further than ``position_s`` (see ``sim.member``, position floors).
+    ahead: tuple[tuple[TopicPartition, float], ...] = ()
 
 
 @attrs.frozen(slots=True)
@@ -186,6 +188,7 @@ class ElidedCommits:
     generation: int
     offsets: tuple[TopicPartition, ...]
     position_s: float
+    ahead: tuple[tuple[TopicPartition, float], ...] = ()
 
 
 # ---- effects returned by the cores ----

@@ -179,3 +179,51 @@ def test_batch_reading_equals_member_by_member(datas):
         assert tuple(batch.run_topics[lo:hi]) == md.topics
         assert numbers[ends[lo]:ends[hi]] == md.numbers.tolist()
         assert batch.generations[i] == md.generation
+
+
+_TOPIC_NAMES = st.sampled_from(["a", "bb", "t-1", "t-2", "y" * 60 + "z", "t-1\x00", "\u00e9t\u00e9", "x" * 70, "y" * 61])
+
+
+def _mangled(data: bytes, cut: int, flip: int) -> bytes:
+    """``data`` cut short, or with one byte changed (a corrupt or truncated member)."""
+    if cut % 3 == 0:
+        return data[: cut % (len(data) + 1)]
+    if cut % 3 == 1 and data:
+        i = flip % len(data)
+        return data[:i] + bytes([(data[i] + 1 + cut) % 256]) + data[i + 1:]
+    return data
+
+
+@given(
+    st.lists(st.one_of(
+        st.none(),
+        st.binary(max_size=24),
+        st.builds(
+            _mangled,
+            st.builds(
+                encode_sticky_user_data,
+                st.lists(st.builds(TP, _TOPIC_NAMES, st.integers(0, 2**31 - 1)), max_size=12),
+                st.one_of(st.none(), st.integers(-1, 2**31 - 1)),
+            ),
+            st.integers(0, 300),
+            st.integers(0, 300),
+        ),
+    ), max_size=40),
+    st.sampled_from([0, 1, 3, 1000]),
+)
+def test_vectorised_batch_reading_equals_member_by_member(datas, scalar_below):
+    """Reading members side by side (and finishing the last few one by one, at any threshold)
+    gives each member what ``sticky_member_data`` gives it alone: long, non-ASCII and NUL-ending
+    topic names, truncated and corrupted bytes included."""
+    batch = sticky_member_data_batch(datas, scalar_below=scalar_below)
+    numbers = batch.numbers.tolist()
+    ends = [0]
+    for c in batch.run_counts.tolist():
+        ends.append(ends[-1] + c)
+    run_topics = batch.run_topics
+    for i, data in enumerate(datas):
+        md = sticky_member_data(data)
+        lo, hi = batch.run_bounds[i], batch.run_bounds[i + 1]
+        assert tuple(run_topics[lo:hi]) == md.topics
+        assert numbers[ends[lo]:ends[hi]] == md.numbers.tolist()
+        assert batch.generations[i] == md.generation

@@ -304,3 +304,16 @@ def test_a_long_batch_shows_runs_finishing_inside_it(spark, tmp_path, monkeypatc
     assert inside, lines
     counts = [int(ln.split(": ")[1].split("/")[0]) for ln in inside]
     assert all(0 < c < len(specs) for c in counts) and counts == sorted(counts)
+
+
+def test_run_cost_orders_consumer_protocol_and_deploys_above_a_classic_crash():
+    """The start order and the ETA use a run's estimated cost: a consumer-protocol run costs
+    more than the same classic run, a dynamic deploy more than a crash."""
+    from experiments.scenarios import load_scenario
+    from experiments.sweep import _cost
+
+    def cost(name, **kv):
+        return _cost(load_scenario(name, {"members": "100", **kv}))
+
+    assert cost("crash", **{"consumer.group_protocol": "consumer"}) > cost("crash")
+    assert cost("rolling-deploy") > cost("crash")

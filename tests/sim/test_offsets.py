@@ -200,3 +200,29 @@ def test_a_quiet_member_closing_settles_its_elided_commits_first():
         eff += a.on_timer(at, key, at)
     assert not [e for e in eff if e[0] == "control" and isinstance(e[2], m.ElidedCommits)]
     assert _sent(eff, m.LeaveGroupRequest) and not a.alive
+
+
+def test_a_lagging_member_never_commits_a_partition_behind_where_it_started_it():
+    """Position floors: a member 10 s behind takes a partition whose committed offset is 1 s old.
+    Its shared position drops (5.5 s behind), but that partition is committed and handed on at
+    its own position, so its next owner processes nothing twice; the member's own partition keeps
+    the position it had reached."""
+    handoffs = Handoffs()
+    a = _stable_member("a", handoffs)
+    eff = a.handle(1.0, m.SyncGroupResponse(m.NONE, Assignment(T[:1])))
+    (fetch,) = _sent(eff, m.OffsetFetchRequest)
+    a.handle(1.01, m.OffsetFetchResponse(m.NONE, fetch.partitions, (None,), fetch.seq))
+    a._advance(50.0)
+    a.backlog = RATE * 10.0                     # 10 s of lag on t-0 at t=50
+    a._set_owned(50.0, add=(T[1],))
+    (fetch,) = [e[2] for e in a._drain() if e[0] == "send" and isinstance(e[2], m.OffsetFetchRequest)]
+    a.handle(50.0, m.OffsetFetchResponse(m.NONE, fetch.partitions, (49.0,), fetch.seq))
+    shared = a._position_s(50.0)
+    assert shared == pytest.approx(50.0 - 5.5)
+    req = a._commit_request(50.0)
+    assert req.position_s == pytest.approx(shared) and req.ahead == ((T[1], 49.0),)
+    a._set_owned(50.0, remove=(T[1],))
+    assert handoffs.processed(T[1], 51.0)[0] == 49.0  # handed on where it was, not at 44.5
+    store = __import__("sim.offsets", fromlist=["OffsetStore"]).OffsetStore()
+    store.commit(req.offsets, req.position_s, req.ahead)
+    assert store.fetch(T[:2]) == (pytest.approx(shared), 49.0)
