@@ -62,6 +62,8 @@ class MemberActor(Actor):
 
     def deliver(self, now, kind, sender, payload):
         core = self.core
+        if core is not None:
+            core.input_rank = self.input_rank  # ties at one instant are ordered by sender rank
         if kind == "control" and isinstance(payload, tuple):
             op = payload[0]
             if op == "start":

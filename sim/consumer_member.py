@@ -41,8 +41,9 @@ a fenced member rejoins with an empty member id (the coordinator gives it a new 
 Idle heartbeat elision (``elide_heartbeats``; a simulator device, see ``sim.consumer_group``).
 A STABLE member with nothing in progress whose heartbeat response offers ``quiet_epoch`` takes it
 (``Quiet``): it stops its heartbeat timer and remembers when the next heartbeat was due. Its
-auto-commits still happen on their timer, but are computed instead of sent (they would all
-succeed). When it must heartbeat for real again (a ``Wake``, a metadata change, a network fault,
+auto-commits still happen, but are computed instead of sent (they would all succeed), and without
+a timer: the member remembers when the next one is due (``commit_due``) and, before any input
+while quiet, computes the ones due by then in the order the timer would have run them. When it must heartbeat for real again (a ``Wake``, a metadata change, a network fault,
 or it stops: crash, pause, close, poll timeout) it replays the elided schedule up to now with the
 same float arithmetic as the timer (each heartbeat ``interval`` after the previous one): the last
 elided heartbeat that has arrived gives the coordinator its session start (``Unquiet``), one
@@ -210,6 +211,8 @@ class ConsumerMember:
         self.quiet_next = 0.0                    # when the first elided heartbeat was due
         self.quiet_arrival = 0.0                 # arrival of the last heartbeat sent for real
         self.quiet_commits: list[tuple] = []     # the last two elided (tick, OffsetCommitRequest)
+        self.commit_due: float | None = None     # next auto-commit while quiet (no timer then)
+        self.input_rank = -1                     # kernel rank of the input being handled (set by the actor)
 
     def _is_fenced(self) -> bool:
         return self.state in (FENCED, STALE) or self.lost_pending
@@ -288,6 +291,7 @@ class ConsumerMember:
         self._die(now)
 
     def _die(self, now: float) -> None:
+        self.commit_due = None
         if self.owned:
             self._set_owned(now, remove=sorted(self.owned, key=_tp_key))
         self._end_sync_commit()
@@ -466,6 +470,9 @@ class ConsumerMember:
         self.quiet_arrival = r.received_at
         self.quiet_commits = []
         self._timer(("hb",), None)
+        self.commit_due = self.timers.get(("commit",))
+        if self.commit_due is not None:
+            self._timer(("commit",), None)
         self.out.append(("control", m.COORDINATOR, m.Quiet(self.member_id, r.quiet_epoch)))
 
     def _arrival(self, sent_at: float, now: float, trigger_rank: int | None) -> float | None:
@@ -478,11 +485,30 @@ class ConsumerMember:
             return arrival
         return None
 
+    def _catch_up_commits(self, now: float) -> None:
+        """The auto-commits due while quiet, up to this input, as the commit timer would have run
+        them: before the input if due earlier, or at the same instant with the timer first in the
+        kernel's order (by rank; our own inputs after it)."""
+        due = self.commit_due
+        if due is None or not self.quiet:
+            return
+        interval = self.config.auto_commit_interval_s
+        rank = self.input_rank
+        while due < now or (due == now and 0 <= self.rank <= rank):
+            if self.state in IN_GROUP and self.owned and not self.closing and self.commit_ok:
+                self.quiet_commits = self.quiet_commits[-1:] + [(due, self._commit_request(due))]
+            due = due + interval
+        self.commit_due = due
+
     def _wake(self, now: float, trigger_rank: int | None = None) -> None:
         """Heartbeat for real again: replay the elided schedule up to ``now`` (module docstring)."""
         if not self.quiet:
             return
+        self._catch_up_commits(now)
         self.quiet = False
+        if self.commit_due is not None:
+            self._timer(("commit",), self.commit_due)
+            self.commit_due = None
         interval = self.interval_s
         prev = last = None
         nxt = self.quiet_next
@@ -693,6 +719,8 @@ class ConsumerMember:
     def on_timer(self, now: float, key: tuple, at: float) -> list[tuple]:
         if self.timers.get(key) != at or not self.alive:
             return []
+        if self.commit_due is not None:
+            self._catch_up_commits(now)
         if key[0] in OFFSET_TIMERS:
             return self._watch_settled(lambda: self._on_timer(now, key))
         return self._on_timer(now, key)
@@ -758,6 +786,8 @@ class ConsumerMember:
         (elided heartbeats would meet it) end the quiet too."""
         if not self.alive:
             return []
+        if self.commit_due is not None:
+            self._catch_up_commits(now)
         if isinstance(note, m.Wake):
             self.quiet_epoch_seen = max(self.quiet_epoch_seen, note.epoch)
             self._wake(now, note.trigger_rank)
@@ -770,6 +800,18 @@ class ConsumerMember:
     def handle(self, now: float, msg) -> list[tuple]:
         if not self.alive:
             return []
+        if self.commit_due is not None:
+            self._catch_up_commits(now)
+            out = self._handle(now, msg)
+            if self.quiet and self.commit_due is not None and not self.commit_ok:
+                # a commit failed meanwhile: the next auto-commit is sent for real
+                self._timer(("commit",), self.commit_due)
+                self.commit_due = None
+                out = out + self._drain()
+            return out
+        return self._handle(now, msg)
+
+    def _handle(self, now: float, msg) -> list[tuple]:
         if isinstance(msg, m.ConsumerGroupHeartbeatResponse):
             self._on_response(now, msg)
         elif isinstance(msg, m.OffsetFetchResponse):

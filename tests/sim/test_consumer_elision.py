@@ -64,12 +64,22 @@ def test_a_reconciling_member_declines_the_offer():
 
 
 def test_auto_commits_while_quiet_are_computed_not_sent():
-    """The auto-commit timer still runs; its commit is kept, not sent."""
+    """While quiet no commit timer runs: the auto-commits due by the next input are computed
+    then (the timer's own arithmetic), kept, not sent."""
     mb, _ = quiet_member()
-    at = mb.timers[("commit",)]
-    out = mb.on_timer(at, ("commit",), at)
-    assert not sends(out, m.OffsetCommitRequest) and len(mb.quiet_commits) == 1
+    assert ("commit",) not in mb.timers and mb.commit_due is not None
+    due = mb.commit_due
+    out = mb.on_control(due + 5.0 + 0.5, "nothing")   # an input after two ticks
+    assert not sends(out, m.OffsetCommitRequest) and [t for t, _ in mb.quiet_commits] == [due, due + 5.0]
     assert mb.quiet_commits[-1][1].offsets == tuple(T[:2])
+    assert mb.commit_due == due + 5.0 + 5.0
+
+
+def test_a_wake_puts_the_commit_timer_back_where_it_would_be():
+    mb, _ = quiet_member()
+    due = mb.commit_due
+    mb.on_control(due + 1.0, m.Wake(1, trigger_rank=7))
+    assert not mb.quiet and mb.timers[("commit",)] == due + 5.0 and mb.commit_due is None
 
 
 def test_wake_replays_the_schedule_with_the_timers_own_arithmetic():
@@ -117,9 +127,7 @@ def test_a_crash_while_quiet_hands_over_the_session_and_the_last_commit():
     """A crash ends the quiet: the coordinator learns when the last heartbeat arrived and gets
     the last auto-commit that reached it."""
     mb, _ = quiet_member()
-    at = mb.timers[("commit",)]
-    mb.on_timer(at, ("commit",), at)
-    out = mb.crash(at + 1.0)
+    out = mb.crash(mb.commit_due + 1.0)
     (commit,) = notes(out, m.ElidedCommits)
     assert commit.offsets == tuple(T[:2]) and commit.generation == 1
     assert notes(out, m.Unquiet)
