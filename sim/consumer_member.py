@@ -496,9 +496,13 @@ class ConsumerMember:
         rank = self.input_rank
         while due < now or (due == now and 0 <= self.rank <= rank):
             if self.state in IN_GROUP and self.owned and not self.closing and self.commit_ok:
-                self.quiet_commits = self.quiet_commits[-1:] + [(due, self._commit_request(due))]
+                self._elided_commit(due)
             due = due + interval
         self.commit_due = due
+
+    def _elided_commit(self, now: float) -> None:
+        """An auto-commit while quiet: computed, not sent (it would succeed; module docstring)."""
+        self.quiet_commits = self.quiet_commits[-1:] + [(now, self._commit_request(now))]
 
     def _wake(self, now: float, trigger_rank: int | None = None) -> None:
         """Heartbeat for real again: replay the elided schedule up to ``now`` (module docstring)."""
@@ -619,17 +623,13 @@ class ConsumerMember:
         learns about fencing itself)."""
 
     def _send_rec_commit(self, now: float) -> None:
-        self.commit_seq += 1
-        self.rec_commit = self.commit_seq
         revoked = self.reconciling[1] if self.reconciling is not None else ()
         if revoked:
             # allConsumed(): the partitions pending revocation too, where their fetching stopped
-            offsets = tuple(sorted(self.owned.union(revoked), key=_tp_key))
-            self._send(m.OffsetCommitRequest(self.member_id, self.epoch, self.instance_id, len(offsets),
-                                             self.commit_seq, offsets, self.revoking_at,
-                                             self._ahead(offsets, self.revoking_at)))
+            offsets, position = tuple(sorted(self.owned.union(revoked), key=_tp_key)), self.revoking_at
         else:
-            self._commit(now, self.commit_seq)
+            offsets, position = self._owned_tuple(), self._position_s(now)
+        self.rec_commit = self._send_commit(now, offsets, position)
         self._timer(("rec_commit",), min(now + self.config.request_timeout_s, self.rec_commit_deadline))
 
     def _rec_commit_failed(self, now: float, error: str, retriable: bool) -> None:
@@ -644,13 +644,12 @@ class ConsumerMember:
         self._event("commit_failed", f"before reconciliation: {error}")
         self._revoke_and_assign(now)
 
-    def _commit(self, now: float, seq: int | None = None) -> None:
-        self._send(self._commit_request(now, seq))
+    def _commit(self, now: float) -> None:
+        self._send(self._commit_request(now))
 
-    def _commit_request(self, now: float, seq: int | None = None) -> m.OffsetCommitRequest:
-        if seq is None:
-            self.commit_seq += 1
-            seq = self.commit_seq
+    def _commit_request(self, now: float) -> m.OffsetCommitRequest:
+        self.commit_seq += 1
+        seq = self.commit_seq
         owned = self._owned_tuple()
         position = self._position_s(now)
         return m.OffsetCommitRequest(self.member_id, self.epoch, self.instance_id, len(owned), seq,
@@ -766,8 +765,7 @@ class ConsumerMember:
             # auto.commit.interval.ms while it is in the group.
             if self.state in IN_GROUP and self.owned and not self.closing:
                 if self.quiet and self.commit_ok:
-                    # computed, not sent: it would succeed (module docstring)
-                    self.quiet_commits = self.quiet_commits[-1:] + [(now, self._commit_request(now))]
+                    self._elided_commit(now)
                 else:
                     self._wake(now)
                     self._commit(now)

@@ -304,7 +304,7 @@ class Member:
         position = self._position_s(now)
         floors = self._floors
         for tp in self.owned:
-            if floors.get(tp, position - 1.0) < position:
+            if tp not in floors or floors[tp] < position:
                 floors[tp] = position
 
     def _record_progress(self, now: float) -> None:
@@ -398,7 +398,7 @@ class Member:
                 return  # already in a newer rebalance: RebalanceInProgressException, nothing reset
             if self.generation >= 0 and self.prepare_commit is None:
                 # Kafka resets even a newer generation here (a late answer to an old commit).
-                self._reset_generation(f"commit failed: {error}", error == m.ILLEGAL_GENERATION)
+                self._reset_generation(f"commit failed: {error}", error)
                 self._wake_poll(now)
 
     # ---- manual commits (shared with sim.consumer_member)
@@ -831,12 +831,12 @@ class Member:
         if self.state in (UNJOINED, STABLE):
             self._join_prepare(now)
 
-    def _reset_generation(self, reason: str, keep_member_id: bool = False) -> None:
+    def _reset_generation(self, reason: str, error: str | None = None) -> None:
         """AbstractCoordinator.resetStateOnResponseError: forget the generation, and the member id
-        too unless the error was ILLEGAL_GENERATION (the member id may still be valid, and a
-        rejoin with it does not wait for the old id to time out)."""
+        too unless ``error`` is ILLEGAL_GENERATION (the member id may still be valid, and a rejoin
+        with it does not wait for the old id to time out)."""
         self._event("generation_reset", reason)
-        if not keep_member_id:
+        if error != m.ILLEGAL_GENERATION:
             self.member_id = ""
         self.generation = -1
         self.state = UNJOINED
@@ -897,7 +897,7 @@ class Member:
         if error is not None:
             self._event("commit_failed", f"onJoinPrepare: {error}")
             if error in (m.UNKNOWN_MEMBER_ID, m.ILLEGAL_GENERATION) and self.generation >= 0:
-                self._reset_generation(f"commit failed: {error}", error == m.ILLEGAL_GENERATION)
+                self._reset_generation(f"commit failed: {error}", error)
         if self.busy:  # EAGER: stalled while its partitions were pending revocation
             self._advance(now)
             self.busy = False
@@ -1190,7 +1190,7 @@ class Member:
             self._wake_poll(now)
             return
         if r.error in (m.UNKNOWN_MEMBER_ID, m.ILLEGAL_GENERATION):
-            self._reset_generation(f"SyncGroup: {r.error}", r.error == m.ILLEGAL_GENERATION)
+            self._reset_generation(f"SyncGroup: {r.error}", r.error)
             self._wake_poll(now)
             return
         if r.error != m.NONE:
@@ -1325,7 +1325,7 @@ class Member:
         if r.error in (m.UNKNOWN_MEMBER_ID, m.ILLEGAL_GENERATION):
             if self.state in (STABLE, COMPLETING_REBALANCE):
                 self._event("fenced_learned", f"heartbeat: {r.error}")
-                self._reset_generation(f"heartbeat: {r.error}", r.error == m.ILLEGAL_GENERATION)
+                self._reset_generation(f"heartbeat: {r.error}", r.error)
                 self._wake_poll(now)
             return
         if r.error == m.FENCED_INSTANCE_ID:

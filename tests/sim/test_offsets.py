@@ -12,6 +12,7 @@ from sim import messages as m
 from sim.config import AssignorCost, ConsumerConfig, GroupConfig
 from sim.group import GroupCoordinator
 from sim.member import Handoffs, Member
+from sim.offsets import OffsetStore
 
 from .helpers import episode, events, intervals, run, scenario
 from .test_group_core import fire, form, sends, sync_all
@@ -223,6 +224,6 @@ def test_a_lagging_member_never_commits_a_partition_behind_where_it_started_it()
     assert req.position_s == pytest.approx(shared) and req.ahead == ((T[1], 49.0),)
     a._set_owned(50.0, remove=(T[1],))
     assert handoffs.processed(T[1], 51.0)[0] == 49.0  # handed on where it was, not at 44.5
-    store = __import__("sim.offsets", fromlist=["OffsetStore"]).OffsetStore()
+    store = OffsetStore()
     store.commit(req.offsets, req.position_s, req.ahead)
     assert store.fetch(T[:2]) == (pytest.approx(shared), 49.0)
