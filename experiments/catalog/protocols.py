@@ -463,4 +463,4 @@ EXPERIMENT = Experiment(
     "classic eager vs classic cooperative vs the consumer group protocol (KIP-848): scale-out, crash, "
     "rolling deploy and a slow member, 10-1000 members (10,000 with --scale large), two partition counts",
     title="Classic eager, classic cooperative and the consumer group protocol",
-    grid=grid, report=report)
+    grid=grid, report=report, windows=False)
