@@ -16,7 +16,9 @@ import bisect
 import re
 from collections import defaultdict
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 _MEMBER_ID = re.compile(r"member_id=(\S+)")
 
@@ -28,6 +30,10 @@ class _Zombies:
     fenced the member id it last synced with, or the group completed a generation that the client
     never joined (a static member that missed the join barrier stays in the group but is left
     out of the new generation)."""
+
+    # the events it reads (check_run hands it only these)
+    KINDS = ("sync_received", "assignment_received", "member_removed", "member_fenced", "join_received",
+             "join_complete")
 
     def __init__(self, events: list[tuple]):
         self.syncs: dict[str, list[tuple[float, str]]] = defaultdict(list)
@@ -64,11 +70,35 @@ class _Zombies:
         return k < 0 or joins[k][1] < self.completed[j][1]
 
 
+def _rows(table: pa.Table, columns: list[str], kinds: tuple[str, ...]) -> list[tuple]:
+    """The rows of ``table`` whose ``kind`` is one of ``kinds``, in table order, as tuples."""
+    table = table.filter(pc.is_in(table.column("kind"), value_set=pa.array(kinds, pa.string())))
+    return list(zip(*[table.column(c).to_pylist() for c in columns], strict=True))
+
+
+def _overlapping(owned: pa.Table) -> set[tuple[str, int]]:
+    """The partitions with two ``owned`` rows that overlap in time, found on arrays. Sorted by
+    start, a partition has an overlapping pair exactly when some row starts before the end of the
+    row just before it (if rows i < j overlap, so do i and i + 1: s[i+1] <= s[j] < e[i])."""
+    if owned.num_rows < 2:
+        return set()
+    topic = owned.column("topic").combine_chunks().dictionary_encode()
+    topic_ix = topic.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    partition = owned.column("partition").to_numpy(zero_copy_only=False).astype(np.int64)
+    start = owned.column("start").to_numpy()
+    end = owned.column("end").to_numpy()
+    order = np.lexsort((start, partition, topic_ix))
+    same = (topic_ix[order][1:] == topic_ix[order][:-1]) & (partition[order][1:] == partition[order][:-1])
+    hit = order[1:][same & (start[order][1:] < end[order][:-1])]
+    names = topic.dictionary.to_pylist()
+    return {(names[t], p) for t, p in zip(topic_ix[hit].tolist(), partition[hit].tolist(), strict=True)}
+
+
 def check_run(events_t: pa.Table, intervals_t: pa.Table, *, settled: bool, cooperative: bool) -> list[str]:
     """Violations (strings) of the run-level invariants."""
     out: list[str] = []
     cols = ["t", "kind", "member", "generation", "detail"]
-    events = list(zip(*[events_t.column(c).to_pylist() for c in cols], strict=True))
+    events = _rows(events_t, cols, _Zombies.KINDS)
     zombies = _Zombies(events)
 
     last_gen = None
@@ -79,15 +109,19 @@ def check_run(events_t: pa.Table, intervals_t: pa.Table, *, settled: bool, coope
             last_gen = gen
 
     icol = ["kind", "member", "topic", "partition", "start", "end"]
-    intervals = list(zip(*[intervals_t.column(c).to_pylist() for c in icol], strict=True))
+    for _kind, member, topic, partition, s, _e in _rows(intervals_t, icol, ("double_processing",)):
+        members = (member or "").split(",")
+        if not any(zombies.zombie(mm, s) for mm in members):
+            out.append(f"t={s:.6f}: {topic}-{partition} processed by {member} at once and none is a zombie")
+    # Two owners at once: only the partitions whose owned rows overlap at all need the pairwise
+    # look (with zombies) below; the table is sorted by partition, so they come in its order.
+    owned_t = intervals_t.filter(pc.equal(intervals_t.column("kind"), "owned"))
+    suspects = _overlapping(owned_t)
     owned: dict[tuple, list] = defaultdict(list)
-    for kind, member, topic, partition, s, e in intervals:
-        if kind == "owned":
-            owned[(topic, partition)].append((s, e, member))
-        elif kind == "double_processing":
-            members = (member or "").split(",")
-            if not any(zombies.zombie(mm, s) for mm in members):
-                out.append(f"t={s:.6f}: {topic}-{partition} processed by {member} at once and none is a zombie")
+    if suspects:
+        for _kind, member, topic, partition, s, e in _rows(owned_t, icol, ("owned",)):
+            if (topic, partition) in suspects:
+                owned[(topic, partition)].append((s, e, member))
     for (topic, partition), rows in owned.items():
         if len(rows) < 2:
             continue

@@ -30,11 +30,6 @@ import trio.testing
 
 YIELD_EVERY = 4096  # batches between yields to trio's scheduler
 
-# Effects that alone never make a run re-check whether it settled when ``dirty_on_io`` is False:
-# messages, timers and control notes (heartbeat elision's notes change no settled state).
-_IO = ("send", "timer", "control")
-
-
 class Actor:
     """Base of the thin actors: a seeded random stream, effect handling, and ``deliver`` (one input)."""
 
@@ -57,6 +52,7 @@ class Actor:
         """Carry out a core's effects (see ``sim.messages``)."""
         k = self.kernel
         rec = k.recorder
+        io_only = True  # only messages, timers and control notes (see ``Kernel.dirty_on_io``)
         for eff in effects:
             op = eff[0]
             if op == "send":
@@ -66,24 +62,27 @@ class Actor:
                     k.push(eff[2], self, self.name, "timer", (eff[1], eff[2]))
             elif op == "control":
                 k.push(now, self, eff[1], "control", eff[2])
-            elif op == "event":
-                rec.event(now, self.rank, self.next_seq(), eff[1], eff[2], eff[3], eff[4])
-            elif op == "open":
-                rec.open(now, eff[1], eff[2], eff[3], eff[4])
-            elif op == "close":
-                rec.close(now, eff[1], eff[2], eff[3], eff[4])
-            elif op == "violation":
-                rec.violation(now, eff[1])
-            elif op == "settled_changed":
-                pass  # only makes the run look again at whether it settled (below)
             else:
-                raise ValueError(f"unknown effect {eff!r}")
-        if effects and (k.dirty_on_io or any(e[0] not in _IO for e in effects)):
+                io_only = False
+                if op == "event":
+                    self.seq += 1
+                    rec.event(now, self.rank, self.seq, eff[1], eff[2], eff[3], eff[4])
+                elif op == "open":
+                    rec.open(now, eff[1], eff[2], eff[3], eff[4])
+                elif op == "close":
+                    rec.close(now, eff[1], eff[2], eff[3], eff[4])
+                elif op == "violation":
+                    rec.violation(now, eff[1])
+                elif op == "settled_changed":
+                    pass  # only makes the run look again at whether it settled (below)
+                else:
+                    raise ValueError(f"unknown effect {eff!r}")
+        if effects and (k.dirty_on_io or not io_only):
             k.dirty = True
 
     def deliver_batch(self, now: float, items: list[tuple]) -> None:
-        """Handle this actor's inputs of one batch, in key order."""
-        for _t, rank, _seq, kind, sender, payload in items:
+        """Handle this actor's inputs of one batch (heap entries, see ``Kernel.push``) in key order."""
+        for _t, rank, _seq, kind, sender, payload, _dest in items:
             self.input_rank = rank
             self.deliver(now, kind, sender, payload)
 
@@ -135,12 +134,16 @@ class Kernel:
     # ---- the queue
 
     def push(self, at: float, sender: Actor, dest: str, kind: str, payload) -> None:
+        """Queue an input for ``dest`` at ``at`` (not before now). The entry is its own key
+        ``(at, sender rank, sender seq)`` followed by what the actor is handed."""
         if at < self.now:
             at = self.now
-        heapq.heappush(self._heap, (at, sender.rank, sender.next_seq(), kind, sender.name, payload, dest))
+        sender.seq = seq = sender.seq + 1
+        heapq.heappush(self._heap, (at, sender.rank, seq, kind, sender.name, payload, dest))
 
     async def run(self) -> None:
         heap = self._heap
+        heappop = heapq.heappop
         actors = self._actors
         clock = trio.lowlevel.current_clock()
         if not isinstance(clock, trio.testing.MockClock):
@@ -153,15 +156,18 @@ class Kernel:
                 if clock is not None:
                     clock.jump(t - self.now)
                 self.now = t
-            batch: dict[str, list] = {}
-            n = 0
+            # every entry due at t, grouped by destination in key order (a heap entry is handed
+            # to the actor as it is: building other tuples per input costs more than the grouping)
+            entry = heappop(heap)
+            batch: dict[str, list] = {entry[6]: [entry]}
+            n = 1
             while heap and heap[0][0] == t:
-                at, rank, seq, kind, sender, payload, dest = heapq.heappop(heap)
-                items = batch.get(dest)
+                entry = heappop(heap)
+                items = batch.get(entry[6])
                 if items is None:
-                    batch[dest] = [(at, rank, seq, kind, sender, payload)]
+                    batch[entry[6]] = [entry]
                 else:
-                    items.append((at, rank, seq, kind, sender, payload))
+                    items.append(entry)
                 n += 1
             self.batches += 1
             self.delivered += n

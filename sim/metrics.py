@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 
 from .config import SimConfig
-from .recorder import _union, processing_spans
+from .recorder import ProcessingSpans
 
 _COUNT = re.compile(r"count=(\d+)")
 
@@ -142,10 +142,7 @@ def compute_metrics(events_t: pa.Table, intervals_t: pa.Table, config: SimConfig
                 first_records.append((t, float(mm.group(1))))
 
     # group-wide processing (for stop-the-world)
-    spans = processing_spans(intervals)
-    busy_union = _union([(s, e) for rows in spans.values() for _, s, e in rows])
-    bu_s = np.array([s for s, _ in busy_union], dtype=float)
-    bu_e = np.array([e for _, e in busy_union], dtype=float)
+    bu_s, bu_e = ProcessingSpans(intervals).union()
 
     # lag: fluid bumps over unassigned intervals
     total_rate = sum(rates.get(t.name, 0.0) * t.partitions for t in config.topics) or 0.0

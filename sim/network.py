@@ -51,6 +51,8 @@ class Network:
         self.losses = [f for f in faults if f.loss is not None]
         self.sent = 0
         self.dropped = 0
+        self._faulty = bool(self.cuts or self.losses or config.drop_probability > 0)  # may drop
+        self._latency: dict = {}  # member -> its Latency (config.latency_of, looked up once)
 
     def lossy(self) -> bool:
         """Whether messages can vanish at random (idle heartbeats then cannot be elided)."""
@@ -61,23 +63,27 @@ class Network:
         to_coord = dest == COORDINATOR
         member = sender.name if to_coord else dest
         self.sent += 1
-        for f in self.cuts:
-            if f.applies(member, to_coord, base):
-                self.dropped += 1
-                return
         rng = sender.rng
-        if self.config.drop_probability > 0 and rng.random() < self.config.drop_probability:
-            self.dropped += 1
-            return
-        for f in self.losses:
-            if f.applies(member, to_coord, base) and rng.random() < f.loss:
+        if self._faulty:
+            for f in self.cuts:
+                if f.applies(member, to_coord, base):
+                    self.dropped += 1
+                    return
+            if self.config.drop_probability > 0 and rng.random() < self.config.drop_probability:
                 self.dropped += 1
                 return
-        delay = self.config.latency_of(member).sample_s(rng)
+            for f in self.losses:
+                if f.applies(member, to_coord, base) and rng.random() < f.loss:
+                    self.dropped += 1
+                    return
+        latency = self._latency.get(member)
+        if latency is None:
+            latency = self._latency[member] = self.config.latency_of(member)
+        delay = latency.sample_s(rng)
         for f in self.spikes:
             if f.applies(member, to_coord, base):
                 delay += f.extra_s
-        at = base + delay
+        at = base + delay  # (base + delay, not base + latency + extra: float sums are not associative)
         if at < now:
             at = now
         self.kernel.push(at, sender, dest, "msg", msg)

@@ -1,0 +1,31 @@
+"""The run-level invariants catch two owners at once and stay quiet on hand-overs."""
+
+from __future__ import annotations
+
+from sim.invariants import check_run
+from sim.recorder import Recorder
+
+
+def _tables(owned):
+    rec = Recorder()
+    rec.intervals = [("owned", m, t, p, s, e) for m, t, p, s, e in owned]
+    return rec.events_table("r"), rec.intervals_table("r")
+
+
+def _violations(owned):
+    events, intervals = _tables(owned)
+    return check_run(events, intervals, settled=True, cooperative=True)
+
+
+def test_two_owners_at_once_are_reported_even_when_not_adjacent_by_start():
+    """b's row overlaps a's long row but starts after c's row, which overlaps neither."""
+    found = _violations([("a", "t", 0, 0.0, 10.0), ("c", "t", 1, 2.0, 3.0), ("b", "t", 0, 4.0, 5.0),
+                         ("c", "t", 0, 1.0, 2.0)])
+    assert sorted(found) == ["t=1.000000: t-0 owned by a and c at once (cooperative group)",
+                             "t=4.000000: t-0 owned by a and b at once (cooperative group)"]
+
+
+def test_hand_overs_and_other_partitions_are_not_reported():
+    """Touching rows (one owner after the other) and the same span on two partitions are fine."""
+    assert _violations([("a", "t", 0, 0.0, 5.0), ("b", "t", 0, 5.0, 9.0), ("b", "t", 1, 0.0, 9.0),
+                        ("a", "u", 0, 0.0, 9.0)]) == []
