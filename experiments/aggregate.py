@@ -182,7 +182,7 @@ def window_quantiles(windows_df, runs_df):
     return q.join(touched, cols, "inner").orderBy(*cols)
 
 
-def _write(spark, df, table: pa.Table, out_dir: str, name: str, csv: bool = True) -> None:
+def _write(spark, df, table: pa.Table | None, out_dir: str, name: str, csv: bool = True) -> None:
     """``df`` (already collected as ``table``) written by Spark as Parquet; the CSV beside it."""
     from .store import local_path
 
@@ -198,10 +198,12 @@ def _write(spark, df, table: pa.Table, out_dir: str, name: str, csv: bool = True
         df.coalesce(1).write.mode("overwrite").option("header", "true").csv(f"{out_dir}/{name}.csv")
 
 
-def aggregate(spark, sweep_dir, out_dir=None, run_ids: Sequence[str] | None = None) -> dict[str, pa.Table]:
+def aggregate(spark, sweep_dir, out_dir=None, run_ids: Sequence[str] | None = None,
+              collect_windows: bool = True) -> dict[str, pa.Table]:
     """Aggregate the complete runs under ``sweep_dir`` (all, or only ``run_ids``); write the
     tables to ``out_dir`` (default ``sweep_dir/aggregate``). Returns them as pyarrow Tables,
-    sorted deterministically."""
+    sorted deterministically; ``windows`` only with ``collect_windows`` (a sweep of 10,000-member
+    groups has millions of windows: more than the driver should hold when nobody reads them)."""
     from .store import uri
 
     out_dir = uri(out_dir) if out_dir is not None else f"{uri(sweep_dir)}/aggregate"
@@ -215,12 +217,12 @@ def aggregate(spark, sweep_dir, out_dir=None, run_ids: Sequence[str] | None = No
         "windows": windows_df.select(*cols, "seed", "run_id", "episode", "topic", "partition", "window_s")
                              .orderBy(*cols, "seed", "episode", "topic", "partition", "window_s"),
     }
-    tables = {name: df.toArrow() for name, df in frames.items()}
+    tables = {name: df.toArrow() for name, df in frames.items() if collect_windows or name != "windows"}
     local = _local_dir(out_dir)
     if local is not None:
         local.mkdir(parents=True, exist_ok=True)
     for name, df in frames.items():
-        _write(spark, df, tables[name], out_dir, name, csv=(name != "windows"))
+        _write(spark, df, tables.get(name), out_dir, name, csv=(name != "windows"))
     windows_df.unpersist()
     runs_df.unpersist()
     return tables

@@ -149,7 +149,7 @@ def cmd_sweep(args) -> int:
         status = run_sweep(specs, out, master=master, label=f"sweep {grid.name}",
                            batch_runs=getattr(args, "batch_runs", None))
         failed = report_failures(status)
-        tables = aggregate(spark, out, run_ids=[s.run_id for s in specs])
+        tables = aggregate(spark, out, run_ids=[s.run_id for s in specs], collect_windows=False)
     except (SparkUnavailable, StoreError) as e:
         return _spark_err("sweep", e)
     except SweepInterrupted as e:

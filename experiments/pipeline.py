@@ -94,6 +94,9 @@ class Experiment:
     grid: Callable[[Options], list[RunSpec]] | None = None
     report: Callable[[Options, Results], Page] | None = None
     run: Callable[[Any], int] | None = None
+    # whether ``report`` reads the per-window table (``Results.tables["windows"]``); it is written
+    # under the work directory either way, but only collected to the driver when read
+    windows: bool = True
 
 
 def say(opts: Options, text: str) -> None:
@@ -119,7 +122,7 @@ def run_experiment(exp: Experiment, opts: Options) -> int:
     status = run_sweep(specs, opts.work, master=opts.master, label=opts.name)
     failed = report_failures(status)
     say(opts, f"aggregating with Spark ({time.monotonic() - t_start:.0f} s) ...")
-    arrow = aggregate(spark, opts.work, run_ids=[s.run_id for s in specs])
+    arrow = aggregate(spark, opts.work, run_ids=[s.run_id for s in specs], collect_windows=exp.windows)
     tables = {k: v.to_pandas() for k, v in arrow.items()}
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)

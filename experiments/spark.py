@@ -440,10 +440,33 @@ def is_spark_error(e: BaseException) -> bool:
 
 
 def spark_error_line(e: BaseException) -> str:
-    """One line for a Spark error: its first meaningful line, and where the full log is."""
-    line = next((s.strip() for s in str(e).splitlines() if s.strip()), type(e).__name__)
-    where = "" if _remote else f" (Spark's log: {jvm_log_path()})"
-    return f"Spark failed on {_master}: {line[:300]}{where}"
+    """One line for a Spark error, and where the full log is. py4j's first line only names the
+    JVM call ("An error occurred while calling o123.getResult."); what failed is further down:
+    a Python worker's exception (its traceback's last line) or the first Java exception."""
+    return f"Spark failed on {_master}: {_error_summary(str(e), type(e).__name__)[:300]}" + (
+        "" if _remote else f" (Spark's log: {jvm_log_path()})")
+
+
+def _error_summary(text: str, fallback: str) -> str:
+    lines = [s.rstrip() for s in text.splitlines()]
+    first = next((s.strip() for s in lines if s.strip()), fallback)
+    if not first.startswith("An error occurred while calling"):
+        return first
+    for i, s in enumerate(lines):
+        if "PythonException" in s:
+            # a Python worker's traceback follows; its last line before the Java frames says what failed
+            body = []
+            for t in lines[i + 1:]:
+                if t.startswith("\tat "):
+                    break
+                if t.strip():
+                    body.append(t.strip())
+            if body:
+                return body[-1]
+    for s in lines[1:]:
+        if "Exception:" in s or "Error:" in s:
+            return s.strip().lstrip(": ")
+    return first
 
 
 def current_master() -> str:

@@ -494,11 +494,20 @@ class ConsumerMember:
             return
         interval = self.config.auto_commit_interval_s
         rank = self.input_rank
+        ticks = []
         while due < now or (due == now and 0 <= self.rank <= rank):
-            if self.state in IN_GROUP and self.owned and not self.closing and self.commit_ok:
-                self._elided_commit(due)
+            ticks.append(due)
             due = due + interval
         self.commit_due = due
+        if ticks and self.state in IN_GROUP and self.owned and not self.closing and self.commit_ok:
+            # only the last two ticks' requests are kept; the earlier ones are not built, but
+            # keep their side effects (a sequence number, the backlog integrated step by step,
+            # floors dropped once caught up), so the kept ones come out the same
+            for tick in ticks[:-2]:
+                self.commit_seq += 1
+                self._ahead((), self._position_s(tick))
+            for tick in ticks[-2:]:
+                self._elided_commit(tick)
 
     def _elided_commit(self, now: float) -> None:
         """An auto-commit while quiet: computed, not sent (it would succeed; module docstring)."""

@@ -91,4 +91,4 @@ EXPERIMENT = Experiment(
     "assignor-scaling",
     "leader assignment time per assignor (100-10,000 members, up to 1,000,000 partitions) and its "
     "share of a simulated rebalance (100-3,000 members; 10,000 with --scale large)",
-    title="Assignor scaling", grid=grid, report=report)
+    title="Assignor scaling", grid=grid, report=report, windows=False)

@@ -84,3 +84,24 @@ def test_conf_and_endpoints_parse():
     assert _endpoints("sc://host/;token=abc") == [("host", 15002)]
     assert _endpoints("sc://host:443/;use_ssl=true") == [("host", 443)]
     assert _endpoints("yarn") == []
+
+
+def test_a_failed_spark_job_is_named_by_what_failed_not_by_the_jvm_call():
+    """py4j's first line names only the JVM call; the line shown is the Python worker's error,
+    else the first Java exception."""
+    from experiments.spark import _error_summary
+
+    python_failure = (
+        "An error occurred while calling o1359.getResult.\n"
+        ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 87.0 "
+        "failed 1 times, most recent failure: Lost task 0.0: org.apache.spark.api.python.PythonException: "
+        "Traceback (most recent call last):\n"
+        '  File "/x/worker.py", line 1, in main\n'
+        "    raise MemoryError('no room')\n"
+        "MemoryError: no room\n"
+        "\n\tat org.apache.spark.api.python.BasePythonRunner.handlePythonException(PythonRunner.scala:1)\n")
+    assert _error_summary(python_failure, "E") == "MemoryError: no room"
+    java_failure = ("An error occurred while calling o7.collect.\n"
+                    ": java.lang.OutOfMemoryError: Java heap space\n\tat java.base/x.y(Z.java:1)\n")
+    assert _error_summary(java_failure, "E") == "java.lang.OutOfMemoryError: Java heap space"
+    assert _error_summary("Connection refused", "E") == "Connection refused"
