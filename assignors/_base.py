@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import chain
-from operator import attrgetter
+from itertools import chain, compress, repeat
+from operator import attrgetter, is_not
 from typing import ClassVar
 
-from .types import Assignment, AssignorError, Subscription, TopicPartition
+from .types import Assignment, AssignorError, IndexedPartitions, Subscription, TopicPartition
 
 EAGER = "EAGER"
 COOPERATIVE = "COOPERATIVE"
@@ -85,6 +85,12 @@ _user_data_of = attrgetter("user_data")
 _USER_DATA_TYPES = {type(None), bytes, bytearray, memoryview}
 
 
+def _unindexed(owned: list[tuple]) -> Iterable[tuple]:
+    """The owned-partitions tuples not built from an assignor's result (those were built from its
+    index arrays, so they hold nothing but ``TopicPartition``s)."""
+    return compress(owned, map(is_not, map(type, owned), repeat(IndexedPartitions)))
+
+
 def _distinct_topics(subs: Iterable[Subscription]) -> set[tuple[str, ...]]:
     """The members' distinct topics tuples: members usually share a few subscriptions, so
     work per distinct tuple rather than per member."""
@@ -105,7 +111,7 @@ def _checked_subscriptions(
         distinct = _distinct_topics(values)
         if (
             set(map(type, chain.from_iterable(distinct))) <= {str}
-            and set(map(type, chain.from_iterable(map(_owned_of, values)))) <= {TopicPartition}
+            and set(map(type, chain.from_iterable(_unindexed(list(map(_owned_of, values)))))) <= {TopicPartition}
             and set(map(type, map(_user_data_of, values))) <= _USER_DATA_TYPES
         ):
             return subs, distinct

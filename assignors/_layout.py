@@ -70,6 +70,12 @@ class PartitionList(Sequence[TopicPartition]):
             idx = self._idx = self._src[2][self._lo:self._hi]
             return idx
 
+    @property
+    def _index_source(self) -> tuple[Sequence[str], np.ndarray, np.ndarray]:
+        """(topics, offsets, indices): what ``Subscription`` keeps beside the owned partitions it
+        builds from this list (the arrays are never written, like the list itself)."""
+        return self._src[0], self._src[1], self.indices
+
     def _list(self) -> list[TopicPartition]:
         try:
             return self._tps

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import chain, count, repeat
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 
 import attrs
 import numpy as np
@@ -55,7 +55,7 @@ from ._layout import (
     partition_lists,
     stable_argsort,
 )
-from .types import Assignment, Subscription, TopicPartition, assignment_of
+from .types import Assignment, IndexedPartitions, Subscription, TopicPartition, assignment_of
 from .userdata import (
     DEFAULT_GENERATION,
     cooperative_generation,
@@ -124,6 +124,9 @@ def _claims_from_owned(layout: TopicLayout, subs: Sequence[Subscription], genera
     """Claims in ``Subscription.owned_partitions``, all members at once."""
     owned = [sub.owned_partitions for sub in subs]
     lengths = np.fromiter(map(len, owned), dtype=np.int64, count=len(owned))
+    flat = _owned_indices(layout, owned)
+    if flat is not None:
+        return _Claims(flat, lengths, generations)
     tps = list(chain.from_iterable(owned))
     nums = list(map(_partition_of, tps))
     if set(map(type, nums)) <= {int}:
@@ -139,6 +142,52 @@ def _claims_from_owned(layout: TopicLayout, subs: Sequence[Subscription], genera
     return _Claims(flat.astype(np.int64), lengths, generations)
 
 
+def _owned_indices(layout: TopicLayout, owned: list[tuple[TopicPartition, ...]]) -> np.ndarray | None:
+    """Every member's owned partitions as global indices of ``layout`` (-1 = unknown topic or
+    number out of range), back to back, read from the index arrays they were built from (owned
+    partitions handed back from an assignor's result keep them); None when some member's came as
+    ``TopicPartition`` objects only."""
+    nonempty = list(filter(None, owned))
+    if not nonempty:
+        return np.empty(0, dtype=np.int64)
+    if set(map(type, nonempty)) != {IndexedPartitions}:
+        return None
+    sources = list(map(_index_source_of, nonempty))
+    flat = np.concatenate(list(map(_third, sources)))
+    layouts: dict[tuple[int, int], int] = {}
+    codes = list(map(layouts.setdefault, zip(map(id, map(_first, sources)), map(id, map(_second, sources))),
+                     count()))
+    if len(layouts) == 1:
+        return _in_layout(layout, sources[0][0], sources[0][1], flat)
+    # Lists of several assignments (rare): translate each source layout's indices on their own.
+    code_of = np.repeat(np.array(codes, dtype=np.int64), list(map(len, nonempty)))
+    out = np.empty(flat.size, dtype=np.int64)
+    for code in set(codes):
+        src = sources[codes.index(code)]
+        at = code_of == code
+        part = _in_layout(layout, src[0], src[1], flat[at])
+        if part is None:
+            return None
+        out[at] = part
+    return out
+
+
+def _in_layout(layout: TopicLayout, topics: Sequence[str], offsets: np.ndarray, indices: np.ndarray) -> np.ndarray | None:
+    """Global indices of another layout (``topics``, ``offsets``) as indices of ``layout``; None
+    when an index lies outside the other layout."""
+    if not indices.size:
+        return np.empty(0, dtype=np.int64)
+    if int(indices.min()) < 0 or int(indices.max()) >= int(offsets[-1]):
+        return None
+    if list(topics) == layout.topics and np.array_equal(offsets, layout.offsets):
+        return np.asarray(indices, dtype=np.int64)
+    old_rank = np.searchsorted(offsets, indices, side="right") - 1
+    new_rank = np.array([layout.rank.get(t, -1) for t in topics], dtype=np.int64)
+    return _global_indices(layout, new_rank[old_rank], indices - offsets[old_rank])
+
+
+_index_source_of = attrgetter("index_source")
+_first, _second, _third = itemgetter(0), itemgetter(1), itemgetter(2)
 _topic_of = attrgetter("topic")
 _topics_of_sub = attrgetter("topics")
 _partition_of = attrgetter("partition")
@@ -931,7 +980,9 @@ class CooperativeStickyAssignor(_AbstractStickyAssignor):
         changed = {}
         for i in touched:
             parts = lists[i]
-            changed[members[i]] = PartitionList(parts.topics, parts.offsets, parts.indices[~mask[parts.indices]])
+            kept = parts.indices[~mask[parts.indices]]
+            kept.flags.writeable = False  # like every result array
+            changed[members[i]] = PartitionList(parts.topics, parts.offsets, kept)
         lists = {**result.assignment, **changed}
         return assignments_of(subscriptions, map(lists.__getitem__, subscriptions))
 

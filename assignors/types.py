@@ -25,8 +25,25 @@ class TopicPartition:
         return f"{self.topic}-{self.partition}"
 
 
+class IndexedPartitions(tuple):
+    """``Subscription.owned_partitions`` built from an assignor's result list (a ``PartitionList``):
+    the same tuple of ``TopicPartition``, which also keeps the global indices it was built from
+    (``index_source`` = topic names, their offsets, the indices) so that the next assignment's
+    claims pass reads the indices instead of every ``TopicPartition`` object."""
+
+    index_source: tuple
+
+
 def _tp_tuple(value: Sequence[TopicPartition] | None) -> tuple[TopicPartition, ...]:
-    return tuple(value) if value else ()
+    if not value:
+        return ()
+    # Only a PartitionList has this attribute (getattr with a default is cheap on a tuple or list).
+    source = getattr(value, "_index_source", None)
+    if source is None:
+        return tuple(value)
+    owned = IndexedPartitions(value)
+    owned.index_source = source
+    return owned
 
 
 def _str_tuple(value) -> tuple[str, ...]:
