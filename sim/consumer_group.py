@@ -37,11 +37,14 @@ Modelled here, not defined by Kafka:
 
 Idle heartbeat elision (``elide_heartbeats``, a simulator device, not Kafka's). A heartbeat of a
 member that is reconciled to the target epoch, while the target is current, changes nothing but
-the member's session: its response offers ``quiet_epoch``, and a member that takes the offer says
-so (``Quiet``) and stops sending idle heartbeats (``sim.consumer_member``). The coordinator then
-keeps no session timer for it. Anything that makes its heartbeats matter again bumps the group
-epoch, and every quiet member gets a ``Wake``; a member that stops (crash, pause, close, network
-fault) or must heartbeat for another reason wakes itself. Either way it answers ``Unquiet`` with
+the member's session; neither does one of a member at the target epoch that waits for partitions
+their previous owners still hold (UNRELEASED_PARTITIONS; a group forming or scaling out has
+thousands of those for as long as one member's callbacks run). Its response offers
+``quiet_epoch``, and a member that takes the offer says so (``Quiet``) and stops sending idle
+heartbeats (``sim.consumer_member``). The coordinator then keeps no session timer for it.
+Anything that makes its heartbeats matter again bumps the group epoch, and every quiet member gets
+a ``Wake``; a partition a quiet member waits for becoming free wakes that member; a member that
+stops (crash, pause, close, network fault) or must heartbeat for another reason wakes itself. Either way it answers ``Unquiet`` with
 the arrival time of its last elided heartbeat, so its session runs from exactly where real
 heartbeats would have left it, and the auto-commits it computed meanwhile arrive as
 ``ElidedCommits``.
@@ -156,6 +159,8 @@ class ConsumerGroupCoordinator:
         self.quiet_epoch = 0                                 # bumped with the group epoch
         self.quiet: dict[str, None] = {}                     # member ids eliding idle heartbeats
         self.woken: dict[str, None] = {}                     # woken, their Unquiet not yet here
+        self.awaited: dict = {}                              # TopicPartition -> quiet member waiting for it
+        self.waiting: dict[str, frozenset] = {}              # quiet UNRELEASED member -> what it waits for
         self._metadata = metadata
         self.offsets = OffsetStore()
         self.assignor_cost = assignor_cost or AssignorCost()
@@ -295,10 +300,16 @@ class ConsumerGroupCoordinator:
                     and mid not in self.woken):
                 self.quiet[mid] = None
                 self._timer(("session", mid), None)
+                if mm.state == UNRELEASED_PARTITIONS:
+                    awaited = self.target.get(mid, _EMPTY) - mm.assigned
+                    self.waiting[mid] = awaited
+                    for tp in awaited:
+                        self.awaited[tp] = mid
             else:
                 # the group moved since the offer: the member's heartbeats matter again
                 self.out.append(("control", mm.client, m.Wake(self.quiet_epoch, self.input_rank)))
         elif isinstance(note, m.Unquiet):
+            self._stop_waiting(mid)
             if self.quiet.pop(mid, 0) is None or self.woken.pop(mid, 0) is None:
                 if note.last_arrival is not None:
                     mm.last_heartbeat = min(note.last_arrival, now)
@@ -314,22 +325,48 @@ class ConsumerGroupCoordinator:
         return self._drain()
 
     def _idle(self, now: float, mm: ConsumerGroupMember) -> bool:
-        """Whether a heartbeat of ``mm`` would change nothing but its session."""
-        return (mm.reconciled_to(self.target_epoch) and self.group_epoch == self.target_epoch
-                and not self._blocked(now))
+        """Whether a heartbeat of ``mm`` would change nothing but its session: it is reconciled to
+        the current target, or it is at the target epoch waiting for partitions that their
+        previous owners have not released yet (UNRELEASED_PARTITIONS, none of them free: its next
+        heartbeat would leave it as it is, CurrentAssignmentBuilder.computeNextAssignment)."""
+        if self.group_epoch != self.target_epoch or mm.epoch != self.target_epoch or self._blocked(now):
+            return False
+        if mm.state == STABLE:
+            return True
+        if mm.state != UNRELEASED_PARTITIONS:
+            return False
+        pe = self.partition_epoch
+        return all(tp in pe for tp in self.target.get(mm.member_id, _EMPTY) - mm.assigned)
 
     def _wake_quiet(self, now: float) -> None:
         """The group epoch moved: every quiet member heartbeats for real again."""
         self.quiet_epoch += 1
-        if not self.quiet:
-            return
+        if self.quiet:
+            self._wake(now, list(self.quiet))
+
+    def _wake(self, now: float, member_ids) -> None:
         expiry = now + self.config.consumer_session_timeout_s
         wake = m.Wake(self.quiet_epoch, self.input_rank)
-        for mid in self.quiet:
+        for mid in member_ids:
+            del self.quiet[mid]
+            self._stop_waiting(mid)
             self.woken[mid] = None
             self._timer(("session", mid), expiry)  # refined by the Unquiet that follows at once
             self.out.append(("control", self.members[mid].client, wake))
-        self.quiet.clear()
+
+    def _stop_waiting(self, member_id: str) -> None:
+        awaited = self.waiting.pop(member_id, None)
+        if awaited:
+            for tp in awaited:
+                if self.awaited.get(tp) == member_id:
+                    del self.awaited[tp]
+
+    def _released(self, now: float, partitions) -> None:
+        """Partitions became free: a quiet member waiting for one of them heartbeats for real again
+        (its next heartbeat takes it)."""
+        waiting = {self.awaited[tp]: None for tp in partitions if tp in self.awaited}
+        if waiting:
+            self._wake(now, waiting)
 
     # ------------------------------------------------------------------ membership
 
@@ -337,16 +374,20 @@ class ConsumerGroupCoordinator:
         self._next_id += 1
         return f"{client}-{self._next_id:06d}"
 
-    def _set_holdings(self, mm: ConsumerGroupMember, assigned: frozenset, pending: frozenset) -> None:
+    def _set_holdings(self, now: float, mm: ConsumerGroupMember, assigned: frozenset, pending: frozenset) -> None:
         """Move the member's partitions in the group's partition-epoch map (ConsumerGroup
         .maybeUpdatePartitionEpoch)."""
         pe, po = self.partition_epoch, self.partition_owner
         old = mm.assigned | mm.pending_revocation
         new = assigned | pending
+        freed = []
         for tp in old - new:
             if po.get(tp) == mm.member_id:
                 del pe[tp]
                 del po[tp]
+                freed.append(tp)
+        if freed and self.awaited:
+            self._released(now, freed)
         for tp in new:
             holder = po.get(tp)
             if holder is not None and holder != mm.member_id:
@@ -365,11 +406,12 @@ class ConsumerGroupCoordinator:
             self._rebalance_open = True
             self.out.append(("open", "rebalance", None, None, None))
 
-    def _remove(self, mm: ConsumerGroupMember) -> None:
+    def _remove(self, now: float, mm: ConsumerGroupMember) -> None:
         self._subscribe(mm.topics, -1)
-        self._set_holdings(mm, _EMPTY, _EMPTY)
+        self._set_holdings(now, mm, _EMPTY, _EMPTY)
         del self.members[mm.member_id]
         self.quiet.pop(mm.member_id, None)
+        self._stop_waiting(mm.member_id)
         self.woken.pop(mm.member_id, None)
         self.target.pop(mm.member_id, None)
         self.unreconciled.discard(mm.member_id)
@@ -380,7 +422,7 @@ class ConsumerGroupCoordinator:
 
     def _fence(self, now: float, mm: ConsumerGroupMember, reason: str) -> None:
         """consumerGroupFenceMember: remove the member, bump the group epoch."""
-        self._remove(mm)
+        self._remove(now, mm)
         self._event("member_removed", mm.client, f"member_id={mm.member_id} reason={reason}")
         self._bump(now, f"member {mm.client} {reason}")
 
@@ -456,6 +498,7 @@ class ConsumerGroupCoordinator:
         if mm.member_id in self.quiet:
             self.out.append(("violation", f"heartbeat from {mm.member_id} while its heartbeats are elided"))
             del self.quiet[mm.member_id]
+            self._stop_waiting(mm.member_id)
         mm.client = client
         mm.last_heartbeat = now
         if req.rebalance_timeout_s is not None:
@@ -499,12 +542,12 @@ class ConsumerGroupCoordinator:
                                       timeout, last_heartbeat=now)
             assigned = old.assigned
             target = self.target.get(old.member_id)
-            self._remove(old)
+            self._remove(now, old)
             self._event("member_fenced", old.client, f"member_id={old.member_id} replaced_by={new.member_id}")
             self.members[new.member_id] = new
             self.static_members[iid] = new.member_id
             self._subscribe(new.topics, +1)
-            self._set_holdings(new, assigned, _EMPTY)
+            self._set_holdings(now, new, assigned, _EMPTY)
             if target is not None:
                 self.target[new.member_id] = target
             self._touch(new)
@@ -554,7 +597,7 @@ class ConsumerGroupCoordinator:
                                                              correlation=req.correlation))
         if req.member_epoch == m.LEAVE_GROUP_STATIC_MEMBER_EPOCH and iid is not None:
             # consumerGroupStaticMemberGroupLeave: keeps its assignment; its session timer runs on
-            self._set_holdings(mm, mm.assigned, _EMPTY)
+            self._set_holdings(now, mm, mm.assigned, _EMPTY)
             mm.previous_epoch, mm.epoch = mm.epoch, m.LEAVE_GROUP_STATIC_MEMBER_EPOCH
             mm.state = STABLE
             self._timer(("rebalance", mm.member_id, mm.rebalance_deadline_epoch), None)
@@ -562,7 +605,7 @@ class ConsumerGroupCoordinator:
             self._touch(mm)
             self._event("static_leave", client, f"member_id={mm.member_id} instance={iid}")
             return
-        self._remove(mm)
+        self._remove(now, mm)
         self._event("member_removed", client, f"member_id={mm.member_id} reason=left")
         self._bump(now, f"member {client} left")
 
@@ -656,7 +699,7 @@ class ConsumerGroupCoordinator:
                     if epoch < mm.epoch:
                         self.out.append(("violation", f"member {mm.member_id} epoch went from {mm.epoch} to {epoch}"))
                     mm.previous_epoch, mm.epoch = mm.epoch, epoch
-                self._set_holdings(mm, assigned, pending)
+                self._set_holdings(now, mm, assigned, pending)
                 mm.state = state
                 self._event("member_reconciled", mm.client,
                             f"member_id={mm.member_id} state={state} epoch={epoch} assigned={len(assigned)} "

@@ -200,6 +200,52 @@ def test_a_quiet_taken_after_the_member_was_fenced_is_answered_with_a_wake():
     assert [e[1] for e in late if e[0] == "control" and isinstance(e[2], m.Wake)] == ["a"]
 
 
+def test_a_member_waiting_for_unreleased_partitions_goes_quiet_until_they_are_released():
+    """b joins a group where a owns every partition: b's target is held by a, so b waits
+    (UNRELEASED_PARTITIONS) and its heartbeats change nothing; it is offered quiet. a's
+    acknowledged revocation frees b's partitions: b, and only b, gets a Wake, and its next
+    heartbeat takes them."""
+    g = coordinator()
+    a, _ = beat(g, 0.0, "a")
+    a, _ = beat(g, 1.0, "a", a.member_id, a.member_epoch, owned=a.assignment)
+    b, _ = beat(g, 2.0, "b")
+    a2, _ = beat(g, 2.5, "a", a.member_id, a.member_epoch, owned=a.assignment)  # told to revoke
+    assert g.members[a.member_id].state == "UNREVOKED_PARTITIONS" and a2.quiet_epoch is None
+    b, _ = beat(g, 3.0, "b", b.member_id, b.member_epoch, owned=frozenset())
+    mb = g.members[b.member_id]
+    assert mb.state == "UNRELEASED_PARTITIONS" and not mb.assigned
+    assert b.quiet_epoch == g.quiet_epoch
+    g.on_control(3.001, "b", m.Quiet(b.member_id, b.quiet_epoch))
+    assert b.member_id in g.quiet and ("session", b.member_id) not in g.timers
+    # a still owns them at its next heartbeat: nothing for b
+    _, out = beat(g, 4.0, "a", a.member_id, a.member_epoch, owned=a.assignment)
+    assert not notes(out, m.Wake)
+    # a acknowledges the revocation: b's partitions are free, b is woken
+    kept = g.members[a.member_id].assigned
+    _, out = beat(g, 5.0, "a", a.member_id, a.member_epoch, owned=kept)
+    assert [e[1] for e in out if e[0] == "control" and isinstance(e[2], m.Wake)] == ["b"]
+    assert b.member_id not in g.quiet and ("session", b.member_id) in g.timers
+    g.on_control(5.0, "b", m.Unquiet(b.member_id, 3.0))
+    b2, _ = beat(g, 8.0, "b", b.member_id, b.member_epoch, owned=frozenset())
+    assert b2.assignment and g.members[b.member_id].state == "STABLE"
+
+
+def test_a_quiet_offer_to_a_waiting_member_is_refused_once_its_partitions_are_free():
+    """The partitions are released while b's Quiet is on its way: the coordinator answers it
+    with a Wake (b's next heartbeat would take them)."""
+    g = coordinator()
+    a, _ = beat(g, 0.0, "a")
+    a, _ = beat(g, 1.0, "a", a.member_id, a.member_epoch, owned=a.assignment)
+    b, _ = beat(g, 2.0, "b")
+    beat(g, 2.5, "a", a.member_id, a.member_epoch, owned=a.assignment)
+    b, _ = beat(g, 3.0, "b", b.member_id, b.member_epoch, owned=frozenset())
+    assert b.quiet_epoch is not None
+    beat(g, 3.0005, "a", a.member_id, a.member_epoch, owned=g.members[a.member_id].assigned)
+    late = g.on_control(3.001, "b", m.Quiet(b.member_id, b.quiet_epoch))
+    assert [e[1] for e in late if e[0] == "control" and isinstance(e[2], m.Wake)] == ["b"]
+    assert b.member_id not in g.quiet
+
+
 def test_sessions_ending_at_one_instant_end_in_client_order():
     """Two members whose sessions end at the same instant are removed in client order, whichever
     timer was armed first."""
