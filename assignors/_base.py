@@ -111,7 +111,8 @@ def _checked_subscriptions(
         distinct = _distinct_topics(values)
         if (
             set(map(type, chain.from_iterable(distinct))) <= {str}
-            and set(map(type, chain.from_iterable(_unindexed(list(map(_owned_of, values)))))) <= {TopicPartition}
+            and (not any(map(_owned_of, values))
+                 or set(map(type, chain.from_iterable(_unindexed(list(map(_owned_of, values)))))) <= {TopicPartition})
             and set(map(type, map(_user_data_of, values))) <= _USER_DATA_TYPES
         ):
             return subs, distinct
