@@ -44,7 +44,8 @@ thousands of those for as long as one member's callbacks run). Its response offe
 heartbeats (``sim.consumer_member``). The coordinator then keeps no session timer for it.
 Anything that makes its heartbeats matter again bumps the group epoch, and every quiet member gets
 a ``Wake``; a partition a quiet member waits for becoming free wakes that member; a member that
-stops (crash, pause, close, network fault) or must heartbeat for another reason wakes itself. Either way it answers ``Unquiet`` with
+stops (crash, pause, close, network fault) or must heartbeat for another reason wakes itself.
+Either way it answers ``Unquiet`` with
 the arrival time of its last elided heartbeat, so its session runs from exactly where real
 heartbeats would have left it, and the auto-commits it computed meanwhile arrive as
 ``ElidedCommits``.
