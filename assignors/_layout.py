@@ -7,29 +7,15 @@ of those indices and convert to ``TopicPartition`` only at the edges.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from itertools import count
 from operator import attrgetter
 
 import numpy as np
 
-from ._base import member_sort_key
+from ._base import member_sort_key, no_gc
 from ._java import java_sort_key
-from .types import Assignment, Subscription, TopicPartition, _set_partitions, _set_user_data
-
-
-@contextmanager
-def no_gc():
-    """Pause the cyclic GC while building millions of small objects (it halves the cost)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+from .types import Assignment, Subscription, TopicPartition
 
 
 class PartitionList(Sequence[TopicPartition]):
@@ -150,7 +136,6 @@ def assignments_by_member(
         raise ValueError("assignments_by_member: one member per pair of bounds")
     new = object.__new__
     src = (topics, offsets, base)
-    set_partitions, set_user_data = _set_partitions, _set_user_data
     out = {}
     for member, lo, hi in zip(members, bounds, bounds[1:]):  # noqa: B905 (checked above)
         pl = new(PartitionList)
@@ -158,8 +143,8 @@ def assignments_by_member(
         pl._lo = lo
         pl._hi = hi
         a = new(Assignment)
-        set_partitions(a, pl)
-        set_user_data(a, None)
+        a.partitions = pl
+        a.user_data = None
         out[member] = a
     return out
 
@@ -168,12 +153,11 @@ def assignments_of(members: Iterable[str], lists: Iterable[Sequence[TopicPartiti
     """``{member: Assignment(partitions)}`` for parallel iterables, without ``Assignment.__init__``
     (thousands of members per assignment)."""
     new = object.__new__
-    set_partitions, set_user_data = _set_partitions, _set_user_data
     out = {}
     for member, partitions in zip(members, lists, strict=True):
         a = new(Assignment)
-        set_partitions(a, partitions)
-        set_user_data(a, None)
+        a.partitions = partitions
+        a.user_data = None
         out[member] = a
     return out
 
@@ -312,7 +296,11 @@ def subscribers_per_topic(
     # the first member with its topics (dict.setdefault in a C-level map, no Python loop).
     topics_of = list(map(_topics_of, map(subscriptions.__getitem__, members)))
     first_of: dict[tuple[str, ...], int] = {}
-    firsts = list(map(first_of.setdefault, topics_of, count()))
+    if topics_of and topics_of.count(topics_of[0]) == len(topics_of):
+        # One subscription for everyone (list.count compares by identity first: one C pass)
+        first_of[topics_of[0]] = 0
+    else:
+        firsts = list(map(first_of.setdefault, topics_of, count()))
     if len(first_of) == 1:
         blocks = [np.arange(len(members), dtype=np.int64)]
     else:

@@ -25,6 +25,11 @@ class TopicPartition:
         return f"{self.topic}-{self.partition}"
 
 
+_TP_TYPES = {TopicPartition}
+_STR_TYPES = {str}
+_BYTES_TYPES = {bytes, bytearray, memoryview}
+
+
 class IndexedPartitions(tuple):
     """``Subscription.owned_partitions`` built from an assignor's result list (a ``PartitionList``):
     the same tuple of ``TopicPartition``, which also keeps the global indices it was built from
@@ -34,14 +39,23 @@ class IndexedPartitions(tuple):
     index_source: tuple
 
 
+# A Subscription checks its fields when it is built (Java's types do it at compile time), so an
+# assignor's input check is one pass over the members, not one per field per member.
+
+
 def _tp_tuple(value: Sequence[TopicPartition] | None) -> tuple[TopicPartition, ...]:
     if not value:
         return ()
     # Only a PartitionList has this attribute (getattr with a default is cheap on a tuple or list).
     source = getattr(value, "_index_source", None)
     if source is None:
-        return tuple(value)
-    owned = IndexedPartitions(value)
+        owned = tuple(value)
+        if not set(map(type, owned)) <= _TP_TYPES:
+            for tp in owned:
+                if not isinstance(tp, TopicPartition):
+                    raise AssignorError(f"Subscription.owned_partitions: {tp!r} is not a TopicPartition")
+        return owned
+    owned = IndexedPartitions(value)  # an assignor's own result: TopicPartitions by construction
     owned.index_source = source
     return owned
 
@@ -50,7 +64,21 @@ def _str_tuple(value) -> tuple[str, ...]:
     if isinstance(value, str):
         # A bare string would otherwise become a tuple of characters.
         return (value,)
-    return tuple(value)
+    try:
+        topics = tuple(value)
+    except TypeError:
+        raise AssignorError(f"Subscription.topics: expected a list of topic names, got {value!r}") from None
+    if not set(map(type, topics)) <= _STR_TYPES:
+        for topic in topics:
+            if not isinstance(topic, str):
+                raise AssignorError(f"Subscription.topics: {topic!r} is not a string")
+    return topics
+
+
+def _user_data(value):
+    if value is None or type(value) in _BYTES_TYPES or isinstance(value, bytes | bytearray | memoryview):
+        return value
+    raise AssignorError(f"Subscription.user_data: expected bytes or None, got {type(value).__name__}")
 
 
 @attrs.frozen(slots=True)
@@ -64,29 +92,28 @@ class Subscription:
     """
 
     topics: tuple[str, ...] = attrs.field(converter=_str_tuple)
-    user_data: bytes | None = None
+    user_data: bytes | None = attrs.field(default=None, converter=_user_data)
     owned_partitions: tuple[TopicPartition, ...] = attrs.field(default=(), converter=_tp_tuple)
     group_instance_id: str | None = None
     generation: int = -1
     rack_id: str | None = None
 
 
-@attrs.frozen(slots=True)
+@attrs.define(slots=True)
 class Assignment:
-    """What one member receives from SyncGroup (ConsumerPartitionAssignor.Assignment)."""
+    """What one member receives from SyncGroup (ConsumerPartitionAssignor.Assignment).
+
+    Read-only by convention, as Kafka's is final: it is not frozen because an assignor builds
+    one per member (thousands per call) and a frozen instance costs twice as much to fill.
+    """
 
     partitions: list[TopicPartition] = attrs.field(factory=list)
     user_data: bytes | None = None
 
 
-_set_partitions = Assignment.__dict__["partitions"].__set__
-_set_user_data = Assignment.__dict__["user_data"].__set__
-
-
 def assignment_of(partitions) -> Assignment:
-    """``Assignment(partitions)`` without user data, built the way attrs' ``__init__`` builds it
-    minus the per-call setup (an assignor builds one per member: thousands per call)."""
+    """``Assignment(partitions)`` without user data, minus the cost of calling ``__init__``."""
     a = object.__new__(Assignment)
-    _set_partitions(a, partitions)
-    _set_user_data(a, None)
+    a.partitions = partitions
+    a.user_data = None
     return a
