@@ -79,21 +79,40 @@ def java_string_hashes(keys: Sequence[str]) -> np.ndarray:
     return h
 
 
+# String#hashCode of the keys hashmap_order has seen: a coordinator orders the same member ids
+# at every group epoch (bounded: cleared when it grows past _HASH_CACHE_MAX)
+_hash_cache: dict[str, int] = {}
+_HASH_CACHE_MAX = 1 << 20
+
+
+def _cached_string_hashes(keys: list[str]) -> np.ndarray:
+    cache = _hash_cache
+    missing = [k for k in keys if k not in cache]
+    if missing:
+        if len(cache) + len(missing) > _HASH_CACHE_MAX:
+            cache.clear()
+            missing = list(dict.fromkeys(keys))
+        if len(missing) < 64:  # numpy's setup costs more than a few strings' loops
+            cache.update((k, java_string_hash(k) & 0xFFFFFFFF) for k in missing)
+        else:
+            cache.update(zip(missing, java_string_hashes(missing).tolist()))
+    return np.fromiter(map(cache.__getitem__, keys), dtype=np.uint32, count=len(keys))
+
+
 def hashmap_order(keys: Iterable[str]) -> list[str]:
     """Keys in the order a ``java.util.HashMap<String, ?>`` built by ``put`` iterates them."""
     keys = list(keys)
     mask = hashmap_capacity(len(keys)) - 1
     if len(keys) < 64:
         return sorted(keys, key=lambda k: (_spread(java_string_hash(k)) & mask, java_sort_key(k)))
-    h = java_string_hashes(keys)
-    bucket = (h ^ (h >> np.uint32(16))) & np.uint32(mask)
+    # Keys in String.compareTo order, then a stable sort by bucket: a bucket's keys stay in key
+    # order (Python's str order is Java's for text without surrogate pairs)
     joined = "".join(keys)
-    if joined.isascii() and "\x00" not in joined:
-        # ASCII: numpy's string order is String.compareTo order (numpy ignores trailing NULs).
-        order = np.lexsort((np.array(keys, dtype=str), bucket))
-        return [keys[i] for i in order.tolist()]
-    buckets = bucket.tolist()
-    return [keys[i] for i in sorted(range(len(keys)), key=lambda i: (buckets[i], java_sort_key(keys[i])))]
+    ordered = sorted(keys) if joined.isascii() else sorted(keys, key=java_sort_key)
+    h = _cached_string_hashes(ordered)
+    bucket = (h ^ (h >> np.uint32(16))) & np.uint32(mask)
+    order = np.argsort(bucket, kind="stable")
+    return [ordered[i] for i in order.tolist()]
 
 
 def hashmap_insertion_order(keys_in_insertion_order: Iterable[str]) -> list[str]:

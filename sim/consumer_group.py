@@ -142,9 +142,18 @@ class ConsumerGroupMember:
     last_heartbeat: float = 0.0
     rebalance_deadline_epoch: int | None = None
     server_assignor: str | None = None
+    _spec: MemberSpec | None = None
 
     def reconciled_to(self, target_epoch: int) -> bool:
         return self.state == STABLE and self.epoch == target_epoch
+
+    def spec(self) -> MemberSpec:
+        """What the assignor learns of this member (kept until its subscription, rack or instance
+        id changes: the coordinator hands it over at every group epoch)."""
+        s = self._spec
+        if s is None or s.topics is not self.topics or s.rack != self.rack or s.instance_id != self.instance_id:
+            s = self._spec = MemberSpec(self.topics, self.rack, self.instance_id)
+        return s
 
 
 class ConsumerGroupCoordinator:
@@ -617,8 +626,8 @@ class ConsumerGroupCoordinator:
         self.assign_pending = False
         if self.group_epoch > self.target_epoch:
             _, meta = self._metadata()
-            specs = {mid: MemberSpec(mm.topics, mm.rack, mm.instance_id) for mid, mm in self.members.items()}
-            counts = {t: meta.get(t, 0) for t in {t for s in specs.values() for t in s.topics}}
+            specs = {mid: mm.spec() for mid, mm in self.members.items()}
+            counts = {t: meta.get(t, 0) for ts in {s.topics for s in specs.values()} for t in ts}
             mode = self.assignor_cost.mode
             t0 = time.perf_counter() if mode == "measured" else 0.0
             name = self._preferred_assignor()
@@ -627,7 +636,8 @@ class ConsumerGroupCoordinator:
             cost = self.assignor_cost.cost_s(sum(counts.values()), len(specs), measured)
             self.target_epoch = self.group_epoch
             self.assignments_computed += 1
-            self.unreconciled = {mid for mid, mm in self.members.items() if not mm.reconciled_to(self.target_epoch)}
+            epoch = self.target_epoch
+            self.unreconciled = {mid for mid, mm in self.members.items() if mm.state != STABLE or mm.epoch != epoch}
             self._event("target_assignment", None,
                         f"assignor={name} members={len(specs)} epoch={self.target_epoch} cost={cost:.6f}s")
             if cost > 0:

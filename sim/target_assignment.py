@@ -29,8 +29,8 @@ from assignors.server import (
     DEFAULT_SERVER_ASSIGNORS,
     GroupAssignment,
     GroupSpec,
-    MemberSubscriptionAndAssignment,
     get_server_assignor,
+    member_subscription_of,
 )
 
 SERVER_ASSIGNORS = DEFAULT_SERVER_ASSIGNORS  # group.consumer.assignors names (GroupCoordinatorConfig)
@@ -108,6 +108,13 @@ class TargetAssignment(Mapping[str, frozenset]):
         del self._sets[member_id]
         return value
 
+    def current_views(self, member_ids: list[str]) -> list[Mapping[str, object]]:
+        """``current_for`` of each member, in one pass over the result's arrays."""
+        views = self._result.views(member_ids)
+        members = self._members
+        return [(v if v is not None else {}) if mid in members else self.current_for(mid)
+                for mid, v in zip(member_ids, views, strict=True)]
+
     def current_for(self, member_id: str) -> Mapping[str, object]:
         """The member's target as the next assignor call wants it: a view into the result arrays
         when it came from them, else ``{topic: [partition, ...]}``."""
@@ -127,8 +134,13 @@ def compute_target(name: str, partitions_per_topic: Mapping[str, int], members: 
     """The target assignment of ``members`` (see the module docstring)."""
     if not isinstance(current, TargetAssignment):
         current = _from_sets(current)
-    spec = GroupSpec({mid: MemberSubscriptionAndAssignment(s.topics, current.current_for(mid), s.instance_id, s.rack)
-                      for mid, s in members.items()})
+    ids = list(members)
+    topic_sets: dict[tuple[str, ...], frozenset[str]] = {}  # members share a few subscriptions
+    spec = GroupSpec(dict(zip(ids, [
+        member_subscription_of(topic_sets.get(s.topics) or topic_sets.setdefault(s.topics, frozenset(s.topics)),
+                               view, s.instance_id, s.rack)
+        for s, view in zip(members.values(), current.current_views(ids), strict=True)
+    ], strict=True)))
     result = get_server_assignor(name).assign(spec, dict(partitions_per_topic))
     current._previous = None  # keep one epoch back, not the whole history
     return TargetAssignment(result, members, current)

@@ -53,6 +53,7 @@ from .spec import (
     MemberSubscriptionAndAssignment,
     SubscribedTopicDescriber,
     SubscriptionType,
+    member_subscription_of,
     subscription_type_of,
 )
 
@@ -106,6 +107,7 @@ __all__ = [
     "GroupSpec",
     "MemberAssignment",
     "MemberSubscriptionAndAssignment",
+    "member_subscription_of",
     "ServerAssignor",
     "SubscribedTopicDescriber",
     "SubscriptionType",

@@ -69,6 +69,27 @@ class MemberSubscriptionAndAssignment:
     rack_id: str | None = None
 
 
+_new = object.__new__
+_set_topic_names = MemberSubscriptionAndAssignment.__dict__["subscribed_topic_names"].__set__
+_set_assigned = MemberSubscriptionAndAssignment.__dict__["assigned_partitions"].__set__
+_set_instance_id = MemberSubscriptionAndAssignment.__dict__["instance_id"].__set__
+_set_rack_id = MemberSubscriptionAndAssignment.__dict__["rack_id"].__set__
+
+
+def member_subscription_of(
+    topics: frozenset[str], assigned: Mapping[str, object], instance_id: str | None = None, rack_id: str | None = None
+) -> MemberSubscriptionAndAssignment:
+    """``MemberSubscriptionAndAssignment(topics, assigned, instance_id, rack_id)`` for a caller
+    that already holds the converted values (a frozenset of names, a mapping): a coordinator
+    builds one per member at every group epoch."""
+    m = _new(MemberSubscriptionAndAssignment)
+    _set_topic_names(m, topics)
+    _set_assigned(m, assigned)
+    _set_instance_id(m, instance_id)
+    _set_rack_id(m, rack_id)
+    return m
+
+
 class SubscribedTopicDescriber:
     """Partition counts (and optional replica racks) of the topics (Kafka's
     ``SubscribedTopicDescriberImpl``). ``partition_racks[topic][p]``: racks of partition p's
@@ -145,14 +166,19 @@ class GroupSpec:
     ):
         if not isinstance(members, Mapping):
             raise AssignorError("members: expected a mapping of member id to MemberSubscriptionAndAssignment")
-        for member_id, member in members.items():
-            if not isinstance(member_id, str) or not member_id:
-                raise AssignorError(f"members: member id {member_id!r} is not a non-empty string")
-            if not isinstance(member, MemberSubscriptionAndAssignment):
-                raise AssignorError(
-                    f"members[{member_id!r}]: expected a MemberSubscriptionAndAssignment, got {type(member).__name__}"
-                )
-        self._members = dict(members)
+        members = dict(members)
+        # Whole-group passes of C-level maps first; the loop names the offending member.
+        if not (set(map(type, members)) <= {str} and "" not in members
+                and set(map(type, members.values())) <= {MemberSubscriptionAndAssignment}):
+            for member_id, member in members.items():
+                if not isinstance(member_id, str) or not member_id:
+                    raise AssignorError(f"members: member id {member_id!r} is not a non-empty string")
+                if not isinstance(member, MemberSubscriptionAndAssignment):
+                    raise AssignorError(
+                        f"members[{member_id!r}]: expected a MemberSubscriptionAndAssignment, "
+                        f"got {type(member).__name__}"
+                    )
+        self._members = members
         self._member_ids = tuple(hashmap_order(self._members))
         self._subscription_type = subscription_type or subscription_type_of(self._members)
 
@@ -300,6 +326,23 @@ class GroupAssignment(Mapping[str, MemberAssignment]):
 
     def __getitem__(self, member_id: str) -> MemberAssignment:
         return MemberAssignment(self, self._member_index()[member_id])
+
+    def views(self, member_ids: Iterable[str]) -> list[MemberAssignment | None]:
+        """``self[m]`` for each of ``member_ids``, None for one not in the assignment (in one pass:
+        a coordinator hands every member's view back at the next epoch)."""
+        index = self._member_index()
+        out: list[MemberAssignment | None] = []
+        append = out.append
+        for i in map(index.get, member_ids):
+            if i is None:
+                append(None)
+            else:
+                v = _new(MemberAssignment)
+                v._parent = self
+                v._member_index = i
+                v._data = None
+                append(v)
+        return out
 
     def _member_dict(self, i: int) -> dict[str, tuple[int, ...]]:
         parts, run_rank, starts, ends, first_run = self._member_runs()
