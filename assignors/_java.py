@@ -95,7 +95,7 @@ def _cached_string_hashes(keys: list[str]) -> np.ndarray:
         if len(missing) < 64:  # numpy's setup costs more than a few strings' loops
             cache.update((k, java_string_hash(k) & 0xFFFFFFFF) for k in missing)
         else:
-            cache.update(zip(missing, java_string_hashes(missing).tolist()))
+            cache.update(zip(missing, java_string_hashes(missing).tolist(), strict=True))
     return np.fromiter(map(cache.__getitem__, keys), dtype=np.uint32, count=len(keys))
 
 
