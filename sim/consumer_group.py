@@ -148,10 +148,10 @@ class ConsumerGroupMember:
         return self.state == STABLE and self.epoch == target_epoch
 
     def spec(self) -> MemberSpec:
-        """What the assignor learns of this member (kept until its subscription, rack or instance
-        id changes: the coordinator hands it over at every group epoch)."""
+        """What the assignor learns of this member (kept until its subscription or rack changes,
+        which drops it: the coordinator hands it over at every group epoch)."""
         s = self._spec
-        if s is None or s.topics is not self.topics or s.rack != self.rack or s.instance_id != self.instance_id:
+        if s is None:
             s = self._spec = MemberSpec(self.topics, self.rack, self.instance_id)
         return s
 
@@ -513,14 +513,16 @@ class ConsumerGroupCoordinator:
         mm.last_heartbeat = now
         if req.rebalance_timeout_s is not None:
             mm.rebalance_timeout_s = req.rebalance_timeout_s
-        if req.rack_id is not None:
+        if req.rack_id is not None and req.rack_id != mm.rack:
             mm.rack = req.rack_id
+            mm._spec = None
         if req.server_assignor is not None and req.server_assignor != mm.server_assignor:
             mm.server_assignor = req.server_assignor
             bump = bump or f"member {client} changed its assignor"
         if req.subscribed_topics is not None and tuple(req.subscribed_topics) != mm.topics:
             self._subscribe(mm.topics, -1)
             mm.topics = tuple(req.subscribed_topics)
+            mm._spec = None
             self._subscribe(mm.topics, +1)
             bump = bump or f"member {client} changed its subscription"
         if self._refresh_metadata() and bump is None:
@@ -626,7 +628,7 @@ class ConsumerGroupCoordinator:
         self.assign_pending = False
         if self.group_epoch > self.target_epoch:
             _, meta = self._metadata()
-            specs = {mid: mm.spec() for mid, mm in self.members.items()}
+            specs = {mid: mm._spec or mm.spec() for mid, mm in self.members.items()}
             counts = {t: meta.get(t, 0) for ts in {s.topics for s in specs.values()} for t in ts}
             mode = self.assignor_cost.mode
             t0 = time.perf_counter() if mode == "measured" else 0.0

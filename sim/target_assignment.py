@@ -30,7 +30,6 @@ from assignors.server import (
     GroupAssignment,
     GroupSpec,
     get_server_assignor,
-    member_subscription_of,
 )
 
 SERVER_ASSIGNORS = DEFAULT_SERVER_ASSIGNORS  # group.consumer.assignors names (GroupCoordinatorConfig)
@@ -45,6 +44,8 @@ class MemberSpec:
     topics: tuple[str, ...]
     rack: str | None = None
     instance_id: str | None = None
+    topic_set: frozenset[str] = attrs.field(init=False, eq=False, repr=False,
+                                            default=attrs.Factory(lambda s: frozenset(s.topics), takes_self=True))
 
 
 class TargetAssignment(Mapping[str, frozenset]):
@@ -108,13 +109,6 @@ class TargetAssignment(Mapping[str, frozenset]):
         del self._sets[member_id]
         return value
 
-    def current_views(self, member_ids: list[str]) -> list[Mapping[str, object]]:
-        """``current_for`` of each member, in one pass over the result's arrays."""
-        views = self._result.views(member_ids)
-        members = self._members
-        return [(v if v is not None else {}) if mid in members else self.current_for(mid)
-                for mid, v in zip(member_ids, views, strict=True)]
-
     def current_for(self, member_id: str) -> Mapping[str, object]:
         """The member's target as the next assignor call wants it: a view into the result arrays
         when it came from them, else ``{topic: [partition, ...]}``."""
@@ -134,13 +128,13 @@ def compute_target(name: str, partitions_per_topic: Mapping[str, int], members: 
     """The target assignment of ``members`` (see the module docstring)."""
     if not isinstance(current, TargetAssignment):
         current = _from_sets(current)
-    ids = list(members)
-    topic_sets: dict[tuple[str, ...], frozenset[str]] = {}  # members share a few subscriptions
-    spec = GroupSpec(dict(zip(ids, [
-        member_subscription_of(topic_sets.get(s.topics) or topic_sets.setdefault(s.topics, frozenset(s.topics)),
-                               view, s.instance_id, s.rack)
-        for s, view in zip(members.values(), current.current_views(ids), strict=True)
-    ], strict=True)))
+    take = current._members  # noqa: SLF001 (members whose target is read from the last result)
+    spec = GroupSpec.from_target(
+        {mid: s.topic_set for mid, s in members.items()}, current._result, take,  # noqa: SLF001
+        assigned={mid: current.current_for(mid) for mid in members if mid not in take},
+        instance_ids={mid: s.instance_id for mid, s in members.items() if s.instance_id is not None},
+        racks={mid: s.rack for mid, s in members.items() if s.rack is not None},
+    )
     result = get_server_assignor(name).assign(spec, dict(partitions_per_topic))
     current._previous = None  # keep one epoch back, not the whole history
     return TargetAssignment(result, members, current)

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._java import java_sort_key
 from ..types import AssignorError
-from .spec import GroupAssignment, GroupSpec, MemberAssignment, SubscribedTopicDescriber
+from .spec import GroupAssignment, GroupSpec, SubscribedTopicDescriber
 
 
 class GroupArrays:
@@ -49,26 +49,10 @@ class GroupArrays:
         claim_length: list[int] = []
         ndarray = np.ndarray
         get_rank = rank.get
-        members = spec._members  # noqa: SLF001 (same package; skips a method call per member)
-        # Members whose current target is a MemberAssignment of an earlier GroupAssignment are
-        # read from that assignment's arrays (below); comprehensions keep this pass cheap.
-        assigned_all = [members[m].assigned_partitions for m in self.member_ids]
-        view_at = [i for i, a in enumerate(assigned_all) if type(a) is MemberAssignment]
-        views: dict[int, tuple[GroupAssignment, list[int], list[int]]] = {}
-        if view_at:
-            parents = [assigned_all[i]._parent for i in view_at]  # noqa: SLF001
-            theirs = [assigned_all[i]._member_index for i in view_at]  # noqa: SLF001
-            if all(p is parents[0] for p in parents):
-                views[id(parents[0])] = (parents[0], view_at, theirs)
-            else:
-                for i, parent, j in zip(view_at, parents, theirs):
-                    entry = views.setdefault(id(parent), (parent, [], []))
-                    entry[1].append(i)
-                    entry[2].append(j)
-        # (``type`` first: the truth value of a view would materialize it.)
-        slow_at = [i for i, a in enumerate(assigned_all) if type(a) is not MemberAssignment and a]
-        for i in slow_at:
-            assigned = assigned_all[i]
+        # Members whose current target is a view of an earlier GroupAssignment are read from
+        # that assignment's arrays (below); the others' mappings claim by claim.
+        slow_at, slow_assigned, views = spec._claims()  # noqa: SLF001 (same package)
+        for i, assigned in zip(slow_at, slow_assigned, strict=True):
             member_id = self.member_ids[i]
             allowed = member_topics[i] if member_topics is not None else None
             for topic, parts in assigned.items():
@@ -123,7 +107,7 @@ class GroupArrays:
         remap = np.full(len(parent.member_ids) + 1, -1, dtype=np.int32)  # [-1] stays -1
         theirs_arr = np.array(theirs, dtype=np.int64)
         remap[theirs_arr] = ours
-        if np.unique(theirs_arr).size < theirs_arr.size:
+        if np.count_nonzero(remap >= 0) < theirs_arr.size:  # fewer distinct than given
             # Two members hand in the same earlier member's target: a duplicate claim.
             seen: dict[int, int] = {}
             for i, j in zip(ours, theirs):

@@ -43,13 +43,13 @@ class RangeAssignor:
         describer = SubscribedTopicDescriber.of(topics)
         if len(group_spec) == 0:
             return GroupAssignment.empty()
-        members = [group_spec.member_subscription(mid) for mid in group_spec.member_ids]
-        order = _sorted_member_indices(group_spec.member_ids, [m.instance_id for m in members])
-        rank_of_member = np.empty(len(members), dtype=np.int64)
-        rank_of_member[order] = np.arange(len(members))
+        ids = group_spec.member_ids
+        order = _sorted_member_indices(ids, [group_spec.instance_id(mid) for mid in ids])
+        rank_of_member = np.empty(len(ids), dtype=np.int64)
+        rank_of_member[order] = np.arange(len(ids))
         distinct: dict[frozenset[str], list[int]] = {}
-        for i, m in enumerate(members):
-            distinct.setdefault(m.subscribed_topic_names, []).append(i)
+        for i, mid in enumerate(ids):
+            distinct.setdefault(group_spec.subscribed_topic_names(mid), []).append(i)
         all_topics = set().union(*distinct)
         g = GroupArrays(group_spec, describer, all_topics, read_assignment=False)
         # Subscribers of each topic, in sorted-member order.

@@ -24,7 +24,7 @@ as ``assigned_partitions`` is read from its parent's arrays (the fast path for t
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 
 import attrs
 import numpy as np
@@ -155,9 +155,12 @@ class GroupSpec:
     ``java.util.HashMap`` keyed by member id (see ``assignors._java.hashmap_order``), whatever
     the order of ``members``. ``subscription_type`` defaults to what the group computes; pass it
     to model a coordinator that computed it otherwise (Kafka's own tests do).
+
+    ``GroupSpec.from_target`` builds the same spec from a previous ``GroupAssignment`` without a
+    per-member object (a coordinator's call at every group epoch).
     """
 
-    __slots__ = ("_members", "_member_ids", "_subscription_type")
+    __slots__ = ("_members", "_member_ids", "_subscription_type", "_bulk")
 
     def __init__(
         self,
@@ -178,9 +181,91 @@ class GroupSpec:
                         f"members[{member_id!r}]: expected a MemberSubscriptionAndAssignment, "
                         f"got {type(member).__name__}"
                     )
-        self._members = members
-        self._member_ids = tuple(hashmap_order(self._members))
-        self._subscription_type = subscription_type or subscription_type_of(self._members)
+        self._members: dict[str, MemberSubscriptionAndAssignment] | None = members
+        self._member_ids = tuple(hashmap_order(members))
+        self._subscription_type = subscription_type or subscription_type_of(members)
+        self._bulk: _BulkMembers | None = None
+
+    @classmethod
+    def from_target(
+        cls,
+        topics: Mapping[str, frozenset[str]],
+        target: GroupAssignment,
+        take: Container[str],
+        assigned: Mapping[str, Mapping[str, object]] | None = None,
+        instance_ids: Mapping[str, str] | None = None,
+        racks: Mapping[str, str] | None = None,
+    ) -> GroupSpec:
+        """``GroupSpec({m: MemberSubscriptionAndAssignment(topics[m], a, instance_ids.get(m),
+        racks.get(m))})`` where ``a`` is ``target[m]`` for a member in ``take`` and in ``target``,
+        else ``assigned.get(m, {})``: the members' current target assignments as views of the
+        previous one. Nothing is built per member unless an assignor asks for a member's object;
+        the homogeneous builders read the previous target from its arrays."""
+        if not isinstance(target, GroupAssignment):
+            raise AssignorError("target: expected a GroupAssignment")
+        if not isinstance(topics, Mapping):
+            raise AssignorError("topics: expected a mapping of member id to a frozenset of topic names")
+        spec = object.__new__(cls)
+        topics = dict(topics)
+        if not (set(map(type, topics)) <= {str} and "" not in topics
+                and set(map(type, topics.values())) <= {frozenset}):
+            for member_id, names in topics.items():
+                if not isinstance(member_id, str) or not member_id:
+                    raise AssignorError(f"members: member id {member_id!r} is not a non-empty string")
+                if not isinstance(names, frozenset) or not set(map(type, names)) <= {str}:
+                    raise AssignorError(f"topics[{member_id!r}]: expected a frozenset of topic names")
+        spec._members = None
+        spec._member_ids = tuple(hashmap_order(topics))
+        spec._subscription_type = (SubscriptionType.HOMOGENEOUS if len(set(topics.values())) <= 1
+                                   else SubscriptionType.HETEROGENEOUS)
+        spec._bulk = _BulkMembers(topics, target, take, dict(assigned or {}), dict(instance_ids or {}),
+                                  dict(racks or {}))
+        return spec
+
+    def _member_map(self) -> dict[str, MemberSubscriptionAndAssignment]:
+        if self._members is None:
+            b = self._bulk
+            views = b.target.views(self._member_ids)
+            self._members = {
+                m: member_subscription_of(b.topics[m], v if v is not None and m in b.take else b.assigned.get(m, {}),
+                                          b.instance_ids.get(m), b.racks.get(m))
+                for m, v in zip(self._member_ids, views, strict=True)
+            }
+        return self._members
+
+    def _claims(self) -> tuple[list[int], list[Mapping[str, object]], dict[int, tuple]]:
+        """The members' current target assignments, for ``_group``: the positions (in
+        ``member_ids``) and mappings of those given as plain mappings (non-empty ones), and per
+        earlier ``GroupAssignment`` whose views some members hand in: (it, their positions,
+        their indices in it)."""
+        b = self._bulk
+        if b is not None and self._members is None:
+            index = b.target._member_index()  # noqa: SLF001 (same module)
+            take, get = b.take, index.get
+            theirs_all = [get(m, -1) if m in take else -1 for m in self._member_ids]
+            ours = [i for i, j in enumerate(theirs_all) if j >= 0]
+            views = {id(b.target): (b.target, ours, [theirs_all[i] for i in ours])} if ours else {}
+            assigned = b.assigned
+            slow_at = [i for i, (m, j) in enumerate(zip(self._member_ids, theirs_all, strict=True))
+                       if j < 0 and assigned.get(m)]
+            return slow_at, [assigned[self._member_ids[i]] for i in slow_at], views
+        members = self._member_map()
+        assigned_all = [members[m].assigned_partitions for m in self._member_ids]
+        view_at = [i for i, a in enumerate(assigned_all) if type(a) is MemberAssignment]
+        views: dict[int, tuple] = {}
+        if view_at:
+            parents = [assigned_all[i]._parent for i in view_at]  # noqa: SLF001
+            theirs = [assigned_all[i]._member_index for i in view_at]  # noqa: SLF001
+            if all(p is parents[0] for p in parents):
+                views[id(parents[0])] = (parents[0], view_at, theirs)
+            else:
+                for i, parent, j in zip(view_at, parents, theirs, strict=True):
+                    entry = views.setdefault(id(parent), (parent, [], []))
+                    entry[1].append(i)
+                    entry[2].append(j)
+        # (``type`` first: the truth value of a view would materialize it.)
+        slow_at = [i for i, a in enumerate(assigned_all) if type(a) is not MemberAssignment and a]
+        return slow_at, [assigned_all[i] for i in slow_at], views
 
     @property
     def member_ids(self) -> tuple[str, ...]:
@@ -192,23 +277,52 @@ class GroupSpec:
 
     def member_subscription(self, member_id: str) -> MemberSubscriptionAndAssignment:
         try:
-            return self._members[member_id]
+            return self._member_map()[member_id]
         except KeyError:
             raise AssignorError(f"member id {member_id!r} not found") from None
 
+    def subscribed_topic_names(self, member_id: str) -> frozenset[str]:
+        """``member_subscription(member_id).subscribed_topic_names``."""
+        if self._members is None:
+            names = self._bulk.topics.get(member_id)
+            if names is None:
+                raise AssignorError(f"member id {member_id!r} not found")
+            return names
+        return self.member_subscription(member_id).subscribed_topic_names
+
+    def instance_id(self, member_id: str) -> str | None:
+        """``member_subscription(member_id).instance_id``."""
+        if self._members is None:
+            if member_id not in self._bulk.topics:
+                raise AssignorError(f"member id {member_id!r} not found")
+            return self._bulk.instance_ids.get(member_id)
+        return self.member_subscription(member_id).instance_id
+
     def member_assignment(self, member_id: str) -> Mapping[str, object]:
         """The member's current target assignment (empty for an unknown member)."""
-        member = self._members.get(member_id)
+        member = self._member_map().get(member_id)
         return member.assigned_partitions if member is not None else {}
 
     def is_partition_assigned(self, topic: str, partition: int) -> bool:
-        return any(partition in _as_set(m.assigned_partitions.get(topic, ())) for m in self._members.values())
+        return any(partition in _as_set(m.assigned_partitions.get(topic, ())) for m in self._member_map().values())
 
     def __len__(self) -> int:
-        return len(self._members)
+        return len(self._member_ids)
 
     def __repr__(self) -> str:
-        return f"GroupSpec({len(self._members)} members, {self._subscription_type.value})"
+        return f"GroupSpec({len(self._member_ids)} members, {self._subscription_type.value})"
+
+
+@attrs.frozen(slots=True)
+class _BulkMembers:
+    """The inputs of ``GroupSpec.from_target``."""
+
+    topics: dict[str, frozenset[str]]
+    target: GroupAssignment
+    take: Container[str]
+    assigned: dict[str, Mapping[str, object]]
+    instance_ids: dict[str, str]
+    racks: dict[str, str]
 
 
 def _as_set(parts) -> set[int]:

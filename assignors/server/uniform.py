@@ -103,7 +103,7 @@ def _homogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupA
     # The builder takes the topics of the first member in member order.
     # Names that do not exist are dropped: Kafka's coordinator never resolves them to topic ids
     # (its builder would throw if handed one).
-    first = spec.member_subscription(spec.member_ids[0]).subscribed_topic_names
+    first = spec.subscribed_topic_names(spec.member_ids[0])
     g = GroupArrays(spec, describer, first)
     if not g.topics:
         return GroupAssignment.empty()
@@ -149,7 +149,7 @@ def _homogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupA
 
 
 def _heterogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupAssignment:
-    member_topics = [spec.member_subscription(mid).subscribed_topic_names for mid in spec.member_ids]
+    member_topics = [spec.subscribed_topic_names(mid) for mid in spec.member_ids]
     # Names that do not exist are dropped, as in the homogeneous case.
     distinct: dict[frozenset[str], list[int]] = {}
     for i, topics in enumerate(member_topics):

@@ -102,3 +102,55 @@ def test_readme_server_example_runs():
     exec(block, scope)  # noqa: S102 (our own README)
     assert scope["target"]["m3"] == {"orders": (2, 5)}
     assert list(scope["target"].owners("orders")) == [0, 0, 2, 1, 1, 2]
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("name", ["uniform", "range"])
+def test_from_target_is_the_spec_of_views(name, seed):
+    """GroupSpec.from_target gives the assignor exactly what the per-member spec of the previous
+    target's views gives it: members in ``take`` hand in their part of the target, the others
+    their ``assigned`` mapping (or nothing), with instance ids and changed subscriptions."""
+    rng = np.random.default_rng(seed)
+    topics = {"a": 7, "b": 5, "c": 12}
+    names = sorted(topics)
+    mixed = seed % 2 == 1  # heterogeneous subscriptions in odd seeds
+    subs = {f"m{i:03d}": frozenset(rng.choice(names, rng.integers(1, 4), replace=False).tolist()) if mixed
+            else frozenset(names) for i in range(int(rng.integers(70, 90)))}
+    assignor = get_server_assignor(name)
+    previous = assignor.assign(GroupSpec({m: M(t) for m, t in subs.items()}), topics)
+    # the next epoch: some leave, some join, one member's target is handed in explicitly, one
+    # member of the previous target is not taken from it (its target was dropped)
+    members = dict(subs)
+    left = rng.choice(sorted(members), 5, replace=False).tolist()
+    for m in left:
+        del members[m]
+    for i in range(4):
+        members[f"n{i:03d}"] = subs[left[0]] if i == 0 else frozenset(names)
+    # n000 replaces a member that left and brings its target (a static member's new member id)
+    explicit, dropped = "n000", sorted(members)[7]
+    take = {m for m in members if m in previous and m != dropped}
+    assigned = {explicit: dict(previous[left[0]])}
+    instance_ids = {m: f"i-{m}" for m in sorted(members)[::9]}
+    spec_views = GroupSpec({
+        m: M(t, previous[m] if m in take else assigned.get(m, {}), instance_ids.get(m))
+        for m, t in members.items()
+    })
+    bulk = GroupSpec.from_target(members, previous, take, assigned, instance_ids)
+    assert bulk.member_ids == spec_views.member_ids
+    assert bulk.subscription_type is spec_views.subscription_type
+    assert assignor.assign(bulk, topics).to_dict() == assignor.assign(spec_views, topics).to_dict()
+    m = bulk.member_ids[0]
+    assert bulk.member_subscription(m) == spec_views.member_subscription(m)
+    assert dict(bulk.member_assignment(m)) == dict(spec_views.member_assignment(m))
+    assert bulk.instance_id(m) == spec_views.instance_id(m)
+
+
+def test_from_target_names_bad_input():
+    previous = get_server_assignor("uniform").assign(GroupSpec({"m": M({"t"})}), {"t": 2})
+    with pytest.raises(AssignorError, match=r"topics\['m'\]: expected a frozenset"):
+        GroupSpec.from_target({"m": ["t"]}, previous, {"m"})
+    with pytest.raises(AssignorError, match="target: expected a GroupAssignment"):
+        GroupSpec.from_target({"m": frozenset({"t"})}, {}, {"m"})
+    spec = GroupSpec.from_target({"m": frozenset({"t"})}, previous, {"m"})
+    with pytest.raises(AssignorError, match="member id 'x' not found"):
+        spec.subscribed_topic_names("x")
