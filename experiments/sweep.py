@@ -450,11 +450,37 @@ def _parallelism(spark) -> int:
             return os.cpu_count() or 2
 
 
-def _batches(todo: list[RunSpec], parallelism: int, batch_runs: int | None) -> list[list[RunSpec]]:
-    """Runs in batches, biggest first. Each batch is one Spark job and one commit: small enough
-    that a kill loses little, large enough that every core stays busy."""
-    size = batch_runs or max(4 * parallelism, -(-len(todo) // 8))
-    return [todo[i:i + size] for i in range(0, len(todo), size)]
+BATCHES = 6  # batches of a sweep (by estimated cost) when --batch-runs does not fix their size
+
+
+def _batches(todo: list[RunSpec], parallelism: int, batch_runs: int | None,
+             cost: Mapping[str, float] | None = None) -> list[list[RunSpec]]:
+    """Runs in batches, in the given order (biggest first). Each batch is one Spark job and one
+    commit: small enough that a kill loses little, large enough that every core stays busy and
+    that the cost of a commit (a few seconds of Spark jobs, whatever the runs) is paid rarely.
+    ``batch_runs`` fixes the number of runs per batch; otherwise batches hold about 1/BATCHES of
+    the estimated cost each, at least 2 runs per core (so the many small runs that come last
+    share one or two batches)."""
+    if batch_runs:
+        return [todo[i:i + batch_runs] for i in range(0, len(todo), batch_runs)]
+    weight = [max(cost.get(s.run_id, 1.0), 1.0) if cost else 1.0 for s in todo]
+    share = sum(weight) / BATCHES
+    least = 2 * parallelism
+    out: list[list[RunSpec]] = []
+    current: list[RunSpec] = []
+    current_cost = 0.0
+    for spec, w in zip(todo, weight, strict=True):
+        current.append(spec)
+        current_cost += w
+        if current_cost >= share and len(current) >= least:
+            out.append(current)
+            current, current_cost = [], 0.0
+    if current:
+        if out and len(current) < least:
+            out[-1].extend(current)  # a short tail joins the batch before it
+        else:
+            out.append(current)
+    return out
 
 
 def _eta(elapsed: float, done_cost: float, left_cost: float) -> str:
@@ -535,8 +561,8 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
         print(f"{label}: all {len(specs)} runs already complete", file=stream)
         return done
     todo.sort(key=lambda s: (-s.cost, s.run_id))
-    batches = _batches(todo, _parallelism(spark), batch_runs)
     cost = {s.run_id: max(s.cost, 1.0) for s in specs}
+    batches = _batches(todo, _parallelism(spark), batch_runs, cost)
     left_cost = sum(cost[s.run_id] for s in todo)
     kept = len(specs) - len(todo)
     print(f"{label}: {kept}/{len(specs)} runs complete" + (" (resuming)" if kept else "")
