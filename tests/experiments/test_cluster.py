@@ -261,7 +261,13 @@ def test_ctrl_c_keeps_complete_runs_and_exits_130(grid, tmp_path):
     prints one line saying what was kept and exits 130, with no traceback from Python or Java."""
     out = tmp_path / "out"
     exe = Path(sys.prefix) / "bin" / "rebalance-sim"
-    proc = subprocess.Popen([str(exe), "sweep", str(grid), "--out", str(out), "--batch-runs", "2"],
+    # As a terminal starts a foreground command: SIGINT at its default disposition. (A command
+    # started in the background by a non-interactive shell, as CI scripts may start this test
+    # run, inherits SIGINT ignored, and Python and the JVM then rightly ignore Ctrl-C.)
+    argv = [str(exe), "sweep", str(grid), "--out", str(out), "--batch-runs", "2"]
+    trampoline = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                  "os.execv(sys.argv[1], sys.argv[1:])")
+    proc = subprocess.Popen([sys.executable, "-c", trampoline, *argv],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
