@@ -517,8 +517,9 @@ PROGRESS_EVERY_S = 15.0  # at most one progress line this often while a batch ru
 
 class _BatchProgress:
     """While a batch runs, a plain progress line every ``every_s`` seconds counting the runs
-    (Spark tasks) finished inside it, so a long first batch (the biggest runs go first) does not
-    look stuck. Lines only when the count moved; nothing on Spark Connect (no status tracker)."""
+    finished inside it (from its finished Spark tasks), so a long first batch (the biggest runs go
+    first) does not look stuck. Lines only when the count moved; nothing on Spark Connect (no
+    status tracker)."""
 
     def __init__(self, label, stream, total, kept, batch_runs, batch_tasks, t0, done_cost, batch_cost,
                  left_cost, every_s: float | None = None):
