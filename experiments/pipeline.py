@@ -73,11 +73,24 @@ class Results:
 
         return read_table(self.spark, self.work, name, [s.run_id for s in self.specs])
 
+    _intervals: dict = attrs.field(factory=dict, init=False, repr=False)
+
     def intervals(self, run_id: str) -> pd.DataFrame:
         """One run's intervals (pandas), for figures of single runs."""
+        if run_id not in self._intervals:
+            self.prefetch_intervals([run_id])
+        return self._intervals[run_id]
+
+    def prefetch_intervals(self, run_ids) -> None:
+        """Read several runs' intervals in one Spark query (one query costs about a second)."""
         from .sweep import read_table
 
-        return read_table(self.spark, self.work, "intervals", [run_id]).toArrow().to_pandas()
+        run_ids = [r for r in dict.fromkeys(run_ids) if r not in self._intervals]
+        if not run_ids:
+            return
+        table = read_table(self.spark, self.work, "intervals", run_ids).toArrow().to_pandas()
+        for run_id in run_ids:
+            self._intervals[run_id] = table[table["run_id"] == run_id].reset_index(drop=True)
 
     def elapsed_s(self) -> float:
         return time.monotonic() - self.t_start

@@ -462,8 +462,11 @@ def _eager_vs_coop_figures(out, results, specs, points, windows, scale):
 
     figs = []
     small = min(scale.sizes)
+    mid = sorted(scale.sizes)[len(scale.sizes) // 2]
     eager = _pick(specs, scenario="scale-out", assignor="range", membership="dynamic", members=small)
     coop = _pick(specs, scenario="scale-out", assignor="cooperative-sticky", membership="dynamic", members=small)
+    crashes = [_pick(specs, scenario="crash", assignor=a, membership="dynamic", members=mid) for a in MAIN_JOB_VARIANTS]
+    results.prefetch_intervals(s.run_id for s in (eager, coop, *crashes) if s is not None)
     if eager and coop:
         trigger = load_run_scenario(eager).timeline[0].at_s
         ivs = [(f"eager: range, {small} members + 1 joining", results.intervals(eager.run_id)),
@@ -491,11 +494,9 @@ def _eager_vs_coop_figures(out, results, specs, points, windows, scale):
         out / "unassigned_vs_size.png",
         caption="Unassigned partition-seconds (partitions x seconds without a processing member) vs "
                 "group size: median across seeds, band up to the p90; log axes.")))
-    mid = sorted(scale.sizes)[len(scale.sizes) // 2]
     curves = []
     first = None
-    for assignor in MAIN_JOB_VARIANTS:
-        s = _pick(specs, scenario="crash", assignor=assignor, membership="dynamic", members=mid)
+    for assignor, s in zip(MAIN_JOB_VARIANTS, crashes, strict=True):
         if s is None:
             continue
         sc = load_run_scenario(s)
