@@ -156,13 +156,16 @@ def per_point(runs_df, metrics: Sequence[str] | None = None):
 
     metrics = list(metrics or [m for m, _ in METRICS])
     aggs = [F.count("seed").alias("seeds")]
+    out = []
     for m in metrics:
         x = F.col(m).cast("double")
-        for name, q in STATS:
-            aggs.append(F.percentile(x, F.lit(q)).alias(f"{m}_{name}"))
+        # one exact percentile aggregate per metric for all its quantiles (one buffer of values)
+        aggs.append(F.percentile(x, F.array(*(F.lit(q) for _, q in STATS))).alias(f"_{m}_q"))
         aggs.append(F.max(x).alias(f"{m}_max"))
+        out += [F.col(f"_{m}_q")[i].alias(f"{m}_{name}") for i, (name, _) in enumerate(STATS)]
+        out.append(f"{m}_max")
     cols = point_columns(runs_df)
-    return runs_df.groupBy(*cols).agg(*aggs).orderBy(*cols)
+    return runs_df.groupBy(*cols).agg(*aggs).select(*cols, "seeds", *out).orderBy(*cols)
 
 
 def window_quantiles(windows_df, runs_df):
@@ -173,12 +176,13 @@ def window_quantiles(windows_df, runs_df):
     w = F.col("window_s")
     touched = (windows_df.select(*cols, "run_id", "episode", "topic", "partition").distinct()
                .groupBy(*cols).agg(F.count(F.lit(1)).alias("partitions_touched")))
+    names = ("window_p50_s", "window_p90_s", "window_p99_s")
     q = (windows_df.groupBy(*cols)
          .agg(F.count(F.lit(1)).alias("windows"),
-              F.percentile(w, F.lit(0.5)).alias("window_p50_s"),
-              F.percentile(w, F.lit(0.9)).alias("window_p90_s"),
-              F.percentile(w, F.lit(0.99)).alias("window_p99_s"),
-              F.max(w).alias("window_max_s")))
+              # one exact percentile aggregate for the three (one buffer of values, not three)
+              F.percentile(w, F.array(F.lit(0.5), F.lit(0.9), F.lit(0.99))).alias("_q"),
+              F.max(w).alias("window_max_s"))
+         .select(*cols, "windows", *(F.col("_q")[i].alias(n) for i, n in enumerate(names)), "window_max_s"))
     return q.join(touched, cols, "inner").orderBy(*cols)
 
 
