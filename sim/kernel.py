@@ -56,18 +56,18 @@ class Actor:
         io_only = True  # only messages, timers and control notes (see ``Kernel.dirty_on_io``)
         for eff in effects:
             op = eff[0]
-            if op == "send":
-                k.network.send(self, eff[1], eff[2], now, eff[3] if len(eff) > 3 else None)
-            elif op == "timer":
+            if op == "timer":  # the commonest effect (a cancel, at None, queues nothing)
                 if eff[2] is not None:
                     k.push(eff[2], self, self.name, "timer", (eff[1], eff[2]))
+            elif op == "send":
+                k.network.send(self, eff[1], eff[2], now, eff[3] if len(eff) > 3 else None)
             elif op == "control":
                 k.push(now, self, eff[1], "control", eff[2])
             else:
                 io_only = False
                 if op == "event":
                     self.seq += 1
-                    rec.event(now, self.rank, self.seq, eff[1], eff[2], eff[3], eff[4])
+                    rec.events.append((now, self.rank, self.seq, eff[1], eff[2], eff[3], eff[4]))  # rec.event
                 elif op == "open":
                     rec.open(now, eff[1], eff[2], eff[3], eff[4])
                 elif op == "close":
