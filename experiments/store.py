@@ -213,9 +213,10 @@ def write_batch(spark, out, batch: str, blobs, schemas: dict, commit_rows, parti
     if len(schemas):
         for name in TABLES:
             schema = schemas[name]
-            rows = blobs.select(name).mapInArrow(_Decode(schema.serialize().to_pybytes()),
-                                                 from_arrow_schema(schema))
-            rows.coalesce(partitions).write.mode("overwrite").parquet(table_path(out, name, batch))
+            # coalesce first: the decoding runs once per output partition, not per run's task
+            rows = blobs.select(name).coalesce(partitions).mapInArrow(_Decode(schema.serialize().to_pybytes()),
+                                                                      from_arrow_schema(schema))
+            rows.write.mode("overwrite").parquet(table_path(out, name, batch))
     commit_rows = commit_rows.assign(
         committed_at=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
     schema = COMMIT_SCHEMA.rsplit(", batch string", 1)[0]

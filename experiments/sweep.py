@@ -418,7 +418,8 @@ class _Task:
 
         runner = self.runner or run_one
         for batch in batches:
-            for slot, run_id, spec_json in zip(batch["slot"], batch["run_id"], batch["spec"], strict=True):
+            # each input row is one Spark task's runs: [[slot, run_id, spec], ...] as JSON
+            for slot, run_id, spec_json in (run for task in batch["runs"] for run in json.loads(task)):
                 spec = RunSpec.from_json(spec_json, run_id)
                 t0 = time.perf_counter()
                 tables: dict = {}
@@ -483,6 +484,30 @@ def _batches(todo: list[RunSpec], parallelism: int, batch_runs: int | None,
     return out
 
 
+TASKS_PER_CORE = 4  # Spark tasks per core in a batch (more runs than that share tasks)
+
+
+def _tasks(batch: list[RunSpec], parallelism: int, cost: Mapping[str, float]) -> list[list[int]]:
+    """The batch's runs (positions, in order: biggest first) grouped into Spark tasks of about
+    ``1 / (TASKS_PER_CORE * parallelism)`` of the batch's cost each: a big run is a task of its
+    own, many small runs share one. A task costs a Python worker round trip whatever it runs
+    (tenths of a second), which hundreds of sub-second runs used to pay one by one."""
+    weight = [cost.get(s.run_id, 1.0) for s in batch]
+    share = sum(weight) / (TASKS_PER_CORE * parallelism)
+    tasks: list[list[int]] = []
+    current: list[int] = []
+    current_cost = 0.0
+    for i, w in enumerate(weight):
+        current.append(i)
+        current_cost += w
+        if current_cost >= share:
+            tasks.append(current)
+            current, current_cost = [], 0.0
+    if current:
+        tasks.append(current)
+    return tasks
+
+
 def _eta(elapsed: float, done_cost: float, left_cost: float) -> str:
     return f", ~{elapsed / done_cost * left_cost:.0f} s left" if done_cost and left_cost > 1e-9 else ""
 
@@ -495,11 +520,11 @@ class _BatchProgress:
     (Spark tasks) finished inside it, so a long first batch (the biggest runs go first) does not
     look stuck. Lines only when the count moved; nothing on Spark Connect (no status tracker)."""
 
-    def __init__(self, label, stream, total, kept, batch_runs, t0, done_cost, batch_cost, left_cost,
-                 every_s: float | None = None):
+    def __init__(self, label, stream, total, kept, batch_runs, batch_tasks, t0, done_cost, batch_cost,
+                 left_cost, every_s: float | None = None):
         import threading
 
-        self.args = (label, stream, total, kept, batch_runs, t0, done_cost, batch_cost, left_cost)
+        self.args = (label, stream, total, kept, batch_runs, batch_tasks, t0, done_cost, batch_cost, left_cost)
         self.every_s = every_s or PROGRESS_EVERY_S
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="sweep-progress", daemon=True)
@@ -508,16 +533,19 @@ class _BatchProgress:
     def _loop(self) -> None:
         from experiments.spark import finished_tasks
 
-        label, stream, total, kept, batch_runs, t0, done_cost, batch_cost, left_cost = self.args
+        label, stream, total, kept, batch_runs, batch_tasks, t0, done_cost, batch_cost, left_cost = self.args
         shown = 0
         while not self._stop.wait(self.every_s):
-            n = finished_tasks(batch_runs)
-            if not n or n <= shown or n >= batch_runs:
+            done = finished_tasks(batch_tasks)
+            if not done or done >= batch_tasks:
+                continue
+            # tasks are of similar cost (see _tasks): count them as equal shares of the runs
+            n = batch_runs * done // batch_tasks
+            if n <= shown:
                 continue
             shown = n
             elapsed = time.monotonic() - t0
-            # runs of a batch are of similar size (sorted by cost): count them as equal shares
-            part = batch_cost * n / batch_runs
+            part = batch_cost * done / batch_tasks
             try:
                 print(f"{label}: {kept + n}/{total} runs complete ({elapsed:.0f} s"
                       f"{_eta(elapsed, done_cost + part, left_cost - part)})", file=stream, flush=True)
@@ -575,12 +603,14 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
     try:
         for batch_specs in batches:
             batch_id = new_batch_id()
-            pdf = pd.DataFrame({"slot": range(len(batch_specs)), "run_id": [s.run_id for s in batch_specs],
-                                "spec": [s.to_json() for s in batch_specs]})
-            df = spark.createDataFrame(pdf).repartitionByRange(len(batch_specs), "slot")
+            tasks = _tasks(batch_specs, _parallelism(spark), cost)
+            pdf = pd.DataFrame({"task": range(len(tasks)), "runs": [
+                json.dumps([[i, batch_specs[i].run_id, batch_specs[i].to_json()] for i in task]) for task in tasks]})
+            # one row, so one partition and one task, per group of runs
+            df = spark.createDataFrame(pdf).repartitionByRange(len(tasks), "task")
             blobs = df.mapInPandas(_Task(model, runner), BLOB_SCHEMA).persist()
             batch_cost = sum(cost[s.run_id] for s in batch_specs)
-            watcher = _BatchProgress(label, stream, len(specs), kept, len(batch_specs), t0,
+            watcher = _BatchProgress(label, stream, len(specs), kept, len(batch_specs), len(tasks), t0,
                                      done_cost, batch_cost, left_cost)
             try:
                 meta = blobs.select("run_id", "status", "wall_s", "error", "runs_schema",
