@@ -217,12 +217,18 @@ def aggregate(spark, sweep_dir, out_dir=None, run_ids: Sequence[str] | None = No
         "windows": windows_df.select(*cols, "seed", "run_id", "episode", "topic", "partition", "window_s")
                              .orderBy(*cols, "seed", "episode", "topic", "partition", "window_s"),
     }
-    tables = {name: df.toArrow() for name, df in frames.items() if collect_windows or name != "windows"}
     local = _local_dir(out_dir)
     if local is not None:
         local.mkdir(parents=True, exist_ok=True)
+    tables = {}
     for name, df in frames.items():
+        collect = collect_windows or name != "windows"
+        if collect:
+            df = df.persist()  # computed once, for the driver and for the write
+            tables[name] = df.toArrow()
         _write(spark, df, tables.get(name), out_dir, name, csv=(name != "windows"))
+        if collect:
+            df.unpersist()
     windows_df.unpersist()
     runs_df.unpersist()
     return tables

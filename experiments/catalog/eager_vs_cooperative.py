@@ -7,7 +7,6 @@ A declaration for the generic pipeline (``experiments.pipeline``): ``grid`` says
 
 from __future__ import annotations
 
-import gc
 import json
 import math
 import statistics
@@ -203,7 +202,8 @@ def _time_assignors(assignors, shapes) -> list[dict]:
             subs = _next_round(name, topics_of, fresh, 1, next(iter(topics_of)))
             times = []
             for _ in range(3 if partitions <= 100_000 else 1):
-                gc.collect()
+                # (no gc.collect() first: assign() pauses the cyclic collector itself, and a full
+                # collection of the report's heap took 0.1 s each, 7 s a report)
                 t0 = time.perf_counter()
                 get_assignor(name).assign(metadata, subs)
                 times.append(time.perf_counter() - t0)
