@@ -98,6 +98,8 @@ class MemberActor(Actor):
         if kind == "msg":
             effects = core.handle(now, payload)
         elif kind == "timer":
+            if core.timers.get(payload[0]) != payload[1]:
+                return  # superseded or cancelled (Member.on_timer would return no effects)
             effects = core.on_timer(now, payload[0], payload[1])
         else:
             effects = core.on_control(now, payload)

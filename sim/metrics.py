@@ -112,8 +112,10 @@ def _episodes_windows(events) -> list[dict]:
 
 
 def compute_metrics(events_t: pa.Table, intervals_t: pa.Table, config: SimConfig,
-                    rates: dict[str, float]) -> tuple[list[dict], dict]:
-    """(episodes, summary) for one run. Both hold only JSON types."""
+                    rates: dict[str, float],
+                    processing_union: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[list[dict], dict]:
+    """(episodes, summary) for one run. Both hold only JSON types. ``processing_union``: the
+    ``ProcessingSpans(...).union()`` of these intervals when the caller has it already."""
     events = _rows(events_t, ["t", "kind", "member", "generation", "detail"])
     intervals = _rows(intervals_t, ["kind", "member", "topic", "partition", "start", "end"])
     run_end = max([e[0] for e in events] + [r[5] for r in intervals] + [0.0])
@@ -142,7 +144,7 @@ def compute_metrics(events_t: pa.Table, intervals_t: pa.Table, config: SimConfig
                 first_records.append((t, float(mm.group(1))))
 
     # group-wide processing (for stop-the-world)
-    bu_s, bu_e = ProcessingSpans(intervals).union()
+    bu_s, bu_e = ProcessingSpans(intervals).union() if processing_union is None else processing_union
 
     # lag: fluid bumps over unassigned intervals
     total_rate = sum(rates.get(t.name, 0.0) * t.partitions for t in config.topics) or 0.0

@@ -53,6 +53,7 @@ class Network:
         self.dropped = 0
         self._faulty = bool(self.cuts or self.losses or config.drop_probability > 0)  # may drop
         self._latency: dict = {}  # member -> its Latency (config.latency_of, looked up once)
+        self._constant_s: dict = {}  # member -> its delay in seconds when its Latency is constant
 
     def lossy(self) -> bool:
         """Whether messages can vanish at random (idle heartbeats then cannot be elided)."""
@@ -76,10 +77,14 @@ class Network:
                 if f.applies(member, to_coord, base) and rng.random() < f.loss:
                     self.dropped += 1
                     return
-        latency = self._latency.get(member)
-        if latency is None:
-            latency = self._latency[member] = self.config.latency_of(member)
-        delay = latency.sample_s(rng)
+        delay = self._constant_s.get(member)
+        if delay is None:
+            latency = self._latency.get(member)
+            if latency is None:
+                latency = self._latency[member] = self.config.latency_of(member)
+                if latency.kind == "constant":  # the same value sample_s returns, looked up once
+                    self._constant_s[member] = latency.sample_s(rng)
+            delay = latency.sample_s(rng)
         for f in self.spikes:
             if f.applies(member, to_coord, base):
                 delay += f.extra_s

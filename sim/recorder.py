@@ -49,6 +49,7 @@ class Recorder:
         self._open: dict[tuple, float] = {}  # (kind, member, topic, partition) -> start
         self.intervals: list[tuple] = []     # (kind, member, topic, partition, start, end)
         self.violations: list[tuple[float, str]] = []
+        self.processing_union: tuple[np.ndarray, np.ndarray] | None = None  # set by finish()
 
     def event(self, t, rank, seq, kind, member, generation, detail) -> None:
         self.events.append((t, rank, seq, kind, member, generation, detail))
@@ -80,7 +81,11 @@ class Recorder:
             if end > start:
                 self.intervals.append((kind, member, topic, partition, start, end))
         self._open.clear()
-        self.intervals.extend(derive(self.intervals, partitions_alive))
+        spans = ProcessingSpans(self.intervals)
+        # the group-wide processing union, for the metrics (from the same rows it would read back
+        # from the table: building the spans once saves a pass over every owned row)
+        self.processing_union = spans.union()
+        self.intervals.extend(derive(self.intervals, partitions_alive, spans))
 
     # ---- tables
 
@@ -247,12 +252,14 @@ def processing_spans(intervals) -> dict[tuple[str, int], list[tuple[str, float, 
     return out
 
 
-def derive(intervals, partitions_alive) -> list[tuple]:
-    """``unassigned`` and ``double_processing`` rows from owned/stalled/paused rows.
+def derive(intervals, partitions_alive, spans: ProcessingSpans | None = None) -> list[tuple]:
+    """``unassigned`` and ``double_processing`` rows from owned/stalled/paused rows (``spans``:
+    their ``ProcessingSpans`` when the caller has built it).
 
     A partition processed by one member at a time (most of them) is handled on arrays; one with
     two or more spans goes through the span-by-span sweep below."""
-    spans = ProcessingSpans(intervals)
+    if spans is None:
+        spans = ProcessingSpans(intervals)
     order, bounds = spans.by_tp()
     count = np.diff(bounds)
     tp_index = spans.tp_index

@@ -206,7 +206,7 @@ class _Runner:
         actor.starting = False
         rng = actor.rng
         if actor.poll_rng is None:  # one stream per client, kept across restarts
-            actor.poll_rng = self.kernel.rng_for(actor.rank, stream=1)
+            actor.poll_rng = self.kernel.lazy_rng(actor.rank, stream=1)
         lat = self.config.network.latency_of(actor.name)
         if self.consumer_protocol:
             name, network, kernel = actor.name, self.network, self.kernel
@@ -394,7 +394,7 @@ class _Runner:
                 for w in self.watches:
                     self.director.drop_watch(t, w.phase)
                 self.watches.clear()
-            done = settled and self.director.pending == 0 and not (k._heap and k._heap[0][0] <= t)
+            done = settled and self.director.pending == 0 and not ((nt := k.next_time()) is not None and nt <= t)
             if settled and not done and self.consumer_protocol and self.director.pending == 0:
                 # inputs of this instant are still queued: look again after them (with dirty_on_io
                 # off nothing else may make the run look again)
