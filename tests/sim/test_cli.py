@@ -143,7 +143,8 @@ def test_max_events_stops_with_partial_results(tmp_path, capsys):
 
 def test_max_wall_stops_a_long_run(capsys):
     """--max-wall stops a run that would take longer, with partial results and exit 3."""
-    assert cli(["run", "scale-out", "--set", "members=300", "--set", "partitions=3000",
+    # (300 members once took seconds; the simulator now forms them in about 0.2 s: 2,000 take 2-3 s)
+    assert cli(["run", "scale-out", "--set", "members=2000", "--set", "partitions=20000",
                 "--max-wall", "0.2", "--json"]) == 3
     captured = capsys.readouterr()
     data = json.loads(captured.out)
