@@ -27,7 +27,6 @@ class TopicPartition:
 
 _TP_TYPES = {TopicPartition}
 _STR_TYPES = {str}
-_BYTES_TYPES = {bytes, bytearray, memoryview}
 
 
 class IndexedPartitions(tuple):
@@ -76,7 +75,7 @@ def _str_tuple(value) -> tuple[str, ...]:
 
 
 def _user_data(value):
-    if value is None or type(value) in _BYTES_TYPES or isinstance(value, bytes | bytearray | memoryview):
+    if value is None or isinstance(value, bytes | bytearray | memoryview):
         return value
     raise AssignorError(f"Subscription.user_data: expected bytes or None, got {type(value).__name__}")
 

@@ -465,20 +465,25 @@ def _batches(todo: list[RunSpec], parallelism: int, batch_runs: int | None,
     if batch_runs:
         return [todo[i:i + batch_runs] for i in range(0, len(todo), batch_runs)]
     weight = [max(cost.get(s.run_id, 1.0), 1.0) if cost else 1.0 for s in todo]
-    share = sum(weight) / BATCHES
-    least = 2 * parallelism
-    out: list[list[RunSpec]] = []
-    current: list[RunSpec] = []
+    groups = _cost_groups(weight, sum(weight) / BATCHES, least=2 * parallelism)
+    return [[todo[i] for i in group] for group in groups]
+
+
+def _cost_groups(weight: Sequence[float], share: float, least: int = 1) -> list[list[int]]:
+    """Consecutive positions of ``weight`` in groups that each reach ``share`` of the weight and
+    hold at least ``least`` positions; a short tail joins the group before it."""
+    out: list[list[int]] = []
+    current: list[int] = []
     current_cost = 0.0
-    for spec, w in zip(todo, weight, strict=True):
-        current.append(spec)
+    for i, w in enumerate(weight):
+        current.append(i)
         current_cost += w
         if current_cost >= share and len(current) >= least:
             out.append(current)
             current, current_cost = [], 0.0
     if current:
         if out and len(current) < least:
-            out[-1].extend(current)  # a short tail joins the batch before it
+            out[-1].extend(current)
         else:
             out.append(current)
     return out
@@ -493,19 +498,7 @@ def _tasks(batch: list[RunSpec], parallelism: int, cost: Mapping[str, float]) ->
     own, many small runs share one. A task costs a Python worker round trip whatever it runs
     (tenths of a second), which hundreds of sub-second runs used to pay one by one."""
     weight = [cost.get(s.run_id, 1.0) for s in batch]
-    share = sum(weight) / (TASKS_PER_CORE * parallelism)
-    tasks: list[list[int]] = []
-    current: list[int] = []
-    current_cost = 0.0
-    for i, w in enumerate(weight):
-        current.append(i)
-        current_cost += w
-        if current_cost >= share:
-            tasks.append(current)
-            current, current_cost = [], 0.0
-    if current:
-        tasks.append(current)
-    return tasks
+    return _cost_groups(weight, sum(weight) / (TASKS_PER_CORE * parallelism))
 
 
 def _eta(elapsed: float, done_cost: float, left_cost: float) -> str:

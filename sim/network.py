@@ -82,9 +82,9 @@ class Network:
             latency = self._latency.get(member)
             if latency is None:
                 latency = self._latency[member] = self.config.latency_of(member)
-                if latency.kind == "constant":  # the same value sample_s returns, looked up once
-                    self._constant_s[member] = latency.sample_s(rng)
             delay = latency.sample_s(rng)
+            if latency.kind == "constant":  # the same value every time: looked up once from now on
+                self._constant_s[member] = delay
         for f in self.spikes:
             if f.applies(member, to_coord, base):
                 delay += f.extra_s
