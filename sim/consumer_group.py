@@ -61,7 +61,7 @@ import attrs
 from . import messages as m
 from .config import AssignorCost, GroupConfig
 from .offsets import OffsetStore
-from .target_assignment import MemberSpec, TargetAssignment, compute_target
+from .target_assignment import GroupMembers, MemberSpec, TargetAssignment, compute_target
 
 # MemberState (group-coordinator modern.consumer)
 STABLE = "STABLE"
@@ -183,6 +183,14 @@ class ConsumerGroupCoordinator:
         self.partition_epoch: dict = {}                      # TopicPartition -> epoch of its holder
         self.partition_owner: dict = {}                      # TopicPartition -> member id
         self.unreconciled: set[str] = set()
+        # The assignor's inputs, kept between group epochs (TargetAssignmentBuilder's member
+        # specs, ConsumerGroup's subscription type): members whose topics, rack or assignor
+        # changed since the last computation are in ``_changed`` until it folds them in.
+        self.assignor_members = GroupMembers()
+        self._changed: dict[str, None] = {}
+        self._votes: dict[str, int] = {}             # server assignor name -> members asking for it
+        self._voted: dict[str, str] = {}             # member id -> the assignor counted for it
+        self._max_member_epoch = 0                   # no member epoch has been above this
         self.state = EMPTY
         self.timers: dict[tuple, float] = {}
         self.session_due: dict[float, dict[str, None]] = {}  # session deadline -> member ids
@@ -420,6 +428,7 @@ class ConsumerGroupCoordinator:
         self._subscribe(mm.topics, -1)
         self._set_holdings(now, mm, _EMPTY, _EMPTY)
         del self.members[mm.member_id]
+        self._changed[mm.member_id] = None
         self.quiet.pop(mm.member_id, None)
         self._stop_waiting(mm.member_id)
         self.woken.pop(mm.member_id, None)
@@ -516,13 +525,16 @@ class ConsumerGroupCoordinator:
         if req.rack_id is not None and req.rack_id != mm.rack:
             mm.rack = req.rack_id
             mm._spec = None
+            self._changed[mm.member_id] = None
         if req.server_assignor is not None and req.server_assignor != mm.server_assignor:
             mm.server_assignor = req.server_assignor
+            self._changed[mm.member_id] = None
             bump = bump or f"member {client} changed its assignor"
         if req.subscribed_topics is not None and tuple(req.subscribed_topics) != mm.topics:
             self._subscribe(mm.topics, -1)
             mm.topics = tuple(req.subscribed_topics)
             mm._spec = None
+            self._changed[mm.member_id] = None
             self._subscribe(mm.topics, +1)
             bump = bump or f"member {client} changed its subscription"
         if self._refresh_metadata() and bump is None:
@@ -557,6 +569,7 @@ class ConsumerGroupCoordinator:
             self._remove(now, old)
             self._event("member_fenced", old.client, f"member_id={old.member_id} replaced_by={new.member_id}")
             self.members[new.member_id] = new
+            self._changed[new.member_id] = None
             self.static_members[iid] = new.member_id
             self._subscribe(new.topics, +1)
             self._set_holdings(now, new, assigned, _EMPTY)
@@ -568,6 +581,7 @@ class ConsumerGroupCoordinator:
         mm = ConsumerGroupMember(self._new_member_id(client), client, iid, req.rack_id, topics, timeout,
                                  last_heartbeat=now)
         self.members[mm.member_id] = mm
+        self._changed[mm.member_id] = None
         if iid is not None:
             self.static_members[iid] = mm.member_id
         self._subscribe(mm.topics, +1)
@@ -628,20 +642,26 @@ class ConsumerGroupCoordinator:
         self.assign_pending = False
         if self.group_epoch > self.target_epoch:
             _, meta = self._metadata()
-            specs = {mid: mm._spec or mm.spec() for mid, mm in self.members.items()}
-            counts = {t: meta.get(t, 0) for ts in {s.topics for s in specs.values()} for t in ts}
+            self._fold_changes()
+            members = self.assignor_members
+            counts = {t: meta.get(t, 0) for t in members.subscribed_topic_names()}
             mode = self.assignor_cost.mode
             t0 = time.perf_counter() if mode == "measured" else 0.0
             name = self._preferred_assignor()
-            self.target = compute_target(name, counts, specs, self.target)
+            self.target = compute_target(name, counts, members, self.target)
             measured = time.perf_counter() - t0 if mode == "measured" else 0.0
-            cost = self.assignor_cost.cost_s(sum(counts.values()), len(specs), measured)
+            cost = self.assignor_cost.cost_s(sum(counts.values()), len(members), measured)
             self.target_epoch = self.group_epoch
             self.assignments_computed += 1
             epoch = self.target_epoch
-            self.unreconciled = {mid for mid, mm in self.members.items() if mm.state != STABLE or mm.epoch != epoch}
+            if epoch > self._max_member_epoch:
+                # no member can be at the new epoch yet: none is reconciled to it
+                self.unreconciled = set(self.members)
+            else:
+                self.unreconciled = {mid for mid, mm in self.members.items()
+                                     if mm.state != STABLE or mm.epoch != epoch}
             self._event("target_assignment", None,
-                        f"assignor={name} members={len(specs)} epoch={self.target_epoch} cost={cost:.6f}s")
+                        f"assignor={name} members={len(members)} epoch={self.target_epoch} cost={cost:.6f}s")
             if cost > 0:
                 self.busy_until = now + cost
                 self._timer(("unblock",), self.busy_until)
@@ -649,13 +669,32 @@ class ConsumerGroupCoordinator:
                 return
         self._unpark(now)
 
+    def _fold_changes(self) -> None:
+        """Bring the assignor's inputs up to date with the members that changed since the last
+        computation (joined, left, new subscription, rack or assignor)."""
+        members, votes, voted = self.assignor_members, self._votes, self._voted
+        for mid in self._changed:
+            old = voted.pop(mid, None)
+            if old is not None:
+                if votes[old] == 1:
+                    del votes[old]
+                else:
+                    votes[old] -= 1
+            mm = self.members.get(mid)
+            if mm is None:
+                members.remove(mid)
+                continue
+            members.put(mid, (mm._spec or mm.spec()).topic_set, mm.instance_id, mm.rack)
+            if mm.server_assignor is not None:
+                voted[mid] = mm.server_assignor
+                votes[mm.server_assignor] = votes.get(mm.server_assignor, 0) + 1
+        self._changed.clear()
+
     def _preferred_assignor(self) -> str:
         """ConsumerGroup.computePreferredServerAssignor: the assignor most members ask for (ties:
-        the first name in order), else the broker's default (first of group.consumer.assignors)."""
-        votes: dict[str, int] = {}
-        for mm in self.members.values():
-            if mm.server_assignor is not None:
-                votes[mm.server_assignor] = votes.get(mm.server_assignor, 0) + 1
+        the first name in order), else the broker's default (first of group.consumer.assignors).
+        The votes are counted as members change (``_fold_changes``)."""
+        votes = self._votes
         if not votes:
             return self.assignor
         best = max(votes.values())
@@ -712,6 +751,8 @@ class ConsumerGroupCoordinator:
                     if epoch < mm.epoch:
                         self.out.append(("violation", f"member {mm.member_id} epoch went from {mm.epoch} to {epoch}"))
                     mm.previous_epoch, mm.epoch = mm.epoch, epoch
+                    if epoch > self._max_member_epoch:
+                        self._max_member_epoch = epoch
                 self._set_holdings(now, mm, assigned, pending)
                 mm.state = state
                 self._event("member_reconciled", mm.client,

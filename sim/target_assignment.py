@@ -3,16 +3,22 @@ epoch, behind the one small interface the consumer-protocol coordinator needs.
 
 ``compute_target(name, partitions_per_topic, members, current)`` returns a ``TargetAssignment``:
 for each member id, the frozenset of TopicPartitions it should own at the new epoch. ``members``
-maps member id to a ``MemberSpec`` (subscribed topics, rack, instance id); ``current`` is the
-previous target assignment (what Kafka's ``TargetAssignmentBuilder`` hands the assignor as each
-member's current assignment, so the assignor can be sticky).
+is a ``GroupMembers`` that the coordinator keeps between epochs (``put``/``remove`` as members
+join, leave or change subscription or rack), or a mapping of member id to ``MemberSpec``
+(subscribed topics, rack, instance id); ``current`` is the previous target assignment (what
+Kafka's ``TargetAssignmentBuilder`` hands the assignor as each member's current assignment, so
+the assignor can be sticky).
 
 The assignors themselves are Kafka's ``UniformAssignor`` and ``RangeAssignor`` of the
 group-coordinator module, in ``assignors.server``; this module only adapts their call, at the
 cost of the members that the epoch touches rather than of the whole group:
 
-- the previous target goes back to the assignor as views into its result arrays
-  (``assignors.server.MemberAssignment``), so the assignor reads it without a per-partition loop;
+- the members, their Java ``HashMap`` order and the group's subscription type are kept in the
+  ``GroupMembers`` from one epoch to the next (``GroupSpec.from_members``), so an epoch costs
+  Python work for the members that changed, plus numpy passes over the group;
+- the previous target goes back to the assignor as its result arrays, each member found at its
+  new position in one C-level pass; only members whose target was set or dropped explicitly (a
+  static member's new member id, a member removed) are handed in one by one;
 - a member's frozenset is built when the coordinator first asks for it (its next heartbeat), and a
   member whose partitions did not change keeps the very set it had, so an epoch that moves a few
   partitions in a 10,000-member group builds a few sets.
@@ -28,6 +34,7 @@ from assignors import TopicPartition
 from assignors.server import (
     DEFAULT_SERVER_ASSIGNORS,
     GroupAssignment,
+    GroupMembers,
     GroupSpec,
     get_server_assignor,
 )
@@ -54,7 +61,7 @@ class TargetAssignment(Mapping[str, frozenset]):
     ``pop`` and item assignment serve the coordinator's bookkeeping between epochs (a member
     removed; a static member's target moved to its new member id)."""
 
-    __slots__ = ("_result", "_members", "_sets", "_previous")
+    __slots__ = ("_result", "_members", "_sets", "_previous", "_detached")
 
     def __init__(self, result: GroupAssignment | None = None, members=(),
                  previous: TargetAssignment | None = None):
@@ -62,6 +69,7 @@ class TargetAssignment(Mapping[str, frozenset]):
         self._members: dict[str, None] = dict.fromkeys(members)  # members read from ``_result``
         self._sets: dict[str, frozenset] = {}                    # built, or set explicitly
         self._previous = previous
+        self._detached: dict[str, None] = {}  # set explicitly or popped: not read from ``_result``
 
     def __getitem__(self, member_id: str) -> frozenset:
         s = self._sets.get(member_id)
@@ -99,13 +107,15 @@ class TargetAssignment(Mapping[str, frozenset]):
 
     def __setitem__(self, member_id: str, partitions: frozenset) -> None:
         self._members.pop(member_id, None)
+        self._detached[member_id] = None
         self._sets[member_id] = frozenset(partitions)
 
     def pop(self, member_id: str, default=None):
         if member_id not in self:
             return default
         value = self[member_id]
-        self._members.pop(member_id, None)
+        if self._members.pop(member_id, 0) is None:
+            self._detached[member_id] = None
         del self._sets[member_id]
         return value
 
@@ -123,21 +133,29 @@ class TargetAssignment(Mapping[str, frozenset]):
         return by_topic
 
 
-def compute_target(name: str, partitions_per_topic: Mapping[str, int], members: Mapping[str, MemberSpec],
+def compute_target(name: str, partitions_per_topic: Mapping[str, int],
+                   members: GroupMembers | Mapping[str, MemberSpec],
                    current: Mapping[str, frozenset]) -> TargetAssignment:
     """The target assignment of ``members`` (see the module docstring)."""
+    if not isinstance(members, GroupMembers):
+        members = group_members_of(members)
     if not isinstance(current, TargetAssignment):
         current = _from_sets(current)
-    take = current._members  # noqa: SLF001 (members whose target is read from the last result)
-    spec = GroupSpec.from_target(
-        {mid: s.topic_set for mid, s in members.items()}, current._result, take,  # noqa: SLF001
-        assigned={mid: current.current_for(mid) for mid in members if mid not in take},
-        instance_ids={mid: s.instance_id for mid, s in members.items() if s.instance_id is not None},
-        racks={mid: s.rack for mid, s in members.items() if s.rack is not None},
-    )
+    # TargetAssignmentBuilder: a member's current target is the last result's, unless it was set
+    # or dropped since (then it is what was set, or nothing)
+    assigned = {mid: current.current_for(mid) for mid in current._detached if mid in members}  # noqa: SLF001
+    spec = GroupSpec.from_members(members, current._result, assigned)  # noqa: SLF001
     result = get_server_assignor(name).assign(spec, dict(partitions_per_topic))
     current._previous = None  # keep one epoch back, not the whole history
-    return TargetAssignment(result, members, current)
+    return TargetAssignment(result, members.member_ids, current)
+
+
+def group_members_of(specs: Mapping[str, MemberSpec]) -> GroupMembers:
+    """A ``GroupMembers`` holding ``specs`` (member id -> ``MemberSpec``), built from scratch."""
+    out = GroupMembers()
+    for mid, s in specs.items():
+        out.put(mid, s.topic_set, s.instance_id, s.rack)
+    return out
 
 
 def _from_sets(sets: Mapping[str, frozenset]) -> TargetAssignment:

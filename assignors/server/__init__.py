@@ -24,7 +24,7 @@ what keeps a 10,000-member group's reassignment in milliseconds. Plain dicts wor
 Layout:
   spec     GroupSpec, MemberSubscriptionAndAssignment, SubscribedTopicDescriber,
            SubscriptionType, GroupAssignment, MemberAssignment (Kafka's names, topics keyed
-           by name)
+           by name); GroupMembers (a coordinator's members kept between epochs)
   uniform  UniformAssignor: homogeneous and heterogeneous builders       "uniform"
   range    RangeAssignor (server side): co-partitioned ranges            "range"
   _group   the group spec as numpy arrays
@@ -48,6 +48,7 @@ from typing import Protocol
 from ..types import AssignorError
 from .spec import (
     GroupAssignment,
+    GroupMembers,
     GroupSpec,
     MemberAssignment,
     MemberSubscriptionAndAssignment,
@@ -104,6 +105,7 @@ __all__ = [
     "DEFAULT_SERVER_ASSIGNORS",
     "SERVER_ASSIGNORS",
     "GroupAssignment",
+    "GroupMembers",
     "GroupSpec",
     "MemberAssignment",
     "MemberSubscriptionAndAssignment",

@@ -28,6 +28,7 @@ class GroupArrays:
     def __init__(self, spec: GroupSpec, describer: SubscribedTopicDescriber, topics: Collection[str],
                  member_topics: list[frozenset[str]] | None = None, read_assignment: bool = True):
         self.member_ids = spec.member_ids
+        self._member_index = spec._member_index()  # noqa: SLF001 (same package; None: not known)
         names = sorted((t for t in topics if describer.num_partitions(t) >= 0), key=java_sort_key)
         self.topics: list[str] = names
         self.rank = {t: r for r, t in enumerate(names)}
@@ -88,8 +89,8 @@ class GroupArrays:
                 parts, ranks, claimants = parts[valid], ranks[valid], claimants[valid]
             gid_chunks.append(parts + self.offsets[ranks])
             member_chunks.append(claimants)
-        for parent, ours, theirs in views.values():
-            self._view_claims(parent, ours, theirs, member_topics, gid_chunks, member_chunks)
+        for parent, ours, theirs, remap in views.values():
+            self._view_claims(parent, ours, theirs, remap, member_topics, gid_chunks, member_chunks)
         owner = np.full(self.total, -1, dtype=np.int32)
         if not gid_chunks:
             return owner
@@ -100,21 +101,14 @@ class GroupArrays:
         owner[gids] = claimants
         return owner
 
-    def _view_claims(self, parent: GroupAssignment, ours: list[int], theirs: list[int],
-                     member_topics: list[frozenset[str]] | None,
+    def _view_claims(self, parent: GroupAssignment, ours: list[int] | None, theirs: list[int] | None,
+                     remap: np.ndarray | None, member_topics: list[frozenset[str]] | None,
                      gid_chunks: list[np.ndarray], member_chunks: list[np.ndarray]) -> None:
-        """Claims of the members whose target is a view of ``parent``, from its owner arrays."""
-        remap = np.full(len(parent.member_ids) + 1, -1, dtype=np.int32)  # [-1] stays -1
-        theirs_arr = np.array(theirs, dtype=np.int64)
-        remap[theirs_arr] = ours
-        if np.count_nonzero(remap >= 0) < theirs_arr.size:  # fewer distinct than given
-            # Two members hand in the same earlier member's target: a duplicate claim.
-            seen: dict[int, int] = {}
-            for i, j in zip(ours, theirs):
-                if j in seen:
-                    a, b = self.member_ids[seen[j]], self.member_ids[i]
-                    raise AssignorError(f"members: {a!r} and {b!r} have the same target assignment")
-                seen[j] = i
+        """Claims of the members whose target is a view of ``parent``, from its owner arrays:
+        member ``theirs[k]`` of ``parent`` is our ``ours[k]``, or ``remap`` maps them all (a
+        ``GroupSpec.from_members`` spec, one member id per position: no duplicates to look for)."""
+        if remap is None:
+            remap = self._remap(parent, ours, theirs)
         if member_topics is not None:
             # Heterogeneous rule: keep a claim only if the member subscribes to the topic.
             distinct: dict[frozenset[str], int] = {}
@@ -136,6 +130,29 @@ class GroupArrays:
             if at.size:
                 gid_chunks.append(at + self.offsets[r])
                 member_chunks.append(claimed[at])
+
+    def _remap(self, parent: GroupAssignment, ours: list[int], theirs: list[int]) -> np.ndarray:
+        """Our position of each member of ``parent`` (-1: none; one extra -1 at the end)."""
+        remap = np.full(len(parent.member_ids) + 1, -1, dtype=np.int32)  # [-1] stays -1
+        theirs_arr = np.array(theirs, dtype=np.int64)
+        remap[theirs_arr] = ours
+        if np.count_nonzero(remap >= 0) < theirs_arr.size:  # fewer distinct than given
+            # Two members hand in the same earlier member's target: a duplicate claim.
+            seen: dict[int, int] = {}
+            for i, j in zip(ours, theirs):
+                if j in seen:
+                    a, b = self.member_ids[seen[j]], self.member_ids[i]
+                    raise AssignorError(f"members: {a!r} and {b!r} have the same target assignment")
+                seen[j] = i
+        return remap
+
+    def result(self, owner: np.ndarray) -> GroupAssignment:
+        """The assignment of ``owner`` over these members and topics (it keeps the spec's member
+        index when the spec had one, for the next epoch's claims)."""
+        out = GroupAssignment(self.member_ids, dict(zip(self.topics, self.counts.tolist(), strict=True)), owner)
+        if self._member_index is not None:
+            out._index = self._member_index  # noqa: SLF001 (same package)
+        return out
 
     def _raise_bad(self, spec, claim_member, claim_rank, lengths, parts) -> None:
         """The one-line error for the first claim that is not a list of partition ids >= 0."""

@@ -79,7 +79,7 @@ class RangeAssignor:
             lengths[:extra] += 1
             lo = int(g.offsets[r])
             owner[lo:lo + n] = np.repeat(ranked, lengths)
-        return GroupAssignment(g.member_ids, dict(zip(g.topics, g.counts.tolist())), owner)
+        return g.result(owner)
 
     def __repr__(self) -> str:
         return f"<server assignor {self.name}>"

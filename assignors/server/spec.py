@@ -24,12 +24,15 @@ as ``assigned_partitions`` is read from its parent's arrays (the fast path for t
 from __future__ import annotations
 
 import enum
+from bisect import bisect_left, insort
 from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
+from itertools import repeat
+from operator import itemgetter
 
 import attrs
 import numpy as np
 
-from .._java import hashmap_order, java_sort_key
+from .._java import hashmap_capacity, hashmap_order, java_sort_key, java_string_hash
 from ..types import AssignorError
 
 
@@ -157,7 +160,9 @@ class GroupSpec:
     to model a coordinator that computed it otherwise (Kafka's own tests do).
 
     ``GroupSpec.from_target`` builds the same spec from a previous ``GroupAssignment`` without a
-    per-member object (a coordinator's call at every group epoch).
+    per-member object; ``GroupSpec.from_members`` builds it from a ``GroupMembers`` that a
+    coordinator keeps between group epochs, at no per-member cost for the members that did not
+    change (a coordinator's call at every group epoch).
     """
 
     __slots__ = ("_members", "_member_ids", "_subscription_type", "_bulk")
@@ -222,8 +227,54 @@ class GroupSpec:
                                   dict(racks or {}))
         return spec
 
+    @classmethod
+    def from_members(
+        cls,
+        members: GroupMembers,
+        target: GroupAssignment | None = None,
+        assigned: Mapping[str, Mapping[str, object]] | None = None,
+    ) -> GroupSpec:
+        """The spec of ``members`` (a ``GroupMembers``) whose current target assignments are:
+        ``assigned[m]`` for a member named in ``assigned``, else ``target[m]`` for a member in
+        ``target`` (the previous epoch's result, read from its arrays), else nothing.
+
+        Nothing is checked or copied per member here (``GroupMembers.put`` checked each member
+        when it changed): the spec reads ``members`` as they are, so it is valid until the next
+        ``put`` or ``remove`` (using it after one raises ``AssignorError``)."""
+        if not isinstance(members, GroupMembers):
+            raise AssignorError("members: expected a GroupMembers")
+        if target is None:
+            target = GroupAssignment.empty()
+        elif not isinstance(target, GroupAssignment):
+            raise AssignorError("target: expected a GroupAssignment")
+        if assigned is None:
+            assigned = {}
+        elif not isinstance(assigned, Mapping):
+            raise AssignorError("assigned: expected a mapping of member id to {topic: partition ids}")
+        spec = object.__new__(cls)
+        spec._members = None
+        spec._member_ids = members.member_ids
+        spec._subscription_type = members.subscription_type
+        spec._bulk = _BulkMembers(members._topics, target, _Except(assigned), assigned,  # noqa: SLF001
+                                  members._instance_ids, members._racks, members, members._version)  # noqa: SLF001
+        return spec
+
+    def _check_live(self) -> None:
+        b = self._bulk
+        if b is not None and b.source is not None and b.source._version != b.version:  # noqa: SLF001
+            raise AssignorError("members: changed since this GroupSpec was built (GroupSpec.from_members)")
+
+    def _member_index(self) -> Mapping[str, int] | None:
+        """Member id -> position in ``member_ids`` when the spec already has it (else None)."""
+        b = self._bulk
+        if b is not None and b.source is not None:
+            self._check_live()
+            return b.source._member_index()  # noqa: SLF001
+        return None
+
     def _member_map(self) -> dict[str, MemberSubscriptionAndAssignment]:
         if self._members is None:
+            self._check_live()
             b = self._bulk
             views = b.target.views(self._member_ids)
             self._members = {
@@ -237,14 +288,17 @@ class GroupSpec:
         """The members' current target assignments, for ``_group``: the positions (in
         ``member_ids``) and mappings of those given as plain mappings (non-empty ones), and per
         earlier ``GroupAssignment`` whose views some members hand in: (it, their positions,
-        their indices in it)."""
+        their indices in it, None), or (it, None, None, remap) where ``remap[j]`` is the position
+        of its member ``j`` (-1: not handed in; one extra -1 at the end)."""
         b = self._bulk
+        if b is not None and b.source is not None and self._members is None:
+            return self._member_claims(b)
         if b is not None and self._members is None:
             index = b.target._member_index()  # noqa: SLF001 (same module)
             take, get = b.take, index.get
             theirs_all = [get(m, -1) if m in take else -1 for m in self._member_ids]
             ours = [i for i, j in enumerate(theirs_all) if j >= 0]
-            views = {id(b.target): (b.target, ours, [theirs_all[i] for i in ours])} if ours else {}
+            views = {id(b.target): (b.target, ours, [theirs_all[i] for i in ours], None)} if ours else {}
             assigned = b.assigned
             slow_at = [i for i, (m, j) in enumerate(zip(self._member_ids, theirs_all, strict=True))
                        if j < 0 and assigned.get(m)]
@@ -257,15 +311,39 @@ class GroupSpec:
             parents = [assigned_all[i]._parent for i in view_at]  # noqa: SLF001
             theirs = [assigned_all[i]._member_index for i in view_at]  # noqa: SLF001
             if all(p is parents[0] for p in parents):
-                views[id(parents[0])] = (parents[0], view_at, theirs)
+                views[id(parents[0])] = (parents[0], view_at, theirs, None)
             else:
                 for i, parent, j in zip(view_at, parents, theirs, strict=True):
-                    entry = views.setdefault(id(parent), (parent, [], []))
+                    entry = views.setdefault(id(parent), (parent, [], [], None))
                     entry[1].append(i)
                     entry[2].append(j)
         # (``type`` first: the truth value of a view would materialize it.)
         slow_at = [i for i, a in enumerate(assigned_all) if type(a) is not MemberAssignment and a]
         return slow_at, [assigned_all[i] for i in slow_at], views
+
+    def _member_claims(self, b: _BulkMembers) -> tuple[list[int], list[Mapping[str, object]], dict[int, tuple]]:
+        """``_claims`` of a ``from_members`` spec: the previous target's members map to their
+        positions in one C-level pass over its member ids; only the members in ``assigned`` are
+        visited one by one."""
+        self._check_live()
+        index = b.source._member_index()  # noqa: SLF001
+        target, assigned = b.target, b.assigned
+        views: dict[int, tuple] = {}
+        old_ids = target.member_ids
+        if old_ids:
+            remap = np.full(len(old_ids) + 1, -1, dtype=np.int32)
+            remap[:-1] = np.fromiter(map(index.get, old_ids, repeat(-1)), dtype=np.int32, count=len(old_ids))
+            if assigned:
+                old_index = target._member_index()  # noqa: SLF001
+                for m in assigned:
+                    j = old_index.get(m)
+                    if j is not None:
+                        remap[j] = -1
+            if (remap >= 0).any():
+                views[id(target)] = (target, None, None, remap)
+        slow_at = sorted(index[m] for m, a in assigned.items() if m in index and _truthy(a))
+        ids = self._member_ids
+        return slow_at, [assigned[ids[i]] for i in slow_at], views
 
     @property
     def member_ids(self) -> tuple[str, ...]:
@@ -284,6 +362,7 @@ class GroupSpec:
     def subscribed_topic_names(self, member_id: str) -> frozenset[str]:
         """``member_subscription(member_id).subscribed_topic_names``."""
         if self._members is None:
+            self._check_live()
             names = self._bulk.topics.get(member_id)
             if names is None:
                 raise AssignorError(f"member id {member_id!r} not found")
@@ -293,6 +372,7 @@ class GroupSpec:
     def instance_id(self, member_id: str) -> str | None:
         """``member_subscription(member_id).instance_id``."""
         if self._members is None:
+            self._check_live()
             if member_id not in self._bulk.topics:
                 raise AssignorError(f"member id {member_id!r} not found")
             return self._bulk.instance_ids.get(member_id)
@@ -315,14 +395,198 @@ class GroupSpec:
 
 @attrs.frozen(slots=True)
 class _BulkMembers:
-    """The inputs of ``GroupSpec.from_target``."""
+    """The inputs of ``GroupSpec.from_target`` or ``GroupSpec.from_members`` (``source``: the
+    ``GroupMembers``, and its ``version`` when the spec was built)."""
 
     topics: dict[str, frozenset[str]]
     target: GroupAssignment
     take: Container[str]
-    assigned: dict[str, Mapping[str, object]]
+    assigned: Mapping[str, Mapping[str, object]]
     instance_ids: dict[str, str]
     racks: dict[str, str]
+    source: GroupMembers | None = None
+    version: int = 0
+
+
+class _Except(Container[str]):
+    """Every member id except those of a mapping."""
+
+    __slots__ = ("_names",)
+
+    def __init__(self, names: Container[str]):
+        self._names = names
+
+    def __contains__(self, member_id: object) -> bool:
+        return member_id not in self._names
+
+
+def _truthy(parts) -> bool:
+    # (``type`` first: the truth value of a view would materialize it.)
+    return type(parts) is MemberAssignment or bool(parts)
+
+
+class GroupMembers:
+    """A group's members as its assignor sees them, kept by a coordinator between group epochs:
+    subscribed topic names, instance id and rack per member id (what Kafka's ``ConsumerGroup``
+    keeps in its members map, with ``subscribedTopicNames`` and ``subscriptionType`` maintained as
+    members change). ``put`` and ``remove`` cost the member they touch and check it; the member
+    order (that of ``GroupSpecImpl.memberIds()``, a ``java.util.HashMap``: see
+    ``assignors._java.hashmap_order``) and the subscription type are kept up to date from the
+    changes, so ``GroupSpec.from_members`` needs no pass over the unchanged members.
+
+        members = GroupMembers()
+        members.put("m1", frozenset({"orders"}))
+        members.put("m2", frozenset({"orders"}), instance_id="i-2")
+        spec = GroupSpec.from_members(members, previous_target)
+    """
+
+    __slots__ = ("_topics", "_instance_ids", "_racks", "_distinct", "_topic_names", "_keys", "_mask",
+                 "_ids", "_index", "_version")
+
+    def __init__(self):
+        self._topics: dict[str, frozenset[str]] = {}
+        self._instance_ids: dict[str, str] = {}
+        self._racks: dict[str, str] = {}
+        self._distinct: dict[frozenset[str], int] = {}   # subscription -> members with it
+        self._topic_names: dict[str, int] = {}           # topic -> subscribers
+        # (HashMap bucket, String order key, member id), sorted, for a table of ``_mask + 1``
+        # buckets; None: rebuild
+        self._keys: list[tuple[int, str, str]] | None = []
+        self._mask = hashmap_capacity(0) - 1
+        self._ids: tuple[str, ...] | None = ()           # member ids in HashMap order (None: stale)
+        self._index: dict[str, int] | None = {}          # member id -> position in ``_ids``
+        self._version = 0
+
+    def put(self, member_id: str, topics: frozenset[str], instance_id: str | None = None,
+            rack_id: str | None = None) -> None:
+        """Add the member or replace what is known of it."""
+        if not isinstance(member_id, str) or not member_id:
+            raise AssignorError(f"members: member id {member_id!r} is not a non-empty string")
+        if type(topics) is not frozenset:
+            if isinstance(topics, str) or not isinstance(topics, Iterable):
+                raise AssignorError(f"topics[{member_id!r}]: expected a frozenset of topic names")
+            topics = frozenset(topics)
+        if not all(type(t) is str for t in topics):
+            raise AssignorError(f"topics[{member_id!r}]: expected a frozenset of topic names")
+        if instance_id is not None and not isinstance(instance_id, str):
+            raise AssignorError(f"instance_ids[{member_id!r}]: expected a string or None")
+        if rack_id is not None and not isinstance(rack_id, str):
+            raise AssignorError(f"racks[{member_id!r}]: expected a string or None")
+        old = self._topics.get(member_id)
+        if old is not None:
+            if (old == topics and self._instance_ids.get(member_id) == instance_id
+                    and self._racks.get(member_id) == rack_id):
+                return
+            self._unsubscribe(old)
+        else:
+            self._add_key(member_id)
+        self._version += 1
+        self._topics[member_id] = topics
+        self._distinct[topics] = self._distinct.get(topics, 0) + 1
+        names = self._topic_names
+        for t in topics:
+            names[t] = names.get(t, 0) + 1
+        self._set_or_drop(self._instance_ids, member_id, instance_id)
+        self._set_or_drop(self._racks, member_id, rack_id)
+
+    def remove(self, member_id: str) -> None:
+        """Forget the member (nothing happens for an unknown one)."""
+        old = self._topics.pop(member_id, None)
+        if old is None:
+            return
+        self._version += 1
+        self._unsubscribe(old)
+        self._instance_ids.pop(member_id, None)
+        self._racks.pop(member_id, None)
+        keys = self._keys
+        if keys is not None:
+            if hashmap_capacity(len(self._topics)) - 1 != self._mask:
+                self._keys = None  # the table would be another size: reorder from scratch
+            else:
+                del keys[bisect_left(keys, self._key(member_id))]
+        self._ids = self._index = None
+
+    @staticmethod
+    def _set_or_drop(values: dict[str, str], member_id: str, value: str | None) -> None:
+        if value is None:
+            values.pop(member_id, None)
+        else:
+            values[member_id] = value
+
+    def _unsubscribe(self, topics: frozenset[str]) -> None:
+        n = self._distinct[topics] - 1
+        if n:
+            self._distinct[topics] = n
+        else:
+            del self._distinct[topics]
+        names = self._topic_names
+        for t in topics:
+            k = names[t] - 1
+            if k:
+                names[t] = k
+            else:
+                del names[t]
+
+    def _key(self, member_id: str) -> tuple[int, str, str]:
+        """Where the member sits in HashMap order: its bucket, then ``String.compareTo`` order."""
+        h = java_string_hash(member_id) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & self._mask, java_sort_key(member_id), member_id
+
+    def _add_key(self, member_id: str) -> None:
+        # called before the member is in ``_topics``
+        keys = self._keys
+        if keys is not None:
+            if hashmap_capacity(len(self._topics) + 1) - 1 != self._mask:
+                self._keys = None
+            else:
+                insort(keys, self._key(member_id))
+        self._ids = self._index = None
+
+    def _order(self) -> tuple[str, ...]:
+        ids = self._ids
+        if ids is None:
+            if self._keys is None:
+                self._mask = hashmap_capacity(len(self._topics)) - 1
+                self._keys = sorted(map(self._key, self._topics))
+            ids = self._ids = tuple(map(itemgetter(2), self._keys))
+            self._index = dict(zip(ids, range(len(ids)), strict=True))
+        return ids
+
+    def _member_index(self) -> dict[str, int]:
+        self._order()
+        return self._index
+
+    @property
+    def member_ids(self) -> tuple[str, ...]:
+        """Member ids in ``java.util.HashMap`` order (``GroupSpecImpl.memberIds()``)."""
+        return self._order()
+
+    @property
+    def subscription_type(self) -> SubscriptionType:
+        """``ModernGroup.subscriptionType``: homogeneous when all members subscribe to the same
+        topic names (or there are none)."""
+        return SubscriptionType.HOMOGENEOUS if len(self._distinct) <= 1 else SubscriptionType.HETEROGENEOUS
+
+    def subscribed_topic_names(self) -> Mapping[str, int]:
+        """Topic name -> number of members subscribed to it (``ConsumerGroup.subscribedTopicNames``;
+        read-only)."""
+        return self._topic_names
+
+    def topics(self, member_id: str) -> frozenset[str]:
+        """The member's subscribed topic names (KeyError for an unknown member)."""
+        return self._topics[member_id]
+
+    def __len__(self) -> int:
+        return len(self._topics)
+
+    def __contains__(self, member_id: object) -> bool:
+        return member_id in self._topics
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order())
+
+    def __repr__(self) -> str:
+        return f"GroupMembers({len(self._topics)} members)"
 
 
 def _as_set(parts) -> set[int]:
@@ -360,6 +624,10 @@ class MemberAssignment(Mapping[str, tuple[int, ...]]):
         return f"MemberAssignment({self._dict()!r})"
 
 
+# Members of one GroupAssignment read one by one before their runs are built in one sort.
+_FEW_READS = 16
+
+
 class GroupAssignment(Mapping[str, MemberAssignment]):
     """A target assignment (Kafka's ``GroupAssignment``), array-based.
 
@@ -370,7 +638,7 @@ class GroupAssignment(Mapping[str, MemberAssignment]):
     topics with no partition for that member left out; ``to_dict()`` gives plain dicts.
     """
 
-    __slots__ = ("_member_ids", "_index", "_topics", "_offsets", "_owner", "_slices")
+    __slots__ = ("_member_ids", "_index", "_topics", "_offsets", "_owner", "_slices", "_reads")
 
     def __init__(self, member_ids: Sequence[str], topics: Mapping[str, int], owner: np.ndarray):
         self._member_ids = tuple(member_ids)
@@ -384,6 +652,7 @@ class GroupAssignment(Mapping[str, MemberAssignment]):
         if self._owner.shape != (int(offsets[-1]),):
             raise ValueError("owner array does not match the topics' partition counts")
         self._slices: tuple | None = None
+        self._reads = 0  # members read one by one before ``_member_runs`` is built
 
     @classmethod
     def empty(cls) -> GroupAssignment:
@@ -459,6 +728,20 @@ class GroupAssignment(Mapping[str, MemberAssignment]):
         return out
 
     def _member_dict(self, i: int) -> dict[str, tuple[int, ...]]:
+        if self._slices is None and self._reads < _FEW_READS:
+            # A coordinator reads a few members per group epoch: one scan of the owner array each
+            # is cheaper than sorting it.
+            self._reads += 1
+            gids = np.flatnonzero(self._owner == i)
+            if not gids.size:
+                return {}
+            ranks = np.searchsorted(self._offsets, gids, side="right") - 1
+            parts = (gids - self._offsets[ranks]).tolist()
+            cut = (np.flatnonzero(np.diff(ranks)) + 1).tolist()
+            bounds = [0, *cut, len(parts)]
+            rank_list = ranks[[0, *cut]].tolist()
+            topics = self._topics
+            return {topics[r]: tuple(parts[bounds[k]:bounds[k + 1]]) for k, r in enumerate(rank_list)}
         parts, run_rank, starts, ends, first_run = self._member_runs()
         topics = self._topics
         return {topics[run_rank[j]]: tuple(parts[starts[j]:ends[j]]) for j in range(first_run[i], first_run[i + 1])}

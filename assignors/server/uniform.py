@@ -145,7 +145,7 @@ def _homogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupA
     if takers.size < todo.size:
         raise AssignorError("uniform: partitions were left unassigned")
     owner[todo] = takers[: todo.size]
-    return GroupAssignment(g.member_ids, dict(zip(g.topics, g.counts.tolist())), owner)
+    return g.result(owner)
 
 
 def _heterogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupAssignment:
@@ -163,7 +163,7 @@ def _heterogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> Grou
     builder = _HeterogeneousBuilder(g, subscribers)
     builder.assign_remaining()
     builder.balance()
-    return GroupAssignment(g.member_ids, dict(zip(g.topics, g.counts.tolist())), g.owner)
+    return g.result(g.owner)
 
 
 def _subscribers(g: GroupArrays, distinct: dict[frozenset[str], list[int]]) -> list[np.ndarray]:
