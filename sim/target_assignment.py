@@ -61,7 +61,7 @@ class TargetAssignment(Mapping[str, frozenset]):
     ``pop`` and item assignment serve the coordinator's bookkeeping between epochs (a member
     removed; a static member's target moved to its new member id)."""
 
-    __slots__ = ("_result", "_members", "_sets", "_previous", "_detached")
+    __slots__ = ("_result", "_members", "_sets", "_previous", "_detached", "_same")
 
     def __init__(self, result: GroupAssignment | None = None, members=(),
                  previous: TargetAssignment | None = None):
@@ -70,6 +70,7 @@ class TargetAssignment(Mapping[str, frozenset]):
         self._sets: dict[str, frozenset] = {}                    # built, or set explicitly
         self._previous = previous
         self._detached: dict[str, None] = {}  # set explicitly or popped: not read from ``_result``
+        self._same = None  # per member of ``_result``: same partitions as in the previous result
 
     def __getitem__(self, member_id: str) -> frozenset:
         s = self._sets.get(member_id)
@@ -84,14 +85,30 @@ class TargetAssignment(Mapping[str, frozenset]):
         return self._result[member_id] if member_id in self._result else {}
 
     def _build(self, member_id: str) -> frozenset:
-        parts = self._view(member_id)
         prev = self._previous
         if prev is not None and member_id in prev._members:
             # unchanged since the previous epoch: the same set (no new TopicPartitions)
             old = prev._sets.get(member_id)
-            if old is not None and dict(prev._view(member_id)) == dict(parts):
-                return old
+            if old is not None:
+                same = self._same_as_previous(member_id, prev)
+                if same is None:
+                    same = dict(prev._view(member_id)) == dict(self._view(member_id))
+                if same:
+                    return old
+        parts = self._view(member_id)
         return frozenset(TopicPartition(t, p) for t, ps in parts.items() for p in ps)
+
+    def _same_as_previous(self, member_id: str, prev: TargetAssignment) -> bool | None:
+        """Whether both results give the member the same partitions, from one comparison of the
+        two results made on the first call (None: not known that way)."""
+        same = self._same
+        if same is None:
+            same = self._same = self._result.same_partitions_as(prev._result)
+            if same is None:
+                same = self._same = False  # different topics: compare member by member
+        if same is False or member_id not in self._result or member_id not in prev._result:
+            return None
+        return bool(same[self._result._member_index()[member_id]])  # noqa: SLF001
 
     def __iter__(self) -> Iterator[str]:
         yield from self._members

@@ -707,6 +707,26 @@ class GroupAssignment(Mapping[str, MemberAssignment]):
             self._index = {m: i for i, m in enumerate(self._member_ids)}
         return self._index
 
+    def same_partitions_as(self, previous: GroupAssignment) -> np.ndarray | None:
+        """Per member (in ``member_ids`` order), whether it has exactly the partitions it had in
+        ``previous`` (False for a member not in ``previous``); None when the two cover different
+        topics or partition counts. One pass over both owner arrays: a coordinator learns which
+        members' targets moved without reading them one by one."""
+        if previous._topics != self._topics or not np.array_equal(previous._offsets, self._offsets):
+            return None
+        index = self._member_index()
+        old_ids = previous._member_ids
+        remap = np.full(len(old_ids) + 1, -1, dtype=np.int64)  # [-1]: unassigned stays -1
+        remap[:-1] = np.fromiter(map(index.get, old_ids, repeat(-1)), dtype=np.int64, count=len(old_ids))
+        mapped = remap[previous._owner]
+        moved = mapped != self._owner
+        changed = np.zeros(len(self._member_ids) + 1, dtype=bool)  # [-1]: unassigned, ignored
+        changed[self._owner[moved]] = True
+        changed[mapped[moved]] = True
+        known = np.zeros(len(self._member_ids) + 1, dtype=bool)
+        known[remap[:-1]] = True  # members that were in ``previous``
+        return (known & ~changed)[:-1]
+
     def __getitem__(self, member_id: str) -> MemberAssignment:
         return MemberAssignment(self, self._member_index()[member_id])
 

@@ -167,4 +167,26 @@ def test_members_read_one_by_one_match_the_sorted_reads():
     one_by_one = GroupAssignment(ids, topics, owner)
     read = {m: dict(one_by_one[m]) for m in ids}  # 16 scans, then the sorted runs
     assert read == GroupAssignment(ids, topics, owner).to_dict()
-    assert any(not v for v in read.values()) or True
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_same_partitions_as_compares_each_member(seed):
+    """``same_partitions_as`` says, per member, whether its partitions are those it had in the
+    previous result, as comparing the two mappings member by member does; None when the topics or
+    their partition counts differ."""
+    rng = np.random.default_rng(seed)
+    topics = {"a": 9, "b": 4}
+    old_ids = [f"m{i}" for i in range(12)]
+    old_owner = rng.integers(-1, len(old_ids), 13).astype(np.int32)
+    new_ids = [m for m in old_ids if rng.random() < 0.8] + ["n1", "n2"]
+    rng.shuffle(new_ids)
+    index = {m: i for i, m in enumerate(new_ids)}
+    remap = np.array([index.get(m, -1) for m in old_ids] + [-1])
+    new_owner = remap[old_owner].astype(np.int32)
+    moved = rng.random(13) < 0.3
+    new_owner[moved] = rng.integers(-1, len(new_ids), int(moved.sum()))
+    old, new = GroupAssignment(old_ids, topics, old_owner), GroupAssignment(new_ids, topics, new_owner)
+    same = new.same_partitions_as(old)
+    assert same.tolist() == [m in old and dict(new[m]) == dict(old[m]) for m in new_ids]
+    assert new.same_partitions_as(GroupAssignment(old_ids, {"a": 9, "b": 5}, np.append(old_owner, -1))) is None
+    assert new.same_partitions_as(GroupAssignment.empty()) is None
