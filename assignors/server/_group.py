@@ -38,6 +38,7 @@ class GroupArrays:
         self.total = int(self.offsets[-1])
         self.owner = (self._owners(spec, member_topics) if read_assignment
                       else np.full(self.total, -1, dtype=np.int32))
+        self._previous_positions = spec._previous_positions  # noqa: SLF001 (same package)
 
     def _owners(self, spec: GroupSpec, member_topics: list[frozenset[str]] | None) -> np.ndarray:
         # One flat list of partition ids plus one (member, topic, length) row per claim: a Python
@@ -152,6 +153,7 @@ class GroupArrays:
         out = GroupAssignment(self.member_ids, dict(zip(self.topics, self.counts.tolist(), strict=True)), owner)
         if self._member_index is not None:
             out._index = self._member_index  # noqa: SLF001 (same package)
+        out._previous_positions = self._previous_positions  # noqa: SLF001
         return out
 
     def _raise_bad(self, spec, claim_member, claim_rank, lengths, parts) -> None:

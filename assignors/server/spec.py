@@ -165,7 +165,7 @@ class GroupSpec:
     change (a coordinator's call at every group epoch).
     """
 
-    __slots__ = ("_members", "_member_ids", "_subscription_type", "_bulk")
+    __slots__ = ("_members", "_member_ids", "_subscription_type", "_bulk", "_previous_positions")
 
     def __init__(
         self,
@@ -190,6 +190,8 @@ class GroupSpec:
         self._member_ids = tuple(hashmap_order(members))
         self._subscription_type = subscription_type or subscription_type_of(members)
         self._bulk: _BulkMembers | None = None
+        # (the previous target's member ids, our position of each, -1: none), when known
+        self._previous_positions: tuple[tuple[str, ...], np.ndarray] | None = None
 
     @classmethod
     def from_target(
@@ -225,6 +227,7 @@ class GroupSpec:
                                    else SubscriptionType.HETEROGENEOUS)
         spec._bulk = _BulkMembers(topics, target, take, dict(assigned or {}), dict(instance_ids or {}),
                                   dict(racks or {}))
+        spec._previous_positions = None
         return spec
 
     @classmethod
@@ -257,6 +260,7 @@ class GroupSpec:
         spec._subscription_type = members.subscription_type
         spec._bulk = _BulkMembers(members._topics, target, _Except(assigned), assigned,  # noqa: SLF001
                                   members._instance_ids, members._racks, members, members._version)  # noqa: SLF001
+        spec._previous_positions = None
         return spec
 
     def _check_live(self) -> None:
@@ -333,6 +337,7 @@ class GroupSpec:
         if old_ids:
             remap = np.full(len(old_ids) + 1, -1, dtype=np.int32)
             remap[:-1] = np.fromiter(map(index.get, old_ids, repeat(-1)), dtype=np.int32, count=len(old_ids))
+            self._previous_positions = (old_ids, remap.copy())
             if assigned:
                 old_index = target._member_index()  # noqa: SLF001
                 for m in assigned:
@@ -638,7 +643,8 @@ class GroupAssignment(Mapping[str, MemberAssignment]):
     topics with no partition for that member left out; ``to_dict()`` gives plain dicts.
     """
 
-    __slots__ = ("_member_ids", "_index", "_topics", "_offsets", "_owner", "_slices", "_reads")
+    __slots__ = ("_member_ids", "_index", "_topics", "_offsets", "_owner", "_slices", "_reads",
+                 "_previous_positions")
 
     def __init__(self, member_ids: Sequence[str], topics: Mapping[str, int], owner: np.ndarray):
         self._member_ids = tuple(member_ids)
@@ -653,6 +659,9 @@ class GroupAssignment(Mapping[str, MemberAssignment]):
             raise ValueError("owner array does not match the topics' partition counts")
         self._slices: tuple | None = None
         self._reads = 0  # members read one by one before ``_member_runs`` is built
+        # (an earlier assignment's member ids, our position of each, -1: none), when the
+        # assignor's spec had them
+        self._previous_positions: tuple[tuple[str, ...], np.ndarray] | None = None
 
     @classmethod
     def empty(cls) -> GroupAssignment:
@@ -714,10 +723,14 @@ class GroupAssignment(Mapping[str, MemberAssignment]):
         members' targets moved without reading them one by one."""
         if previous._topics != self._topics or not np.array_equal(previous._offsets, self._offsets):
             return None
-        index = self._member_index()
         old_ids = previous._member_ids
-        remap = np.full(len(old_ids) + 1, -1, dtype=np.int64)  # [-1]: unassigned stays -1
-        remap[:-1] = np.fromiter(map(index.get, old_ids, repeat(-1)), dtype=np.int64, count=len(old_ids))
+        known_positions = self._previous_positions
+        if known_positions is not None and known_positions[0] is old_ids:
+            remap = known_positions[1]
+        else:
+            index = self._member_index()
+            remap = np.full(len(old_ids) + 1, -1, dtype=np.int64)  # [-1]: unassigned stays -1
+            remap[:-1] = np.fromiter(map(index.get, old_ids, repeat(-1)), dtype=np.int64, count=len(old_ids))
         mapped = remap[previous._owner]
         moved = mapped != self._owner
         changed = np.zeros(len(self._member_ids) + 1, dtype=bool)  # [-1]: unassigned, ignored
