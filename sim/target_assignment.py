@@ -61,21 +61,25 @@ class TargetAssignment(Mapping[str, frozenset]):
     ``pop`` and item assignment serve the coordinator's bookkeeping between epochs (a member
     removed; a static member's target moved to its new member id)."""
 
-    __slots__ = ("_result", "_members", "_sets", "_previous", "_detached", "_same")
+    __slots__ = ("_result", "_base", "_sets", "_previous", "_detached", "_same")
 
     def __init__(self, result: GroupAssignment | None = None, members=(),
                  previous: TargetAssignment | None = None):
         self._result = result if result is not None else GroupAssignment.empty()
-        self._members: dict[str, None] = dict.fromkeys(members)  # members read from ``_result``
+        # the members read from ``_result`` (a mapping whose keys are they), less ``_detached``
+        self._base: Mapping[str, object] = members if isinstance(members, Mapping) else dict.fromkeys(members)
         self._sets: dict[str, frozenset] = {}                    # built, or set explicitly
         self._previous = previous
         self._detached: dict[str, None] = {}  # set explicitly or popped: not read from ``_result``
         self._same = None  # per member of ``_result``: same partitions as in the previous result
 
+    def _in_base(self, member_id: object) -> bool:
+        return member_id in self._base and member_id not in self._detached
+
     def __getitem__(self, member_id: str) -> frozenset:
         s = self._sets.get(member_id)
         if s is None:
-            if member_id not in self._members:
+            if not self._in_base(member_id):
                 raise KeyError(member_id)
             s = self._sets[member_id] = self._build(member_id)
         return s
@@ -86,7 +90,7 @@ class TargetAssignment(Mapping[str, frozenset]):
 
     def _build(self, member_id: str) -> frozenset:
         prev = self._previous
-        if prev is not None and member_id in prev._members:
+        if prev is not None and prev._in_base(member_id):
             # unchanged since the previous epoch: the same set (no new TopicPartitions)
             old = prev._sets.get(member_id)
             if old is not None:
@@ -111,19 +115,20 @@ class TargetAssignment(Mapping[str, frozenset]):
         return bool(same[self._result._member_index()[member_id]])  # noqa: SLF001
 
     def __iter__(self) -> Iterator[str]:
-        yield from self._members
+        for mid in self._base:
+            if mid not in self._detached:
+                yield mid
         for mid in self._sets:
-            if mid not in self._members:
+            if not self._in_base(mid):
                 yield mid
 
     def __len__(self) -> int:
-        return len(self._members) + sum(1 for mid in self._sets if mid not in self._members)
+        return sum(1 for _ in self)
 
     def __contains__(self, member_id: object) -> bool:
-        return member_id in self._members or member_id in self._sets
+        return self._in_base(member_id) or member_id in self._sets
 
     def __setitem__(self, member_id: str, partitions: frozenset) -> None:
-        self._members.pop(member_id, None)
         self._detached[member_id] = None
         self._sets[member_id] = frozenset(partitions)
 
@@ -131,15 +136,14 @@ class TargetAssignment(Mapping[str, frozenset]):
         if member_id not in self:
             return default
         value = self[member_id]
-        if self._members.pop(member_id, 0) is None:
-            self._detached[member_id] = None
+        self._detached[member_id] = None
         del self._sets[member_id]
         return value
 
     def current_for(self, member_id: str) -> Mapping[str, object]:
         """The member's target as the next assignor call wants it: a view into the result arrays
         when it came from them, else ``{topic: [partition, ...]}``."""
-        if member_id in self._members:
+        if self._in_base(member_id):
             return self._view(member_id)
         s = self._sets.get(member_id)
         if not s:
@@ -164,7 +168,8 @@ def compute_target(name: str, partitions_per_topic: Mapping[str, int],
     spec = GroupSpec.from_members(members, current._result, assigned)  # noqa: SLF001
     result = get_server_assignor(name).assign(spec, dict(partitions_per_topic))
     current._previous = None  # keep one epoch back, not the whole history
-    return TargetAssignment(result, members.member_ids, current)
+    # the members as of this epoch: their positions in its order (the GroupMembers' snapshot)
+    return TargetAssignment(result, members._member_index(), current)  # noqa: SLF001
 
 
 def group_members_of(specs: Mapping[str, MemberSpec]) -> GroupMembers:

@@ -72,6 +72,15 @@ class GroupArrays:
                     claim_member.append(i)
                     claim_rank.append(r)
                     claim_length.append(len(flat) - before)
+        if not flat and len(views) == 1 and member_topics is None:
+            # Every claim comes from one earlier assignment over the same topics and partition
+            # counts: each partition goes to its earlier member's new position (one member per
+            # position, so no partition can be claimed twice).
+            ((parent, ours, theirs, remap),) = views.values()
+            if parent.topics == tuple(self.topics) and np.array_equal(parent._offsets, self.offsets):  # noqa: SLF001
+                if remap is None:
+                    remap = self._remap(parent, ours, theirs)
+                return remap[parent._owner].astype(np.int32)  # noqa: SLF001
         gid_chunks: list[np.ndarray] = []
         member_chunks: list[np.ndarray] = []
         if flat:

@@ -335,11 +335,13 @@ class GroupSpec:
         views: dict[int, tuple] = {}
         old_ids = target.member_ids
         if old_ids:
-            remap = np.full(len(old_ids) + 1, -1, dtype=np.int32)
-            remap[:-1] = np.fromiter(map(index.get, old_ids, repeat(-1)), dtype=np.int32, count=len(old_ids))
+            old_index = target._member_index()  # noqa: SLF001
+            remap = index.positions_of(old_index) if isinstance(old_index, _SlotIndex) else None
+            if remap is None:
+                remap = np.full(len(old_ids) + 1, -1, dtype=np.int64)
+                remap[:-1] = np.fromiter(map(index.get, old_ids, repeat(-1)), dtype=np.int64, count=len(old_ids))
             self._previous_positions = (old_ids, remap.copy())
             if assigned:
-                old_index = target._member_index()  # noqa: SLF001
                 for m in assigned:
                     j = old_index.get(m)
                     if j is not None:
@@ -430,6 +432,60 @@ def _truthy(parts) -> bool:
     return type(parts) is MemberAssignment or bool(parts)
 
 
+class _SlotIndex(Mapping[str, int]):
+    """Member id -> position in one epoch's member order of a ``GroupMembers``: the positions
+    of its slots, read through the members' slot numbers (no per-epoch dict). Once the members
+    renumber their slots, a plain dict is built on first use."""
+
+    __slots__ = ("_source", "_generation", "_ids", "_slots", "_positions", "_dict")
+
+    def __init__(self, source: GroupMembers, ids: tuple[str, ...], slots: np.ndarray):
+        self._source = source
+        self._generation = source._generation  # noqa: SLF001
+        self._ids = ids
+        self._slots = slots  # slot of each position (never written to once here)
+        positions = np.full(len(source._slot_of), -1, dtype=np.int64)  # noqa: SLF001
+        positions[slots] = np.arange(len(ids), dtype=np.int64)
+        self._positions = positions
+        self._dict: dict[str, int] | None = None
+
+    def positions_of(self, earlier: _SlotIndex) -> np.ndarray | None:
+        """For each member of an earlier epoch's order of the same members, its position here
+        (-1: gone), one extra -1 at the end; None when the slots were renumbered in between."""
+        if earlier._source is not self._source or earlier._generation != self._generation:
+            return None
+        out = np.full(len(earlier._ids) + 1, -1, dtype=np.int64)
+        known = earlier._slots < len(self._positions)
+        out[:-1][known] = self._positions[earlier._slots[known]]
+        return out
+
+    def get(self, member_id, default=None):
+        if self._dict is None:
+            if self._source._generation == self._generation:  # noqa: SLF001
+                slot = self._source._slot_of.get(member_id)  # noqa: SLF001
+                if slot is None or slot >= len(self._positions):
+                    return default
+                p = int(self._positions[slot])
+                return p if p >= 0 else default
+            self._dict = dict(zip(self._ids, range(len(self._ids)), strict=True))
+        return self._dict.get(member_id, default)
+
+    def __getitem__(self, member_id: str) -> int:
+        p = self.get(member_id)
+        if p is None:
+            raise KeyError(member_id)
+        return p
+
+    def __contains__(self, member_id: object) -> bool:
+        return self.get(member_id) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
 class GroupMembers:
     """A group's members as its assignor sees them, kept by a coordinator between group epochs:
     subscribed topic names, instance id and rack per member id (what Kafka's ``ConsumerGroup``
@@ -446,7 +502,7 @@ class GroupMembers:
     """
 
     __slots__ = ("_topics", "_instance_ids", "_racks", "_distinct", "_topic_names", "_keys", "_mask",
-                 "_ids", "_index", "_version")
+                 "_ids", "_index", "_version", "_slot_of", "_order_slots", "_generation", "_id_list")
 
     def __init__(self):
         self._topics: dict[str, frozenset[str]] = {}
@@ -457,9 +513,16 @@ class GroupMembers:
         # (HashMap bucket, String order key, member id), sorted, for a table of ``_mask + 1``
         # buckets; None: rebuild
         self._keys: list[tuple[int, str, str]] | None = []
+        self._id_list: list[str] = []                    # the member ids of ``_keys``, in order
         self._mask = hashmap_capacity(0) - 1
         self._ids: tuple[str, ...] | None = ()           # member ids in HashMap order (None: stale)
-        self._index: dict[str, int] | None = {}          # member id -> position in ``_ids``
+        self._index: _SlotIndex | None = None            # member id -> position in ``_ids``
+        # Every member id seen since the last renumbering has a slot number for good (a member
+        # that leaves and comes back keeps it), so that one epoch's members find their position
+        # at the next epoch with numpy: ``_order_slots`` lists the slots in HashMap order.
+        self._slot_of: dict[str, int] = {}
+        self._order_slots = np.empty(0, dtype=np.int64)  # None with ``_keys``: rebuild
+        self._generation = 0                             # bumped when slots are renumbered
         self._version = 0
 
     def put(self, member_id: str, topics: frozenset[str], instance_id: str | None = None,
@@ -506,9 +569,12 @@ class GroupMembers:
         keys = self._keys
         if keys is not None:
             if hashmap_capacity(len(self._topics)) - 1 != self._mask:
-                self._keys = None  # the table would be another size: reorder from scratch
+                self._keys = self._order_slots = None  # the table would be another size: reorder
             else:
-                del keys[bisect_left(keys, self._key(member_id))]
+                at = bisect_left(keys, self._key(member_id))
+                del keys[at]
+                del self._id_list[at]
+                self._order_slots = np.delete(self._order_slots, at)
         self._ids = self._index = None
 
     @staticmethod
@@ -539,12 +605,19 @@ class GroupMembers:
 
     def _add_key(self, member_id: str) -> None:
         # called before the member is in ``_topics``
+        slot = self._slot_of.get(member_id)
+        if slot is None:
+            slot = self._slot_of[member_id] = len(self._slot_of)
         keys = self._keys
         if keys is not None:
             if hashmap_capacity(len(self._topics) + 1) - 1 != self._mask:
-                self._keys = None
+                self._keys = self._order_slots = None
             else:
-                insort(keys, self._key(member_id))
+                key = self._key(member_id)
+                at = bisect_left(keys, key)
+                keys.insert(at, key)
+                self._id_list.insert(at, member_id)
+                self._order_slots = np.insert(self._order_slots, at, slot)
         self._ids = self._index = None
 
     def _order(self) -> tuple[str, ...]:
@@ -553,11 +626,20 @@ class GroupMembers:
             if self._keys is None:
                 self._mask = hashmap_capacity(len(self._topics)) - 1
                 self._keys = sorted(map(self._key, self._topics))
-            ids = self._ids = tuple(map(itemgetter(2), self._keys))
-            self._index = dict(zip(ids, range(len(ids)), strict=True))
+                self._id_list = list(map(itemgetter(2), self._keys))
+            ids = self._ids = tuple(self._id_list)
+            if len(self._slot_of) > 2 * len(ids) + 1024:
+                # many members came and went: renumber (earlier results then look members up
+                # by id)
+                self._generation += 1
+                self._slot_of = dict(zip(ids, range(len(ids)), strict=True))
+                self._order_slots = np.arange(len(ids), dtype=np.int64)
+            elif self._order_slots is None:
+                self._order_slots = np.fromiter(map(self._slot_of.__getitem__, ids), dtype=np.int64, count=len(ids))
+            self._index = _SlotIndex(self, ids, self._order_slots)
         return ids
 
-    def _member_index(self) -> dict[str, int]:
+    def _member_index(self) -> _SlotIndex:
         self._order()
         return self._index
 

@@ -26,7 +26,7 @@ def _reference(g: cg.ConsumerGroupCoordinator, counts, current):
             votes[mm.server_assignor] = votes.get(mm.server_assignor, 0) + 1
     best = max(votes.values(), default=0)
     name = min((n for n, v in votes.items() if v == best), default=g.assignor)
-    take = current._members
+    take = {mid for mid in current._base if mid not in current._detached}
     spec = GroupSpec.from_target(
         {mid: frozenset(mm.topics) for mid, mm in g.members.items()}, current._result, take,
         assigned={mid: current.current_for(mid) for mid in g.members if mid not in take},
