@@ -24,7 +24,7 @@ as ``assigned_partitions`` is read from its parent's arrays (the fast path for t
 from __future__ import annotations
 
 import enum
-from bisect import bisect_left, insort
+from bisect import bisect_left
 from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from itertools import repeat
 from operator import itemgetter

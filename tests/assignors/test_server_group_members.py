@@ -190,3 +190,45 @@ def test_same_partitions_as_compares_each_member(seed):
     assert same.tolist() == [m in old and dict(new[m]) == dict(old[m]) for m in new_ids]
     assert new.same_partitions_as(GroupAssignment(old_ids, {"a": 9, "b": 5}, np.append(old_owner, -1))) is None
     assert new.same_partitions_as(GroupAssignment.empty()) is None
+
+
+def test_members_that_come_and_go_for_long_stay_right():
+    """Many members joining and leaving a small group (so that the kept member numbering starts
+    over): each epoch's target is still the from-scratch one, and an assignment from before reads
+    its members as it did."""
+    assignor = get_server_assignor("uniform")
+    members = GroupMembers()
+    alive = [f"m{i}" for i in range(4)]
+    for mid in alive:
+        members.put(mid, frozenset({"a"}))
+    first = previous = assignor.assign(GroupSpec.from_members(members), {"a": 9})
+    first_dict = first.to_dict()
+    for k in range(1300):
+        members.remove(alive.pop(k % len(alive)))
+        alive.append(f"n{k}")
+        members.put(alive[-1], frozenset({"a"}))
+        if k % 7 and k < 1290:
+            continue  # several changes between two epochs
+        scratch = GroupSpec({m: M({"a"}, previous[m] if m in previous else {}) for m in alive})
+        result = assignor.assign(GroupSpec.from_members(members, previous), {"a": 9})
+        assert result.to_dict() == assignor.assign(scratch, {"a": 9}).to_dict()
+        gone = [m for m in ("m0", "m1", "m2", "m3", f"n{k - 40}") if m not in alive]
+        assert all(m in result for m in alive) and not any(m in result for m in gone)
+        previous = result
+    assert {m: dict(first[m]) for m in first_dict} == first_dict and "m0" in first and "n5" not in first
+
+
+def test_a_member_that_leaves_and_comes_back_is_found_again():
+    assignor = get_server_assignor("uniform")
+    members = GroupMembers()
+    for mid in ("a1", "b2", "c3"):
+        members.put(mid, frozenset({"t"}))
+    one = assignor.assign(GroupSpec.from_members(members), {"t": 6})
+    members.remove("b2")
+    two = assignor.assign(GroupSpec.from_members(members, one), {"t": 6})
+    members.put("b2", frozenset({"t"}))
+    members.put("d4", frozenset({"t"}))
+    three = assignor.assign(GroupSpec.from_members(members, two), {"t": 6})
+    scratch = GroupSpec({m: M({"t"}, two[m] if m in two else {}) for m in ("a1", "b2", "c3", "d4")})
+    assert three.to_dict() == assignor.assign(scratch, {"t": 6}).to_dict()
+    assert "b2" in one and "b2" not in two and "b2" in three and dict(one["b2"]) == one.to_dict()["b2"]
