@@ -19,7 +19,9 @@ a registry of their own: ``range`` names a different algorithm here than on the 
 
 Next epoch, hand each member's ``target[member_id]`` (a ``MemberAssignment`` view) back as its
 ``assigned_partitions``: the assignor then reads the previous target from its arrays, which is
-what keeps a 10,000-member group's reassignment in milliseconds. Plain dicts work too.
+what keeps a 10,000-member group's reassignment in milliseconds. Plain dicts work too. A
+coordinator that keeps its members between epochs puts them in a ``GroupMembers`` and builds each
+epoch's spec with ``GroupSpec.from_members(members, previous_target)`` (see ``spec``).
 
 Layout:
   spec     GroupSpec, MemberSubscriptionAndAssignment, SubscribedTopicDescriber,

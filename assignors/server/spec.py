@@ -19,6 +19,12 @@ gets each partition, -1 for none. It is also a read-only mapping ``member id -> 
 (``{topic: (partition, ...)}``, ascending partition ids, built lazily). A member missing from it
 gets an empty assignment, as in ``TargetAssignmentBuilder``. A ``MemberAssignment`` handed back
 as ``assigned_partitions`` is read from its parent's arrays (the fast path for the next epoch).
+
+A coordinator that assigns at every group epoch keeps its members in a ``GroupMembers`` (``put``
+and ``remove`` as members join, leave or change) and builds each epoch's spec with
+``GroupSpec.from_members(members, previous_result)``: the member order, subscription type and the
+previous target's positions are then kept up to date from the changes, so an epoch's Python work
+follows the members that changed and the rest is numpy over the group.
 """
 
 from __future__ import annotations
@@ -359,6 +365,22 @@ class GroupSpec:
     @property
     def subscription_type(self) -> SubscriptionType:
         return self._subscription_type
+
+    def _member_topics(self) -> list[frozenset[str]]:
+        """``subscribed_topic_names`` of every member, in ``member_ids`` order."""
+        if self._members is None:
+            self._check_live()
+            return list(map(self._bulk.topics.__getitem__, self._member_ids))
+        members = self._members
+        return [members[m].subscribed_topic_names for m in self._member_ids]
+
+    def _instance_ids(self) -> list[str | None]:
+        """``instance_id`` of every member, in ``member_ids`` order."""
+        if self._members is None:
+            self._check_live()
+            return list(map(self._bulk.instance_ids.get, self._member_ids))
+        members = self._members
+        return [members[m].instance_id for m in self._member_ids]
 
     def member_subscription(self, member_id: str) -> MemberSubscriptionAndAssignment:
         try:

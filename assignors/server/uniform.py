@@ -149,7 +149,7 @@ def _homogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupA
 
 
 def _heterogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupAssignment:
-    member_topics = [spec.subscribed_topic_names(mid) for mid in spec.member_ids]
+    member_topics = spec._member_topics()  # noqa: SLF001 (same package)
     # Names that do not exist are dropped, as in the homogeneous case.
     distinct: dict[frozenset[str], list[int]] = {}
     for i, topics in enumerate(member_topics):
