@@ -549,7 +549,9 @@ class GroupMembers:
 
     def put(self, member_id: str, topics: frozenset[str], instance_id: str | None = None,
             rack_id: str | None = None) -> None:
-        """Add the member or replace what is known of it."""
+        """Add the member or replace what is known of it: ``topics``, its subscribed topic names (a
+        frozenset, or any iterable of names), ``instance_id`` (``group.instance.id``), ``rack_id``
+        (``client.rack``). A bad value raises ``AssignorError`` naming it; nothing changes then."""
         if not isinstance(member_id, str) or not member_id:
             raise AssignorError(f"members: member id {member_id!r} is not a non-empty string")
         if type(topics) is not frozenset:
