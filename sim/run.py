@@ -503,7 +503,8 @@ def run_scenario(scenario: Scenario, seed: int = 0, out_dir: str | os.PathLike |
         violations += check_run(events, intervals, settled=settled or partial,
                                 cooperative=any(a.core is not None and a.core.protocol == "COOPERATIVE"
                                                 for a in runner.members.values()))
-        episodes, summary = compute_metrics(events, intervals, scenario.config, runner.world.rates)
+        episodes, summary = compute_metrics(events, intervals, scenario.config, runner.world.rates,
+                                            rec.processing_union)
     summary = {
         "run_id": run_id,
         "scenario": scenario.name,

@@ -126,6 +126,45 @@ def test_rerun_skips_complete_runs(reference):
     assert len(status) == len(specs)
 
 
+def test_commit_rows_are_read_again_only_when_a_batch_changes(spark, reference, tmp_path, monkeypatch):
+    """An experiment reads the commit rows once per table; they are read from disk again only when
+    a local OUT's commits directory changed (a batch removed, a batch added)."""
+    from experiments import store
+
+    specs, ref_out, _ = reference
+    out = tmp_path / "out"
+    shutil.copytree(ref_out, out)
+    first = store.commits(spark, out)
+    batches = sorted(set(first["batch"]))
+    assert len(batches) >= 2
+
+    reads = []
+    real = store._commits_signature
+
+    def counting(o):
+        reads.append(o)
+        return real(o)
+
+    class NoSpark:  # a second read of an unchanged directory must not ask Spark
+        @property
+        def read(self):
+            raise AssertionError("commit rows read again from an unchanged directory")
+
+    monkeypatch.setattr(store, "_commits_signature", counting)
+    again = store.commits(NoSpark(), out)
+    assert again.equals(first) and reads
+    assert store.complete_runs(NoSpark(), out, provenance.model_id()) == store.complete_runs(
+        spark, out, provenance.model_id())
+
+    kept = tmp_path / "kept"
+    shutil.move(out / "commits" / f"batch={batches[0]}", kept)
+    fewer = store.commits(spark, out)
+    assert set(fewer["batch"]) == set(batches[1:])
+    shutil.move(kept, out / "commits" / f"batch={batches[0]}")
+    assert store.commits(spark, out).sort_values(["batch", "run_id"]).reset_index(drop=True).equals(
+        first.sort_values(["batch", "run_id"]).reset_index(drop=True))
+
+
 def test_resume_after_partial_loss_gives_the_same_tables(spark, reference, tmp_path):
     """A batch whose commit is missing (killed between its tables and its commit) and leftovers of
     an uncommitted write are ignored: a rerun recomputes exactly that batch's runs and the final
