@@ -102,17 +102,58 @@ def _measure_in_subprocess(index: int, quick: bool) -> dict:
     return json.loads(p.stdout)
 
 
+def _summarize(reps: list[dict]) -> dict:
+    """One case's row from its repeats: median wall and CPU time with their range, the largest peak
+    memory. The simulated counts must not differ between repeats (a run is deterministic)."""
+    import statistics
+
+    first = reps[0]
+    for r in reps[1:]:
+        if (r["messages"], r["rounds"], r["rebalance_s"]) != (first["messages"], first["rounds"], first["rebalance_s"]):
+            raise RuntimeError(f"repeats disagree ({first['messages']:,} vs {r['messages']:,} messages): "
+                               "the same scenario and seed must give the same run")
+    row = dict(first)
+    for key in ("wall_s", "cpu_s", "sim_wall_s"):
+        values = [r[key] for r in reps]
+        row[key] = round(statistics.median(values), 3)
+        row[f"{key}_min"], row[f"{key}_max"] = min(values), max(values)
+    row["messages_per_s"] = round(row["messages"] / row["sim_wall_s"]) if row["sim_wall_s"] else None
+    row["peak_rss_mib"] = max(r["peak_rss_mib"] for r in reps)
+    row["ok"] = (row["target_s"] is None or row["wall_s"] <= row["target_s"]) and all(r["ok"] for r in reps)
+    row["repeat"] = len(reps)
+    return row
+
+
 def cmd_bench_sim(args) -> int:
+    repeat = getattr(args, "repeat", 1)
+    if repeat < 1:
+        print(f"rebalance-sim bench sim: --repeat: {repeat} must be >= 1", file=sys.stderr)
+        return 2
+    all_cases = cases(args.quick)
+    chosen = list(range(len(all_cases)))
+    only = getattr(args, "only", None) or []
+    if only:
+        chosen = [i for i, (label, _sc, _t) in enumerate(all_cases)
+                  if any(text.lower() in label.lower() for text in only)]
+        unmatched = [text for text in only if not any(text.lower() in label.lower() for label, _s, _t in all_cases)]
+        if unmatched:
+            print(f"rebalance-sim bench sim: --only: {unmatched[0]!r} matches no case; cases: "
+                  + "; ".join(label for label, _s, _t in all_cases), file=sys.stderr)
+            return 2
     rows = []
-    for index, (label, _sc, target) in enumerate(cases(args.quick)):
+    for index in chosen:
+        label, _sc, target = all_cases[index]
         try:
-            row = _measure_in_subprocess(index, args.quick)
+            # each repeat in a fresh process, so that each peak memory is the case's own
+            row = _summarize([_measure_in_subprocess(index, args.quick) for _ in range(repeat)])
         except RuntimeError as e:
             print(f"rebalance-sim bench sim: {label}: {e}", file=sys.stderr)
             return 1
         rows.append(row)
         if not args.json:
-            print(f"{label:<28} wall {row['wall_s']:7.2f}s  CPU {row['cpu_s']:7.2f}s  "
+            spread = (f" (CPU {row['cpu_s_min']:.2f}-{row['cpu_s_max']:.2f}s over {repeat} runs)"
+                      if repeat > 1 else "")
+            print(f"{label:<28} wall {row['wall_s']:7.2f}s  CPU {row['cpu_s']:7.2f}s{spread}  "
                   f"(simulation {row['sim_wall_s']:.2f}s, rest = "
                   f"metrics/tables)  messages {row['messages']:>8,}  {row['messages_per_s'] or 0:>8,}/s  "
                   f"peak RSS {row['peak_rss_mib']:>6,} MiB"
@@ -129,9 +170,15 @@ def register(bench_subparsers) -> None:
         "sim", help="simulator speed and memory on large groups",
         description="Measure the simulator on large groups (up to 10,000 members x 100,000 "
         "partitions): wall time, simulated messages per second and peak memory (RSS). Each case "
-        "runs in its own process, so its peak memory is its own.")
+        "runs in its own process, so its peak memory is its own. With --repeat, wall and CPU time "
+        "are medians over fresh processes.")
     p.add_argument("--quick", action="store_true", help="a smaller set of cases (seconds)")
     p.add_argument("--json", action="store_true", help="print JSON rows")
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="run each case N times, each in a fresh process; report the median wall and "
+                        "CPU time and their range (this machine's run-to-run noise)")
+    p.add_argument("--only", action="append", metavar="TEXT",
+                   help="only the cases whose label contains TEXT (case-insensitive; repeatable)")
     p.set_defaults(func=cmd_bench_sim)
 
 

@@ -93,6 +93,38 @@ def test_bench_sim_quick_json(capsys):
     assert rows and all({"wall_s", "cpu_s", "messages_per_s", "peak_rss_mib"} <= set(r) for r in rows)
 
 
+def test_bench_sim_repeat_reports_medians_and_their_range(capsys):
+    """`bench sim --repeat 3 --only TEXT` runs only the matching case, three times: the row holds
+    the median wall and CPU time inside their range, and one run's counts."""
+    assert cli(["bench", "sim", "--quick", "--json", "--repeat", "3", "--only", "SCALE-OUT 100 "]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["case"] for r in rows] == ["scale-out 100 members"]
+    row = rows[0]
+    assert row["repeat"] == 3 and row["messages"] > 0
+    for key in ("wall_s", "cpu_s", "sim_wall_s"):
+        assert row[f"{key}_min"] <= row[key] <= row[f"{key}_max"]
+
+
+def test_bench_sim_repeats_that_disagree_fail(monkeypatch, capsys):
+    """Two runs of one scenario and seed with different counts are a bug, not noise: exit 1."""
+    runs = iter([{"messages": 10, "rounds": 1, "rebalance_s": 1.0}, {"messages": 11, "rounds": 1, "rebalance_s": 1.0}])
+
+    def fake(index, quick):
+        return {"case": "x", "wall_s": 1.0, "cpu_s": 1.0, "sim_wall_s": 1.0, "peak_rss_mib": 1,
+                "target_s": None, "ok": True, **next(runs)}
+
+    monkeypatch.setattr(bench_sim, "_measure_in_subprocess", fake)
+    assert cli(["bench", "sim", "--quick", "--repeat", "2", "--only", "scale-out 100 "]) == 1
+    assert "repeats disagree" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args,needle", [(["--repeat", "0"], "--repeat"), (["--only", "no such case"], "--only")])
+def test_bench_sim_bad_options_exit_2_with_one_line(args, needle, capsys):
+    assert cli(["bench", "sim", "--quick", *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert needle in err and "\n" not in err and "Traceback" not in err
+
+
 @pytest.mark.parametrize("args,needle", [
     (["scale-out", "--set", "members=-1"], "members"),
     (["scale-out", "--set", "consumer.max_poll_records=0"], "consumer.max_poll_records"),
