@@ -104,8 +104,8 @@ def _commits_signature(out) -> tuple | None:
 
 
 # The commit rows last read from a local OUT, with the signature they were read at: an
-# experiment reads them once per table it reads (a Spark job, about a second each), and they
-# change only when a batch commits.
+# experiment reads them once per table it reads (a Spark job each: 4.2 s for the first read of
+# the main job's output), and they change only when a batch commits.
 _commits_cache: dict[str, tuple[tuple, pd.DataFrame]] = {}  # noqa: F821
 
 

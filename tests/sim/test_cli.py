@@ -111,7 +111,7 @@ def test_bench_sim_repeats_that_disagree_fail(monkeypatch, capsys):
 
     def fake(index, quick):
         return {"case": "x", "wall_s": 1.0, "cpu_s": 1.0, "sim_wall_s": 1.0, "peak_rss_mib": 1,
-                "target_s": None, "ok": True, **next(runs)}
+                "target_s": None, "invariant_violations": 0, **next(runs)}
 
     monkeypatch.setattr(bench_sim, "_measure_in_subprocess", fake)
     assert cli(["bench", "sim", "--quick", "--repeat", "2", "--only", "scale-out 100 "]) == 1
