@@ -17,13 +17,21 @@ COOPERATIVE = "COOPERATIVE"
 
 @contextmanager
 def no_gc():
-    """Pause the cyclic GC while building millions of small objects (it halves the cost)."""
+    """Pause the cyclic GC while building millions of small objects (it halves the cost).
+
+    On the way out, what the block built moves straight to the oldest generation (``freeze`` then
+    ``unfreeze``, both O(1)) instead of waiting in the youngest: re-enabling the collector would
+    otherwise scan every object of the result at the next allocation (a fifth of a 2,100-member
+    round-robin assignment), although none of it is garbage. Garbage cycles made meanwhile are
+    still found, by the next full collection."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
+            gc.freeze()
+            gc.unfreeze()
             gc.enable()
 
 
