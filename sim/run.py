@@ -385,7 +385,12 @@ class _Runner:
         done = False
         if k.dirty:
             k.dirty = False
-            settled = self._is_settled(t)
+            state = self.coordinator.state
+            if not self.consumer_protocol and (state == PREPARING_REBALANCE or state == COMPLETING_REBALANCE):
+                self._quick = None  # what _is_settled concludes at once in a classic rebalance
+                settled = False
+            else:
+                settled = self._is_settled(t)
             if settled != self.settled:
                 self.settled = settled
                 self.recorder.event(t, self.director.rank, self.director.next_seq(),

@@ -1,0 +1,105 @@
+"""The kernel's random streams and its delivery loop."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import trio
+import trio.testing
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sim.kernel import RNG_BLOCK, Actor, Kernel, seed_states
+
+
+def _numpy_stream(seed: int, key: tuple[int, ...]) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key))
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**96), rank=st.integers(0, 3 * RNG_BLOCK),
+       stream=st.one_of(st.none(), st.integers(0, 2**32 - 1)))
+def test_an_actor_stream_is_numpys_spawned_child(seed, rank, stream):
+    # rng_for promises what SeedSequence(seed).spawn would give (and, with a stream, that child's
+    # own child): the same bit generator state, hence the same draws
+    key = (rank,) if stream is None else (rank, stream)
+    got = Kernel(seed, None, 1e9).rng_for(rank, stream)
+    want = _numpy_stream(seed, key)
+    assert got.bit_generator.state == want.bit_generator.state
+    assert got.standard_normal(5).tolist() == want.standard_normal(5).tolist()
+
+
+def test_seed_states_match_seedsequence_row_by_row():
+    keys = np.array([[r, s] for r in (0, 1, 2, 77, 2**32 - 1) for s in (0, 5)], dtype=np.uint64)
+    for seed in (0, 1, 2**31, 2**32, 2**64 + 9):
+        states = seed_states(seed, keys)
+        for row, key in zip(states, keys.tolist(), strict=True):
+            want = np.random.SeedSequence(seed, spawn_key=tuple(key)).generate_state(4, np.uint64)
+            assert row.tolist() == want.tolist()
+
+
+def test_seed_states_refuses_keys_beyond_32_bits():
+    with pytest.raises(ValueError):
+        seed_states(0, np.array([[2**32]], dtype=np.uint64))
+
+
+def test_streams_of_many_actors_are_built_block_by_block_and_stay_distinct():
+    k = Kernel(3, None, 1e9)
+    firsts = [k.rng_for(r).random() for r in range(RNG_BLOCK + 5)]
+    assert len(set(firsts)) == len(firsts)
+    assert set(k._seed_states) == {(None, 0), (None, 1)}
+    assert firsts[RNG_BLOCK + 1] == _numpy_stream(3, (RNG_BLOCK + 1,)).random()
+
+
+class _Echo(Actor):
+    def __init__(self, kernel, name, log):
+        super().__init__(kernel, name)
+        self.log = log
+
+    def deliver(self, now, kind, sender, payload):
+        self.log.append((now, self.name, sender, payload, self.input_rank))
+        if payload == "ping":
+            self.kernel.push(now, self, "b", "msg", "pong")  # zero delay: the next batch, same instant
+
+
+def test_one_batch_per_instant_in_key_order_and_the_clock_follows():
+    log: list = []
+    seen_clock: list = []
+
+    async def main():
+        k = Kernel(0, None, 100.0)
+        a, b = _Echo(k, "a", log), _Echo(k, "b", log)
+        k.push(2.0, b, "a", "msg", "ping")
+        k.push(1.0, b, "b", "msg", "x")
+        k.push(1.0, a, "b", "msg", "y")  # same instant: ordered by sender rank (a before b)
+        k.push(200.0, a, "b", "msg", "late")  # past max_time: never delivered
+        await k.run()
+        seen_clock.append((trio.current_time(), k.now, k.batches, k.delivered))
+
+    trio.run(main, clock=trio.testing.MockClock())
+    assert log == [(1.0, "b", "a", "y", 0), (1.0, "b", "b", "x", 1), (2.0, "a", "b", "ping", 1),
+                   (2.0, "b", "a", "pong", 0)]
+    clock_now, now, batches, delivered = seen_clock[0]
+    assert now == 2.0 and clock_now == pytest.approx(2.0)  # trio's clock stands where the kernel stopped
+    assert (batches, delivered) == (3, 4)
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32), ops=st.lists(st.sampled_from(["normal", "normal", "normal", "random", "uniform",
+                                                                  "normals"]), max_size=120))
+def test_lazy_generator_draws_what_scalar_draws_would(seed, ops):
+    # latencies are drawn ahead in blocks; any other draw must still see the scalar stream
+    from sim.kernel import LazyGenerator
+
+    ref = np.random.default_rng(seed)
+    lazy = LazyGenerator(lambda: np.random.default_rng(seed))
+    for op in ops:
+        if op == "normal":
+            assert lazy.standard_normal() == ref.standard_normal()
+        elif op == "random":
+            assert lazy.random() == ref.random()
+        elif op == "uniform":
+            assert lazy.uniform(1.0, 3.0) == ref.uniform(1.0, 3.0)
+        else:
+            assert lazy.standard_normal(3).tolist() == ref.standard_normal(3).tolist()
+    assert lazy.bit_generator.state == ref.bit_generator.state
