@@ -105,3 +105,27 @@ def test_a_failed_spark_job_is_named_by_what_failed_not_by_the_jvm_call():
                     ": java.lang.OutOfMemoryError: Java heap space\n\tat java.base/x.y(Z.java:1)\n")
     assert _error_summary(java_failure, "E") == "java.lang.OutOfMemoryError: Java heap space"
     assert _error_summary("Connection refused", "E") == "Connection refused"
+
+
+def test_driver_launch_settings_reach_the_local_jvm():
+    # spark.driver.memory and the driver's Java options only act when the JVM is launched: they
+    # must be on its command line, not only in the session's settings (they once were ignored)
+    code = (
+        "import sys\n"
+        "from experiments.spark import get_spark\n"
+        "s = get_spark(None, conf=['spark.driver.memory=1536m',"
+        " 'spark.driver.extraJavaOptions=-Drsim.test=7'])\n"
+        "rt = s.sparkContext._jvm.java.lang.Runtime.getRuntime()\n"
+        "props = s.sparkContext._jvm.java.lang.System\n"
+        "args = s.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()"
+        ".getInputArguments()\n"
+        "print(rt.maxMemory() // 2**20, props.getProperty('rsim.test'), ' '.join(str(a) for a in args))\n"
+        "s.stop()\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240,
+                       cwd=Path(__file__).resolve().parents[2])
+    assert r.returncode == 0, r.stderr[-2000:]
+    max_mib, prop, args = r.stdout.split()[0], r.stdout.split()[1], r.stdout.split(None, 2)[2]
+    assert int(max_mib) > 1200  # the default (1g) gives under 1024
+    assert prop == "7"
+    assert "-XX:TieredStopAtLevel=1" in args and "log4j2.configurationFile" in args
