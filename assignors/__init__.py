@@ -20,7 +20,7 @@ private.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 from ._base import COOPERATIVE, EAGER, Assignor
 from .types import Assignment, AssignorError, Subscription, TopicPartition
@@ -52,6 +52,15 @@ class _Registry(Mapping[str, type[Assignor]]):
 ASSIGNORS: Mapping[str, type[Assignor]] = _Registry()
 
 
+def assignment_topics(partitions: Sequence[TopicPartition]) -> Sequence[str] | None:
+    """Topics that hold every partition of an assignor's list, known without building its
+    ``TopicPartition`` objects (the fast assignors keep partitions as integers until read): a
+    superset of the list's topics, or None when only reading the partitions can tell."""
+    from ._layout import PartitionList
+
+    return partitions.topics if isinstance(partitions, PartitionList) else None
+
+
 def get_assignor(name: str) -> Assignor:
     """A new assignor instance for a Kafka protocol name (e.g. ``"cooperative-sticky"``)."""
     if name not in _REGISTRY:
@@ -69,5 +78,6 @@ __all__ = [
     "AssignorError",
     "Subscription",
     "TopicPartition",
+    "assignment_topics",
     "get_assignor",
 ]

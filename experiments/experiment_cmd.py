@@ -63,6 +63,12 @@ def _err(cmd: str, message: str) -> int:
     return 2
 
 
+def _failed(cmd: str, message: str) -> int:
+    """A job that failed while running (not bad input): one line, exit 1."""
+    print(f"rebalance-sim {cmd}: {message}", file=sys.stderr)
+    return 1
+
+
 def _spark_err(cmd: str, e: Exception) -> int:
     from .spark import SparkHung, exit_now
 
@@ -161,7 +167,7 @@ def cmd_sweep(args) -> int:
     except Exception as e:
         if not is_spark_error(e):
             raise
-        return _err("sweep", spark_error_line(e))
+        return _failed("sweep", spark_error_line(e))
     points = tables["points"].to_pandas()
     cols = [c for c in ("scenario", "assignor", *map(column_name, grid.vary)) if c in points.columns]
     show = cols + ["seeds", "rebalance_time_total_s_median", "unassigned_partition_s_median",
@@ -229,7 +235,7 @@ def cmd_experiment(args) -> int:
     except Exception as e:
         if not is_spark_error(e):
             raise
-        return _err("experiment", spark_error_line(e))
+        return _failed("experiment", spark_error_line(e))
 
 
 def _command_line(args) -> str:
@@ -238,4 +244,6 @@ def _command_line(args) -> str:
         parts.append(f"--scale {args.scale}")
     if getattr(args, "master", None):
         parts.append(f"--master {args.master}")
+    if getattr(args, "update_reference", False):
+        parts.append("--update-reference")
     return " ".join(parts)

@@ -90,7 +90,7 @@ class ConsumerMember:
     # The poll-loop model of the classic member (see sim.member), shared as is.
     _advance = Member._advance
     batch_s = Member.batch_s
-    _set_owned = Member._set_owned
+    _set_owned = Member._set_owned  # also forgets the sorted tuple and the last assignment's list
     _wake_poll = Member._wake_poll
     _run_callback = Member._run_callback
     _callback_done = Member._callback_done
@@ -126,16 +126,7 @@ class ConsumerMember:
     _stall_open = Member._stall_open
     _stall_close = Member._stall_close
 
-    def _set_owned(self, now: float, add=(), remove=()) -> None:
-        self._owned_sorted = None
-        Member._set_owned(self, now, add, remove)
-
-    def _owned_tuple(self) -> tuple:
-        """The owned partitions in (topic, partition) order, kept until they change (every
-        auto-commit sends them)."""
-        if self._owned_sorted is None:
-            self._owned_sorted = tuple(sorted(self.owned, key=_tp_key))
-        return self._owned_sorted
+    _owned_tuple = Member._owned_tuple  # the owned partitions sorted, kept until they change
 
     def __init__(self, name: str, config: ConsumerConfig, topics: tuple[str, ...],
                  metadata: Callable[[], tuple[int, dict[str, int]]] | None = None,
@@ -203,7 +194,8 @@ class ConsumerMember:
         self.first_pending: set[int] = set()
         self.timers: dict[tuple, float] = {}
         self.out: list[tuple] = []
-        self._owned_sorted: tuple | None = None
+        self._owned_sorted: tuple | None = None  # see Member._owned_tuple
+        self._owned_as = None  # (Member._set_owned keeps it; the classic SyncGroup path reads it)
         # heartbeat elision (see the module docstring)
         self.last_hb_sent = 0.0
         self.quiet = False

@@ -72,12 +72,20 @@ from __future__ import annotations
 import functools
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import attrgetter
 
 import numpy as np
 
-from assignors import COOPERATIVE, EAGER, Assignment, Subscription, TopicPartition, get_assignor
+from assignors import (
+    COOPERATIVE,
+    EAGER,
+    Assignment,
+    Subscription,
+    TopicPartition,
+    assignment_topics,
+    get_assignor,
+)
 from assignors.userdata import encode_sticky_user_data
 
 from . import messages as m
@@ -301,6 +309,7 @@ class Member:
         self.rank = rank                        # the client's rank in the kernel's tie order
         self.config = config
         self.topics = tuple(topics)
+        self._topic_set = (self.topics, frozenset(self.topics))  # (topics, as a set) cache
         self._metadata = metadata              # () -> (version, partitions_per_topic)
         self._sample_latency = sample_latency
         self.assignor_cost = assignor_cost
@@ -318,7 +327,12 @@ class Member:
         self.group_protocol: str | None = None
         self.is_leader = False
         self.owned: set[TopicPartition] = set()
-        self.last_assignment: list[TopicPartition] | None = None
+        # the assignment's list of partitions that ``owned`` holds exactly, while nothing else
+        # changed it: the next SyncGroup's list, if equal, moves nothing (compared as the
+        # assignor's integer arrays, no TopicPartition built or hashed)
+        self._owned_as: Sequence[TopicPartition] | None = None
+        self._owned_sorted: tuple[TopicPartition, ...] | None = None  # see _owned_tuple
+        self.last_assignment: Sequence[TopicPartition] | None = None
         self.assignment_generation = -1
         self.max_generation_seen = -1
         self.rejoin_needed = False
@@ -438,8 +452,18 @@ class Member:
             return "fenced"            # lost (onPartitionsLost: no commit) or a zombie
         return "uncommitted" if self.commit_ok else "failed_commit"
 
+    def _owned_tuple(self) -> tuple[TopicPartition, ...]:
+        """``owned`` in TopicPartition order, sorted once per change of ``owned`` (commits and
+        JoinGroups send it again and again)."""
+        t = self._owned_sorted
+        if t is None:
+            t = self._owned_sorted = tuple(sorted_tps(self.owned))
+        return t
+
     def _set_owned(self, now: float, add=(), remove=()) -> None:
         self._advance(now)
+        if add or remove:
+            self._owned_as = self._owned_sorted = None
         rates = self._rates
         before = self.rate_owned
         if remove and self._handoffs is not None:
@@ -474,7 +498,7 @@ class Member:
         """An OffsetCommit of every owned partition at the member's current position."""
         self._settle_commits_before(now)
         self.commit_seq += 1
-        owned = tuple(sorted_tps(self.owned))
+        owned = self._owned_tuple()
         self.commit_sent[self.commit_seq] = (self.generation, self.member_id)
         position = self._position_s(now)
         return m.OffsetCommitRequest(self.member_id, self.generation, self.instance_id, len(owned),
@@ -522,7 +546,7 @@ class Member:
         ``timeout_s`` (default.api.timeout.ms unless given); ``then(t)`` runs afterwards, whatever
         the outcome (the application catches CommitFailedException / RebalanceInProgressException)."""
         if offsets is None:
-            offsets = tuple(sorted_tps(self.owned))
+            offsets = self._owned_tuple()
             position_s = self._position_s(now) if offsets else now
         if not offsets:
             then(now)
@@ -593,7 +617,7 @@ class Member:
             self._event("commit_failed", f"commitAsync: {refused}")
             self.commit_ok = False
             return
-        self._send_commit(now, tuple(sorted_tps(self.owned)), self._position_s(now))
+        self._send_commit(now, self._owned_tuple(), self._position_s(now))
 
     def _arm_batch(self, now: float) -> None:
         """The manual commit modes: the end of the next poll batch."""
@@ -622,7 +646,7 @@ class Member:
         """onPartitionsRevoked: in the manual commit modes the listener first calls commitSync()
         (the poll thread is in the callback meanwhile), then spends its own cost."""
         if offsets is None:
-            offsets = tuple(sorted_tps(self.owned))
+            offsets = self._owned_tuple()
             position_s = self._position_s(now)
         if self.config.enable_auto_commit or not offsets:
             self._run_callback(now, "revoke", cost_s, then)
@@ -846,7 +870,7 @@ class Member:
         self._die(now)
 
     def _die(self, now: float) -> None:
-        self._set_owned(now, remove=sorted_tps(self.owned))
+        self._set_owned(now, remove=self._owned_tuple())
         self.pending_assignment = None
         self.prepare_commit = None
         self._end_sync_commit()
@@ -1019,12 +1043,12 @@ class Member:
 
     def _join_prepare_revoke(self, now: float) -> None:
         if self.owned and self.generation < 0:
-            lost = sorted_tps(self.owned)
+            lost = self._owned_tuple()
             self._event("partitions_lost", f"count={len(lost)}")
             self._set_owned(now, remove=lost)
             self._send_join(now)
         elif self.owned and self.protocol == EAGER:
-            revoked = sorted_tps(self.owned)
+            revoked = self._owned_tuple()
             self._event("revoke", f"count={len(revoked)} eager")
             cost = self.config.revoke_cost_ms / 1000.0 * len(revoked)
 
@@ -1041,7 +1065,7 @@ class Member:
             self._send_join(now)
 
     def _subscriptions(self) -> tuple[tuple[str, Subscription], ...]:
-        owned = tuple(sorted_tps(self.owned))
+        owned = self._owned_tuple()
         # A client old enough to write V0 sticky user data (before KIP-341) also predates
         # ConsumerProtocolSubscription v2, so its subscriptions carry no generation field (-1).
         old_client = self.config.sticky_user_data_version == 0
@@ -1327,19 +1351,22 @@ class Member:
                              f"{self.max_generation_seen} to {self.generation}"))
         self.max_generation_seen = max(self.max_generation_seen, self.generation)
         self.state = STABLE
-        assigned = list(assignment.partitions)
-        subscribed = set(self.topics)
-        if any(tp.topic not in subscribed for tp in assigned):
+        parts = assignment.partitions
+        if self._outside_subscription(parts):
             # ConsumerCoordinator.onJoinComplete: an assignment outside the subscription (Kafka's
             # sticky assignors hand one to a member with an empty subscription) is not applied;
             # the member rejoins with its current subscription.
-            self._event("assignment_mismatch", f"assigned={len(assigned)}")
+            self._event("assignment_mismatch", f"assigned={len(parts)}")
             self._request_rejoin("received assignment does not match the current subscription")
             self._poll(now)
             return
-        aset = set(assigned)
-        revoked = sorted_tps(self.owned - aset)
-        added = sorted_tps(aset - self.owned)
+        if self._owned_as is not None and parts == self._owned_as:
+            assigned, aset, revoked, added = parts, None, [], []  # what it owns already
+        else:
+            assigned = list(parts)
+            aset = set(assigned)
+            revoked = sorted_tps(self.owned - aset)
+            added = sorted_tps(aset - self.owned)
         self._event("sync_received", f"member_id={self.member_id} assigned={len(assigned)} "
                     f"added={len(added)} revoked={len(revoked)}")
         a = self.assignors.get(self.group_protocol)
@@ -1351,6 +1378,8 @@ class Member:
 
         def assign_step(t):
             self._set_owned(t, add=added)
+            if aset is not None and self.owned == aset:
+                self._owned_as = parts
             if added:
                 self._event("assign", f"count={len(added)}")
             self._run_callback(t, "assign", cfg.assign_cost_ms / 1000.0 * len(added), lambda _t: None)
@@ -1371,6 +1400,17 @@ class Member:
             assign_step(now)
         self._arm_commit(now)
         self._poll(now)
+
+    def _outside_subscription(self, partitions: Sequence[TopicPartition]) -> bool:
+        """Whether an assigned partition's topic is not subscribed (read from the assignor's
+        topics when they are all subscribed, without building the partitions)."""
+        subscribed = self._topic_set
+        if subscribed[0] is not self.topics:
+            subscribed = self._topic_set = (self.topics, frozenset(self.topics))
+        topics = assignment_topics(partitions)
+        if topics is not None and all(t in subscribed[1] for t in topics):
+            return False
+        return any(tp.topic not in subscribed[1] for tp in partitions)
 
     def _fatal(self, now: float, reason: str) -> None:
         self._event("fatal", reason)
@@ -1530,7 +1570,7 @@ class Member:
         if self.owned and self.generation >= 0:
             lag_s = self._position_s(now)
             lag_s = now - lag_s
-            offsets = tuple(sorted_tps(self.owned))
+            offsets = self._owned_tuple()
             self.out.append(("control", m.COORDINATOR, m.ElidedCommits(
                 self.member_id, self.generation, offsets, tick - lag_s, self._ahead(offsets, tick - lag_s))))
             self.commit_ok = True

@@ -263,3 +263,14 @@ def test_progress_to_a_file_is_plain_lines(monkeypatch):
     assert "\r" not in text
     lines = text.splitlines()
     assert lines and all(ln.startswith("  simulated ") and ln == ln.rstrip() for ln in lines)
+
+
+def test_the_report_names_the_command_that_wrote_it_to_the_reference_results():
+    import argparse
+
+    from experiments.experiment_cmd import _command_line
+
+    ns = argparse.Namespace(name="eager-vs-cooperative", scale="smoke", master=None, update_reference=True)
+    assert _command_line(ns) == "rebalance-sim experiment eager-vs-cooperative --scale smoke --update-reference"
+    ns.update_reference = False
+    assert "--update-reference" not in _command_line(ns)

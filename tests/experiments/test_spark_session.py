@@ -129,3 +129,25 @@ def test_driver_launch_settings_reach_the_local_jvm():
     assert int(max_mib) > 1200  # the default (1g) gives under 1024
     assert prop == "7"
     assert "-XX:TieredStopAtLevel=1" in args and "log4j2.configurationFile" in args
+
+
+def test_a_failed_spark_job_exits_1_not_as_bad_input(tmp_path, monkeypatch, capsys):
+    """A Spark job that fails while running is not the user's input: one line, exit 1 (2 is
+    reserved for bad input)."""
+    import experiments.pipeline as pipeline
+    from experiments.cli import main
+
+    JavaError = type("Py4JJavaError", (Exception,), {"__module__": "py4j.protocol"})
+
+    def failing(*_a, **_k):
+        raise JavaError("An error occurred while calling o7.collect.\n"
+                        ": java.lang.OutOfMemoryError: Java heap space\n\tat x.y(Z.java:1)\n")
+
+    monkeypatch.setattr(pipeline, "run_experiment", failing)
+    monkeypatch.chdir(tmp_path)
+    code = main(["experiment", "eager-vs-cooperative", "--scale", "smoke", "--out", str(tmp_path / "r"),
+                 "--work", str(tmp_path / "w")])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert err.count("\n") == 1 and "java.lang.OutOfMemoryError: Java heap space" in err
+    assert "Traceback" not in err

@@ -344,3 +344,44 @@ def test_cooperative_validation_matches_sets_on_assignor_output(seed):
         found = sorted(e[1].split(" owned by")[0].split("gives ")[1] for e in mb.out if e[0] == "violation")
         assert found == _moved_in_one_round(subs, result)
         assert found  # random ownership: range always moves something here (the check has teeth)
+
+
+def _rebalance(mb, at, generation, parts):
+    """A rebalance round of the cooperative follower ``mb``: REBALANCE_IN_PROGRESS, the
+    onJoinPrepare commit, JoinGroup, then SyncGroup handing it ``parts``."""
+    mb.hb_in_flight = 1
+    eff = mb.handle(at, heartbeat_response(mb, m.REBALANCE_IN_PROGRESS))
+    (commit,) = sent(eff, m.OffsetCommitRequest)
+    mb.handle(at + 0.01, m.OffsetCommitResponse(m.NONE, commit.seq))
+    mb.handle(at + 0.1, m.JoinGroupResponse(m.NONE, generation, "cooperative-sticky", "other", "c0-1"))
+    return mb.handle(at + 0.2, m.SyncGroupResponse(m.NONE, Assignment(parts)))
+
+
+def _sync_detail(effects):
+    (detail,) = [e[4] for e in effects if e[0] == "event" and e[1] == "sync_received"]
+    return detail
+
+
+def test_an_unchanged_assignment_is_kept_without_building_its_partitions():
+    """A member handed the partitions it owns, as the assignor's integer list, keeps them without
+    building a TopicPartition; a list that differs from what it owns (here after it lost one in
+    between) is applied partition by partition."""
+    import numpy as np
+
+    from assignors._layout import TopicLayout
+
+    layout = TopicLayout({"t": 4})
+    mb = member(("cooperative-sticky",))
+    mb.start(0.0)
+    mb.handle(0.1, m.JoinGroupResponse(m.MEMBER_ID_REQUIRED, member_id="c0-1"))
+    mb.handle(0.2, m.JoinGroupResponse(m.NONE, 1, "cooperative-sticky", "other", "c0-1"))
+    mb.handle(0.3, m.SyncGroupResponse(m.NONE, Assignment(layout.partition_list(np.array([0, 1, 2])))))
+    assert mb.owned == set(T[:3])
+    same = layout.partition_list(np.array([0, 1, 2]))
+    eff = _rebalance(mb, 5.0, 2, same)
+    assert "added=0 revoked=0" in _sync_detail(eff) and mb.owned == set(T[:3])
+    with pytest.raises(AttributeError):
+        same._tps  # noqa: B018  (never built)
+    mb._set_owned(7.0, remove=[T[1]])  # owned changes outside a SyncGroup: the next list is compared in full
+    eff = _rebalance(mb, 8.0, 3, layout.partition_list(np.array([0, 1, 2])))
+    assert "added=1 revoked=0" in _sync_detail(eff) and mb.owned == set(T[:3])
