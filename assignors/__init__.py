@@ -56,6 +56,8 @@ def assignment_topics(partitions: Sequence[TopicPartition]) -> Sequence[str] | N
     """Topics that hold every partition of an assignor's list, known without building its
     ``TopicPartition`` objects (the fast assignors keep partitions as integers until read): a
     superset of the list's topics, or None when only reading the partitions can tell."""
+    if type(partitions) in (list, tuple):
+        return None
     from ._layout import PartitionList
 
     return partitions.topics if isinstance(partitions, PartitionList) else None

@@ -196,6 +196,7 @@ class ConsumerMember:
         self.out: list[tuple] = []
         self._owned_sorted: tuple | None = None  # see Member._owned_tuple
         self._owned_as = None  # (Member._set_owned keeps it; the classic SyncGroup path reads it)
+        self._owned_changes = 0
         # heartbeat elision (see the module docstring)
         self.last_hb_sent = 0.0
         self.quiet = False

@@ -331,6 +331,7 @@ class Member:
         # changed it: the next SyncGroup's list, if equal, moves nothing (compared as the
         # assignor's integer arrays, no TopicPartition built or hashed)
         self._owned_as: Sequence[TopicPartition] | None = None
+        self._owned_changes = 0  # calls of _set_owned that changed ``owned``
         self._owned_sorted: tuple[TopicPartition, ...] | None = None  # see _owned_tuple
         self.last_assignment: Sequence[TopicPartition] | None = None
         self.assignment_generation = -1
@@ -464,6 +465,7 @@ class Member:
         self._advance(now)
         if add or remove:
             self._owned_as = self._owned_sorted = None
+            self._owned_changes += 1
         rates = self._rates
         before = self.rate_owned
         if remove and self._handoffs is not None:
@@ -1360,6 +1362,7 @@ class Member:
             self._request_rejoin("received assignment does not match the current subscription")
             self._poll(now)
             return
+        changes = self._owned_changes
         if self._owned_as is not None and parts == self._owned_as:
             assigned, aset, revoked, added = parts, None, [], []  # what it owns already
         else:
@@ -1378,7 +1381,8 @@ class Member:
 
         def assign_step(t):
             self._set_owned(t, add=added)
-            if aset is not None and self.owned == aset:
+            if aset is not None and self._owned_changes == changes + bool(revoked) + bool(added):
+                # only this assignment's revocation and addition changed it: it is ``aset`` now
                 self._owned_as = parts
             if added:
                 self._event("assign", f"count={len(added)}")
@@ -1408,7 +1412,7 @@ class Member:
         if subscribed[0] is not self.topics:
             subscribed = self._topic_set = (self.topics, frozenset(self.topics))
         topics = assignment_topics(partitions)
-        if topics is not None and all(t in subscribed[1] for t in topics):
+        if topics is not None and subscribed[1].issuperset(topics):
             return False
         return any(tp.topic not in subscribed[1] for tp in partitions)
 
