@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import heapq
 import sys
+import weakref
 from collections.abc import Callable, Iterable
 
 import numpy as np
@@ -146,18 +147,31 @@ class LazyGenerator:
         self._next = 0
         self._block_state = None
 
+    def random(self, *args, **kwargs):
+        if self._normals:
+            self._settle()
+        return self._get().random(*args, **kwargs)
+
+    def uniform(self, *args, **kwargs):
+        if self._normals:
+            self._settle()
+        return self._get().uniform(*args, **kwargs)
+
     def __getattr__(self, name: str):
-        # only reached for names not yet in the instance dict: the first use of each method
+        # only reached for names not defined above nor yet in the instance dict: the first use
+        # of each other method
         if name.startswith("__"):
             raise AttributeError(name)
         value = getattr(self._get(), name)
         if not callable(value):  # bit_generator and the like: read from a settled generator
             self._settle()
             return value
+        ref = weakref.ref(self)  # the instance dict keeps ``call``: no reference cycle back to it
 
         def call(*args, **kwargs):
-            if self._normals:
-                self._settle()
+            lazy = ref()
+            if lazy is not None and lazy._normals:
+                lazy._settle()
             return value(*args, **kwargs)
 
         self.__dict__[name] = call  # later lookups find it directly
