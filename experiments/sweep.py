@@ -37,6 +37,7 @@ to the simulator or the assignors recomputes everything.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import itertools
 import json
@@ -417,6 +418,7 @@ class _Task:
         from experiments.store import to_blob
 
         runner = self.runner or run_one
+        _freeze_worker_heap()
         for batch in batches:
             # each input row is one Spark task's runs: [[slot, run_id, spec], ...] as JSON
             for slot, run_id, spec_json in (run for task in batch["runs"] for run in json.loads(task)):
@@ -439,6 +441,24 @@ class _Task:
                     row[t] = None if table is None else to_blob(table)
                     row[f"{t}_schema"] = None if table is None else table.schema.serialize().to_pybytes()
                 yield pd.DataFrame([row])
+
+
+_worker_heap_frozen = False
+
+
+def _freeze_worker_heap() -> None:
+    """On a Python worker's first task: move what it has imported (pyspark, pandas, pyarrow,
+    numpy, the simulator) out of the cyclic collector's reach. pyspark's daemon runs a full
+    ``gc.collect()`` after every task of a reused worker, which traced all of it each time;
+    frozen objects are still freed by reference counting, only never traced again."""
+    global _worker_heap_frozen
+    if _worker_heap_frozen or not os.environ.get("SPARK_REUSE_WORKER"):
+        return  # done already, or not a worker that pyspark's daemon reuses (and collects after)
+    import sim.run  # noqa: F401  (the simulator, imported now so that it is frozen too)
+
+    gc.collect()
+    gc.freeze()
+    _worker_heap_frozen = True
 
 
 def _parallelism(spark) -> int:

@@ -452,16 +452,13 @@ def _without_cyclic_gc():
     The world (actors, members' state, assignments) and then its rows form a large object graph
     that lives as long as the run; every collection rescanned it for nothing (a tenth of a
     10,000-member run's CPU). A run makes next to no cyclic garbage (a few hundred objects, at
-    100 members as at 10,000): reference counting frees the rest. Afterwards what the block
-    made goes straight to the oldest generation (``freeze`` then ``unfreeze``), as if it had
-    survived collections, so the next young collection does not scan it all once more."""
+    100 members as at 10,000): reference counting frees the rest, and ``_release`` lets it free
+    the world itself at the end, so the collector finds only the results when it resumes."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        gc.freeze()
-        gc.unfreeze()
         if enabled:
             gc.enable()
 

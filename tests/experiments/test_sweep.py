@@ -356,3 +356,23 @@ def test_run_cost_orders_consumer_protocol_and_deploys_above_a_classic_crash():
 
     assert cost("crash", **{"consumer.group_protocol": "consumer"}) > cost("crash")
     assert cost("rolling-deploy") > cost("crash")
+
+
+def test_a_reused_spark_worker_freezes_what_it_imported_once(monkeypatch):
+    """pyspark's daemon runs a full gc.collect() after every task of a reused worker: the
+    worker's imports are frozen on its first task (never traced again), and only there."""
+    import gc
+
+    import experiments.sweep as sweep
+
+    calls = []
+    monkeypatch.setattr(gc, "freeze", lambda: calls.append("freeze"))
+    monkeypatch.setattr(sweep, "_worker_heap_frozen", False)
+    monkeypatch.delenv("SPARK_REUSE_WORKER", raising=False)
+    sweep._freeze_worker_heap()  # not a reused worker (the driver, a test): nothing frozen
+    assert calls == [] and not sweep._worker_heap_frozen
+    monkeypatch.setenv("SPARK_REUSE_WORKER", "1")
+    sweep._freeze_worker_heap()
+    assert calls == ["freeze"] and sweep._worker_heap_frozen
+    sweep._freeze_worker_heap()  # once per worker
+    assert calls == ["freeze"]
