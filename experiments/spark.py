@@ -37,9 +37,9 @@ import threading
 import time
 import warnings
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 if TYPE_CHECKING:
@@ -399,6 +399,10 @@ def get_spark(master: str | None = None, conf: Sequence[str] = (), ship: bool = 
                 .config("spark.sql.execution.arrow.pyspark.enabled", "true")
                 .config("spark.sql.session.timeZone", "UTC")
                 .config("spark.executorEnv.PYTHONWARNINGS", warn_spec)
+                # A sweep commits one batch while the next ones run (experiments.sweep): the
+                # commit's jobs go to their own pool, which gets the next free core instead of
+                # waiting behind every queued run (Spark's job scheduling, FAIR between pools).
+                .config("spark.scheduler.mode", "FAIR")
             )
             if is_local(master):
                 builder = (builder.config("spark.default.parallelism", str(max(2, os.cpu_count() or 2)))
@@ -497,22 +501,73 @@ def current_master() -> str:
     return _master
 
 
-def finished_tasks(num_tasks: int) -> int | None:
-    """Tasks finished so far in the running stage of ``num_tasks`` tasks (a batch of runs, one task
-    per run), from Spark's status tracker; None when it cannot tell (Spark Connect has none)."""
+def finished_tasks(num_tasks: int, group: str | None = None) -> int | None:
+    """Tasks finished so far in the stage of ``num_tasks`` tasks (a batch of runs) of the jobs of
+    ``group`` (see ``tag_thread``; None: any active stage), from Spark's status tracker; None when
+    it cannot tell (Spark Connect has none)."""
     s = _session
     if s is None or _remote:
         return None
     try:
         tracker = s.sparkContext.statusTracker()
+        if group is None:
+            stages = list(tracker.getActiveStageIds())
+        else:
+            stages = [st for job in tracker.getJobIdsForGroup(group)
+                      for st in (getattr(tracker.getJobInfo(job), "stageIds", None) or ())]
         best = None
-        for stage in tracker.getActiveStageIds():
+        for stage in stages:
             info = tracker.getStageInfo(stage)
             if info is not None and info.numTasks == num_tasks:
                 best = max(best or 0, info.numCompletedTasks)
         return best
     except Exception:  # noqa: BLE001 - progress is best effort; the job itself reports errors
         return None
+
+
+def can_overlap_jobs() -> bool:
+    """Whether this session can run jobs from several threads with per-thread job groups and
+    scheduler pools (a classic session; Spark Connect has no SparkContext)."""
+    return _session is not None and not _remote
+
+
+def tag_thread(group: str, pool: str | None = None) -> None:
+    """The calling thread's next Spark jobs belong to job ``group`` (for ``cancel_group`` and
+    ``finished_tasks``) and run in scheduler ``pool`` (None: the default pool). pyspark pins each
+    Python thread to a JVM thread, so the setting stays with this thread. No-op under Connect."""
+    if not can_overlap_jobs():
+        return
+    sc = _session.sparkContext
+    sc.setJobGroup(group, group)
+    sc.setLocalProperty("spark.scheduler.pool", pool)
+
+
+def in_daemon_thread(fn: Callable[[], Any], name: str):
+    """``fn()`` in a daemon thread (a thread stuck in a Spark call never holds the process at
+    exit); returns a ``concurrent.futures.Future`` of its result."""
+    import threading
+    from concurrent.futures import Future
+
+    future: Future = Future()
+
+    def target() -> None:
+        try:
+            future.set_result(fn())
+        except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
+            future.set_exception(e)
+
+    threading.Thread(target=target, name=name, daemon=True).start()
+    return future
+
+
+def cancel_group(group: str) -> None:
+    """Cancel the running jobs of ``group``; quietly does nothing if it cannot."""
+    if not can_overlap_jobs():
+        return
+    try:
+        _session.sparkContext.cancelJobGroup(group)
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def interrupt_all() -> None:

@@ -238,18 +238,34 @@ class _Decode:
                 yield from table.to_batches(max_chunksize=65_536)
 
 
-def write_batch(spark, out, batch: str, blobs, schemas: dict, commit_rows, partitions: int) -> None:
+def write_batch(spark, out, batch: str, blobs, schemas: dict, commit_rows, partitions: int,
+                tag=None) -> None:
     """Write one batch: every table from ``blobs`` (a DataFrame with one binary column per
-    table), then its commit rows (pandas: run_id, model, status, wall_s, error), last."""
+    table), then its commit rows (pandas: run_id, model, status, wall_s, error), last.
+
+    ``tag``: when given, the tables are written at once, one thread each, every thread calling
+    ``tag()`` first (to put its Spark jobs in the caller's job group and scheduler pool): a
+    commit's jobs then queue together and take the cores as they free up."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
+    def write(name: str) -> None:
+        if tag is not None:
+            tag()
+        schema = schemas[name]
+        # coalesce first: the decoding runs once per output partition, not per run's task
+        rows = blobs.select(name).coalesce(partitions).mapInArrow(_Decode(schema.serialize().to_pybytes()),
+                                                                  from_arrow_schema(schema))
+        rows.write.mode("overwrite").parquet(table_path(out, name, batch))
+
     if len(schemas):
-        for name in TABLES:
-            schema = schemas[name]
-            # coalesce first: the decoding runs once per output partition, not per run's task
-            rows = blobs.select(name).coalesce(partitions).mapInArrow(_Decode(schema.serialize().to_pybytes()),
-                                                                      from_arrow_schema(schema))
-            rows.write.mode("overwrite").parquet(table_path(out, name, batch))
+        if tag is None:
+            for name in TABLES:
+                write(name)
+        else:
+            from .spark import in_daemon_thread
+
+            for f in [in_daemon_thread(lambda n=name: write(n), f"write-{name}") for name in TABLES]:
+                f.result()  # the first failure is raised; the commit rows are not written
     commit_rows = commit_rows.assign(
         committed_at=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
     schema = COMMIT_SCHEMA.rsplit(", batch string", 1)[0]

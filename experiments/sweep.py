@@ -525,46 +525,98 @@ def _eta(elapsed: float, done_cost: float, left_cost: float) -> str:
     return f", ~{elapsed / done_cost * left_cost:.0f} s left" if done_cost and left_cost > 1e-9 else ""
 
 
-PROGRESS_EVERY_S = 15.0  # at most one progress line this often while a batch runs
+PROGRESS_EVERY_S = 15.0  # at most one progress line this often while batches run
+# Batches computing at once: the next batch's runs are queued behind the current one's, so that
+# the cores its last runs leave idle go to them, and a batch commits while the next one runs.
+IN_FLIGHT = 2
+COMMIT_WAIT_S = 120.0  # how long a failed sweep waits for a commit under way
+COMMIT_POOL = "commit"  # the scheduler pool of the commits' jobs (experiments.spark FAIR mode)
 
 
-class _BatchProgress:
-    """While a batch runs, a plain progress line every ``every_s`` seconds counting the runs
-    finished inside it (from its finished Spark tasks), so a long first batch (the biggest runs go
-    first) does not look stuck. Lines only when the count moved; nothing on Spark Connect (no
+@attrs.define(eq=False)
+class _Batch:
+    """One batch of runs on its way through the sweep: computed (its rows persisted in Spark),
+    then committed (``experiments.store.write_batch``)."""
+
+    specs: list[RunSpec]
+    tasks: list[list[int]]  # positions of ``specs`` per Spark task
+    cost: float
+    id: str = attrs.field(factory=new_batch_id)
+    blobs: Any = None  # the persisted DataFrame of the runs' rows, once computed
+    meta: Any = None  # pandas: run_id, status, wall_s, error, runs_schema, episodes_schema
+    computed: bool = False
+
+
+class _Progress:
+    """Plain progress lines while batches run: every ``every_s`` seconds, the runs finished so
+    far (computed batches, plus the finished Spark tasks of the computing ones: a long first
+    batch does not look stuck), only when the count moved; nothing more on Spark Connect (no
     status tracker)."""
 
-    def __init__(self, label, stream, total, kept, batch_runs, batch_tasks, t0, done_cost, batch_cost,
-                 left_cost, every_s: float | None = None):
+    def __init__(self, label, stream, total, kept, t0, left_cost, every_s: float | None = None):
         import threading
 
-        self.args = (label, stream, total, kept, batch_runs, batch_tasks, t0, done_cost, batch_cost, left_cost)
+        self.label, self.stream, self.total, self.t0 = label, stream, total, t0
+        self.kept = kept          # runs complete: before this sweep, and in committed batches
+        self.left_cost = left_cost
         self.every_s = every_s or PROGRESS_EVERY_S
+        self.batches: list[_Batch] = []  # computing or computed, not yet counted in ``done``
+        self.done_runs, self.done_cost = 0, 0.0
+        self.shown = kept         # the count last shown
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="sweep-progress", daemon=True)
         self._thread.start()
 
-    def _loop(self) -> None:
+    def add(self, batch: _Batch) -> None:
+        with self._lock:
+            self.batches.append(batch)
+
+    def finished(self, batch: _Batch) -> None:
+        """``batch`` is computed: count it whole."""
+        with self._lock:
+            self.batches.remove(batch)
+            self.done_runs += len(batch.specs)
+            self.done_cost += batch.cost
+        self.show()
+
+    def committed(self, batch: _Batch, complete: int) -> None:
+        """``batch`` is committed, ``complete`` of its runs complete (the others failed)."""
+        with self._lock:
+            self.kept += complete
+            self.done_runs -= len(batch.specs)
+
+    def _count(self) -> tuple[int, float]:
         from experiments.spark import finished_tasks
 
-        label, stream, total, kept, batch_runs, batch_tasks, t0, done_cost, batch_cost, left_cost = self.args
-        shown = 0
-        while not self._stop.wait(self.every_s):
-            done = finished_tasks(batch_tasks)
-            if not done or done >= batch_tasks:
-                continue
-            # tasks are of similar cost (see _tasks): count them as equal shares of the runs
-            n = batch_runs * done // batch_tasks
-            if n <= shown:
-                continue
-            shown = n
-            elapsed = time.monotonic() - t0
-            part = batch_cost * done / batch_tasks
+        with self._lock:
+            runs, cost, batches = self.kept + self.done_runs, self.done_cost, list(self.batches)
+        for b in batches:
+            done = finished_tasks(len(b.tasks), b.id)
+            if done:
+                done = min(done, len(b.tasks))
+                # tasks are of similar cost (see _tasks): count them as equal shares of the runs
+                runs += len(b.specs) * done // len(b.tasks)
+                cost += b.cost * done / len(b.tasks)
+        return runs, cost
+
+    def show(self, force: bool = False) -> None:
+        runs, cost = self._count()
+        with self._lock:
+            if not force and (runs <= self.shown or runs >= self.total):
+                return  # nothing new, or all done: the sweep's last line says that
+            self.shown = max(self.shown, runs)
+            elapsed = time.monotonic() - self.t0
+            eta = _eta(elapsed, cost, self.left_cost - cost)
             try:
-                print(f"{label}: {kept + n}/{total} runs complete ({elapsed:.0f} s"
-                      f"{_eta(elapsed, done_cost + part, left_cost - part)})", file=stream, flush=True)
+                print(f"{self.label}: {runs}/{self.total} runs complete "
+                      f"({elapsed:.0f} s{eta})", file=self.stream, flush=True)
             except (OSError, ValueError):  # a closed stream: the main thread reports that
-                return
+                self._stop.set()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self.show()
 
     def stop(self) -> None:
         self._stop.set()
@@ -578,15 +630,29 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
     """Run every spec not yet complete under ``out`` (for the current model) as Spark tasks, and
     write their rows through Spark, batch by batch (``experiments.store``).
 
+    Batches overlap on a classic session: while one batch commits (its writes run in their own
+    scheduler pool) and while one finishes its last runs, the next batch's runs keep the other
+    cores busy. A batch counts only once committed, so a killed sweep keeps every committed batch
+    and reruns the rest.
+
     Returns a pandas DataFrame (run_id, status, wall_s, error) with one row per spec; complete
     runs are reported as ``skipped``. ``runner`` replaces ``run_one`` (tests). Ctrl-C raises
     ``SweepInterrupted`` saying how many runs are kept.
     """
+    import concurrent.futures as cf
+
     import pandas as pd
     import pyarrow as pa
 
     from experiments.provenance import model_id
-    from experiments.spark import get_spark, interrupt_all
+    from experiments.spark import (
+        can_overlap_jobs,
+        cancel_group,
+        get_spark,
+        in_daemon_thread,
+        interrupt_all,
+        tag_thread,
+    )
     from experiments.store import COMPLETE_STATUSES, complete_runs, unify, write_batch
 
     stream = stream or sys.stderr
@@ -604,58 +670,116 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
         return done
     todo.sort(key=lambda s: (-s.cost, s.run_id))
     cost = {s.run_id: max(s.cost, 1.0) for s in specs}
-    batches = _batches(todo, _parallelism(spark), batch_runs, cost)
-    left_cost = sum(cost[s.run_id] for s in todo)
+    parallelism = _parallelism(spark)
+    batches = [_Batch(b, _tasks(b, parallelism, cost), sum(cost[s.run_id] for s in b))
+               for b in _batches(todo, parallelism, batch_runs, cost)]
     kept = len(specs) - len(todo)
     print(f"{label}: {kept}/{len(specs)} runs complete" + (" (resuming)" if kept else "")
           + f"; {len(todo)} to run in {len(batches)} batch(es), model {model}", file=stream, flush=True)
     points_schema = pa.Table.from_pylist(
         [{"run_id": s.run_id, "seed": s.seed, **dict(s.point), "spec": s.to_json()} for s in specs]).schema
+    overlap = can_overlap_jobs()
+
+    def compute(batch: _Batch) -> _Batch:
+        tag_thread(batch.id)
+        pdf = pd.DataFrame({"task": range(len(batch.tasks)), "runs": [
+            json.dumps([[i, batch.specs[i].run_id, batch.specs[i].to_json()] for i in task])
+            for task in batch.tasks]})
+        # one row, so one partition and one task, per group of runs
+        df = spark.createDataFrame(pdf).repartitionByRange(len(batch.tasks), "task")
+        batch.blobs = df.mapInPandas(_Task(model, runner), BLOB_SCHEMA).persist()
+        try:
+            batch.meta = batch.blobs.select("run_id", "status", "wall_s", "error", "runs_schema",
+                                            "episodes_schema").toArrow().to_pandas()
+        except BaseException:
+            batch.blobs.unpersist()
+            raise
+        return batch
+
+    def commit(batch: _Batch) -> _Batch:
+        def tag() -> None:
+            tag_thread(f"{batch.id}-commit", COMMIT_POOL)
+
+        tag()
+        try:
+            meta = batch.meta
+            ok = meta[meta["status"].isin(COMPLETE_STATUSES)]
+            schemas = {}
+            if len(ok):
+                schemas = {"events": _recorder_schema("EVENTS_SCHEMA"),
+                           "intervals": _recorder_schema("INTERVALS_SCHEMA"),
+                           "points": points_schema,
+                           "runs": unify(_schemas(ok["runs_schema"])),
+                           "episodes": unify(_schemas(ok["episodes_schema"]))}
+            commit_rows = meta[["run_id", "status", "wall_s", "error"]].assign(model=model)
+            write_batch(spark, out, batch.id, batch.blobs.where(batch.blobs.status.isin(*COMPLETE_STATUSES)),
+                        schemas, commit_rows, max(1, min(len(ok), parallelism)), tag if overlap else None)
+        finally:
+            batch.blobs.unpersist()
+        return batch
+
     t0 = time.monotonic()
-    done_cost = 0.0
+    progress = _Progress(label, stream, len(specs), kept, t0, sum(b.cost for b in batches))
     results = [done]
+    queue = list(batches)
+    computing: dict[cf.Future, _Batch] = {}
+    committing: dict[cf.Future, _Batch] = {}
+    waiting: list[_Batch] = []  # computed, to commit in order, one at a time
+
+    def start_computing() -> None:
+        # without overlap (Spark Connect): one batch at a time, computed then committed
+        limit = IN_FLIGHT if overlap else (0 if committing or waiting else 1)
+        while queue and len(computing) < limit:
+            batch = queue.pop(0)
+            progress.add(batch)
+            computing[in_daemon_thread(lambda b=batch: compute(b), f"sweep-{batch.id}")] = batch
+
+    def start_committing() -> None:
+        if waiting and not committing:
+            batch = waiting.pop(0)
+            committing[in_daemon_thread(lambda b=batch: commit(b), f"commit-{batch.id}")] = batch
+
     try:
-        for batch_specs in batches:
-            batch_id = new_batch_id()
-            tasks = _tasks(batch_specs, _parallelism(spark), cost)
-            pdf = pd.DataFrame({"task": range(len(tasks)), "runs": [
-                json.dumps([[i, batch_specs[i].run_id, batch_specs[i].to_json()] for i in task]) for task in tasks]})
-            # one row, so one partition and one task, per group of runs
-            df = spark.createDataFrame(pdf).repartitionByRange(len(tasks), "task")
-            blobs = df.mapInPandas(_Task(model, runner), BLOB_SCHEMA).persist()
-            batch_cost = sum(cost[s.run_id] for s in batch_specs)
-            watcher = _BatchProgress(label, stream, len(specs), kept, len(batch_specs), len(tasks), t0,
-                                     done_cost, batch_cost, left_cost)
-            try:
-                meta = blobs.select("run_id", "status", "wall_s", "error", "runs_schema",
-                                    "episodes_schema").toArrow().to_pandas()
-                ok = meta[meta["status"].isin(COMPLETE_STATUSES)]
-                schemas = {}
-                if len(ok):
-                    schemas = {"events": _recorder_schema("EVENTS_SCHEMA"),
-                               "intervals": _recorder_schema("INTERVALS_SCHEMA"),
-                               "points": points_schema,
-                               "runs": unify(_schemas(ok["runs_schema"])),
-                               "episodes": unify(_schemas(ok["episodes_schema"]))}
-                commit_rows = meta[["run_id", "status", "wall_s", "error"]].assign(model=model)
-                write_batch(spark, out, batch_id, blobs.where(blobs.status.isin(*COMPLETE_STATUSES)),
-                            schemas, commit_rows, max(1, min(len(ok), _parallelism(spark))))
-            finally:
-                watcher.stop()
-                blobs.unpersist()
-            results.append(meta[["run_id", "status", "wall_s", "error"]])
-            kept += len(ok)
-            done_cost += batch_cost
-            left_cost -= batch_cost
-            print(f"{label}: {kept}/{len(specs)} runs complete ({time.monotonic() - t0:.0f} s"
-                  f"{_eta(time.monotonic() - t0, done_cost, left_cost)})", file=stream, flush=True)
+        try:
+            start_computing()
+            while computing or committing:
+                finished, _ = cf.wait([*computing, *committing], return_when=cf.FIRST_COMPLETED)
+                for future in finished:
+                    if future in computing:
+                        batch = computing.pop(future)
+                        future.result()  # a failed Spark job raises here
+                        progress.finished(batch)
+                        waiting.append(batch)
+                    else:
+                        batch = committing.pop(future)
+                        future.result()
+                        results.append(batch.meta[["run_id", "status", "wall_s", "error"]])
+                        progress.committed(batch, int(batch.meta["status"].isin(COMPLETE_STATUSES).sum()))
+                start_committing()
+                start_computing()
+        except KeyboardInterrupt:
+            raise
+        except BaseException:
+            # a failed batch: stop the batches still running, keep those already computed
+            for batch in computing.values():
+                cancel_group(batch.id)
+            cf.wait(list(committing), timeout=COMMIT_WAIT_S)
+            for batch in waiting:
+                try:
+                    commit(batch)
+                except Exception:  # noqa: BLE001 - the first failure is the one reported
+                    pass
+            raise
+        finally:
+            progress.stop()
+        progress.show(force=True)
     except KeyboardInterrupt:
         interrupt_all()
         try:  # a batch may have committed between the last count and the Ctrl-C: ask the store
             wanted = {s.run_id for s in specs}
             kept = len(wanted & set(complete_runs(spark, out, model)))
         except BaseException:  # noqa: BLE001 - a second Ctrl-C, a lost session: keep the count
-            pass
+            kept = progress.kept
         raise SweepInterrupted(f"interrupted; {kept} of {len(specs)} runs are complete in {out} "
                                "(rerun the same command to finish the rest)") from None
     return pd.concat(results, ignore_index=True)

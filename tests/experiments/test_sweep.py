@@ -318,6 +318,61 @@ def test_sweep_command_reports_a_bad_grid_in_one_line(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
+def _timed_runner(log: Path, pause_s: float, fail: str | None = None):
+    """A runner that records when each run started and ended (one line per run in ``log``),
+    pausing ``pause_s`` first; the run ``fail`` kills its Spark worker instead (a failed job)."""
+
+    def runner(spec):
+        import os as _os
+        import time as _time
+
+        from experiments.sweep import run_one
+
+        start = _time.time()
+        _time.sleep(pause_s)
+        if spec.run_id == fail:
+            _os._exit(1)
+        result = run_one(spec)
+        with open(log, "a") as f:
+            f.write(f"{spec.run_id} {start} {_time.time()}\n")
+        return result
+
+    return runner
+
+
+def test_the_next_batch_runs_while_a_batch_finishes_and_commits(spark, reference, tmp_path):
+    """Batches overlap: with one run per batch, two batches' runs share the two cores, which a
+    batch-at-a-time sweep never does; the tables are still the uninterrupted sweep's."""
+    specs, ref_out, _ = reference
+    log = tmp_path / "runs.log"
+    out = tmp_path / "out"
+    status = run_sweep(specs, out, runner=_timed_runner(log, 0.5), batch_runs=1)
+    assert set(status["status"]) == {"ok"} and len(status) == len(specs)
+    spans = sorted((float(a), float(b)) for _, a, b in (ln.split() for ln in log.read_text().splitlines()))
+    assert len(spans) == len(specs)
+    assert any(later[0] < earlier[1] for earlier, later in zip(spans, spans[1:], strict=False)), spans
+    assert len({c["batch"] for c in _commits(out)}) == len(specs)
+    aggregate(spark, out)
+    ref, got = _tables(ref_out), _tables(out)
+    for name in ref:
+        assert got[name].equals(ref[name]), name
+
+
+def test_a_failed_spark_job_keeps_the_batches_computed_before_it(spark, reference, tmp_path):
+    """When a batch's Spark job fails (here its worker dies), the sweep raises, and every run of
+    the batches computed before it is committed: a rerun runs only the rest."""
+    specs, _, _ = reference
+    order = sorted(specs, key=lambda s: (-s.cost, s.run_id))
+    last = order[-1].run_id
+    out = tmp_path / "out"
+    with pytest.raises(Exception) as raised:
+        run_sweep(specs, out, runner=_timed_runner(tmp_path / "runs.log", 0.2, fail=last), batch_runs=1)
+    assert not isinstance(raised.value, AssertionError)
+    assert {c["run_id"] for c in _commits(out)} == {s.run_id for s in order[:-1]}
+    status = run_sweep(specs, out)
+    assert set(status.loc[status["status"] != "skipped", "run_id"]) == {last}
+
+
 def test_a_long_batch_shows_runs_finishing_inside_it(spark, tmp_path, monkeypatch):
     """The biggest runs go first, so the first batch can hold most of the work: while it runs,
     progress lines count the runs finished inside it instead of sitting at 0."""
