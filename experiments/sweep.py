@@ -608,9 +608,11 @@ class _Progress:
             self.shown = max(self.shown, runs)
             elapsed = time.monotonic() - self.t0
             eta = _eta(elapsed, cost, self.left_cost - cost)
+            # "done": finished running; "saved": committed, what a kill keeps
+            text = (f"{self.kept}/{self.total} runs complete" if force
+                    else f"{runs}/{self.total} runs done, {self.kept} saved")
             try:
-                print(f"{self.label}: {runs}/{self.total} runs complete "
-                      f"({elapsed:.0f} s{eta})", file=self.stream, flush=True)
+                print(f"{self.label}: {text} ({elapsed:.0f} s{eta})", file=self.stream, flush=True)
             except (OSError, ValueError):  # a closed stream: the main thread reports that
                 self._stop.set()
 

@@ -394,10 +394,13 @@ def test_a_long_batch_shows_runs_finishing_inside_it(spark, tmp_path, monkeypatc
     status = run_sweep(specs, tmp_path / "out", runner=slow, batch_runs=len(specs), stream=stream)
     assert set(status["status"]) == {"ok"}
     lines = stream.getvalue().splitlines()
-    inside = [ln for ln in lines if "runs complete (" in ln and not ln.startswith(f"sweep: {len(specs)}/")]
+    inside = [ln for ln in lines if "runs done, " in ln]
     assert inside, lines
     counts = [int(ln.split(": ")[1].split("/")[0]) for ln in inside]
     assert all(0 < c < len(specs) for c in counts) and counts == sorted(counts)
+    saved = [int(ln.split("done, ")[1].split(" saved")[0]) for ln in inside]
+    assert all(0 <= k <= c for k, c in zip(saved, counts, strict=True))
+    assert lines[-1].startswith(f"sweep: {len(specs)}/{len(specs)} runs complete ("), lines
 
 
 def test_run_cost_orders_consumer_protocol_and_deploys_above_a_classic_crash():
