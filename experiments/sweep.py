@@ -766,9 +766,9 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
             for batch in computing.values():
                 cancel_group(batch.id)
             cf.wait(list(committing), timeout=COMMIT_WAIT_S)
-            for batch in waiting:
+            for batch in waiting:  # (in threads of their own, as always: see tag_thread)
                 try:
-                    commit(batch)
+                    in_daemon_thread(lambda b=batch: commit(b), f"commit-{batch.id}").result()
                 except Exception:  # noqa: BLE001 - the first failure is the one reported
                     pass
             raise
