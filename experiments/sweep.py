@@ -544,7 +544,6 @@ class _Batch:
     id: str = attrs.field(factory=new_batch_id)
     blobs: Any = None  # the persisted DataFrame of the runs' rows, once computed
     meta: Any = None  # pandas: run_id, status, wall_s, error, runs_schema, episodes_schema
-    computed: bool = False
 
 
 class _Progress:
