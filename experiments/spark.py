@@ -501,25 +501,21 @@ def current_master() -> str:
     return _master
 
 
-def finished_tasks(num_tasks: int, group: str | None = None) -> int | None:
+def finished_tasks(num_tasks: int, group: str) -> int | None:
     """Tasks finished so far in the stage of ``num_tasks`` tasks (a batch of runs) of the jobs of
-    ``group`` (see ``tag_thread``; None: any active stage), from Spark's status tracker; None when
-    it cannot tell (Spark Connect has none)."""
+    ``group`` (see ``tag_thread``), from Spark's status tracker; None when it cannot tell (Spark
+    Connect has none)."""
     s = _session
     if s is None or _remote:
         return None
     try:
         tracker = s.sparkContext.statusTracker()
-        if group is None:
-            stages = list(tracker.getActiveStageIds())
-        else:
-            stages = [st for job in tracker.getJobIdsForGroup(group)
-                      for st in (getattr(tracker.getJobInfo(job), "stageIds", None) or ())]
         best = None
-        for stage in stages:
-            info = tracker.getStageInfo(stage)
-            if info is not None and info.numTasks == num_tasks:
-                best = max(best or 0, info.numCompletedTasks)
+        for job in tracker.getJobIdsForGroup(group):
+            for stage in getattr(tracker.getJobInfo(job), "stageIds", None) or ():
+                info = tracker.getStageInfo(stage)
+                if info is not None and info.numTasks == num_tasks:
+                    best = max(best or 0, info.numCompletedTasks)
         return best
     except Exception:  # noqa: BLE001 - progress is best effort; the job itself reports errors
         return None

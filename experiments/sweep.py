@@ -741,40 +741,24 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
             committing[in_daemon_thread(lambda b=batch: commit(b), f"commit-{batch.id}")] = batch
 
     try:
-        try:
+        start_computing()
+        while computing or committing:
+            finished, _ = cf.wait([*computing, *committing], return_when=cf.FIRST_COMPLETED)
+            for future in finished:
+                if future in computing:
+                    batch = computing.pop(future)
+                    future.result()  # a failed Spark job raises here
+                    progress.finished(batch)
+                    waiting.append(batch)
+                else:
+                    batch = committing.pop(future)
+                    future.result()
+                    results.append(batch.meta[["run_id", "status", "wall_s", "error"]])
+                    progress.committed(batch, int(batch.meta["status"].isin(COMPLETE_STATUSES).sum()))
+            start_committing()
             start_computing()
-            while computing or committing:
-                finished, _ = cf.wait([*computing, *committing], return_when=cf.FIRST_COMPLETED)
-                for future in finished:
-                    if future in computing:
-                        batch = computing.pop(future)
-                        future.result()  # a failed Spark job raises here
-                        progress.finished(batch)
-                        waiting.append(batch)
-                    else:
-                        batch = committing.pop(future)
-                        future.result()
-                        results.append(batch.meta[["run_id", "status", "wall_s", "error"]])
-                        progress.committed(batch, int(batch.meta["status"].isin(COMPLETE_STATUSES).sum()))
-                start_committing()
-                start_computing()
-        except KeyboardInterrupt:
-            raise
-        except BaseException:
-            # a failed batch: stop the batches still running, keep those already computed
-            for batch in computing.values():
-                cancel_group(batch.id)
-            cf.wait(list(committing), timeout=COMMIT_WAIT_S)
-            for batch in waiting:  # (in threads of their own, as always: see tag_thread)
-                try:
-                    in_daemon_thread(lambda b=batch: commit(b), f"commit-{batch.id}").result()
-                except Exception:  # noqa: BLE001 - the first failure is the one reported
-                    pass
-            raise
-        finally:
-            progress.stop()
-        progress.show(force=True)
     except KeyboardInterrupt:
+        progress.stop()
         interrupt_all()
         try:  # a batch may have committed between the last count and the Ctrl-C: ask the store
             wanted = {s.run_id for s in specs}
@@ -783,6 +767,20 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
             kept = progress.kept
         raise SweepInterrupted(f"interrupted; {kept} of {len(specs)} runs are complete in {out} "
                                "(rerun the same command to finish the rest)") from None
+    except Exception:
+        # a failed batch: stop the batches still running, keep those already computed
+        for batch in computing.values():
+            cancel_group(batch.id)
+        cf.wait(list(committing), timeout=COMMIT_WAIT_S)
+        for batch in waiting:  # (in threads of their own, as always: see tag_thread)
+            try:
+                in_daemon_thread(lambda b=batch: commit(b), f"commit-{batch.id}").result()
+            except Exception:  # noqa: BLE001 - the first failure is the one reported
+                pass
+        raise
+    finally:
+        progress.stop()
+    progress.show(force=True)
     return pd.concat(results, ignore_index=True)
 
 
