@@ -63,10 +63,6 @@ from . import messages as m
 from .config import AssignorCost, ConsumerConfig
 from .member import CLOSE_TIMEOUT_S, OFFSET_TIMERS, Handoffs, Member
 
-
-def _tp_key(tp) -> tuple[str, int]:
-    return (tp.topic, tp.partition)
-
 # MemberState (clients consumer.internals)
 UNSUBSCRIBED = "UNSUBSCRIBED"
 JOINING = "JOINING"
@@ -263,7 +259,7 @@ class ConsumerMember:
         self.app_work = None
         if self.state in IN_GROUP and self.owned:
             self.state = PREPARE_LEAVING
-            revoked = tuple(sorted(self.owned, key=_tp_key))
+            revoked = tuple(sorted(self.owned))
             position = self._position_s(now)
             self._event("revoke", f"count={len(revoked)} leaving")
             self._set_owned(now, remove=revoked)
@@ -286,7 +282,7 @@ class ConsumerMember:
     def _die(self, now: float) -> None:
         self.commit_due = None
         if self.owned:
-            self._set_owned(now, remove=sorted(self.owned, key=_tp_key))
+            self._set_owned(now, remove=sorted(self.owned))
         self._end_sync_commit()
         if self.busy:
             self.busy = False
@@ -588,8 +584,8 @@ class ConsumerMember:
         if target == owned:
             self._reconciled(now)
             return
-        revoked = tuple(sorted(owned - target, key=_tp_key))
-        added = tuple(sorted(target - owned, key=_tp_key))
+        revoked = tuple(sorted(owned - target))
+        added = tuple(sorted(target - owned))
         self.reconciling = (target, revoked, added)
         self._event("reconcile", f"member_id={self.member_id} epoch={self.epoch} revoke={len(revoked)} "
                     f"add={len(added)}")
@@ -628,7 +624,7 @@ class ConsumerMember:
         revoked = self.reconciling[1] if self.reconciling is not None else ()
         if revoked:
             # allConsumed(): the partitions pending revocation too, where their fetching stopped
-            offsets, position = tuple(sorted(self.owned.union(revoked), key=_tp_key)), self.revoking_at
+            offsets, position = tuple(sorted(self.owned.union(revoked))), self.revoking_at
         else:
             offsets, position = self._owned_tuple(), self._position_s(now)
         self.rec_commit = self._send_commit(now, offsets, position)
@@ -706,7 +702,7 @@ class ConsumerMember:
         if self.lost_pending:
             self.lost_pending = False
             if self.owned:
-                lost = sorted(self.owned, key=_tp_key)
+                lost = sorted(self.owned)
                 self._event("partitions_lost", f"count={len(lost)}")
                 self._set_owned(now, remove=lost)
             if self.state in (FENCED, STALE):
