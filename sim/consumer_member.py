@@ -492,9 +492,16 @@ class ConsumerMember:
             # only the last two ticks' requests are kept; the earlier ones are not built, but
             # keep their side effects (a sequence number, the backlog integrated step by step,
             # floors dropped once caught up), so the kept ones come out the same
-            for tick in ticks[:-2]:
-                self.commit_seq += 1
-                self._ahead((), self._position_s(tick))
+            early = ticks[:-2]
+            self.commit_seq += len(early)
+            if self.backlog or not self.processing or self.rate_owned > self.config.capacity:
+                for tick in early:
+                    self._ahead((), self._position_s(tick))
+            elif self._floors and early and max(self._floors.values()) <= early[-1]:
+                # caught up and processing: a backlog of 0 stays 0 and each tick's position is
+                # the tick itself, so all those steps do is drop the floors once a tick passes
+                # them all (Member._ahead)
+                self._floors.clear()
             for tick in ticks[-2:]:
                 self._elided_commit(tick)
 
