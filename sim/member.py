@@ -72,7 +72,7 @@ from __future__ import annotations
 import functools
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from operator import attrgetter
 
 import numpy as np
@@ -97,13 +97,7 @@ COMPLETING_REBALANCE = "COMPLETING_REBALANCE"
 STABLE = "STABLE"
 
 _TOPIC = attrgetter("topic")
-_PARTITION = attrgetter("partition")  # TopicPartition's own order, compared as plain tuples
-
-
-def sorted_tps(tps: Iterable[TopicPartition]) -> list[TopicPartition]:
-    """``tps`` in TopicPartition order (a hot path: members sort what they own on every join,
-    commit and revocation; TopicPartition is a named tuple, so the comparisons run in C)."""
-    return sorted(tps)
+_PARTITION = attrgetter("partition")
 
 
 OFFSET_TIMERS = ("fetch_timeout", "fetch_retry", "first_record")
@@ -457,7 +451,7 @@ class Member:
         JoinGroups send it again and again)."""
         t = self._owned_sorted
         if t is None:
-            t = self._owned_sorted = tuple(sorted_tps(self.owned))
+            t = self._owned_sorted = tuple(sorted(self.owned))
         return t
 
     def _set_owned(self, now: float, add=(), remove=()) -> None:
@@ -1059,7 +1053,7 @@ class Member:
             self._run_callback(now, "revoke", cost, done)
         else:
             version, meta = self._metadata()
-            gone = sorted_tps(tp for tp in self.owned if tp.topic not in meta or tp.partition >= meta[tp.topic])
+            gone = sorted(tp for tp in self.owned if tp.topic not in meta or tp.partition >= meta[tp.topic])
             if gone:
                 self._event("revoke", f"count={len(gone)} topic deleted")
                 self._set_owned(now, remove=gone)
@@ -1309,7 +1303,7 @@ class Member:
         owned, assigned = _sorted_unique(owned), _sorted_unique(assigned)
         added = _sorted_unique(assigned[~_within(assigned, owned)] % per_member)
         revoked = _sorted_unique(owned[~_within(owned, assigned)] % per_member)
-        for tp in sorted_tps(keys.partition(k) for k in added[_within(added, revoked)].tolist()):
+        for tp in sorted(keys.partition(k) for k in added[_within(added, revoked)].tolist()):
             prev = sorted(mid for mid, s in subs.items() if tp in s.owned_partitions and tp not in getattr(result.get(mid), "partitions", ()))
             to = sorted(mid for mid, a in result.items() if tp in a.partitions)
             self.out.append(("violation", f"cooperative assignment gives {tp} owned by {','.join(prev)} to "
@@ -1367,8 +1361,8 @@ class Member:
         else:
             assigned = list(parts)
             aset = set(assigned)
-            revoked = sorted_tps(self.owned - aset)
-            added = sorted_tps(aset - self.owned)
+            revoked = sorted(self.owned - aset)
+            added = sorted(aset - self.owned)
         self._event("sync_received", f"member_id={self.member_id} assigned={len(assigned)} "
                     f"added={len(added)} revoked={len(revoked)}")
         a = self.assignors.get(self.group_protocol)
