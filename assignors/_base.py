@@ -23,15 +23,18 @@ def no_gc():
     ``unfreeze``, both O(1)) instead of waiting in the youngest: re-enabling the collector would
     otherwise scan every object of the result at the next allocation (a fifth of a 2,100-member
     round-robin assignment), although none of it is garbage. Garbage cycles made meanwhile are
-    still found, by the next full collection."""
+    still found, by the next full collection. When the host has frozen objects of its own
+    (``gc.freeze()``, as forking servers do), that step is skipped: ``unfreeze`` would hand the
+    host's objects back to the collector too."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
-            gc.freeze()
-            gc.unfreeze()
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 

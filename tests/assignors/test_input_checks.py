@@ -38,3 +38,26 @@ def test_assign_names_the_member_whose_value_is_not_a_subscription(name):
         get_assignor(name).assign({"t": 2}, subs)
     with pytest.raises(AssignorError, match=r"member id '' is not a non-empty string"):
         get_assignor(name).assign({"t": 2}, {"": Subscription(["t"])})
+
+
+@pytest.mark.parametrize("name", ["roundrobin", "cooperative-sticky"])
+def test_assigning_keeps_the_hosts_frozen_objects_frozen(name):
+    # assign() pauses the cyclic collector and, on the way out, moves what it built past the
+    # young generations (gc.freeze + unfreeze); a host that froze its own objects (gc.freeze(),
+    # as forking servers do) must find them still frozen afterwards
+    import gc
+
+    subs = {f"m{i}": Subscription(["t"]) for i in range(3)}
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.enable()
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        get_assignor(name).assign({"t": 30}, subs)
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+        if not was_enabled:
+            gc.disable()
