@@ -282,7 +282,11 @@ LAUNCH_KEYS = ("spark.driver.memory", "spark.driver.extraJavaOptions", "spark.dr
 # compile new classes for every query, and C2 recompiling them was half the JVM's CPU: on 2 cores,
 # aggregating the main job's output took 58-61 CPU-s with C2 and 35-42 with C1 alone in three
 # alternating pairs, the same wall time; the main job's JVM took 90 instead of 110-112 CPU-s.
-# (A user's -XX:TieredStopAtLevel=4 in spark.driver.extraJavaOptions brings C2 back.)
+# Measured again on 2026-11-26: C2 makes the sweep's Parquet writes 2.5x cheaper (2.4 million
+# event rows: 5-6 JVM CPU-s instead of 13-16), yet the whole main job took the same time in
+# interleaved runs (C1 144-166 s, C2 142-169 s; JVM 83-99 vs 101-124 CPU-s, idle cores 31-33 vs
+# 13-16 core-s). Excluding only Spark's generated classes from C2 (a compiler directive) did no
+# better. (A user's -XX:TieredStopAtLevel=4 in spark.driver.extraJavaOptions brings C2 back.)
 LOCAL_JIT = "-XX:TieredStopAtLevel=1"
 
 
