@@ -208,7 +208,6 @@ def aggregate(spark, sweep_dir, out_dir=None, run_ids: Sequence[str] | None = No
     tables to ``out_dir`` (default ``sweep_dir/aggregate``). Returns them as pyarrow Tables,
     sorted deterministically; ``windows`` only with ``collect_windows`` (a sweep of 10,000-member
     groups has millions of windows: more than the driver should hold when nobody reads them)."""
-    from .spark import can_overlap_jobs, in_daemon_thread
     from .store import uri
 
     out_dir = uri(out_dir) if out_dir is not None else f"{uri(sweep_dir)}/aggregate"
@@ -225,30 +224,18 @@ def aggregate(spark, sweep_dir, out_dir=None, run_ids: Sequence[str] | None = No
     local = _local_dir(out_dir)
     if local is not None:
         local.mkdir(parents=True, exist_ok=True)
-
-    def build(name: str, df) -> pa.Table | None:
+    tables = {}
+    for name, df in frames.items():
         collect = collect_windows or name != "windows"
-        table = None
         if collect:
             df = df.persist()  # computed once, for the driver and for the write
-            table = df.toArrow()
-        _write(spark, df, table, out_dir, name, csv=(name != "windows"))
+            tables[name] = df.toArrow()
+        _write(spark, df, tables.get(name), out_dir, name, csv=(name != "windows"))
         if collect:
             df.unpersist()
-        return table
-
-    # The four tables at once, a thread each (a classic session): most of their stages have one
-    # or two tasks, so one after another left a core idle for a third of the aggregation; the
-    # threads' jobs share the two caches (a cached block is computed once, the other task waits).
-    if can_overlap_jobs():
-        futures = {name: in_daemon_thread(lambda n=name, d=df: build(n, d), f"aggregate-{name}")
-                   for name, df in frames.items()}
-        built = {name: f.result() for name, f in futures.items()}  # the first failure is raised
-    else:
-        built = {name: build(name, df) for name, df in frames.items()}
     windows_df.unpersist()
     runs_df.unpersist()
-    return {name: table for name, table in built.items() if table is not None}
+    return tables
 
 
 def _local_dir(out_dir: str):
