@@ -105,6 +105,7 @@ class ConsumerMember:
     _record_progress = Member._record_progress
     _floor = Member._floor
     _ahead = Member._ahead
+    _ahead_through = Member._ahead_through
     _raise_floors = Member._raise_floors
     _enter_pause = Member._enter_pause
     _leave_pause = Member._leave_pause
@@ -494,14 +495,7 @@ class ConsumerMember:
             # floors dropped once caught up), so the kept ones come out the same
             early = ticks[:-2]
             self.commit_seq += len(early)
-            if self.backlog or not self.processing or self.rate_owned > self.config.capacity:
-                for tick in early:
-                    self._ahead((), self._position_s(tick))
-            elif self._floors and early and max(self._floors.values()) <= early[-1]:
-                # caught up and processing: a backlog of 0 stays 0 and each tick's position is
-                # the tick itself, so all those steps do is drop the floors once a tick passes
-                # them all (Member._ahead)
-                self._floors.clear()
+            self._ahead_through(early)
             for tick in ticks[-2:]:
                 self._elided_commit(tick)
 

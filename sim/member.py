@@ -416,6 +416,19 @@ class Member:
             return ()
         return tuple((tp, f) for tp in offsets if (f := floors.get(tp)) is not None and f > position_s)
 
+    def _ahead_through(self, ticks: Sequence[float]) -> None:
+        """What commits at ``ticks`` (ascending) do besides their requests: integrate the backlog
+        tick by tick and drop the floors once the shared position passes them. Caught up and
+        processing (``_advance`` keeps a backlog of 0 at 0), each position is the tick itself, so
+        only the last tick can matter."""
+        if not ticks:
+            return
+        if self.backlog or not self.processing or self.rate_owned > self.config.capacity:
+            for tick in ticks:
+                self._ahead((), self._position_s(tick))
+        else:
+            self._ahead((), ticks[-1])
+
     def _raise_floors(self, now: float) -> None:
         """New partitions (and the backlog their committed offsets bring) will pull the shared
         position down: the partitions already owned keep the position they have reached."""
