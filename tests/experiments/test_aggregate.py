@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from experiments.aggregate import aggregate
+from experiments.aggregate import aggregate, sort_like_spark
 from experiments.provenance import model_id
 
 INTERVAL_COLUMNS = ("run_id", "kind", "member", "topic", "partition", "start", "end")
@@ -132,12 +132,30 @@ def test_runs_recompute_unassigned_metrics_from_intervals(tables):
 
 
 def test_outputs_written_as_parquet_and_csv(tables):
-    """Every aggregate table is written by Spark as Parquet, and every small one also as a CSV
-    file (the output is local)."""
-    root, _ = tables
+    """Every aggregate table is written as Parquet (by Spark; the windows the driver collected by
+    the driver), and every small one also as a CSV file (the output is local)."""
+    root, t = tables
     out = root / "aggregate"
     for name in ("runs", "points", "window_quantiles"):
         assert (out / name / "_SUCCESS").is_file() and (out / f"{name}.csv").is_file()
     assert (out / "windows" / "_SUCCESS").is_file()
     assert pq.read_table(out / "points").num_rows == 2
+    # the windows the driver collected and sorted are the ones on disk, in the same order
+    assert pq.read_table(out / "windows").to_pylist() == t["windows"]
     assert not [p for p in out.iterdir() if p.name.startswith(".")]
+
+
+def test_windows_are_sorted_as_spark_sorts_them(spark):
+    """The driver sorts the collected windows in the order Spark's ``orderBy`` gives: nulls
+    first, strings by their bytes (non-ASCII and case included), numbers by value."""
+    rows = [{"scenario": sc, "members": m, "seed": seed, "topic": topic, "window_s": w}
+            for sc in ("crash", "Crash", "scale-out", None, "\u00e9t\u00e9", "z\u4e2d")
+            for m in (10, None, -3, 1000)
+            for seed in (1, 0)
+            for topic, w in (("t", 2.5), ("t", -0.0), ("a", 1e-9), ("t", None))]
+    table = pa.Table.from_pylist(rows, schema=pa.schema([
+        ("scenario", pa.string()), ("members", pa.int64()), ("seed", pa.int64()),
+        ("topic", pa.string()), ("window_s", pa.float64())]))
+    keys = ["scenario", "members", "seed", "topic", "window_s"]
+    by_spark = spark.createDataFrame(table.to_pandas()).orderBy(*keys).toArrow()
+    assert sort_like_spark(table, keys).to_pylist() == by_spark.to_pylist()
