@@ -298,6 +298,8 @@ def _derive_shared(tp, alive_start, alive_end, mine) -> list[tuple]:
     covered = _union([(s, e) for _, s, e in mine])
     for s, e in _subtract([(alive_start, alive_end)], covered):
         rows.append(("unassigned", None, tp[0], tp[1], s, e))
+    if len(covered) == len(mine):
+        return rows  # no two spans overlap (nor touch): never two members at once
     # sweep for times with two or more processing members
     points = []
     for member, s, e in mine:
