@@ -17,7 +17,8 @@ as CSV: one file ``<name>.csv`` per table when OUT is local, a Spark CSV directo
              default) and ``seeds``.
 ``windows``  one row per unassigned window inside a rebalance episode (formation excluded):
              point, seed, topic, partition, episode, ``window_s``. Parquet only (it can be large);
-             when the driver collects it anyway and OUT is local, the driver sorts and writes it.
+             for a local OUT the driver sorts and writes it when it collects it anyway or it has
+             at most ``DRIVER_WINDOWS_MAX`` rows, Spark otherwise.
 ``window_quantiles``  per point: count, partitions touched, p50 / p90 / p99 / max of ``window_s``.
 """
 
@@ -55,6 +56,9 @@ EXTRA: tuple[tuple[str, str], ...] = (
 )
 STATS = (("median", 0.5), ("p90", 0.9))
 NOT_POINT = {"run_id", "seed", "spec"}
+# The most windows the driver sorts and writes itself for a local output when the caller does not
+# collect them (about 100 MB as Arrow); beyond that Spark sorts and writes them.
+DRIVER_WINDOWS_MAX = 2_000_000
 # Tolerance of the intervals-vs-summary check: both sides sum the same floats, in other orders.
 MATCH_TOL = 1e-6
 
@@ -231,12 +235,15 @@ def aggregate(spark, sweep_dir, out_dir=None, run_ids: Sequence[str] | None = No
         df.unpersist()
     windows = windows_df.select(*cols, "seed", "run_id", "episode", "topic", "partition", "window_s")
     order = [*cols, "seed", "episode", "topic", "partition", "window_s"]
-    if collect_windows and local is not None:
+    if local is not None and (collect_windows or windows_df.count() <= DRIVER_WINDOWS_MAX):
         # Collected as Spark computed them and sorted here: Spark's global sort (a sampling job,
         # then the sort) and one task writing its result took 7-10 s of the main job's 25 s of
-        # aggregation, for a table the driver holds anyway. Written from that table, as the CSVs.
-        tables["windows"] = sort_like_spark(windows.toArrow(), order)
-        _write_local_parquet(tables["windows"], local / "windows")
+        # aggregation, for a table the driver holds anyway (or could: up to DRIVER_WINDOWS_MAX
+        # rows). Written from that table, as the CSVs.
+        table = sort_like_spark(windows.toArrow(), order)
+        _write_local_parquet(table, local / "windows")
+        if collect_windows:
+            tables["windows"] = table
     else:
         windows = windows.orderBy(*order)
         if collect_windows:

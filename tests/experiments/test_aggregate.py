@@ -159,3 +159,21 @@ def test_windows_are_sorted_as_spark_sorts_them(spark):
     keys = ["scenario", "members", "seed", "topic", "window_s"]
     by_spark = spark.createDataFrame(table.to_pandas()).orderBy(*keys).toArrow()
     assert sort_like_spark(table, keys).to_pylist() == by_spark.to_pylist()
+
+
+def test_windows_written_by_driver_or_spark_are_the_same(tables, spark, tmp_path, monkeypatch):
+    """Not collected, the windows are still written: by the driver while they are few, by
+    Spark's sort and write beyond ``DRIVER_WINDOWS_MAX``; both give the same rows in the same
+    order as the collected table."""
+    import experiments.aggregate as agg
+
+    root, t = tables
+    aggregate(spark, root, tmp_path / "driver", collect_windows=False)
+    monkeypatch.setattr(agg, "DRIVER_WINDOWS_MAX", 0)
+    got = aggregate(spark, root, tmp_path / "spark", collect_windows=False)
+    assert "windows" not in got
+    by_driver = pq.read_table(tmp_path / "driver" / "windows")
+    by_spark = pq.read_table(tmp_path / "spark" / "windows")
+    assert not [p for p in (tmp_path / "driver" / "windows").iterdir() if p.name.endswith(".crc")]
+    assert [p for p in (tmp_path / "spark" / "windows").iterdir() if p.name.endswith(".crc")]
+    assert by_driver.to_pylist() == by_spark.to_pylist() == t["windows"]
