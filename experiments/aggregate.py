@@ -247,11 +247,10 @@ def aggregate(spark, sweep_dir, out_dir=None, run_ids: Sequence[str] | None = No
     else:
         windows = windows.orderBy(*order)
         if collect_windows:
-            windows = windows.persist()
+            windows = windows.persist()  # computed once, for the driver and for the write
             tables["windows"] = windows.toArrow()
         _write(spark, windows, None, out_dir, "windows", csv=False)
-        if collect_windows:
-            windows.unpersist()
+        windows.unpersist()  # (nothing to release when not persisted)
     windows_df.unpersist()
     runs_df.unpersist()
     return tables

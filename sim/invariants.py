@@ -20,6 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .recorder import table_rows
+
 _MEMBER_ID = re.compile(r"member_id=(\S+)")
 
 
@@ -70,12 +72,6 @@ class _Zombies:
         return k < 0 or joins[k][1] < self.completed[j][1]
 
 
-def _rows(table: pa.Table, columns: list[str], kinds: tuple[str, ...]) -> list[tuple]:
-    """The rows of ``table`` whose ``kind`` is one of ``kinds``, in table order, as tuples."""
-    table = table.filter(pc.is_in(table.column("kind"), value_set=pa.array(kinds, pa.string())))
-    return list(zip(*[table.column(c).to_pylist() for c in columns], strict=True))
-
-
 def _overlapping(owned: pa.Table) -> set[tuple[str, int]]:
     """The partitions with two ``owned`` rows that overlap in time, found on arrays. Sorted by
     start, a partition has an overlapping pair exactly when some row starts before the end of the
@@ -98,7 +94,7 @@ def check_run(events_t: pa.Table, intervals_t: pa.Table, *, settled: bool, coope
     """Violations (strings) of the run-level invariants."""
     out: list[str] = []
     cols = ["t", "kind", "member", "generation", "detail"]
-    events = _rows(events_t, cols, _Zombies.KINDS)
+    events = table_rows(events_t, cols, _Zombies.KINDS)
     zombies = _Zombies(events)
 
     last_gen = None
@@ -109,7 +105,7 @@ def check_run(events_t: pa.Table, intervals_t: pa.Table, *, settled: bool, coope
             last_gen = gen
 
     icol = ["kind", "member", "topic", "partition", "start", "end"]
-    for _kind, member, topic, partition, s, _e in _rows(intervals_t, icol, ("double_processing",)):
+    for _kind, member, topic, partition, s, _e in table_rows(intervals_t, icol, ("double_processing",)):
         members = (member or "").split(",")
         if not any(zombies.zombie(mm, s) for mm in members):
             out.append(f"t={s:.6f}: {topic}-{partition} processed by {member} at once and none is a zombie")
@@ -119,7 +115,7 @@ def check_run(events_t: pa.Table, intervals_t: pa.Table, *, settled: bool, coope
     suspects = _overlapping(owned_t)
     owned: dict[tuple, list] = defaultdict(list)
     if suspects:
-        for _kind, member, topic, partition, s, e in _rows(owned_t, icol, ("owned",)):
+        for _kind, member, topic, partition, s, e in table_rows(owned_t, icol, ("owned",)):
             if (topic, partition) in suspects:
                 owned[(topic, partition)].append((s, e, member))
     for (topic, partition), rows in owned.items():

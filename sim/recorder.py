@@ -16,6 +16,7 @@ from collections import defaultdict
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 EVENTS_SCHEMA = pa.schema([
@@ -109,6 +110,14 @@ def _table(rows: list[tuple], row_type: pa.StructType, run_id: str, schema: pa.S
     by_name = {f.name: c for f, c in zip(row_type, columns, strict=True)}
     by_name["run_id"] = pa.array([run_id] * len(rows), pa.string())
     return pa.table([by_name[f.name] for f in schema], schema=schema)
+
+
+def table_rows(table: pa.Table, columns, kinds: tuple[str, ...] | None = None) -> list[tuple]:
+    """The rows of an events or intervals ``table`` as tuples of ``columns``, in table order; only
+    those whose ``kind`` is one of ``kinds`` if given."""
+    if kinds is not None:
+        table = table.filter(pc.is_in(table.column("kind"), value_set=pa.array(kinds, pa.string())))
+    return list(zip(*[table.column(c).to_pylist() for c in columns], strict=True))
 
 
 def _open_key(item):
