@@ -25,6 +25,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import uuid
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -248,6 +249,10 @@ def write_batch(spark, out, batch: str, blobs, schemas: dict, commit_rows, parti
     commit's jobs then queue together and take the cores as they free up."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
+    if _sink_usable(out):
+        _write_with_sink(spark, out, batch, blobs, schemas, _stamped(commit_rows), partitions)
+        return
+
     def write(name: str) -> None:
         if tag is not None:
             tag()
@@ -266,8 +271,55 @@ def write_batch(spark, out, batch: str, blobs, schemas: dict, commit_rows, parti
 
             for f in [in_daemon_thread(lambda n=name: write(n), f"write-{name}") for name in TABLES]:
                 f.result()  # the first failure is raised; the commit rows are not written
-    commit_rows = commit_rows.assign(
-        committed_at=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
     schema = COMMIT_SCHEMA.rsplit(", batch string", 1)[0]
-    (spark.createDataFrame(commit_rows[[c.split()[0] for c in schema.split(", ")]], schema)
+    (spark.createDataFrame(_stamped(commit_rows), schema)
      .coalesce(1).write.mode("overwrite").parquet(table_path(out, "commits", batch)))
+
+
+def _stamped(commit_rows):
+    """The commit rows (pandas) with ``committed_at``, in COMMIT_SCHEMA's order (no ``batch``:
+    the directory names it)."""
+    rows = commit_rows.assign(committed_at=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return rows[[c.split()[0] for c in COMMIT_SCHEMA.split(", ")[:-1]]]
+
+
+# The Arrow types of COMMIT_SCHEMA's Spark types (the commit rows the sink writes).
+_ARROW_TYPES = {"string": "string", "double": "float64"}
+
+
+def _commit_arrow_schema():
+    import pyarrow as pa
+
+    return pa.schema([(name, getattr(pa, _ARROW_TYPES[kind])())
+                      for name, kind in (c.split() for c in COMMIT_SCHEMA.split(", ")[:-1])])
+
+
+def _sink_usable(out) -> bool:
+    """Whether ``experiments.table_sink`` may write this batch: a local output, a classic session
+    on a local master (the tasks and the driver's commit see the same files and run this
+    interpreter)."""
+    from .spark import can_overlap_jobs, current_master, is_local
+
+    return local_path(out) is not None and can_overlap_jobs() and is_local(current_master())
+
+
+_sink_sessions = weakref.WeakSet()  # the sessions the sink is registered with
+
+
+def _write_with_sink(spark, out, batch: str, blobs, schemas: dict, commit_rows, partitions: int) -> None:
+    """One Spark job writes every table of the batch, and its commit the commit rows (see
+    ``experiments.table_sink``)."""
+    import pyarrow as pa
+
+    from . import table_sink
+
+    if spark not in _sink_sessions:
+        spark.dataSource.register(table_sink.TablesSink)
+        _sink_sessions.add(spark)
+    # Spark finds a Python data source in the calling JVM thread's active session, which pyspark
+    # sets in some calls only (createDataFrame): set it in this thread.
+    spark._jvm.SparkSession.setActiveSession(spark._jsparkSession)
+    rows = pa.Table.from_pandas(commit_rows, schema=_commit_arrow_schema(), preserve_index=False)
+    opts = table_sink.options(str(local_path(out).resolve()), batch, dict(schemas), rows)
+    (blobs.select(*(schemas or TABLES)).coalesce(partitions)
+     .write.format(table_sink.NAME).options(**opts).mode("append").save())
