@@ -11,8 +11,9 @@ Layout of ``OUT`` (``file://``, a plain path, ``s3a://``, ``hdfs://``, ``abfss:/
     OUT/commits/batch=B/part-*.parquet     one row per run of batch B: run_id, model, status, ...
 
 A batch's table directories are written first; its ``commits`` directory last. Spark's file
-committer moves a job's files into place only when the job succeeds, so a batch whose
-``commits`` rows are readable has every table complete, and a batch without them (a sweep killed
+committer moves a job's files into place only when the job succeeds (for a local output on a
+local master the writer is ``experiments.table_sink``, whose job commit does the same and then
+writes the commit rows), so a batch whose ``commits`` rows are readable has every table complete, and a batch without them (a sweep killed
 at any instant) is ignored by every reader and recomputed by the next run: nothing is lost,
 nothing is counted twice. A run is *complete* for the current model when a commit row names it
 with the current ``model`` (``experiments.provenance.model_id``) and status ``ok`` or
@@ -242,7 +243,9 @@ class _Decode:
 def write_batch(spark, out, batch: str, blobs, schemas: dict, commit_rows, partitions: int,
                 tag=None) -> None:
     """Write one batch: every table from ``blobs`` (a DataFrame with one binary column per
-    table), then its commit rows (pandas: run_id, model, status, wall_s, error), last.
+    table), then its commit rows (pandas: run_id, model, status, wall_s, error), last. Through
+    ``experiments.table_sink`` where it can (``_sink_usable``): one job; else Spark's Parquet
+    writer: a job per table, then one for the commit rows.
 
     ``tag``: when given, the tables are written at once, one thread each, every thread calling
     ``tag()`` first (to put its Spark jobs in the caller's job group and scheduler pool): a
