@@ -530,6 +530,7 @@ PROGRESS_EVERY_S = 15.0  # at most one progress line this often while batches ru
 # the cores its last runs leave idle go to them, and a batch commits while the next one runs.
 IN_FLIGHT = 2
 COMMIT_WAIT_S = 120.0  # how long a failed sweep waits for a commit under way
+INTERRUPT_WAIT_S = 10.0  # how long an interrupted sweep waits for a cancelled commit to end
 COMMIT_POOL = "commit"  # the scheduler pool of the commits' jobs (experiments.spark FAIR mode)
 
 
@@ -761,6 +762,9 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
         progress.stop()
         interrupt_all()
         try:  # a batch may have committed between the last count and the Ctrl-C: ask the store
+            # once a commit under way has landed or failed (a job's commit, which the cancel
+            # cannot stop, would otherwise land after the count)
+            cf.wait(list(committing), timeout=INTERRUPT_WAIT_S)
             wanted = {s.run_id for s in specs}
             kept = len(wanted & set(complete_runs(spark, out, model)))
         except BaseException:  # noqa: BLE001 - a second Ctrl-C, a lost session: keep the count
