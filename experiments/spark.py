@@ -542,13 +542,17 @@ def tag_thread(group: str, pool: str | None = None) -> None:
     sc.setLocalProperty("spark.scheduler.pool", pool)
 
 
-def in_daemon_thread(fn: Callable[[], Any], name: str):
+def in_daemon_thread(fn: Callable[[], Any], name: str, before_start: Callable[[Any], None] | None = None):
     """``fn()`` in a daemon thread (a thread stuck in a Spark call never holds the process at
-    exit); returns a ``concurrent.futures.Future`` of its result."""
+    exit); returns a ``concurrent.futures.Future`` of its result. ``before_start(future)`` runs
+    before the thread starts: a Ctrl-C while ``Thread.start`` waits for the thread to run (up to
+    a GIL switch interval) would otherwise leave it running with nobody holding its future."""
     import threading
     from concurrent.futures import Future
 
     future: Future = Future()
+    if before_start is not None:
+        before_start(future)
 
     def target() -> None:
         try:

@@ -739,7 +739,9 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
     def start_committing() -> None:
         if waiting and not committing:
             batch = waiting.pop(0)
-            committing[in_daemon_thread(lambda b=batch: commit(b), f"commit-{batch.id}")] = batch
+            # registered before the thread starts, so that a Ctrl-C waits for it (see below)
+            in_daemon_thread(lambda b=batch: commit(b), f"commit-{batch.id}",
+                             before_start=lambda f, b=batch: committing.__setitem__(f, b))
 
     try:
         start_computing()
