@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
 
 NAME = "rebalancesim"
-ROW_GROUP_ROWS = 1 << 20  # rows buffered per table before a row group is written
+ROW_GROUP_ROWS = 1 << 18  # rows buffered per table before a row group is written (~25 MB of events)
 TEMPORARY = "_temporary"
 COMMITS = "commits"
 
