@@ -13,8 +13,9 @@ Layout of ``OUT`` (``file://``, a plain path, ``s3a://``, ``hdfs://``, ``abfss:/
 A batch's table directories are written first; its ``commits`` directory last. Spark's file
 committer moves a job's files into place only when the job succeeds (for a local output on a
 local master the writer is ``experiments.table_sink``, whose job commit does the same and then
-writes the commit rows), so a batch whose ``commits`` rows are readable has every table complete, and a batch without them (a sweep killed
-at any instant) is ignored by every reader and recomputed by the next run: nothing is lost,
+writes the commit rows), so a batch whose ``commits`` rows are readable has every table
+complete, and a batch without them (a sweep killed at any instant) is ignored by every reader
+and recomputed by the next run: nothing is lost,
 nothing is counted twice. A run is *complete* for the current model when a commit row names it
 with the current ``model`` (``experiments.provenance.model_id``) and status ``ok`` or
 ``violations``; when several batches hold it (two sweeps into one OUT), readers take the newest.

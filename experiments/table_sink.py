@@ -4,17 +4,18 @@
 master it writes them through this sink instead of Spark's Parquet writer: a Python data source
 (``pyspark.sql.datasource``, Spark 4), so the rows still travel as Spark tasks of one Spark job
 and land through that job's commit, but each task hands its runs' Arrow blobs to pyarrow, which
-writes them without turning them into JVM rows. On the main job's 2.7 million event rows that
-was ~0.6 s of JVM and ~2 s of Python CPU instead of 12-16 s of JVM and 3 s of Python (the JVM
-runs C1 only on a local master, see ``experiments.spark.LOCAL_JIT``).
+writes them without turning them into JVM rows. Writing the main job's 2.7 million event rows
+(alone, in a benchmark) took 0.5-0.8 s of JVM and 3-4.5 s of Python CPU instead of 12-16 s of JVM
+and 3-5.5 s of Python (the JVM runs C1 only on a local master, see
+``experiments.spark.LOCAL_JIT``).
 
 One job writes every table of a batch. Each task writes one file per table under
 ``OUT/<table>/batch=B/_temporary/`` (a directory every Parquet reader skips); the job's commit,
-on the driver, moves them into ``OUT/<table>/batch=B/`` (replacing whatever was there), writes
-``_SUCCESS``, and then writes the batch's commit rows (``OUT/commits/batch=B/``) the same way:
-a batch is visible to readers exactly when its job commits (the protocol of
-``experiments.store``). A failed job removes its temporary files; a killed one leaves them where
-no reader looks.
+on the driver, builds each ``OUT/<table>/batch=B/`` aside from them with ``_SUCCESS`` and swaps
+it in whole (``experiments.atomic.atomic_directory``), and then does the same with the batch's
+commit rows (``OUT/commits/batch=B/``): a batch is visible to readers exactly when its job
+commits (the protocol of ``experiments.store``). A failed job removes its temporary files; a
+killed one leaves them where no reader looks (``_temporary/``, ``.``-prefixed directories).
 
 Used only where the driver and every task see the same local filesystem and the driver's Python
 can run the commit (local master, classic session); elsewhere Spark's own Parquet writer writes.
@@ -27,6 +28,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
 
@@ -111,7 +113,7 @@ class TablesWriter(DataSourceArrowWriter):
             if w is None:
                 tmp = os.path.join(self._dir(table), TEMPORARY, f"attempt-{attempt}")
                 os.makedirs(tmp, exist_ok=True)
-                path = os.path.join(tmp, f"part-{part:05d}-{uuid.uuid4().hex}.snappy.parquet")
+                path = os.path.join(tmp, _part_name(part))
                 w = writers[table] = pq.ParquetWriter(path, schemas[table], compression="snappy")
                 files.append((table, path))
             data = pa.concat_tables(pending[table])
@@ -140,24 +142,26 @@ class TablesWriter(DataSourceArrowWriter):
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        from .atomic import atomic_directory
+
         landed: dict[str, list[str]] = {t: [] for t in self.schemas}
         for m in messages:
             for table, path in (m.files if m is not None else ()):
                 landed[table].append(path)
+        # each directory is built aside and replaces the batch's whole (its _temporary/ with it)
         for table, paths in landed.items():
-            final = self._dir(table)
-            _clear(final)
-            for path in paths:
-                os.replace(path, os.path.join(final, os.path.basename(path)))
-            if not paths:  # no task had rows: an empty file keeps the directory a readable table
-                schema = pa.ipc.read_schema(pa.py_buffer(self.schemas[table]))
-                _write_file(final, schema.empty_table(), pq)
-            _finish(final)
+            with atomic_directory(Path(self._dir(table))) as tmp:
+                for path in paths:
+                    os.replace(path, tmp / os.path.basename(path))
+                if not paths:  # no task had rows: an empty file keeps the directory a readable table
+                    schema = pa.ipc.read_schema(pa.py_buffer(self.schemas[table]))
+                    pq.write_table(schema.empty_table(), tmp / _part_name(0), compression="snappy")
+                (tmp / "_SUCCESS").touch()
         # last: the commit rows, which make the batch visible
-        final = self._dir(COMMITS)
-        _clear(final)
-        _write_file(final, pa.ipc.open_stream(self.commit_rows).read_all(), pq)
-        _finish(final)
+        with atomic_directory(Path(self._dir(COMMITS))) as tmp:
+            rows = pa.ipc.open_stream(self.commit_rows).read_all()
+            pq.write_table(rows, tmp / _part_name(0), compression="snappy")
+            (tmp / "_SUCCESS").touch()
 
     def abort(self, messages: list) -> None:
         for m in messages:
@@ -170,28 +174,5 @@ class TablesWriter(DataSourceArrowWriter):
             shutil.rmtree(os.path.join(self._dir(table), TEMPORARY), ignore_errors=True)
 
 
-def _clear(final: str) -> None:
-    """The table directory of this batch, created, with no visible files (a batch's directory is
-    replaced whole, as Spark's ``overwrite`` does)."""
-    os.makedirs(final, exist_ok=True)
-    for entry in os.scandir(final):
-        if not entry.name.startswith((TEMPORARY, ".")):
-            if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path)
-            else:
-                os.remove(entry.path)
-
-
-def _write_file(final: str, data, pq) -> None:
-    """``data`` as one Parquet file in ``final``, written aside and moved in."""
-    tmp = os.path.join(final, TEMPORARY, "driver")
-    os.makedirs(tmp, exist_ok=True)
-    name = f"part-00000-{uuid.uuid4().hex}.snappy.parquet"
-    pq.write_table(data, os.path.join(tmp, name), compression="snappy")
-    os.replace(os.path.join(tmp, name), os.path.join(final, name))
-
-
-def _finish(final: str) -> None:
-    shutil.rmtree(os.path.join(final, TEMPORARY), ignore_errors=True)
-    with open(os.path.join(final, "_SUCCESS"), "wb"):
-        pass
+def _part_name(part: int) -> str:
+    return f"part-{part:05d}-{uuid.uuid4().hex}.snappy.parquet"

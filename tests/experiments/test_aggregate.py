@@ -132,8 +132,8 @@ def test_runs_recompute_unassigned_metrics_from_intervals(tables):
 
 
 def test_outputs_written_as_parquet_and_csv(tables):
-    """Every aggregate table is written as Parquet (by Spark; the windows the driver collected by
-    the driver), and every small one also as a CSV file (the output is local)."""
+    """Every aggregate table is written as Parquet (by the driver, from the tables it collected:
+    the output is local), and every small one also as a CSV file."""
     root, t = tables
     out = root / "aggregate"
     for name in ("runs", "points", "window_quantiles"):
