@@ -165,6 +165,36 @@ def test_commit_rows_are_read_again_only_when_a_batch_changes(spark, reference, 
         first.sort_values(["batch", "run_id"]).reset_index(drop=True))
 
 
+def test_a_local_output_without_commit_files_is_not_read_through_spark(spark, reference, tmp_path):
+    """No ``OUT/commits``, or batch directories holding no data file (only ``_SUCCESS``, a
+    leftover ``_temporary/``, hidden files): no commit rows, without asking Spark. Once a batch
+    holds a data file, Spark reads it (and agrees with pyarrow)."""
+    from experiments import store
+
+    class NoSpark:
+        @property
+        def read(self):
+            raise AssertionError("Spark asked for commit rows of an output that has none")
+
+    out = tmp_path / "fresh"
+    empty = store.commits(NoSpark(), out)
+    assert empty.empty and list(empty.columns) == [c.split()[0] for c in store.COMMIT_SCHEMA.split(", ")]
+    leftovers = out / "commits" / "batch=b1"
+    (leftovers / "_temporary" / "attempt-0").mkdir(parents=True)
+    (leftovers / "_SUCCESS").touch()
+    (leftovers / ".part-0.parquet.crc").touch()
+    (out / "commits" / ".batch=b2.tmp").mkdir()
+    assert store.commits(NoSpark(), out).empty
+    assert store.complete_runs(NoSpark(), out, provenance.model_id()) == {}
+
+    _, ref_out, _ = reference
+    shutil.copytree(ref_out / "commits", out / "commits", dirs_exist_ok=True)
+    with pytest.raises(store.OutputError, match="Spark asked"):
+        store.commits(NoSpark(), out)
+    rows = store.commits(spark, out)
+    assert sorted(rows["run_id"]) == sorted(c["run_id"] for c in _commits(out))
+
+
 def test_resume_after_partial_loss_gives_the_same_tables(spark, reference, tmp_path):
     """A batch whose commit is missing (killed between its tables and its commit) and leftovers of
     an uncommitted write are ignored: a rerun recomputes exactly that batch's runs and the final
