@@ -155,7 +155,7 @@ def _owned_indices(layout: TopicLayout, owned: list[tuple[TopicPartition, ...]])
     sources = list(map(_index_source_of, nonempty))
     flat = np.concatenate(list(map(_third, sources)))
     layouts: dict[tuple[int, int], int] = {}
-    codes = list(map(layouts.setdefault, zip(map(id, map(_first, sources)), map(id, map(_second, sources))),
+    codes = list(map(layouts.setdefault, zip(map(id, map(_first, sources)), map(id, map(_second, sources)), strict=True),
                      count()))
     if len(layouts) == 1:
         return _in_layout(layout, sources[0][0], sources[0][1], flat)

@@ -149,7 +149,7 @@ class GroupArrays:
         if np.count_nonzero(remap >= 0) < theirs_arr.size:  # fewer distinct than given
             # Two members hand in the same earlier member's target: a duplicate claim.
             seen: dict[int, int] = {}
-            for i, j in zip(ours, theirs):
+            for i, j in zip(ours, theirs, strict=True):
                 if j in seen:
                     a, b = self.member_ids[seen[j]], self.member_ids[i]
                     raise AssignorError(f"members: {a!r} and {b!r} have the same target assignment")
@@ -168,7 +168,7 @@ class GroupArrays:
     def _raise_bad(self, spec, claim_member, claim_rank, lengths, parts) -> None:
         """The one-line error for the first claim that is not a list of partition ids >= 0."""
         at = 0
-        for i, r, n in zip(claim_member, claim_rank, lengths.tolist()):
+        for i, r, n in zip(claim_member, claim_rank, lengths.tolist(), strict=True):
             chunk = parts[at:at + n] if parts.ndim == 1 else None
             at += n
             ok = chunk is not None and all(

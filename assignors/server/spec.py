@@ -795,7 +795,7 @@ class GroupAssignment(Mapping[str, MemberAssignment]):
     def partition_counts(self) -> dict[str, int]:
         """Number of partitions per member."""
         counts = np.bincount(self._owner[self._owner >= 0], minlength=len(self._member_ids)).tolist()
-        return dict(zip(self._member_ids, counts))
+        return dict(zip(self._member_ids, counts, strict=True))
 
     def _member_runs(self) -> tuple[list[int], list[int], list[int], list[int]]:
         """Runs of (member, topic) over the partitions sorted by member, topic, partition:

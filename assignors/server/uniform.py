@@ -246,8 +246,8 @@ class _HeterogeneousBuilder:
         partitions = parts_order.tolist()
         sorted_owner = own[parts_order]
         uniq, first, cnt = np.unique(sorted_owner, return_index=True, return_counts=True)
-        start: dict[int, int] = dict(zip(uniq.tolist(), first.tolist()))
-        end: dict[int, int] = dict(zip(uniq.tolist(), (first + cnt).tolist()))
+        start: dict[int, int] = dict(zip(uniq.tolist(), first.tolist(), strict=True))
+        end: dict[int, int] = dict(zip(uniq.tolist(), (first + cnt).tolist(), strict=True))
 
         least_end = 0
         least_count = size[sm[0]] - 1
