@@ -3,7 +3,8 @@
 Each case is a group shape (members x partitions, uniform or two subscription groups) run twice
 per assignor: a fresh assignment (nobody owns anything) and a reassignment after one member left
 (everyone else reports what the fresh assignment gave it, one generation later, the way each
-assignor's member side reports it). Wall time is the median of ``--repeat`` runs; peak memory is
+assignor's member side reports it). Wall time is the median of ``--repeat`` runs, or of more when
+those add up to under half a second (``experiments.benchtime``); peak memory is
 measured in one extra run under ``tracemalloc`` (Python and numpy allocations) so that tracing
 does not slow the timed runs. ``moved`` counts partitions whose owner changed from the previous
 assignment (the leaver's partitions and cooperatively withheld ones included). The KIP-848
@@ -13,9 +14,7 @@ server-side assignors (``server:uniform``, ``server:range``) run their own cases
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +33,7 @@ from .bench_server_assignors import (
     bench_server_case,
     server_names,
 )
+from .benchtime import MIN_TIMED_S, timed_median
 
 
 @attrs.frozen
@@ -123,16 +123,8 @@ def _next_round(name: str, topics_of, result: dict[str, Assignment], generation:
 
 
 def _time(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
-    times = []
-    out = None
-    for _ in range(repeat):
-        # Free the previous run's result before the clock starts: a run is charged for building
-        # its result, not for dropping the one before it.
-        out = None
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
+    wall, out, _ = timed_median(fn, repeat)
+    return wall, out
 
 
 def _peak_mib(fn: Callable[[], object]) -> float:
@@ -249,7 +241,7 @@ def run(args) -> int:
     if args.out:
         header = (
             "# Assignor benchmark\n\n"
-            f"`rebalance-sim bench assignors{' --quick' if args.quick else ''}{' --targets' if args.targets else ''}`, median of {args.repeat} runs, "
+            f"`rebalance-sim bench assignors{' --quick' if args.quick else ''}{' --targets' if args.targets else ''}`, median of at least {args.repeat} runs and of at least {MIN_TIMED_S:g} s of runs, "
             "peak memory from one tracemalloc run. Machine: "
             f"{_machine()}.\n\n"
         )
@@ -302,7 +294,7 @@ def register(bench_subparsers) -> None:
     p.add_argument("--quick", action="store_true", help="small cases only (seconds)")
     p.add_argument("--targets", action="store_true",
                    help="only the rows with a Java reference figure (java_ms): the speed targets")
-    p.add_argument("--repeat", type=int, default=3, help="timed runs per measurement (median)")
+    p.add_argument("--repeat", type=int, default=3, help="timed runs per measurement, at least (median; fast cases run until 0.5 s is timed)")
     p.add_argument("--no-memory", action="store_true", help="skip the tracemalloc run")
     p.add_argument("--json", action="store_true", help="print JSON rows instead of the table")
     p.add_argument("--out", default=None, help="also write the table (markdown) to this file")

@@ -6,13 +6,11 @@ assigned either fresh or after one more member joins (everyone else holding the 
 new member subscribes like the last one; the others hand back their ``MemberAssignment`` of the
 fresh target). As in Kafka's JMH benchmark, the timed call is
 ``assign`` on a ``GroupSpec`` built beforehand; building the spec (member order, checks) is timed
-separately in ``spec_ms``. Wall time is the median of ``repeat`` runs.
+separately in ``spec_ms``. Wall time is the median of ``repeat`` runs or more
+(``experiments.benchtime.timed_median``).
 """
 
 from __future__ import annotations
-
-import statistics
-import time
 
 import attrs
 import numpy as np
@@ -23,6 +21,8 @@ from assignors.server import (
     MemberSubscriptionAndAssignment,
     get_server_assignor,
 )
+
+from .benchtime import timed_median
 
 PREFIX = "server:"
 
@@ -68,13 +68,8 @@ def _subscriptions(case: ServerCase) -> tuple[dict[str, int], dict[str, frozense
 
 
 def _time(fn, repeat: int):
-    times, out = [], None
-    for _ in range(repeat):
-        out = None  # the previous run's result is freed before the clock starts
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
+    wall, out, _ = timed_median(fn, repeat)
+    return wall, out
 
 
 def bench_server_case(name: str, case: ServerCase, repeat: int, peak_mib=None) -> list[dict]:

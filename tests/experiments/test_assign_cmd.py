@@ -86,3 +86,32 @@ def test_bench_rows_measure_both_modes(name):
         metadata, topics_of = _group(Case("tiny", 6, 3, 4))
         fresh = get_assignor(name).assign(metadata, _fresh_subscriptions(topics_of))
         assert rows[1]["moved"] == len(fresh[next(iter(topics_of))].partitions)
+
+
+def test_fast_calls_are_timed_until_half_a_second_slow_ones_only_repeat_times(monkeypatch):
+    """A benchmark call of a millisecond is repeated past ``repeat`` until ``MIN_TIMED_S`` has been
+    timed (at most ``MAX_CALLS`` calls); one that takes long enough runs ``repeat`` times."""
+    import time
+
+    from experiments import benchtime
+
+    monkeypatch.setattr(benchtime, "MIN_TIMED_S", 0.05)
+    calls = []
+
+    def fast():
+        calls.append(1)
+        time.sleep(0.001)
+        return len(calls)
+
+    median, last, n = benchtime.timed_median(fast, 3)
+    assert n == len(calls) == last and 10 <= n <= 50
+    assert 0.001 <= median < 0.05
+
+    calls.clear()
+    median, _, n = benchtime.timed_median(lambda: (calls.append(1), time.sleep(0.03)), 3)
+    assert n == len(calls) == 3 and median >= 0.03
+
+    monkeypatch.setattr(benchtime, "MAX_CALLS", 20)
+    calls.clear()
+    _, _, n = benchtime.timed_median(lambda: calls.append(1), 3)
+    assert n == len(calls) == 20
