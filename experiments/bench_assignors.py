@@ -122,11 +122,6 @@ def _next_round(name: str, topics_of, result: dict[str, Assignment], generation:
     return subs
 
 
-def _time(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
-    wall, out, _ = timed_median(fn, repeat)
-    return wall, out
-
-
 def _peak_mib(fn: Callable[[], object]) -> float:
     tracemalloc.start()
     try:
@@ -148,7 +143,7 @@ def bench_case(name: str, case: Case, repeat: int, measure_memory: bool = True,
     rows = []
     assignor = get_assignor(name)
     if "fresh" in modes:
-        wall, fresh = _time(lambda: assignor.assign(metadata, fresh_subs), repeat)
+        wall, fresh, _ = timed_median(lambda: assignor.assign(metadata, fresh_subs), repeat)
         rows.append(_row(name, case, "fresh", wall, metadata, fresh_subs, fresh, None,
                          _peak_mib(lambda: assignor.assign(metadata, fresh_subs)) if measure_memory else None))
     else:
@@ -160,7 +155,7 @@ def bench_case(name: str, case: Case, repeat: int, measure_memory: bool = True,
     if name == "stream-join-sticky":
         generation = decode_assignment_user_data(fresh[leaver].user_data or encode_assignment_user_data(0))
     subs = _next_round(name, topics_of, fresh, generation, leaver)
-    wall, again = _time(lambda: assignor.assign(metadata, subs), repeat)
+    wall, again, _ = timed_median(lambda: assignor.assign(metadata, subs), repeat)
     rows.append(_row(name, case, "one member left", wall, metadata, subs, again, fresh,
                      _peak_mib(lambda: assignor.assign(metadata, subs)) if measure_memory else None))
     return rows

@@ -67,18 +67,13 @@ def _subscriptions(case: ServerCase) -> tuple[dict[str, int], dict[str, frozense
     return dict.fromkeys(names, case.partitions_per_topic), subs
 
 
-def _time(fn, repeat: int):
-    wall, out, _ = timed_median(fn, repeat)
-    return wall, out
-
-
 def bench_server_case(name: str, case: ServerCase, repeat: int, peak_mib=None) -> list[dict]:
     """Two rows (fresh, one member joined) for server assignor ``server:NAME``."""
     assignor = get_server_assignor(name.removeprefix(PREFIX))
     meta, subs = _subscriptions(case)
     members = {m: MemberSubscriptionAndAssignment(ts) for m, ts in subs.items()}
-    spec_s, spec = _time(lambda: GroupSpec(members), repeat)
-    wall, fresh = _time(lambda: assignor.assign(spec, meta), repeat)
+    spec_s, spec, _ = timed_median(lambda: GroupSpec(members), repeat)
+    wall, fresh, _ = timed_median(lambda: assignor.assign(spec, meta), repeat)
     rows = [_row(name, case, "fresh", spec_s, wall, fresh, None,
                  peak_mib(lambda: assignor.assign(spec, meta)) if peak_mib else None)]
 
@@ -86,8 +81,8 @@ def bench_server_case(name: str, case: ServerCase, repeat: int, peak_mib=None) -
     # benchmark likewise passes the MemberAssignment objects of its first run).
     joined = {m: MemberSubscriptionAndAssignment(ts, fresh[m] if m in fresh else {}) for m, ts in subs.items()}
     joined["member-new"] = MemberSubscriptionAndAssignment(subs[next(reversed(subs))])
-    spec_s, spec2 = _time(lambda: GroupSpec(joined), repeat)
-    wall, again = _time(lambda: assignor.assign(spec2, meta), repeat)
+    spec_s, spec2, _ = timed_median(lambda: GroupSpec(joined), repeat)
+    wall, again, _ = timed_median(lambda: assignor.assign(spec2, meta), repeat)
     rows.append(_row(name, case, "one member joined", spec_s, wall, again, fresh,
                      peak_mib(lambda: assignor.assign(spec2, meta)) if peak_mib else None))
     return rows

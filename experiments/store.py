@@ -87,48 +87,41 @@ def _missing(e: Exception) -> bool:
 
 
 def _commits_signature(out) -> tuple | None:
-    """What a local ``OUT/commits`` holds, file by file (name, size, mtime), or None (remote, or
-    nothing there yet). A batch becomes visible only by adding files there, so an unchanged
-    signature means unchanged commit rows."""
+    """What a local ``OUT/commits`` holds, file by file (name, size, mtime; no entries when it
+    does not exist yet), or None (remote, or it cannot be listed). A batch becomes visible only by
+    adding files there, so an unchanged signature means unchanged commit rows."""
     local = local_path(out)
     if local is None:
         return None
     root = local / "commits"
     try:
+        batches = list(os.scandir(root))
+    except FileNotFoundError:
+        return (str(root), ())
+    except OSError:
+        return None
+    try:
         entries = []
-        for batch in os.scandir(root):
+        for batch in batches:
             if batch.is_dir():
                 for f in os.scandir(batch.path):
                     st = f.stat()
                     entries.append((batch.name, f.name, st.st_size, st.st_mtime_ns))
     except OSError:
         return None
-    return (str(root), tuple(sorted(entries))) if entries else None
+    return (str(root), tuple(sorted(entries)))
+
+
+def _holds_data_files(signature: tuple) -> bool:
+    """Whether a batch directory of the signature holds a data file (Spark skips names starting
+    with ``_`` or ``.``: ``_SUCCESS``, ``_temporary/``, checksums)."""
+    return any(not name.startswith(("_", ".")) for _, name, _, _ in signature[1])
 
 
 # The commit rows last read from a local OUT, with the signature they were read at: an
 # experiment reads them once per table it reads (a Spark job each: 4.2 s for the first read of
 # the main job's output), and they change only when a batch commits.
 _commits_cache: dict[str, tuple[tuple, pd.DataFrame]] = {}  # noqa: F821
-
-
-def _no_commit_files(out) -> bool:
-    """Whether a local ``OUT/commits`` certainly holds no commit rows: it does not exist, or no
-    batch directory in it holds a data file (Spark skips names starting with ``_`` or ``.``).
-    False for a remote OUT and whenever the directory cannot be listed (Spark then says why)."""
-    local = local_path(out)
-    if local is None:
-        return False
-    root = local / "commits"
-    try:
-        for batch in os.scandir(root):
-            if batch.is_dir() and any(not f.name.startswith(("_", ".")) for f in os.scandir(batch.path)):
-                return False
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-    return True
 
 
 def _no_commits_frame() -> pd.DataFrame:  # noqa: F821
@@ -140,11 +133,11 @@ def _no_commits_frame() -> pd.DataFrame:  # noqa: F821
 def commits(spark, out) -> pd.DataFrame:  # noqa: F821
     """Every commit row under ``OUT/commits`` (pandas); empty if none. Raises ``OutputError``
     if the location cannot be read at all (unknown scheme, no access)."""
-    if _no_commit_files(out):
+    signature = _commits_signature(out)
+    if signature is not None and not _holds_data_files(signature):
         # A fresh local output: nothing to ask Spark (whose first read of a missing path took
         # 1.8 s of the main job's start on a cold JVM, to say the same).
         return _no_commits_frame()
-    signature = _commits_signature(out)
     cached = _commits_cache.get(uri(out))
     if signature is not None and cached is not None and cached[0] == signature:
         return cached[1].copy()
