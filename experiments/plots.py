@@ -192,7 +192,7 @@ ASSIGNOR_MARKERS = {"range": ("o", 9), "roundrobin": ("s", 7), "sticky": ("^", 6
 def metric_vs_size(points: pd.DataFrame, metric: str, ylabel: str, path: Path, facet: str = "scenario",
                    size: str = "members", logy: bool = True, caption: str = "",
                    row_suffix: str = " members") -> str:
-    """Median across seeds (line) with a band up to the p90, per assignor, vs group size; one
+    """Median across seeds (line) with the p10-p90 band, per assignor, vs group size; one
     column per ``facet`` value and one row per ``membership`` value (dynamic / static) if present,
     titled with ``row_suffix`` after it."""
     from matplotlib.ticker import NullFormatter, NullLocator
@@ -210,12 +210,13 @@ def metric_vs_size(points: pd.DataFrame, metric: str, ylabel: str, path: Path, f
             for assignor in sorted(sub["assignor"].unique(), key=_assignor_order):
                 g = sub[sub["assignor"] == assignor].sort_values(size)
                 med = g[f"{metric}_median"].to_numpy(dtype=float)
+                p10 = g[f"{metric}_p10"].to_numpy(dtype=float)
                 p90 = g[f"{metric}_p90"].to_numpy(dtype=float)
                 x = g[size].to_numpy(dtype=float)
                 marker, ms = ASSIGNOR_MARKERS.get(assignor, ("o", 5))
                 ax.plot(x, med, "-", marker=marker, markersize=ms, color=color(assignor), label=assignor,
                         markerfacecolor="none" if ms >= 7 else color(assignor), linewidth=1.3, alpha=0.9)
-                ax.fill_between(x, med, p90, color=color(assignor), alpha=0.10, linewidth=0)
+                ax.fill_between(x, p10, p90, color=color(assignor), alpha=0.12, linewidth=0)
             ax.set_xscale("log")
             sizes = sorted(points[size].unique())
             ax.set_xticks(sizes, [f"{int(v):,}" for v in sizes])  # the sizes run, nothing else
@@ -224,7 +225,7 @@ def metric_vs_size(points: pd.DataFrame, metric: str, ylabel: str, path: Path, f
             if logy:
                 ax.set_yscale("log")
                 plain_log_ticks(ax.yaxis)
-                values = sub[[f"{metric}_median", f"{metric}_p90"]].to_numpy(dtype=float)
+                values = sub[[f"{metric}_median", f"{metric}_p10", f"{metric}_p90"]].to_numpy(dtype=float)
                 values = values[values > 0]
                 if values.size and values.max() / values.min() < 10:
                     # nearly flat: show one decade around it, not a magnified wiggle
@@ -245,7 +246,7 @@ def metric_vs_size(points: pd.DataFrame, metric: str, ylabel: str, path: Path, f
                bbox_to_anchor=(0.5, 1.04))
     fig.tight_layout()
     save(fig, path)
-    return caption or f"{ylabel} vs group size: median across seeds, shaded up to the p90."
+    return caption or f"{ylabel} vs group size: median across seeds, shaded from the p10 to the p90."
 
 
 def _first(key):

@@ -187,7 +187,7 @@ class Director(Actor):
             for _ in range(a.count):
                 name = r.next_member_name()
                 self._trigger(now, name, desc)
-                r.start_member(self, name, a.overrides)
+                r.start_member(self, name, a.overrides, spread=True)
         elif isinstance(a, RemoveMembers):
             alive = r.member_names(alive_only=True)
             names = list(a.members) if a.members is not None else (alive[-a.count:] if a.count else [])

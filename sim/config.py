@@ -441,6 +441,13 @@ class SimConfig:
 
     ``members``: how many members start at t=0 (named ``c000``, ``c001``, ...), all with
     ``consumer``, except names listed in ``member_overrides`` (a dict of consumer fields).
+    ``start_spread_s``: the members of a deployment do not start in the same millisecond: each
+    initial member starts at an instant drawn per seed, uniformly in ``[0, start_spread_s)``, and
+    each member of an ``add_members`` action as long after the action. Their start instants set
+    their auto-commit and poll phases (and, under the consumer protocol, their heartbeat phases),
+    so a seed samples them as two real runs of one deployment differ. Kafka defines no such thing;
+    the default (5 s: one auto-commit interval, one consumer-protocol heartbeat interval) covers a
+    whole cycle of each. 0 starts every member at once: a lab set-up whose members share one phase.
     ``elide_heartbeats``: skip idle heartbeats whose effect is computed exactly (needed at scale).
     ``max_duration_s``: hard stop of simulated time.
     """
@@ -457,6 +464,7 @@ class SimConfig:
     group: GroupConfig = attrs.field(factory=GroupConfig)
     network: NetworkConfig = attrs.field(factory=NetworkConfig)
     assignor_cost: AssignorCost = attrs.field(factory=AssignorCost)
+    start_spread_s: float = attrs.field(default=5.0, validator=_nonneg)
     elide_heartbeats: bool = attrs.field(default=True, validator=boolean)
     max_duration_s: float = attrs.field(default=7200.0, validator=_positive)
 
@@ -589,7 +597,7 @@ def sim_config_from_dict(data: Mapping[str, Any], where: str = "") -> SimConfig:
         kwargs["topics"] = tuple(build(TopicConfig, t, at(f"topics[{i}]")) for i, t in enumerate(topics))
     else:
         raise ConfigError(at("topics"), "missing; give at least one [[topics]] table")
-    for name in ("members", "elide_heartbeats", "max_duration_s"):
+    for name in ("members", "start_spread_s", "elide_heartbeats", "max_duration_s"):
         if name in d:
             kwargs[name] = d[name]
     if "consumer" in d:

@@ -360,7 +360,13 @@ class ConsumerMember:
         self.ack_in_flight = self.state == ACKNOWLEDGING
         self.hb_due = False
         self._send(req, sent_at)
-        self._timer(("hb",), sent + self.interval_s)
+        wait = self.interval_s
+        if self.config.heartbeat_phase == "random" and (self.ack_in_flight or self.epoch == m.JOIN_GROUP_MEMBER_EPOCH):
+            # As sim.member's: a model choice, not Kafka's. The heartbeat that joins or acknowledges
+            # an assignment sets the member's phase (HeartbeatRequestManager resets its timer on
+            # each send); long-lived groups drift, so the next one comes anywhere within one interval.
+            wait *= float(self._poll_rng.random())
+        self._timer(("hb",), sent + wait)
         self._timer(("hb_timeout",), sent + self.config.request_timeout_s)
 
     def _send_leave(self, now: float, reason: str) -> None:

@@ -19,7 +19,7 @@ from experiments.catalog.protocols import (
     costs_more,
     costs_more_sentence,
 )
-from experiments.headline import _num
+from experiments.headline import num
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +64,7 @@ def test_first_screen_answers_with_the_tables_numbers(protocols_report):
     for scenario in SCENARIOS:
         t = table[(table["scenario"] == scenario) & (table["members"] == size)].set_index("protocol")
         c, k, e = (float(t.loc[p, "unassigned partition-s"]) for p in (CONSUMER, COOPERATIVE, EAGER))
-        quoted = f"{_num(c)} vs {_num(k)} vs {_num(e)} unassigned partition-seconds"
+        quoted = f"{num(c)} vs {num(k)} vs {num(e)} unassigned partition-seconds"
         start = html.index(f"{scenario} ({size:,} members")
         assert start < first_table, scenario
         sentence = html[start:html.index("</p>", start)]
