@@ -31,7 +31,7 @@ from pathlib import Path
 
 import attrs
 
-from ..headline import HUMAN, num, consumer_vs_classic, same
+from ..headline import HUMAN, consumer_vs_classic, num, same
 from ..pipeline import Experiment, Options, Page, Results, scenario_dir
 from ..sweep import RunSpec, resolve
 from .eager_vs_cooperative import (
