@@ -70,8 +70,7 @@ class Scale:
 
     def seeds_for(self, members: int) -> tuple[int, ...]:
         """The seeds run at group size ``members``."""
-        n = dict(self.seeds_by_size).get(members)
-        return self.seeds if n is None else self.seeds[:n]
+        return seeds_for(self.seeds, self.seeds_by_size, members)
 
     def variants_for(self, members: int) -> tuple[str, ...]:
         """The ``assignor`` column values run at group size ``members``."""
@@ -83,10 +82,22 @@ class Scale:
 
     def seeds_text(self) -> str:
         """How many seeds each size runs, for the report."""
-        counts = [(m, len(self.seeds_for(m))) for m in self.sizes]
-        if len({n for _, n in counts}) == 1:
-            return f"{counts[0][1]} seeds per point"
-        return "seeds per point: " + ", ".join(f"{n} at {m:,} members" for m, n in counts)
+        return seeds_text(self.seeds, self.seeds_by_size, self.sizes)
+
+
+def seeds_for(seeds: tuple[int, ...], by_size: tuple[tuple[int, int], ...], members: int) -> tuple[int, ...]:
+    """The first of ``seeds`` that group size ``members`` runs: as many as ``by_size`` gives it,
+    else all."""
+    n = dict(by_size).get(members)
+    return seeds if n is None else seeds[:n]
+
+
+def seeds_text(seeds: tuple[int, ...], by_size: tuple[tuple[int, int], ...], sizes) -> str:
+    """How many seeds each group size runs, as the reports say it."""
+    counts = [(m, len(seeds_for(seeds, by_size, m))) for m in sizes]
+    if len({n for _, n in counts}) == 1:
+        return f"{counts[0][1]} seed{'s' if counts[0][1] != 1 else ''} per point"
+    return "seeds per point: " + ", ".join(f"{n} at {m:,} members" for m, n in counts)
 
 
 SCALES = {
