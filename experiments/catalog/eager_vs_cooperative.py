@@ -290,6 +290,8 @@ def report(opts: Options, results: Results) -> Page:
     deploy = _deploy_table(points)
     atomic_write_bytes(out / "deploy.csv", deploy.to_csv(index=False).encode())
     deploy_lines = _deploy_statements(deploy)
+    deploy_points = points[points["scenario"] == "rolling-deploy"]
+    deploy_figures = [Figure(out / "deploy_stall.png", plots.deploy_stall(deploy_points, out / "deploy_stall.png"))]
     headline = headline_table(points, max(scale.sizes))
     answers = sentences(headline)
     cp_size, cp_lines = three_protocols(points)
@@ -345,9 +347,10 @@ def report(opts: Options, results: Results) -> Page:
                  "rounds_total", "unassigned_partition_s", "unassigned_max_s", "stop_the_world_s",
                  "throughput_loss_records", "records_reprocessed", "intervals_match"]
     sections = [
-        ("How long does the group stall during a full deploy?", [Table(
-            f"Rolling deploy of the whole group ({scale.deploy_batch} at a time): median across seeds "
-            "(p10-p90)", with_bands(deploy), csv="deploy.csv", note=" ".join(deploy_lines))]),
+        ("How long does the group stall during a full deploy?", [
+            *deploy_figures, *deploy_lines,
+            Table(f"Rolling deploy of the whole group ({scale.deploy_batch} at a time): median across "
+                  "seeds (p10-p90)", with_bands(deploy), csv="deploy.csv")]),
         *([(f"Three protocols side by side ({cp_size:,} members, median across seeds)", [
             "What does moving from the classic protocol to the consumer group protocol (KIP-848) "
             "change? Each sentence puts the consumer protocol beside classic cooperative "
@@ -364,7 +367,7 @@ def report(opts: Options, results: Results) -> Page:
                             "longest gap s: the longest single partition's wait; rebalance s: "
                             "trigger to settled, summed over the run's episodes.")]),
         ("Figures", figures),
-        ("Per parameter point", [Table("Median / p10 / p90 / max across seeds", _points_view(points),
+        ("Per parameter point", [Table("Median (p10-p90) across seeds", _points_view(points),
                                        csv="points.csv"),
                                  Table("Unassigned windows per point (every seed)", _windows_view(wq),
                                        csv="window_quantiles.csv",
@@ -421,9 +424,9 @@ DEPLOY_METRICS = ("unassigned_partition_s", "stop_the_world_s", "unassigned_max_
 
 
 def _deploy_statements(deploy) -> list[str]:
-    """One sentence per group size: eager (range) vs cooperative (cooperative-sticky) and the
-    consumer protocol, dynamic and static, in the deploy's own numbers (medians with their p10-p90
-    bands)."""
+    """One sentence per group size and membership: eager (range) vs cooperative
+    (cooperative-sticky) and the consumer protocol, in the deploy's own numbers (medians with their
+    p10-p90 bands)."""
     stall, stw, gap = HUMAN["unassigned_partition_s"], HUMAN["stop_the_world_s"], HUMAN["unassigned_max_s"]
     rebalance, rounds = HUMAN["rebalance_time_total_s"], HUMAN["rounds_total"]
 
@@ -441,13 +444,12 @@ def _deploy_statements(deploy) -> list[str]:
 
     lines = []
     for size in sorted(deploy["members"].unique()):
-        parts = []
         for membership in ("dynamic", "static"):
             cells = [(name, cell(size, membership, a)) for name, a in (
                 ("eager range", "range"), ("cooperative-sticky", "cooperative-sticky"),
                 ("consumer protocol", CONSUMER_PROTOCOL))]
-            parts.append(f"{membership}: " + "; ".join(f"{name} {c}" for name, c in cells if c is not None))
-        lines.append(f"{size:,} members: " + " | ".join(parts) + ".")
+            lines.append(f"{size:,} {membership} members: "
+                         + "; ".join(f"{name} {c}" for name, c in cells if c is not None) + ".")
     return lines
 
 
@@ -474,16 +476,18 @@ def three_protocols(points) -> tuple[int | None, list[str]]:
 
 
 def _points_view(points):
+    """Per point, each metric as ``median (p10-p90)`` (points.csv has the max too)."""
     keep = ["scenario", "membership", "members", "assignor", "seeds"]
-    for m in ("rebalance_time_total_s", "rounds_total", "unassigned_partition_s", "unassigned_max_s",
-              "throughput_loss_records", "records_reprocessed", "stop_the_world_s"):
-        keep += [f"{m}_median", f"{m}_p10", f"{m}_p90", f"{m}_max"]
+    metrics = ("unassigned_partition_s", "stop_the_world_s", "throughput_loss_records", "records_reprocessed",
+               "unassigned_max_s", "rebalance_time_total_s", "rounds_total")
+    for m in metrics:
+        keep += [f"{m}_median", f"{m}_p10", f"{m}_p90"]
     order = {a: i for i, a in enumerate(MAIN_JOB_VARIANTS)}
     view = points[keep].assign(_o=points["assignor"].map(order))
     view = view.sort_values(["scenario", "membership", "members", "_o"]).drop(columns="_o")
-    for col in [c for c in view.columns if c.startswith("rounds_total_")]:
-        view[col] = view[col].round().astype("Int64")
-    return human_columns(view)
+    view = view.rename(columns={f"{m}_median": HUMAN[m] for m in metrics})
+    view = view.rename(columns={f"{m}_{s}": f"{HUMAN[m]} {s}" for m in metrics for s in ("p10", "p90")})
+    return with_bands(view.reset_index(drop=True))
 
 
 def _windows_view(wq):
