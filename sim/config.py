@@ -135,10 +135,15 @@ class GroupConfig:
     # The consumer group protocol (KIP-848; GroupCoordinatorConfig's group.consumer.* defaults).
     consumer_heartbeat_interval_ms: float = attrs.field(default=5000, validator=_positive)
     consumer_session_timeout_ms: float = attrs.field(default=45000, validator=_positive)
+    consumer_min_heartbeat_interval_ms: float = attrs.field(default=5000, validator=_positive)
+    consumer_max_heartbeat_interval_ms: float = attrs.field(default=15000, validator=_positive)
+    consumer_min_session_timeout_ms: float = attrs.field(default=45000, validator=_positive)
+    consumer_max_session_timeout_ms: float = attrs.field(default=60000, validator=_positive)
     consumer_assignors: tuple[str, ...] = attrs.field(default=("uniform", "range"),
                                                       converter=lambda v: names_tuple("consumer_assignors")(v))
 
     def __attrs_post_init__(self):
+        self._check_consumer_bounds()
         if self.consumer_heartbeat_interval_ms >= self.consumer_session_timeout_ms:
             raise ConfigError(
                 "consumer_heartbeat_interval_ms",
@@ -156,6 +161,27 @@ class GroupConfig:
                 "max_session_timeout_ms",
                 f"{self.max_session_timeout_ms} is below min_session_timeout_ms ({self.min_session_timeout_ms})",
             )
+
+    def _check_consumer_bounds(self) -> None:
+        # GroupCoordinatorConfig's constructor checks these in this order; a broker whose
+        # group.consumer.* values break one refuses to start (IllegalArgumentException).
+        for kind in ("heartbeat_interval", "session_timeout"):
+            value = getattr(self, f"consumer_{kind}_ms")
+            low = getattr(self, f"consumer_min_{kind}_ms")
+            high = getattr(self, f"consumer_max_{kind}_ms")
+            kafka = kind.replace("_", ".")
+            if high < low:
+                raise ConfigError(f"consumer_max_{kind}_ms",
+                                  f"{high:g} is below consumer_min_{kind}_ms ({low:g}): "
+                                  f"group.consumer.max.{kafka}.ms must be >= group.consumer.min.{kafka}.ms")
+            if value < low:
+                raise ConfigError(f"consumer_{kind}_ms",
+                                  f"{value:g} is below group.consumer.min.{kafka}.ms "
+                                  f"(consumer_min_{kind}_ms = {low:g})")
+            if value > high:
+                raise ConfigError(f"consumer_{kind}_ms",
+                                  f"{value:g} is above group.consumer.max.{kafka}.ms "
+                                  f"(consumer_max_{kind}_ms = {high:g})")
 
     @property
     def initial_rebalance_delay_s(self) -> float:

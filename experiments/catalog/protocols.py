@@ -158,7 +158,9 @@ def protocol_specs(scale: Scale, scenarios: Path) -> list[RunSpec]:
         for hb in scale.heartbeat_ms:
             for seed in scale.seeds_for(members):
                 specs.append(RunSpec(path, (*variant_overrides(CONSUMER), *COMMON,
-                                            f"group.consumer_heartbeat_interval_ms={hb}"), seed,
+                                            f"group.consumer_heartbeat_interval_ms={hb}",
+                                            # below group.consumer.min.heartbeat.interval.ms
+                                            f"group.consumer_min_heartbeat_interval_ms={hb}"), seed,
                                      _point(label, CONSUMER, members, partitions, hb)))
     return resolve(specs, "protocols")
 
