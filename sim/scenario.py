@@ -493,8 +493,13 @@ class Scenario:
         if not self._ends:
             return 0.0
         cfg = self.config
-        session_s = max([cfg.consumer.session_timeout_s] + [cfg.consumer_for(n).session_timeout_s
-                                                              for n in cfg.member_overrides])
+        if cfg.consumer.group_protocol == "consumer":
+            # KIP-848: the broker's group.consumer.session.timeout.ms fences members; the
+            # client's session.timeout.ms is not used (one protocol per group: SimConfig)
+            session_s = cfg.group.consumer_session_timeout_s
+        else:
+            session_s = max([cfg.consumer.session_timeout_s] + [cfg.consumer_for(n).session_timeout_s
+                                                                  for n in cfg.member_overrides])
         return self.end_of_timeline() + session_s
 
     def timeline_for_seed(self, seed: int) -> tuple:

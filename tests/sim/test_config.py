@@ -102,3 +102,25 @@ def test_lowered_bounds_admit_shorter_consumer_protocol_timings():
         "consumer_heartbeat_interval_ms": 1000, "consumer_min_heartbeat_interval_ms": 1000}})
     assert (cfg.group.consumer_session_timeout_s, cfg.group.consumer_heartbeat_interval_s) == (10.0, 1.0)
 
+
+def _crash_at_100_in_150(protocol: str) -> dict:
+    return {"topics": [{"name": "t", "partitions": 3}], "members": 3, "max_duration_s": 150,
+            "consumer": {"group_protocol": protocol, "session_timeout_ms": 45000},
+            "group": {"consumer_session_timeout_ms": 120000, "consumer_max_session_timeout_ms": 120000},
+            "timeline": [{"action": "crash", "at_s": 100, "member": 1}]}
+
+
+def test_consumer_protocol_timeline_must_fit_the_brokers_session_timeout():
+    """Under the consumer protocol a crash is noticed after the broker's
+    group.consumer.session.timeout.ms (120 s here), not the client's 45 s: a crash at 100 s needs
+    220 s, so 150 s is an input error naming max_duration_s."""
+    with pytest.raises(ConfigError) as e:
+        Scenario.from_dict(_crash_at_100_in_150("consumer"))
+    assert e.value.field == "max_duration_s"
+    assert "needs 220 s" in str(e.value) and "\n" not in str(e.value)
+    # the classic protocol uses the client's 45 s: 145 s fits
+    assert Scenario.from_dict(_crash_at_100_in_150("classic")).needed_duration_s() == 145.0
+    # left out, max_duration_s grows to hold the broker's timeout
+    data = _crash_at_100_in_150("consumer")
+    del data["max_duration_s"]
+    assert Scenario.from_dict(data).config.max_duration_s >= 220.0
