@@ -258,7 +258,8 @@ class ConsumerConfig:
     returns (Kafka's max.poll.records), so a batch takes at most ``max_poll_records / capacity``
     seconds, and the poll loop reacts to a rebalance only between batches (see ``sim.member``).
     ``revoke_cost_ms`` / ``assign_cost_ms``: time its rebalance listener spends per revoked /
-    assigned partition (commit, state restore).
+    assigned partition (commit, state restore); 0 by default, as Kafka's default
+    ``ConsumerRebalanceListener`` does nothing.
     ``topics``: its subscription (empty = every topic of the scenario).
     ``sticky_user_data_version``: 1 = KIP-341 (with generation); 0 = the pre-KIP-341 layout
     that an old client sends (only meaningful for the eager ``sticky`` assignor; such a client's
