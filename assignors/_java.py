@@ -7,8 +7,12 @@ constrained sticky path keep their extra partition, for example), we reproduce i
 * ``java_string_hash``: ``String.hashCode`` over UTF-16 code units, as a signed 32-bit int.
 * ``hashmap_order``: the iteration order of a ``java.util.HashMap`` filled by ``put`` from empty
   (table of 16 doubling past a 0.75 load factor; bucket ``(h ^ (h >>> 16)) & (n - 1)``). Keys
-  sharing a bucket iterate in insertion order in Java; we break those ties by ``String.compareTo``
-  so that our result never depends on the caller's dict order (a documented deviation).
+  sharing a bucket iterate in insertion order in Java; we take the keys as put in
+  ``String.compareTo`` order, so that our result never depends on the caller's dict order (a
+  documented deviation). A bucket that a ``put`` makes 9 long (``HashMap.TREEIFY_THRESHOLD``)
+  makes Java double a table of fewer than 64 buckets, or turn the bucket into a red-black tree,
+  which reorders it; ``treeify_free`` tells when that happens, and then the order comes from
+  ``assignors._hashmap_model``, which replays Java's structure.
 * ``java_sort_key``: ``String.compareTo`` order (UTF-16 code units), equal to Python's order for
   every string without characters outside the Basic Multilingual Plane.
 * ``java_string_hashes``: ``String.hashCode`` of many strings at once (numpy).
@@ -20,6 +24,8 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 import numpy as np
+
+from ._hashmap_model import TREEIFY_THRESHOLD, JavaHashMap
 
 
 @lru_cache(maxsize=1 << 16)
@@ -99,17 +105,80 @@ def _cached_string_hashes(keys: list[str]) -> np.ndarray:
     return np.fromiter(map(cache.__getitem__, keys), dtype=np.uint32, count=len(keys))
 
 
+def treeify_free(hashes: Sequence[int] | np.ndarray, capacity: int = 16,
+                 chain: int = TREEIFY_THRESHOLD + 1) -> bool:
+    """Whether filling an empty ``java.util.HashMap`` of ``capacity`` buckets with keys of these
+    ``hashCode``s, in this order, never makes a bucket ``chain`` long (9 for ``put``, 8 for
+    ``computeIfAbsent``). Then Java neither treeifies a bucket nor doubles a table of fewer than 64
+    buckets early (``HashMap.treeifyBin``): every bucket is a chain in insertion order and the
+    table grows by the load factor alone, which is what the closed-form orders here assume.
+
+    While the table has ``c`` buckets it holds the first ``0.75 c + 1`` keys at most (by ``put``
+    and by ``computeIfAbsent`` alike), so a bucket that grows that long shows in the bucket counts
+    of that prefix; a bucket of the next table is part of one of this table's.
+    """
+    n = len(hashes)
+    if n < chain:
+        return True
+    cap = capacity
+    if n < 64:
+        spread = [_spread(h) for h in hashes]
+        while True:
+            threshold = cap * 3 // 4
+            counts: dict[int, int] = {}
+            for s in spread[:threshold + 1]:
+                b = s & (cap - 1)
+                c = counts[b] = counts.get(b, 0) + 1
+                if c >= chain:
+                    return False
+            if n <= threshold + 1:
+                return True
+            cap *= 2
+    h = np.asarray(hashes)
+    if h.dtype != np.uint32:
+        h = (h.astype(np.int64) & 0xFFFFFFFF).astype(np.uint32)
+    spread = h ^ (h >> np.uint32(16))
+    while True:
+        threshold = cap * 3 // 4
+        end = min(n, threshold + 1)
+        if end >= chain and np.bincount(spread[:end] & np.uint32(cap - 1)).max() >= chain:
+            return False
+        if n <= threshold + 1:
+            return True
+        cap *= 2
+
+
+def modelled_hashmap_order(keys_in_put_order: Iterable[str], compute_if_absent: bool = False) -> list[str]:
+    """Keys of a ``HashMap<String, ?>`` filled in this order by ``put`` (or ``computeIfAbsent``),
+    in iteration order, from the structural model (exact, one Python object per key)."""
+    m = JavaHashMap(java_string_hash, java_sort_key)
+    add = m.compute_if_absent if compute_if_absent else m.put
+    for k in keys_in_put_order:
+        add(k)
+    return list(m.keys())
+
+
 def hashmap_order(keys: Iterable[str]) -> list[str]:
-    """Keys in the order a ``java.util.HashMap<String, ?>`` built by ``put`` iterates them."""
+    """Keys in the order a ``java.util.HashMap<String, ?>`` iterates them when built by ``put``
+    in ``String.compareTo`` order (see the module's docstring)."""
     keys = list(keys)
-    mask = hashmap_capacity(len(keys)) - 1
-    if len(keys) < 64:
-        return sorted(keys, key=lambda k: (_spread(java_string_hash(k)) & mask, java_sort_key(k)))
+    n = len(keys)
+    mask = hashmap_capacity(n) - 1
+    if n < 64:
+        spreads = [_spread(java_string_hash(k)) for k in keys]
+        # crowded: 9 keys share a bucket of the first table (else no bucket of any table has 9)
+        if n > TREEIFY_THRESHOLD and max(map(bytes([s & 15 for s in spreads]).count, range(16))) > TREEIFY_THRESHOLD:
+            ordered = sorted(keys, key=java_sort_key)
+            if not treeify_free([java_string_hash(k) for k in ordered]):
+                return modelled_hashmap_order(ordered)
+        return [k for _, _, k in sorted(zip([s & mask for s in spreads], map(java_sort_key, keys), keys, strict=True))]
     # Keys in String.compareTo order, then a stable sort by bucket: a bucket's keys stay in key
     # order (Python's str order is Java's for text without surrogate pairs)
     joined = "".join(keys)
     ordered = sorted(keys) if joined.isascii() else sorted(keys, key=java_sort_key)
     h = _cached_string_hashes(ordered)
+    if not treeify_free(h):
+        return modelled_hashmap_order(ordered)
     bucket = (h ^ (h >> np.uint32(16))) & np.uint32(mask)
     order = np.argsort(bucket, kind="stable")
     return [ordered[i] for i in order.tolist()]
@@ -117,8 +186,11 @@ def hashmap_order(keys: Iterable[str]) -> list[str]:
 
 def hashmap_insertion_order(keys_in_insertion_order: Iterable[str]) -> list[str]:
     """Distinct keys in the order a ``HashMap``/``HashSet`` filled by ``put`` in the given order
-    iterates them: bucket order, a bucket's keys in insertion order (exact below 8 per bucket)."""
+    iterates them: bucket order, a bucket's keys in insertion order (or Java's tree-bin order,
+    see ``treeify_free``)."""
     keys = list(dict.fromkeys(keys_in_insertion_order))
+    if len(keys) > TREEIFY_THRESHOLD and not treeify_free([java_string_hash(k) for k in keys]):
+        return modelled_hashmap_order(keys)
     mask = hashmap_capacity(len(keys)) - 1
     return [k for _, k in sorted(((_spread(java_string_hash(k)) & mask, i), k) for i, k in enumerate(keys))]
 
@@ -129,10 +201,14 @@ def computed_hashmap_order(keys_in_first_use: Iterable[str]) -> list[str]:
     ``keys_in_first_use`` lists distinct keys in the order they were first computed. Unlike
     ``put``, ``computeIfAbsent`` links a new key at the *head* of its bucket, and resizes before an
     insertion (when the size already exceeds the threshold) rather than after, so a bucket iterates
-    in reverse order of first use and the table can be one size smaller. Exact for every key set
-    whose buckets hold fewer than 8 keys (Java turns larger buckets into trees).
+    in reverse order of first use and the table can be one size smaller. A bucket that reaches 8
+    keys this way is treeified (or the table doubled) as ``treeify_free`` says; its order then
+    comes from ``assignors._hashmap_model``.
     """
     keys = list(keys_in_first_use)
+    if len(keys) >= TREEIFY_THRESHOLD and not treeify_free([java_string_hash(k) for k in keys],
+                                                           chain=TREEIFY_THRESHOLD):
+        return modelled_hashmap_order(keys, compute_if_absent=True)
     cap = 16
     while len(keys) - 1 > cap * 3 // 4:
         cap *= 2

@@ -38,7 +38,15 @@ from operator import itemgetter
 import attrs
 import numpy as np
 
-from .._java import hashmap_capacity, hashmap_order, java_sort_key, java_string_hash
+from .._hashmap_model import TREEIFY_THRESHOLD
+from .._java import (
+    hashmap_capacity,
+    hashmap_order,
+    java_sort_key,
+    java_string_hash,
+    modelled_hashmap_order,
+    treeify_free,
+)
 from ..types import AssignorError
 
 
@@ -524,7 +532,8 @@ class GroupMembers:
     """
 
     __slots__ = ("_topics", "_instance_ids", "_racks", "_distinct", "_topic_names", "_keys", "_mask",
-                 "_ids", "_index", "_version", "_slot_of", "_order_slots", "_generation", "_id_list")
+                 "_ids", "_index", "_version", "_slot_of", "_order_slots", "_generation", "_id_list",
+                 "_by_id", "_by_id_hashes")
 
     def __init__(self):
         self._topics: dict[str, frozenset[str]] = {}
@@ -546,6 +555,10 @@ class GroupMembers:
         self._order_slots = np.empty(0, dtype=np.int64)  # None with ``_keys``: rebuild
         self._generation = 0                             # bumped when slots are renumbered
         self._version = 0
+        # (String order key, member id), sorted, and their String.hashCode: the order
+        # ``hashmap_order`` puts the keys in, to tell when Java would treeify a bucket
+        self._by_id: list[tuple[str, str]] = []
+        self._by_id_hashes = np.empty(0, dtype=np.uint32)
 
     def put(self, member_id: str, topics: frozenset[str], instance_id: str | None = None,
             rack_id: str | None = None) -> None:
@@ -590,6 +603,9 @@ class GroupMembers:
         self._unsubscribe(old)
         self._instance_ids.pop(member_id, None)
         self._racks.pop(member_id, None)
+        at = bisect_left(self._by_id, (java_sort_key(member_id), member_id))
+        del self._by_id[at]
+        self._by_id_hashes = np.delete(self._by_id_hashes, at)
         keys = self._keys
         if keys is not None:
             if hashmap_capacity(len(self._topics)) - 1 != self._mask:
@@ -632,6 +648,10 @@ class GroupMembers:
         slot = self._slot_of.get(member_id)
         if slot is None:
             slot = self._slot_of[member_id] = len(self._slot_of)
+        entry = (java_sort_key(member_id), member_id)
+        at = bisect_left(self._by_id, entry)
+        self._by_id.insert(at, entry)
+        self._by_id_hashes = np.insert(self._by_id_hashes, at, java_string_hash(member_id) & 0xFFFFFFFF)
         keys = self._keys
         if keys is not None:
             if hashmap_capacity(len(self._topics) + 1) - 1 != self._mask:
@@ -660,7 +680,13 @@ class GroupMembers:
                 self._order_slots = np.arange(len(ids), dtype=np.int64)
             elif self._order_slots is None:
                 self._order_slots = np.fromiter(map(self._slot_of.__getitem__, ids), dtype=np.int64, count=len(ids))
-            self._index = _SlotIndex(self, ids, self._order_slots)
+            slots = self._order_slots
+            if len(ids) > TREEIFY_THRESHOLD and not treeify_free(self._by_id_hashes):
+                # Java treeifies a bucket (or doubles a small table early): the order is the
+                # model's; ``_keys`` and ``_order_slots`` stay in bucket order for the next change
+                ids = self._ids = tuple(modelled_hashmap_order([m for _, m in self._by_id]))
+                slots = np.fromiter(map(self._slot_of.__getitem__, ids), dtype=np.int64, count=len(ids))
+            self._index = _SlotIndex(self, ids, slots)
         return ids
 
     def _member_index(self) -> _SlotIndex:
