@@ -148,6 +148,84 @@ def treeify_free(hashes: Sequence[int] | np.ndarray, capacity: int = 16,
         cap *= 2
 
 
+class TreeifyWatch:
+    """``treeify_free`` of a key list kept up to date as keys are inserted and deleted at given
+    positions (the put order), at a cost per change of one step per table size.
+
+    For each table size ``c`` the map passes through (16, 32, ... up to the one that takes the
+    last key) it keeps the bucket counts of the keys that table holds at most, the first
+    ``0.75 c + 1`` of the list (all of them for the last table), and how many of those buckets
+    hold 9 or more. An insertion or deletion inside a prefix moves one key across its end.
+    """
+
+    __slots__ = ("_spreads", "_counts", "_crowded", "_chain")
+
+    def __init__(self, chain: int = TREEIFY_THRESHOLD + 1):
+        self._spreads: list[int] = []       # spread hash of each key, in put order
+        self._counts: list[list[int]] = []  # per table size (16 << k): keys per bucket
+        self._crowded: list[int] = []       # per table size: buckets with ``chain`` or more
+        self._chain = chain
+
+    @property
+    def free(self) -> bool:
+        return not any(self._crowded)
+
+    def __len__(self) -> int:
+        return len(self._spreads)
+
+    def _bump(self, k: int, spread: int, delta: int) -> None:
+        counts = self._counts[k]
+        b = spread & (len(counts) - 1)
+        before = counts[b]
+        counts[b] = before + delta
+        if (before >= self._chain) != (before + delta >= self._chain):
+            self._crowded[k] += delta
+
+    def _end(self, k: int) -> int:
+        return (16 << k) * 3 // 4 + 1
+
+    def insert(self, at: int, hash_code: int) -> None:
+        spreads = self._spreads
+        n = len(spreads)
+        s = _spread(hash_code)
+        for k in range(len(self._counts)):
+            end = self._end(k)
+            if n < end:
+                self._bump(k, s, 1)
+            elif at < end:
+                self._bump(k, s, 1)
+                self._bump(k, spreads[end - 1], -1)
+        spreads.insert(at, s)
+        if not self._counts or n + 1 > self._end(len(self._counts) - 1):
+            self._add_table()
+
+    def delete(self, at: int) -> None:
+        spreads = self._spreads
+        n = len(spreads)
+        s = spreads[at]
+        for k in range(len(self._counts)):
+            end = self._end(k)
+            if n <= end:
+                self._bump(k, s, -1)
+            elif at < end:
+                self._bump(k, s, -1)
+                self._bump(k, spreads[end], 1)
+        del spreads[at]
+        k = len(self._counts) - 1
+        if k >= 0 and (n - 1 == 0 or (k > 0 and n - 1 <= self._end(k - 1))):
+            del self._counts[k]
+            del self._crowded[k]
+
+    def _add_table(self) -> None:
+        k = len(self._counts)
+        cap = 16 << k
+        counts = [0] * cap
+        for s in self._spreads[:self._end(k)]:
+            counts[s & (cap - 1)] += 1
+        self._counts.append(counts)
+        self._crowded.append(sum(1 for c in counts if c >= self._chain))
+
+
 def modelled_hashmap_order(keys_in_put_order: Iterable[str], compute_if_absent: bool = False) -> list[str]:
     """Keys of a ``HashMap<String, ?>`` filled in this order by ``put`` (or ``computeIfAbsent``),
     in iteration order, from the structural model (exact, one Python object per key)."""
@@ -166,12 +244,16 @@ def hashmap_order(keys: Iterable[str]) -> list[str]:
     mask = hashmap_capacity(n) - 1
     if n < 64:
         spreads = [_spread(java_string_hash(k)) for k in keys]
-        # crowded: 9 keys share a bucket of the first table (else no bucket of any table has 9)
-        if n > TREEIFY_THRESHOLD and max(map(bytes([s & 15 for s in spreads]).count, range(16))) > TREEIFY_THRESHOLD:
-            ordered = sorted(keys, key=java_sort_key)
-            if not treeify_free([java_string_hash(k) for k in ordered]):
-                return modelled_hashmap_order(ordered)
-        return [k for _, _, k in sorted(zip([s & mask for s in spreads], map(java_sort_key, keys), keys, strict=True))]
+        # Only 9 keys in one bucket of the first table can make 9 in a bucket of any table (each
+        # later bucket is part of one of its), so most sets skip the check in put order.
+        if n > TREEIFY_THRESHOLD:
+            first_table = bytes([s & 15 for s in spreads])
+            if max(map(first_table.count, range(16))) > TREEIFY_THRESHOLD:
+                ordered = sorted(keys, key=java_sort_key)
+                if not treeify_free([java_string_hash(k) for k in ordered]):
+                    return modelled_hashmap_order(ordered)
+        buckets = [s & mask for s in spreads]
+        return [k for _, _, k in sorted(zip(buckets, map(java_sort_key, keys), keys, strict=True))]
     # Keys in String.compareTo order, then a stable sort by bucket: a bucket's keys stay in key
     # order (Python's str order is Java's for text without surrogate pairs)
     joined = "".join(keys)

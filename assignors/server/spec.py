@@ -38,14 +38,13 @@ from operator import itemgetter
 import attrs
 import numpy as np
 
-from .._hashmap_model import TREEIFY_THRESHOLD
 from .._java import (
+    TreeifyWatch,
     hashmap_capacity,
     hashmap_order,
     java_sort_key,
     java_string_hash,
     modelled_hashmap_order,
-    treeify_free,
 )
 from ..types import AssignorError
 
@@ -533,7 +532,7 @@ class GroupMembers:
 
     __slots__ = ("_topics", "_instance_ids", "_racks", "_distinct", "_topic_names", "_keys", "_mask",
                  "_ids", "_index", "_version", "_slot_of", "_order_slots", "_generation", "_id_list",
-                 "_by_id", "_by_id_hashes")
+                 "_by_id", "_treeify")
 
     def __init__(self):
         self._topics: dict[str, frozenset[str]] = {}
@@ -555,10 +554,10 @@ class GroupMembers:
         self._order_slots = np.empty(0, dtype=np.int64)  # None with ``_keys``: rebuild
         self._generation = 0                             # bumped when slots are renumbered
         self._version = 0
-        # (String order key, member id), sorted, and their String.hashCode: the order
-        # ``hashmap_order`` puts the keys in, to tell when Java would treeify a bucket
+        # (String order key, member id), sorted: the order ``hashmap_order`` puts the keys in,
+        # and whether Java would treeify a bucket (or double a small table early) filling a map so
         self._by_id: list[tuple[str, str]] = []
-        self._by_id_hashes = np.empty(0, dtype=np.uint32)
+        self._treeify = TreeifyWatch()
 
     def put(self, member_id: str, topics: frozenset[str], instance_id: str | None = None,
             rack_id: str | None = None) -> None:
@@ -605,7 +604,7 @@ class GroupMembers:
         self._racks.pop(member_id, None)
         at = bisect_left(self._by_id, (java_sort_key(member_id), member_id))
         del self._by_id[at]
-        self._by_id_hashes = np.delete(self._by_id_hashes, at)
+        self._treeify.delete(at)
         keys = self._keys
         if keys is not None:
             if hashmap_capacity(len(self._topics)) - 1 != self._mask:
@@ -651,7 +650,7 @@ class GroupMembers:
         entry = (java_sort_key(member_id), member_id)
         at = bisect_left(self._by_id, entry)
         self._by_id.insert(at, entry)
-        self._by_id_hashes = np.insert(self._by_id_hashes, at, java_string_hash(member_id) & 0xFFFFFFFF)
+        self._treeify.insert(at, java_string_hash(member_id))
         keys = self._keys
         if keys is not None:
             if hashmap_capacity(len(self._topics) + 1) - 1 != self._mask:
@@ -681,7 +680,7 @@ class GroupMembers:
             elif self._order_slots is None:
                 self._order_slots = np.fromiter(map(self._slot_of.__getitem__, ids), dtype=np.int64, count=len(ids))
             slots = self._order_slots
-            if len(ids) > TREEIFY_THRESHOLD and not treeify_free(self._by_id_hashes):
+            if not self._treeify.free:
                 # Java treeifies a bucket (or doubles a small table early): the order is the
                 # model's; ``_keys`` and ``_order_slots`` stay in bucket order for the next change
                 ids = self._ids = tuple(modelled_hashmap_order([m for _, m in self._by_id]))

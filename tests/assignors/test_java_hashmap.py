@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from assignors._hashmap_model import JavaHashMap
 from assignors._java import (
+    TreeifyWatch,
     computed_hashmap_order,
     hashmap_capacity,
     hashmap_insertion_order,
@@ -134,6 +135,26 @@ def test_the_closed_forms_equal_the_model_exactly_when_treeify_free_says_so(keys
     rnd.shuffle(shuffled)
     assert hashmap_insertion_order(shuffled) == modelled_hashmap_order(shuffled)
     assert computed_hashmap_order(shuffled) == modelled_hashmap_order(shuffled, compute_if_absent=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 10**6), st.sampled_from(_POOL)), max_size=300))
+def test_the_incremental_check_follows_insertions_and_deletions(steps):
+    """TreeifyWatch (GroupMembers' check, one step per table size per change) says what
+    treeify_free says of the whole list after every insertion and deletion, across table sizes
+    both ways."""
+    watch, hashes = TreeifyWatch(), []
+    for delete, where, key in steps:
+        if delete and hashes:
+            at = where % len(hashes)
+            watch.delete(at)
+            del hashes[at]
+        else:
+            at = where % (len(hashes) + 1)
+            watch.insert(at, java_string_hash(key))
+            hashes.insert(at, java_string_hash(key))
+        assert watch.free == treeify_free(hashes)
+        assert len(watch) == len(hashes)
 
 
 def test_uniform_member_order_follows_a_treeified_bucket():
