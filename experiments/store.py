@@ -374,15 +374,15 @@ def complete_runs(spark, out, model: str, damaged: dict | None = None) -> dict[s
 
 
 def damage_line(damaged: dict, wanted: set[str] | None = None) -> str | None:
-    """One line saying which committed batches are damaged and which of their runs (of
+    """One line saying which committed batches are damaged and how many of their runs (of
     ``wanted``, if given) are recomputed; None if none is."""
     if not damaged:
         return None
     runs = sorted({r for _, rs in damaged.values() for r in rs if wanted is None or r in wanted})
     first = damaged[sorted(damaged)[0]][0]
-    more = f" (and {len(damaged) - 1} more damaged batch(es))" if len(damaged) > 1 else ""
-    return (f"damaged output: {first}{more}; "
-            + (f"{len(runs)} run(s) in it recomputed" if runs else "nothing of this grid in it"))
+    more = f"; and {len(damaged) - 1} more" if len(damaged) > 1 else ""
+    return (f"{len(damaged)} committed batch(es) damaged ({first}{more}); "
+            + (f"their {len(runs)} run(s) are recomputed" if runs else "none of their runs is in this grid"))
 
 
 def read_table(spark, out, name: str, run_ids: Sequence[str] | None = None, model: str | None = None):

@@ -130,8 +130,15 @@ def load_grid(path: str | os.PathLike) -> Grid:
             data = tomllib.load(f)
     except FileNotFoundError:
         raise GridError(f"{where}: no such file") from None
+    except IsADirectoryError:
+        raise GridError(f"{where}: is a directory, expected a grid TOML file") from None
+    except UnicodeDecodeError as e:
+        raise GridError(f"{where}: not a text file (byte {e.start}: not UTF-8); expected a grid "
+                        "TOML file") from None
     except tomllib.TOMLDecodeError as e:
-        raise GridError(f"{where}: not valid TOML: {e}") from None
+        raise GridError(f"{where}: not valid TOML: {' '.join(str(e).split())}") from None
+    except OSError as e:
+        raise GridError(f"{where}: cannot read: {e.strerror or e}") from None
     return grid_from_dict(data, where, base_dir=path.parent)
 
 
@@ -187,6 +194,10 @@ def grid_from_dict(data: Mapping[str, Any], where: str = "<grid>", base_dir: Pat
         raise fail("seeds", f"{seeds!r} is not a count >= 1 or a non-empty list of integers >= 0")
     if len(set(seeds)) != len(seeds):
         raise fail("seeds", f"{seeds!r} repeats a seed")
+    from experiments.scenarios import MAX_SEED
+
+    if max(seeds) > MAX_SEED:
+        raise fail("seeds", f"{max(seeds)} is above the largest seed, {MAX_SEED}")
 
     fixed = data.get("set", {})
     if not isinstance(fixed, Mapping):
@@ -894,6 +905,35 @@ def _recorder_schema(name: str):
     from sim import recorder
 
     return getattr(recorder, name)
+
+
+class AggregateIncomplete(RuntimeError):
+    """Complete runs missing from the aggregate tables (one line)."""
+
+
+def check_aggregate(specs: Sequence[RunSpec], status, runs) -> None:
+    """Raise ``AggregateIncomplete`` unless the aggregate ``runs`` table (pyarrow) holds every
+    run of ``specs`` that ``status`` (``run_sweep``'s) calls complete, once: a run whose rows
+    could not be read must not silently leave its point with fewer seeds."""
+    from collections import Counter
+
+    from experiments.store import COMPLETE_STATUSES
+
+    complete = set(status.loc[status["status"].isin([*COMPLETE_STATUSES, "skipped"]), "run_id"])
+    held = Counter(runs.column("run_id").to_pylist())
+    missing = [s for s in specs if s.run_id in complete and s.run_id not in held]
+    twice = sorted(r for r, n in held.items() if n > 1)
+    if not missing and not twice:
+        return
+    if missing:
+        points = {s.point for s in missing}
+        first = missing[0]
+        where = ", ".join(f"{k}={v}" for k, v in first.point if v != "")
+        raise AggregateIncomplete(
+            f"{len(missing)} of {len(complete)} complete runs are missing from the aggregate tables "
+            f"({len(points)} point(s) with fewer seeds than the grid; first: {first.run_id}, {where}); "
+            "their rows could not be read: rerun the same command to check the output")
+    raise AggregateIncomplete(f"{len(twice)} run(s) appear twice in the aggregate tables (first: {twice[0]})")
 
 
 def report_failures(status, stream=None) -> int:
