@@ -92,6 +92,10 @@ def _slow_assignor(p):
     return {**_scale_out(p), "assignor_cost": f"fixed:{p['cost_s']}"}
 
 
+# The largest seed: a run's seed is stored as a 64-bit signed integer (its runs row, a sweep's
+# tables).
+MAX_SEED = 2**63 - 1
+
 # at_s falls mid-way between heartbeats: after SyncGroup every member's heartbeat timer restarts at
 # once (Kafka resets it on sync), so an event at a round number of seconds would be seen at once.
 PARTITIONS_PER_MEMBER = 4  # the default partition count is this many per initial member
