@@ -37,6 +37,8 @@ EPISODE_COLUMNS = [
     ("partitions_touched", "touched"),
     ("stop_the_world_s", "stop-world s"),
     ("double_processing_partition_s", "double p*s"),
+    ("records_reprocessed", "again recs"),
+    ("first_record_max_s", "1st rec s"),
     ("peak_lag_records", "peak lag"),
 ]
 
@@ -183,8 +185,6 @@ def _one_line(e: BaseException) -> str:
 
 
 RUN_FILES = ("events.parquet", "intervals.parquet", "runs.parquet")
-# What else a run's directory may hold: what ``timeline`` draws there.
-RUN_DIR_EXTRA = (".png", ".jpg", ".jpeg", ".svg", ".pdf")
 
 
 def check_run_dir(out: str) -> bool:
@@ -200,8 +200,10 @@ def check_run_dir(out: str) -> bool:
         if here == p.resolve() or p.resolve() in here.parents:
             raise OutputError(f"--out {out}: is the current directory or holds it; give a "
                               "directory for this run's files")
+        # what else a run's directory may hold: timelines drawn from it
+        drawn = tuple(f".{ext}" for ext in IMAGE_FORMATS)
         foreign = sorted(f.name for f in p.iterdir() if not f.name.startswith(".")
-                         and f.name not in RUN_FILES and not f.name.endswith(RUN_DIR_EXTRA))
+                         and f.name not in RUN_FILES and not f.name.lower().endswith(drawn))
         if foreign:
             raise OutputError(f"--out {out}: holds {foreign[0]!r}, which no run wrote (a run "
                               "replaces its directory whole); give a new or empty directory")
@@ -284,7 +286,8 @@ def cmd_run(args) -> int:
         try:
             write_run_dir(args.out, result)
         except OSError as e:
-            print(f"rebalance-sim run: cannot write the results to {args.out} ({_one_line(e)}); "
+            why = os.strerror(e.errno) if e.errno else _one_line(e)
+            print(f"rebalance-sim run: cannot write the results to {args.out} ({why}); "
                   f"{'its previous contents are unchanged' if existed else 'nothing was written'}",
                   file=sys.stderr)
             if not existed:
@@ -317,13 +320,18 @@ def cmd_timeline(args) -> int:
               file=sys.stderr)
         return 2
     out = args.out or os.path.join(args.run_dir, "timeline.png")
+    fmt = image_format(out)
+    if fmt is None:
+        print(f"rebalance-sim timeline: --out {out}: not an image name matplotlib writes "
+              f"(give it one of: {', '.join(IMAGE_FORMATS)})", file=sys.stderr)
+        return 2
     try:
         check_output_file(out)
     except OutputError as e:
         print(f"rebalance-sim timeline: {e}", file=sys.stderr)
         return 2
     try:
-        n = draw_timeline(args.run_dir, out, max_partitions=args.max_partitions)
+        n = draw_timeline(args.run_dir, out, max_partitions=args.max_partitions, fmt=fmt)
     except (OSError, ValueError) as e:
         print(f"rebalance-sim timeline: {e}", file=sys.stderr)
         return 2
@@ -331,9 +339,23 @@ def cmd_timeline(args) -> int:
     return 0
 
 
-def draw_timeline(run_dir: str, out: str, max_partitions: int = 200) -> int:
+# The image formats a timeline is written in, by file extension (matplotlib's Agg backend).
+IMAGE_FORMATS = ("png", "jpg", "jpeg", "svg", "pdf", "webp", "tif", "tiff", "eps")
+
+
+def image_format(path: str) -> str | None:
+    """The image format ``path`` names by its extension (none: PNG), None if not one of
+    ``IMAGE_FORMATS``."""
+    ext = os.path.splitext(path)[1].lower().lstrip(".")
+    if not ext:
+        return "png"
+    return ext if ext in IMAGE_FORMATS else None
+
+
+def draw_timeline(run_dir: str, out: str, max_partitions: int = 200, fmt: str = "png") -> int:
     """Draw partition ownership (one row per partition, one colour per member), unassigned gaps
-    (red) and double processing (black outline) from ``run_dir``; returns the partitions drawn."""
+    (red) and double processing (black outline) from ``run_dir`` as a ``fmt`` image; returns the
+    partitions drawn."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -388,7 +410,7 @@ def draw_timeline(run_dir: str, out: str, max_partitions: int = 200) -> int:
     from .atomic import atomic_write_bytes
 
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
+    fig.savefig(buf, format=fmt, dpi=110)
     plt.close(fig)
     atomic_write_bytes(out, buf.getvalue())
     return len(parts)
@@ -425,6 +447,7 @@ def register(subparsers) -> None:
         "colour per member), with unassigned gaps in red, double processing outlined and "
         "rebalances shaded, from a directory written by `rebalance-sim run --out DIR`.")
     t.add_argument("run_dir", metavar="RUN_DIR", help="a directory written by `run --out`")
-    t.add_argument("--out", metavar="PNG", help="output file (default RUN_DIR/timeline.png)")
+    t.add_argument("--out", metavar="IMAGE", help="output file, its format by its extension: "
+                   f"{', '.join(IMAGE_FORMATS)} (default RUN_DIR/timeline.png)")
     t.add_argument("--max-partitions", type=int, default=200, help="draw at most this many partitions, >= 1 (default 200)")
     t.set_defaults(func=cmd_timeline)
