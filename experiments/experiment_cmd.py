@@ -122,9 +122,41 @@ def _interrupted(cmd: str, message: str) -> int:
     return 130
 
 
+class _SigintSeen:
+    """Whether a Ctrl-C came while the block ran. A terminal's Ctrl-C reaches Spark's JVM too,
+    which may fail the call under way (a broken pipe) before Python raises KeyboardInterrupt:
+    that failure is the interrupt, not a Spark error. Python's own handler is kept in effect
+    (it raises KeyboardInterrupt); only a command that does not simulate in this process uses
+    this (trio protects its own state only under Python's handler)."""
+
+    def __init__(self, active: bool = True):
+        self.seen = False
+        self.active = active
+
+    def __enter__(self) -> _SigintSeen:
+        import signal
+        import threading
+
+        self.previous = None
+        if (self.active and threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            def on_sigint(signum, frame):
+                self.seen = True
+                signal.default_int_handler(signum, frame)
+
+            self.previous = signal.signal(signal.SIGINT, on_sigint)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+
 def cmd_sweep(args) -> int:
     from . import lock
-    from .spark import SparkUnavailable, interrupt_all, is_spark_error, spark_error_line
+    from .spark import SparkUnavailable, is_spark_error, spark_error_line
     from .store import OutputError as StoreError
     from .sweep import AggregateIncomplete, SweepInterrupted
 
@@ -143,27 +175,40 @@ def cmd_sweep(args) -> int:
         lock.hold(out, "--out")  # a local output: before Spark starts
     except (OutputError, lock.LockHeld) as e:
         return _err("sweep", str(e))
-    try:
-        return _sweep(args, grid, specs, out)
-    except (SparkUnavailable, StoreError, lock.LockHeld) as e:
-        return _spark_err("sweep", e)
-    except SweepInterrupted as e:
-        return _interrupted("sweep", str(e))
-    except AggregateIncomplete as e:
-        return _failed("sweep", str(e))
-    except KeyboardInterrupt:
-        interrupt_all()
+    phase = ["starting Spark"]
+    with _SigintSeen() as sigint:
+        try:
+            return _sweep(args, grid, specs, out, phase)
+        except (SparkUnavailable, StoreError, lock.LockHeld) as e:
+            return _spark_err("sweep", e)
+        except SweepInterrupted as e:
+            return _interrupted("sweep", str(e))
+        except AggregateIncomplete as e:
+            return _failed("sweep", str(e))
+        except KeyboardInterrupt:
+            return _sweep_interrupted(out, phase[0])
+        except Exception as e:
+            if not is_spark_error(e):
+                raise
+            if sigint.seen:
+                return _sweep_interrupted(out, phase[0])
+            return _failed("sweep", spark_error_line(e))
+        finally:
+            lock.release_all()
+
+
+def _sweep_interrupted(out, phase: str) -> int:
+    from .spark import interrupt_all
+
+    interrupt_all()
+    if phase == "aggregating":
         return _interrupted("sweep", f"interrupted while aggregating; every run is complete in {out} "
                             "(rerun the same command to aggregate)")
-    except Exception as e:
-        if not is_spark_error(e):
-            raise
-        return _failed("sweep", spark_error_line(e))
-    finally:
-        lock.release_all()
+    return _interrupted("sweep", f"interrupted while {phase}; the runs complete so far are kept in {out} "
+                        "(rerun the same command to resume)")
 
 
-def _sweep(args, grid, specs, out) -> int:
+def _sweep(args, grid, specs, out, phase: list[str]) -> int:
     from . import lock
     from .aggregate import aggregate
     from .atomic import atomic_write_bytes
@@ -180,9 +225,11 @@ def _sweep(args, grid, specs, out) -> int:
     spark = get_spark(master, conf=getattr(args, "conf", None) or (),
                       ship=getattr(args, "ship", True), timeout_s=getattr(args, "spark_timeout", None))
     lock.hold(out, "--out", spark)  # a Hadoop URI: once Spark can reach it
+    phase[0] = "sweeping"
     status = run_sweep(specs, out, master=master, label=f"sweep {grid.name}",
                        batch_runs=getattr(args, "batch_runs", None))
     failed = report_failures(status)
+    phase[0] = "aggregating"
     tables = aggregate(spark, out, run_ids=[s.run_id for s in specs], collect_windows=False)
     check_aggregate(specs, status, tables["runs"])
     points = tables["points"].to_pandas()
@@ -241,24 +288,29 @@ def cmd_experiment(args) -> int:
         master=getattr(args, "master", None), conf=tuple(getattr(args, "conf", None) or ()),
         ship=getattr(args, "ship", True), timeout_s=getattr(args, "spark_timeout", None),
         command=_command_line(args), extra=args)
-    try:
-        return run_experiment(exp, opts)
-    except (GridError, SparkUnavailable, StoreError, lock.LockHeld) as e:
-        return _spark_err("experiment", e)
-    except SweepInterrupted as e:
-        return _interrupted("experiment", str(e))
-    except AggregateIncomplete as e:
-        return _failed("experiment", str(e))
-    except KeyboardInterrupt:
-        interrupt_all()
-        return _interrupted("experiment", f"interrupted; the runs complete so far are kept in "
-                            f"{opts.work} (rerun the same command to resume)")
-    except Exception as e:
-        if not is_spark_error(e):
-            raise
-        return _failed("experiment", spark_error_line(e))
-    finally:
-        lock.release_all()
+    with _SigintSeen(active=exp.run is None) as sigint:  # (ci-regression simulates here, in trio)
+        try:
+            return run_experiment(exp, opts)
+        except (GridError, SparkUnavailable, StoreError, lock.LockHeld) as e:
+            return _spark_err("experiment", e)
+        except SweepInterrupted as e:
+            return _interrupted("experiment", str(e))
+        except AggregateIncomplete as e:
+            return _failed("experiment", str(e))
+        except KeyboardInterrupt:
+            interrupt_all()
+            return _interrupted("experiment", f"interrupted; the runs complete so far are kept in "
+                                f"{opts.work} (rerun the same command to resume)")
+        except Exception as e:
+            if not is_spark_error(e):
+                raise
+            if sigint.seen:
+                interrupt_all()
+                return _interrupted("experiment", f"interrupted; the runs complete so far are kept in "
+                                    f"{opts.work} (rerun the same command to resume)")
+            return _failed("experiment", spark_error_line(e))
+        finally:
+            lock.release_all()
 
 
 # Options that only ci-regression reads, and those only the Spark experiments read (with their

@@ -504,7 +504,7 @@ def _error_summary(text: str, fallback: str) -> str:
     last "Caused by:"), else the first exception line, else the text's first line."""
     lines = [s.rstrip() for s in text.splitlines()]
     for i, s in enumerate(lines):
-        if s.strip() == "Traceback (most recent call last):":
+        if s.endswith("Traceback (most recent call last):"):
             for t in lines[i + 1:]:
                 if t.startswith("\tat "):
                     break
