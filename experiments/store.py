@@ -289,40 +289,56 @@ def list_files(spark, out, dirs: Sequence[str]) -> dict[str, int]:
                 if st.isFile() and not _hidden(name):
                     found[f"{d}/{name}"] = int(st.getLen())
         return found
-    for d in dirs:  # Spark Connect: no filesystem on this side; Spark lists the files
-        try:
-            rows = (spark.read.format("binaryFile").load(f"{uri(out)}/{d}")
-                    .select("path", "length").collect())
-        except Exception as e:
-            if _missing(e):
-                continue
+    # Spark Connect: no filesystem on this side; Spark lists the files (all directories in one
+    # job, one by one when one of them does not exist)
+    def listed(paths: list[str]) -> list:
+        return (spark.read.format("binaryFile").load([f"{uri(out)}/{d}" for d in paths])
+                .select("path", "length").collect())
+
+    try:
+        rows = listed(list(dirs))
+    except Exception as e:
+        if not _missing(e):
             raise
-        for r in rows:
-            name = r["path"].rstrip("/").rsplit("/", 1)[-1]
-            if not _hidden(name):
-                found[f"{d}/{name}"] = int(r["length"])
+        rows = []
+        for d in dirs:
+            try:
+                rows += listed([d])
+            except Exception as e2:
+                if not _missing(e2):
+                    raise
+    wanted = set(dirs)
+    for r in rows:
+        parts = r["path"].rstrip("/").rsplit("/", 3)[-3:]  # table, batch=B, file
+        d, name = "/".join(parts[:2]), parts[2]
+        if d in wanted and not _hidden(name):
+            found[f"{d}/{name}"] = int(r["length"])
     return found
 
 
-def _check_remote(spark, out, batch: str, expected: dict[str, int]) -> str | None:
-    key = (uri(out), batch, json.dumps(expected, sort_keys=True))
-    if key in _remote_checks:
-        return _remote_checks[key]
-    actual = list_files(spark, out, _batch_dirs(batch, expected))
-    problem = None
+def _compare(batch: str, expected: dict[str, int], actual: dict[str, int]) -> str | None:
+    """What differs between a remote batch's listed files and those found (its directories')."""
     for rel, size in sorted(expected.items()):
         if rel not in actual:
-            problem = f"{rel}: missing"
-        elif actual[rel] != size:
-            problem = f"{rel}: {_size(actual[rel])}, {_size(size)} when committed"
-        if problem:
-            break
-    if problem is None:
-        extra = sorted(set(actual) - set(expected))
-        if extra:
-            problem = f"{extra[0]}: a file the batch did not write"
-    _remote_checks[key] = problem
-    return problem
+            return f"{rel}: missing"
+        if actual[rel] != size:
+            return f"{rel}: {_size(actual[rel])}, {_size(size)} when committed"
+    extra = sorted(set(actual) - set(expected))
+    return f"{extra[0]}: a file the batch did not write" if extra else None
+
+
+def _check_remote(spark, out, wanted: dict[str, dict[str, int]]) -> dict[str, str]:
+    """batch -> problem for the remote batches ``wanted`` (batch -> listed files): their
+    directories listed at once (one Spark job under Connect), each batch's result kept."""
+    keys = {b: (uri(out), b, json.dumps(e, sort_keys=True)) for b, e in wanted.items()}
+    todo = {b: e for b, e in wanted.items() if keys[b] not in _remote_checks}
+    if todo:
+        dirs = sorted({d for b, e in todo.items() for d in _batch_dirs(b, e)})
+        actual = list_files(spark, out, dirs)
+        for b, e in todo.items():
+            mine = {rel: n for rel, n in actual.items() if rel.split("/", 2)[1] == f"batch={b}"}
+            _remote_checks[keys[b]] = _compare(b, e, mine)
+    return {b: _remote_checks[keys[b]] for b in wanted if _remote_checks[keys[b]]}
 
 
 def check_batches(spark, out, listings: dict[str, str | None]) -> dict[str, str]:
@@ -331,6 +347,7 @@ def check_batches(spark, out, listings: dict[str, str | None]) -> dict[str, str]
     commits listed their files (``None``) cannot be checked and count as intact."""
     problems: dict[str, str] = {}
     local = local_path(out)
+    remote: dict[str, dict[str, int]] = {}
     for batch, listing in sorted(listings.items()):
         if not isinstance(listing, str) or not listing:
             continue
@@ -339,10 +356,14 @@ def check_batches(spark, out, listings: dict[str, str | None]) -> dict[str, str]
         except (ValueError, AttributeError, TypeError):
             problems[batch] = f"commits/batch={batch}: its file list is unreadable"
             continue
-        problem = (_check_local(local, batch, expected) if local is not None
-                   else _check_remote(spark, out, batch, expected))
+        if local is None:
+            remote[batch] = expected
+            continue
+        problem = _check_local(local, batch, expected)
         if problem:
             problems[batch] = problem
+    if remote:
+        problems.update(_check_remote(spark, out, remote))
     return problems
 
 

@@ -633,3 +633,32 @@ def test_ctrl_c_at_any_instant_exits_130_keeping_what_is_committed(tmp_path, del
         if "runs are complete" in last:
             kept = int(last.split("interrupted; ")[1].split(" of ")[0])
             assert kept == len(_commits(out)), err
+
+
+@pytest.mark.parametrize("lister", ["hadoop", "spark"])
+def test_a_remote_outputs_batches_are_checked_by_listing_them(spark, reference, tmp_path, monkeypatch, lister):
+    """A Hadoop URI's batches are checked by listing their directories: through Hadoop's
+    FileSystem on a classic session, as Spark lists files under Connect (here both on file://,
+    as they would be on hdfs://)."""
+    import experiments.spark
+    from experiments import store
+
+    specs, ref_out, _ = reference
+    out = tmp_path / "out"
+    shutil.copytree(ref_out, out)
+    first, second = sorted({c["batch"] for c in _commits(out)})[:2]
+    with open(next((out / "episodes" / f"batch={first}").glob("part-*")), "ab") as f:
+        f.write(b"more")
+    next((out / "points" / f"batch={second}").glob("part-*")).unlink()
+    real = store.local_path
+    remote = out.as_uri()
+    monkeypatch.setattr(store, "local_path", lambda o: None if str(o).startswith(remote) else real(o))
+    if lister == "spark":
+        monkeypatch.setattr(experiments.spark, "can_overlap_jobs", lambda: False)
+    listings = store.commits(spark, remote).groupby("batch")["files"].first().to_dict()
+    assert store.local_path(remote) is None and len(listings) >= 2
+    store._remote_checks.clear()
+    problems = store.check_batches(spark, remote, listings)
+    assert set(problems) == {first, second}
+    assert problems[first].startswith(f"episodes/batch={first}/") and "when committed" in problems[first]
+    assert problems[second].startswith(f"points/batch={second}/") and problems[second].endswith(": missing")
