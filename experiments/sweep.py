@@ -852,11 +852,11 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
                 if future in computing:
                     batch = computing.pop(future)
                     future.result()  # a failed Spark job raises here
-                    progress.finished(batch)
-                    if direct:
+                    if direct:  # committed already: counted as saved in the line finished() shows
                         committed(batch)
                     else:
                         waiting.append(batch)
+                    progress.finished(batch)
                 else:
                     batch = committing.pop(future)
                     future.result()
