@@ -32,8 +32,9 @@ def register(subparsers) -> None:
     p.add_argument("--out", required=True, help="output directory or URI (file://, s3a://, hdfs://, ...): "
                    "the runs' tables and aggregate/")
     p.add_argument("--batch-runs", type=int, default=None, metavar="N",
-                   help="runs per committed batch (default: 4 per core, at least 1/8 of the sweep); "
-                   "a kill loses at most the batch in flight")
+                   help="runs per committed batch (default: about 1/6 of the sweep's cost, at least 2 "
+                   "runs per core); each batch is committed when its runs are done, so a kill loses "
+                   "at most the batches in flight (two)")
     _spark_options(p)
     p.set_defaults(func=cmd_sweep)
 

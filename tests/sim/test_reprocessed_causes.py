@@ -19,3 +19,4 @@ def test_a_gc_pause_files_the_paused_members_work_as_fenced_and_only_double_proc
     parts = sum(s[f"records_reprocessed_{c}"] for c in ("crash", "failed_commit", "fenced", "zombie",
                                                           "uncommitted"))
     assert parts == pytest.approx(s["records_reprocessed"])
+
