@@ -98,6 +98,10 @@ def _slow_assignor(p):
     return {**_scale_out(p), "assignor_cost": f"fixed:{p['cost_s']}"}
 
 
+# The largest seed: a run's seed is stored as a 64-bit signed integer (its runs row, a sweep's
+# tables).
+MAX_SEED = 2**63 - 1
+
 # The fault (or deploy) comes at at_s plus a draw from [0, jitter_s) per seed: 15 s is a whole
 # number of classic heartbeat intervals (3 s), consumer-protocol heartbeat intervals (5 s) and
 # auto-commit intervals (5 s), so over seeds the fault falls uniformly in each of those cycles.
@@ -163,19 +167,43 @@ def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
 
 
 def _set_path(data: dict, key: str, value: Any) -> None:
+    """Set the dotted ``key`` of a scenario table: tables by name, arrays of tables by index
+    (``timeline.0.at_s``, ``topics.1.partitions``; negative indexes count from the end)."""
     parts = key.split(".")
-    cur = data
-    for part in parts[:-1]:
+    cur: Any = data
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if isinstance(cur, list):
+            where = ".".join(parts[:i])
+            try:
+                index = int(part)
+                cur[index]  # noqa: B018 - the bounds check
+            except (ValueError, IndexError):
+                raise ConfigError(key, f"{part!r} is not an index of {where} (it has {len(cur)} "
+                                  f"entr{'y' if len(cur) == 1 else 'ies'}: 0 to {len(cur) - 1})") from None
+            if last:
+                cur[index] = value
+                return
+            if not isinstance(cur[index], dict):
+                raise ConfigError(key, f"{where}.{part} is not a table")
+            cur = cur[index]
+            continue
+        if last:
+            break
         nxt = cur.get(part)
         if nxt is None:
             nxt = cur[part] = {}
-        if not isinstance(nxt, dict):
+        if not isinstance(nxt, dict | list):
             raise ConfigError(key, f"{part!r} is not a table")
         cur = nxt
     last = parts[-1]
     if last in ("partition_assignment_strategy", "partition.assignment.strategy") and isinstance(value, str):
         value = [v.strip() for v in value.split(",") if v.strip()]
     cur[last] = value
+
+
+# How a parameter's type is named in an error ("'abc' is not an integer").
+_TYPE_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
 
 
 def builtin_dict(name: str, overrides: Mapping[str, str] | None = None) -> dict:
@@ -193,8 +221,8 @@ def builtin_dict(name: str, overrides: Mapping[str, str] | None = None) -> dict:
             elif key in _NUMBER_OR_TEXT and isinstance(value, int | str) and not isinstance(value, bool):
                 pass  # checked where the scenario is built, with the field's own message
             elif type(params[key]) is not type(value) and not isinstance(params[key], list):
-                raise ConfigError(key, f"{raw!r} is not a {type(params[key]).__name__} "
-                                  f"(parameters of {name}: {', '.join(params)})")
+                kind = _TYPE_NAMES.get(type(params[key]), f"a {type(params[key]).__name__}")
+                raise ConfigError(key, f"{raw!r} is not {kind} (parameters of {name}: {', '.join(params)})")
             params[key] = value
         elif "." in key or key in ("assignor_cost", "start_spread_s", "elide_heartbeats", "max_duration_s"):
             dotted[key] = raw

@@ -439,6 +439,9 @@ class _Runner:
     def run(self) -> tuple[float, bool]:
         clock = trio.testing.MockClock(autojump_threshold=0)
         trio.run(self.kernel.run, clock=clock)
+        # stopped from outside the run (sim.kernel.request_stop: the CLI's Ctrl-C, --max-wall)
+        if self.kernel.stopped and not self.partial_reason:
+            self.partial_reason = f"{self.kernel.stopped} at simulated t={self.kernel.now:.3f}s"
         if self._tty:
             print(file=sys.stderr)
         # observed for one more second after the last input, so final ownership shows as intervals
