@@ -2,8 +2,9 @@
 
 ``rebalance-sim sweep GRID.toml --out DIR``  run a grid on Spark, then aggregate it (see sweep.py)
 ``rebalance-sim experiment NAME``            a packaged study that ends in an HTML report:
-    eager-vs-cooperative   range / roundrobin / sticky / cooperative-sticky, static and dynamic
-                           members, scale-out / crash / rolling bounce, 10..1000 members, 3 seeds
+    eager-vs-cooperative   range / roundrobin / sticky / cooperative-sticky / the consumer protocol,
+                           static and dynamic members, scale-out / crash / rolling deploy,
+                           10..1000 members, 20 seeds (6 at 1,000 members)
     assignor-scaling       leader assignment time and its share of the rebalance, per assignor,
                            100..10,000 members and up to 1,000,000 partitions
 

@@ -1,5 +1,6 @@
 """The main job: eager vs cooperative rebalancing (range, roundrobin, sticky, cooperative-sticky;
-static and dynamic members; scale-out, crash and a full rolling deploy; 10..1000 members; 3 seeds).
+static and dynamic members; scale-out, crash and a full rolling deploy; 10..1000 members; 20 seeds,
+6 at 1,000 members; medians with p10-p90 bands).
 
 A declaration for the generic pipeline (``experiments.pipeline``): ``grid`` says which runs,
 ``report`` turns the aggregated tables into the page.
