@@ -304,6 +304,7 @@ LAUNCH_KEYS = ("spark.driver.memory", "spark.driver.extraJavaOptions", "spark.dr
 # 13-16 core-s). Excluding only Spark's generated classes from C2 (a compiler directive) did no
 # better. (A user's -XX:TieredStopAtLevel=4 in spark.driver.extraJavaOptions brings C2 back.)
 LOCAL_JIT = "-XX:TieredStopAtLevel=1"
+EXIT_ON_OOM = "-XX:+ExitOnOutOfMemoryError"
 
 
 def _start(builder, timeout_s: float, url: str, remote: bool, launch: dict[str, str] | None = None):
@@ -408,7 +409,10 @@ def get_spark(master: str | None = None, conf: Sequence[str] = (), ship: bool = 
             os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
             log4j = _quiet_log4j_conf()
             java_opts = f"-Dlog4j2.configurationFile=file:{log4j}"
-            driver_opts = f"{java_opts} {LOCAL_JIT}" if is_local(master) else java_opts
+            # A driver out of heap (collecting a large aggregate) leaves a dead result thread and a
+            # Python caller waiting forever; exiting turns that into a failed call, reported in
+            # one line.
+            driver_opts = f"{java_opts} {EXIT_ON_OOM}" + (f" {LOCAL_JIT}" if is_local(master) else "")
             given = dict(pairs).get("spark.driver.extraJavaOptions")
             if given:  # the user's options after ours: theirs win where both set one
                 driver_opts = f"{driver_opts} {given}"
@@ -494,8 +498,23 @@ def spark_error_line(e: BaseException) -> str:
     """One line for a Spark error, and where the full log is. py4j's first line only names the
     JVM call ("An error occurred while calling o123.getResult."); what failed is further down:
     a Python worker's exception (its traceback's last line) or the first Java exception."""
-    return f"Spark failed on {_master}: {_error_summary(str(e), type(e).__name__)[:300]}" + (
-        "" if _remote else f" (Spark's log: {jvm_log_path()})")
+    summary = _error_summary(str(e), type(e).__name__)[:300]
+    if not _remote and _driver_out_of_memory():
+        summary = ("the driver ran out of Java heap (java.lang.OutOfMemoryError) and exited; give it "
+                   "more with --conf spark.driver.memory=4g")
+    return f"Spark failed on {_master}: {summary}" + ("" if _remote else f" (Spark's log: {jvm_log_path()})")
+
+
+def _driver_out_of_memory() -> bool:
+    """Whether this process's driver JVM ended on an OutOfMemoryError (EXIT_ON_OOM): its log says
+    so, the Python side only sees a broken call."""
+    try:
+        with open(jvm_log_path(), "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 65536))
+            return b"Terminating due to java.lang.OutOfMemoryError" in f.read()
+    except (OSError, TypeError):
+        return False
 
 
 def _error_summary(text: str, fallback: str) -> str:

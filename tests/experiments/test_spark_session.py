@@ -192,3 +192,19 @@ def test_master_urls_are_checked_before_anything_starts(url, ok):
     else:
         with pytest.raises(SparkUnavailable, match="not a Spark master URL"):
             check_master(url)
+
+
+def test_a_driver_out_of_heap_is_named_with_what_to_do(tmp_path, monkeypatch):
+    """The driver JVM exits on an OutOfMemoryError instead of leaving its caller waiting
+    (EXIT_ON_OOM); the one line then says so and names spark.driver.memory, not the broken call."""
+    from experiments import spark
+
+    log = tmp_path / "spark.log"
+    log.write_text("lines\nTerminating due to java.lang.OutOfMemoryError: Java heap space\n")
+    monkeypatch.setattr(spark, "jvm_log_path", lambda: log)
+    monkeypatch.setattr(spark, "_remote", None)
+    line = spark.spark_error_line(RuntimeError("An error occurred while calling o61.getResult"))
+    assert "ran out of Java heap" in line and "spark.driver.memory" in line
+    log.write_text("nothing of the kind\n")
+    assert "o61.getResult" in spark.spark_error_line(RuntimeError("An error occurred while calling o61.getResult"))
+    assert spark.EXIT_ON_OOM == "-XX:+ExitOnOutOfMemoryError"
