@@ -59,6 +59,7 @@ class MemberActor(Actor):
         self.starting = False
         self.held: list[tuple] = []
         self.poll_rng = None  # the client's poll-loop stream (see sim.member), made on first start
+        self.id_rng = None    # the stream its consumer-protocol member ids come from, made on first start
 
     def deliver(self, now, kind, sender, payload):
         core = self.core

@@ -25,6 +25,7 @@ from .config import ConfigError, to_flat_dict
 from .consumer_group import ASSIGNING, RECONCILING, ConsumerGroupCoordinator
 from .consumer_member import ConsumerMember
 from .group import COMPLETING_REBALANCE, EMPTY, PREPARING_REBALANCE, STABLE, GroupCoordinator
+from .ids import kafka_uuid
 from .invariants import check_run
 from .kernel import Kernel
 from .member import Handoffs, Member
@@ -225,11 +226,15 @@ class _Runner:
         lat = self.config.network.latency_of(actor.name)
         if self.consumer_protocol:
             name, network, kernel = actor.name, self.network, self.kernel
+            if actor.id_rng is None:  # one stream per client, kept across restarts
+                actor.id_rng = self.kernel.lazy_rng(actor.rank, stream=ID_STREAM)
+            # a consumer instance makes its member id once (KIP-1082): a restart is a new one
             return ConsumerMember(actor.name, cfg, topics, sample_latency=lambda: lat.sample_s(rng),
                                   link_faulty=lambda: network.link_fault_active(name, kernel.now),
                                   elide_heartbeats=self.elide, rates=self.world.rates, handoffs=self.handoffs,
                                   poll_rng=actor.poll_rng, rank=actor.rank,
-                                  heartbeat_interval_s=self.config.group.consumer_heartbeat_interval_s)
+                                  heartbeat_interval_s=self.config.group.consumer_heartbeat_interval_s,
+                                  member_id=kafka_uuid(actor.id_rng))
         return Member(actor.name, cfg, topics, lambda: self.world.at(self.kernel.now),
                       lambda: lat.sample_s(rng), self.config.assignor_cost, self.elide,
                       rates=self.world.rates, handoffs=self.handoffs, poll_rng=actor.poll_rng, rank=actor.rank)

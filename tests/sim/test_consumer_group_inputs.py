@@ -1,7 +1,8 @@
 """The consumer-protocol coordinator keeps its assignor's inputs between group epochs (members,
-their HashMap order, subscriptions, racks, instance ids, assignor votes): after random joins,
-leaves, static leaves and rejoins, and changes of subscription, rack and assignor, every target
-it computes is the one a from-scratch spec of its members gives."""
+their HashMap order, a bucket's members in the order of the group's members map, subscriptions,
+racks, instance ids, assignor votes): after random joins, leaves, static leaves and rejoins, and
+changes of subscription, rack and assignor, every target it computes is the one a from-scratch
+spec of its members gives."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 import sim.consumer_group as cg
+from assignors._java import hashmap_capacity, java_string_hash
 from assignors.server import GroupSpec, get_server_assignor
 from sim import messages as m
 from sim.config import AssignorCost, GroupConfig
@@ -33,6 +35,15 @@ def _reference(g: cg.ConsumerGroupCoordinator, counts, current):
         instance_ids={mid: mm.instance_id for mid, mm in g.members.items() if mm.instance_id is not None},
         racks={mid: mm.rack for mid, mm in g.members.items() if mm.rack is not None},
     )
+    # Kafka's member order, from scratch: HashMap buckets, a bucket's members in the order of the
+    # group's members map (the joining member last)
+    mask = hashmap_capacity(len(g.members)) - 1
+
+    def bucket(mid):
+        h = java_string_hash(mid) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & mask
+
+    spec._member_ids = tuple(sorted(g.members, key=lambda mid: (bucket(mid), g.map_order.tie(mid))))
     expected_counts = {t: META[1].get(t, 0) for mm in g.members.values() for t in mm.topics}
     return name, expected_counts, get_server_assignor(name).assign(spec, expected_counts)
 
