@@ -171,3 +171,36 @@ def faulty_scenarios(draw, max_faults: int = 6) -> dict:
     """A small group (2-5 members, 1-2 topics) with random client settings, network and faults
     (``experiments.schedules.faulty_scenario``)."""
     return schedules.faulty_scenario(_HypothesisChooser(draw), max_faults=max_faults)
+
+
+# ---- KIP-848 coordinators: groups whose members come and go between group epochs ----
+
+
+@st.composite
+def membership_changes(draw, max_epochs: int = 25, pool: int = 10, max_partitions: int = 40) -> tuple:
+    """``(partitions_per_topic, subscription, epochs)`` for a server-side assignor kept between
+    group epochs: ``epochs`` lists, per group epoch, the changes since the last one, each
+    ``("join", member_id)``, ``("leave", member_id)``, ``("rejoin", member_id)`` (left and joined
+    again under the same id: its target is dropped), ``("subscribe", member_id, topics)`` (another
+    subscription: the group turns heterogeneous until it subscribes back) or ``("tie", member_id,
+    n)`` (its place among the members sharing its HashMap bucket). Member ids come from a small
+    pool, so they come back."""
+    names = draw(st.lists(st.sampled_from(["t", "u", "v"]), min_size=1, max_size=3, unique=True))
+    meta = {t: draw(st.integers(0, max_partitions)) for t in names}
+    subscription = frozenset(names)
+    ids = [f"m{i}" for i in range(pool)]
+    epochs = []
+    for _ in range(draw(st.integers(1, max_epochs))):
+        changes = []
+        for _ in range(draw(st.integers(1, 3))):
+            kind = draw(st.sampled_from(["join", "join", "join", "leave", "rejoin", "subscribe", "tie"]))
+            mid = draw(st.sampled_from(ids))
+            if kind == "subscribe":
+                other = draw(st.sampled_from([subscription, frozenset(names[:1]), frozenset(["t", "w"])]))
+                changes.append((kind, mid, other))
+            elif kind == "tie":
+                changes.append((kind, mid, draw(st.integers(0, 1000))))
+            else:
+                changes.append((kind, mid))
+        epochs.append(changes)
+    return meta, subscription, epochs
