@@ -87,14 +87,16 @@ _EMPTY: frozenset = frozenset()
 
 
 def next_member_assignment(state: str, member_epoch: int, assigned: frozenset, pending_revocation: frozenset,
-                           target_epoch: int, target: frozenset, partition_epoch: Callable[[object], int],
+                           target_epoch: int, target: frozenset,
+                           partition_epoch: Callable[[object], int] | dict,
                            owned: frozenset | None) -> tuple[str, int, frozenset, frozenset]:
     """Kafka's ``CurrentAssignmentBuilder.build``: one member's next (state, epoch, assigned
     partitions, partitions pending revocation) given its target assignment at ``target_epoch``.
 
     ``partition_epoch(tp)`` is the epoch of the member currently holding ``tp`` (assigned or
-    pending revocation), -1 when it is free. ``owned`` is what the member reported in this
-    heartbeat, None when it did not send its owned partitions (then it cannot have revoked).
+    pending revocation), -1 when it is free; or a dict of the held partitions to that epoch.
+    ``owned`` is what the member reported in this heartbeat, None when it did not send its owned
+    partitions (then it cannot have revoked).
     """
     if state == STABLE:
         if member_epoch == target_epoch:
@@ -133,7 +135,10 @@ def _compute_next(member_epoch, assigned, target_epoch, target, partition_epoch,
     kept = assigned & target
     revoke = assigned - kept
     pending_assignment = target - kept
-    free = frozenset(tp for tp in pending_assignment if partition_epoch(tp) == -1)
+    if isinstance(partition_epoch, dict):
+        free = pending_assignment.difference(partition_epoch)
+    else:
+        free = frozenset(tp for tp in pending_assignment if partition_epoch(tp) == -1)
     unreleased = len(free) != len(pending_assignment)
     if revoke and _owns_any(owned, revoke):
         # revoke first, in the current epoch
@@ -427,15 +432,16 @@ class ConsumerGroupCoordinator:
         """Whether a heartbeat of ``mm`` would change nothing but its session: it is reconciled to
         the current target, or it is at the target epoch waiting for partitions that their
         previous owners have not released yet (UNRELEASED_PARTITIONS, none of them free: its next
-        heartbeat would leave it as it is, CurrentAssignmentBuilder.computeNextAssignment)."""
+        heartbeat would leave it as it is, CurrentAssignmentBuilder.computeNextAssignment). Such a
+        heartbeat would still make its epoch its previous epoch, which no epoch check can tell: a
+        member that took the offer knows that epoch and never sends an older one."""
         if self.group_epoch != self.target_epoch or mm.epoch != self.target_epoch or self._blocked(now):
             return False
         if mm.state == STABLE:
             return True
         if mm.state != UNRELEASED_PARTITIONS:
             return False
-        pe = self.partition_epoch
-        return all(tp in pe for tp in self.target.get(mm.member_id, _EMPTY) - mm.assigned)
+        return self.partition_epoch.keys() >= self.target.get(mm.member_id, _EMPTY) - mm.assigned
 
     def _wake_quiet(self, now: float) -> None:
         """The group epoch moved: every quiet member heartbeats for real again."""
@@ -759,13 +765,13 @@ class ConsumerGroupCoordinator:
         assignor cost the coordinator is busy until it ends (that heartbeat's response leaves
         then; requests meanwhile wait, ``handle``)."""
         _, meta = self._metadata()
-        self._fold_changes()
+        changed = self._fold_changes()
         members = self.assignor_members
         counts = {t: meta.get(t, 0) for t in members.subscribed_topic_names()}
         mode = self.assignor_cost.mode
         t0 = time.perf_counter() if mode == "measured" else 0.0
         name = self._preferred_assignor()
-        self.target = compute_target(name, counts, members, self.target)
+        self.target = compute_target(name, counts, members, self.target, changed)
         measured = time.perf_counter() - t0 if mode == "measured" else 0.0
         cost = self.assignor_cost.cost_s(sum(counts.values()), len(members), measured)
         self.target_epoch = self.group_epoch
@@ -782,9 +788,9 @@ class ConsumerGroupCoordinator:
             self.busy_until = now + cost
             self._timer(("unblock",), self.busy_until)
 
-    def _fold_changes(self) -> None:
+    def _fold_changes(self) -> list[str]:
         """Bring the assignor's inputs up to date with the members that changed since the last
-        computation (joined, left, new subscription, rack or assignor)."""
+        computation (joined, left, new subscription, rack or assignor); returns their ids."""
         members, votes, voted = self.assignor_members, self._votes, self._voted
         for mid in self._changed:
             old = voted.pop(mid, None)
@@ -801,7 +807,9 @@ class ConsumerGroupCoordinator:
             if mm.server_assignor is not None:
                 voted[mid] = mm.server_assignor
                 votes[mm.server_assignor] = votes.get(mm.server_assignor, 0) + 1
+        changed = list(self._changed)
         self._changed.clear()
+        return changed
 
     def _preferred_assignor(self) -> str:
         """ConsumerGroup.computePreferredServerAssignor: the assignor most members ask for (ties:
@@ -841,10 +849,9 @@ class ConsumerGroupCoordinator:
         before = mm.assigned
         if not mm.reconciled_to(self.target_epoch):
             target = self.target.get(mm.member_id, _EMPTY)
-            pe = self.partition_epoch.get
             state, epoch, assigned, pending = next_member_assignment(
                 mm.state, mm.epoch, mm.assigned, mm.pending_revocation, self.target_epoch, target,
-                lambda tp: pe(tp, -1), req.owned_partitions)
+                self.partition_epoch, req.owned_partitions)
             if builds_new_member(mm.state, mm.epoch, mm.pending_revocation, self.target_epoch, req.owned_partitions):
                 # every transition moves the previous epoch, also one that keeps the epoch: only
                 # the epoch just before is tolerated from a member whose response was lost

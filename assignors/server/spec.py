@@ -515,6 +515,24 @@ class _SlotIndex(Mapping[str, int]):
         return len(self._ids)
 
 
+def _with(a: np.ndarray, at: int, value: int) -> np.ndarray:
+    """A copy of ``a`` with ``value`` inserted at ``at`` (``np.insert`` without its overhead; the
+    arrays are shared with earlier member indexes, so never changed in place)."""
+    out = np.empty(a.size + 1, dtype=a.dtype)
+    out[:at] = a[:at]
+    out[at] = value
+    out[at + 1:] = a[at:]
+    return out
+
+
+def _without(a: np.ndarray, at: int) -> np.ndarray:
+    """A copy of ``a`` without its element at ``at``."""
+    out = np.empty(a.size - 1, dtype=a.dtype)
+    out[:at] = a[:at]
+    out[at:] = a[at + 1:]
+    return out
+
+
 class GroupMembers:
     """A group's members as its assignor sees them, kept by a coordinator between group epochs:
     subscribed topic names, instance id and rack per member id (what Kafka's ``ConsumerGroup``
@@ -623,7 +641,7 @@ class GroupMembers:
                 at = bisect_left(keys, self._key_of.pop(member_id))
                 del keys[at]
                 del self._id_list[at]
-                self._order_slots = np.delete(self._order_slots, at)
+                self._order_slots = _without(self._order_slots, at)
         self._ids = self._index = None
 
     def retie(self, member_id: str | None = None) -> None:
@@ -662,15 +680,18 @@ class GroupMembers:
         if new == old:
             return
         at = bisect_left(keys, old)
+        self._key_of[member_id] = new
+        if (at == 0 or keys[at - 1] < new) and (at + 1 == len(keys) or new < keys[at + 1]):
+            keys[at] = new  # the same place among the others: the bucket order stands
+            return
         del keys[at]
         del self._id_list[at]
         slot = int(self._order_slots[at])
-        order_slots = np.delete(self._order_slots, at)
+        order_slots = _without(self._order_slots, at)
         at = bisect_left(keys, new)
         keys.insert(at, new)
         self._id_list.insert(at, member_id)
-        self._order_slots = np.insert(order_slots, at, slot)
-        self._key_of[member_id] = new
+        self._order_slots = _with(order_slots, at, slot)
         self._version += 1
         self._ids = self._index = None
 
@@ -726,7 +747,7 @@ class GroupMembers:
                 at = bisect_left(keys, key)
                 keys.insert(at, key)
                 self._id_list.insert(at, member_id)
-                self._order_slots = np.insert(self._order_slots, at, slot)
+                self._order_slots = _with(self._order_slots, at, slot)
         self._ids = self._index = None
 
     def _order(self) -> tuple[str, ...]:

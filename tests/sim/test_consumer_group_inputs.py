@@ -55,9 +55,9 @@ def test_kept_inputs_give_the_from_scratch_target(seed, monkeypatch):
     checked = []
     real = cg.compute_target
 
-    def checking(name, counts, members, current):
+    def checking(name, counts, members, current, changed=None):
         want_name, want_counts, want = _reference(g, counts, current)
-        got = real(name, counts, members, current)
+        got = real(name, counts, members, current, changed)
         assert name == want_name and counts == want_counts
         assert got._result.member_ids == want.member_ids
         assert got._result.to_dict() == want.to_dict()
