@@ -511,8 +511,11 @@ class ConsumerGroupCoordinator:
             self._rebalance_open = True
             self.out.append(("open", "rebalance", None, None, None))
 
-    def _remove(self, now: float, mm: ConsumerGroupMember) -> None:
-        self._subscribe(mm.topics, -1)
+    def _remove(self, now: float, mm: ConsumerGroupMember, replaced: bool = False) -> None:
+        if not replaced:
+            # consumerGroupFenceMember recomputes the subscription without the member (a
+            # replacement keeps it: the new member subscribes to the same topics)
+            self._subscribe(mm.topics, -1)
         self._set_holdings(now, mm, _EMPTY, _EMPTY)
         del self.members[mm.member_id]
         self._changed[mm.member_id] = None
@@ -710,12 +713,11 @@ class ConsumerGroupCoordinator:
                                   server_assignor=old.server_assignor)
         assigned = old.assigned
         target = self.target.get(old.member_id)
-        self._remove(now, old)
+        self._remove(now, old, replaced=True)
         self._event("member_fenced", old.client, f"member_id={old.member_id} replaced_by={member_id}")
         self.members[member_id] = new
         self._changed[member_id] = None
         self.static_members[iid] = member_id
-        self._subscribe(new.topics, +1)
         self._set_holdings(now, new, assigned, _EMPTY)
         if target is not None:
             self.target[member_id] = target
@@ -804,6 +806,7 @@ class ConsumerGroupCoordinator:
                 members.remove(mid)
                 continue
             members.put(mid, (mm._spec or mm.spec()).topic_set, mm.instance_id, mm.rack)
+            members.retie(mid)  # it may have left the members map and come back since
             if mm.server_assignor is not None:
                 voted[mid] = mm.server_assignor
                 votes[mm.server_assignor] = votes.get(mm.server_assignor, 0) + 1
