@@ -32,12 +32,14 @@ can leave a larger spread (Kafka's javadoc gives 9, 10, 11).
 
 Where Kafka's answer depends on iteration order we reproduce it, with these documented
 differences (see docs/kafka-fidelity.md):
-- Member order is that of a ``java.util.HashMap<String, ?>`` filled by ``put`` from empty in
-  member id order (``assignors._java.hashmap_order``), where Kafka puts the members in the order
-  of its coordinator's own map: the two agree unless members share a bucket (Java keeps
-  insertion order in a bucket; with 9 or more in one, the table size and the treeified bucket's
-  order depend on it too); and a map that shrank keeps its larger table in Java (a member removed
-  in the same computation), which we do not model.
+- Member order is that of a ``java.util.HashMap<String, ?>`` filled by ``put`` from empty
+  (``assignors._java.hashmap_order``). Java keeps a bucket's insertion order (and with 9 or more
+  in one, the table size and the treeified bucket's order depend on it too), which only a
+  coordinator knows: a ``GroupMembers`` given a ``tie`` order puts the members in that order (the
+  consumer-protocol coordinator gives its members map's order, as Kafka's
+  ``TargetAssignmentBuilder`` fills the map), other specs in member id order. A map that shrank
+  keeps its larger table in Java (a member removed in the same computation), which we do not
+  model.
 - Topics: Kafka iterates topic ids in ``HashSet``/``HashMap`` order and breaks ties by
   ``Uuid.compareTo``; both are effectively random per cluster. We use the topic name
   (``String.compareTo``) in both places.
