@@ -189,3 +189,17 @@ def test_issue_36_sequences_answer_as_kafka_does():
     # first (String order would give c1)
     assert run.core.target_epoch == 5
     assert run.core.assignor_members.member_ids == ("c7-10", "c1-10", "c6-10", "c3-10")
+
+
+def test_many_members_joining_at_one_instant_answer_as_kafka_does():
+    """300 members join at one instant (one target per join, stepped by the uniform chain), then
+    all heartbeat at another, then the same again: every response is the model's, which computes
+    each target from scratch."""
+    clients = {f"c{i:03d}": (("t",), False) for i in range(300)}
+    steps = [("join", c, i > 0, "t") for i, c in enumerate(clients)]
+    steps += [("ack", c, i > 0, "t") for i, c in enumerate(clients)]
+    steps += [("ack", c, i > 0, "t") for i, c in enumerate(clients)]
+    run = _play({"topics": {"t": 1000}, "salt": 3, "rebalance_timeout_s": 300.0, "clients": clients,
+                 "steps": steps})
+    assert run.core.target_epoch == 300 and run.core.assignments_computed == 300
+    assert run.core.target._chain is not None
