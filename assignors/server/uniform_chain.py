@@ -9,8 +9,9 @@ group computes 10,000 targets in a row. Each of them moves few partitions, but
 ``UniformChain`` keeps the last result as per-member partition lists and does what the
 homogeneous builder does (``uniform._homogeneous``) on the members that move: members over their
 new quota give up the tail of their partitions in Kafka's walk order (topic, then ``HashSet``
-order within the topic, for a set of that member's size), and the partitions nobody holds (in
-partition order) then the given-up ones go to the members with room, in member order. A step
+order within the topic, for a set of that member's size, tree buckets included), and the
+partitions nobody holds (in partition order) then the given-up ones go to the members with room,
+in member order. A step
 costs numpy passes over the members plus Python work per partition that moves; its result is the
 one ``UniformAssignor.assign`` gives for the same members, order and previous target
 (``tests/assignors/test_uniform_chain.py`` checks that on random chains).
@@ -28,6 +29,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from assignors._hashmap_model import TREEIFY_THRESHOLD, JavaHashMap
 from assignors.types import TopicPartition
 
 from .spec import GroupAssignment, GroupMembers
@@ -43,17 +45,38 @@ def hashset_capacity(n: int) -> int:
     return 1 << (want - 1).bit_length()
 
 
-def _walk_sort(parts: list[int], capacity: int) -> None:
+def _walk_sort(parts: list[int], capacity: int) -> bool:
     """Sort a member's partitions of one topic in place in ``HashSet`` iteration order for a
-    table of ``capacity`` buckets (bucket ``p ^ (p >>> 16)``; a bucket's partitions ascending, as
-    ``uniform._homogeneous`` orders them)."""
+    table of ``capacity`` buckets, as ``uniform._homogeneous`` orders them: bucket
+    ``p ^ (p >>> 16)``, a bucket's partitions ascending; or, where 9 or more share a bucket (Java
+    then doubles a small table or makes the bucket a tree), the order of the model of
+    ``java.util.HashMap`` filled in ascending order. True when the order is a plain bucket order,
+    which holds for any subset of these partitions at this capacity (a tree's does not)."""
     mask = capacity - 1
     if len(parts) >= _SORT_IN_NUMPY:
         arr = np.array(parts, dtype=np.int64)
-        key = (((arr ^ (arr >> 16)) & mask) << 32) | arr
-        parts[:] = arr[np.argsort(key)].tolist()
-    else:
-        parts.sort(key=lambda p: (((p ^ (p >> 16)) & mask) << 32) | p)
+        buckets = (arr ^ (arr >> 16)) & mask
+        if len(parts) > TREEIFY_THRESHOLD and np.bincount(buckets).max() > TREEIFY_THRESHOLD:
+            return _model_sort(parts, capacity)
+        parts[:] = arr[np.argsort((buckets << 32) | arr)].tolist()
+        return True
+    if len(parts) > TREEIFY_THRESHOLD:
+        counts: dict[int, int] = {}
+        for p in parts:
+            b = (p ^ (p >> 16)) & mask
+            counts[b] = counts.get(b, 0) + 1
+        if max(counts.values()) > TREEIFY_THRESHOLD:
+            return _model_sort(parts, capacity)
+    parts.sort(key=lambda p: (((p ^ (p >> 16)) & mask) << 32) | p)
+    return True
+
+
+def _model_sort(parts: list[int], capacity: int) -> bool:
+    java = JavaHashMap(int, int, capacity)
+    for p in sorted(parts):
+        java.put(p)
+    parts[:] = list(java.keys())
+    return False
 
 
 class UniformChain:
@@ -210,8 +233,8 @@ class UniformChain:
                     cap = hashset_capacity(len(mine))
                     marks = sorted_for[slot]
                     if marks[0] != cap:
-                        _walk_sort(mine, cap)
-                        marks[0] = cap
+                        # a tree bucket's order is the whole set's: walk it afresh next time
+                        marks[0] = cap if _walk_sort(mine, cap) else 0
                     if excess == 1:
                         revoked.append(mine.pop())
                     else:
@@ -273,8 +296,7 @@ class UniformChain:
                 continue
             cap = hashset_capacity(len(parts))
             if marks[r] != cap:
-                _walk_sort(parts, cap)
-                marks[r] = cap
+                marks[r] = cap if _walk_sort(parts, cap) else 0
             take = min(need, len(parts))
             cut = len(parts) - take
             tail = parts[cut:]

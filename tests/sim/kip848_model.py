@@ -9,7 +9,8 @@ reconciliation of ``CurrentAssignmentBuilder``, the response), the leave and sta
 and the session and rebalance timeouts (``consumerGroupFenceMember``). Java's iteration orders are
 modelled as the tables they are: the group's members map is a ``BaseHashTable`` (slots found by
 Fibonacci hashing, each slot's entries in insertion order, iterated last entry first), and the
-assignor's member map is a ``java.util.HashMap`` filled from it, then from the heartbeating member.
+assignor's member map is a ``java.util.HashMap`` filled from it, then from the heartbeating member
+(``assignors._hashmap_model``, tree buckets included).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from assignors import TopicPartition
-from assignors._java import java_string_hash
+from assignors._hashmap_model import JavaHashMap
+from assignors._java import java_sort_key, java_string_hash
 from assignors.server import GroupSpec, MemberSubscriptionAndAssignment, get_server_assignor
 from sim import messages as m
 
@@ -57,39 +59,6 @@ class JavaBaseHashTable:
     def __iter__(self):
         for entries in self.slots:
             yield from reversed(entries)
-
-
-class JavaHashMapKeys:
-    """The key order of a ``java.util.HashMap<String, ?>`` filled by ``put`` (16 buckets, doubled
-    past a 0.75 load; a bucket's keys in insertion order, a resize keeps it)."""
-
-    def __init__(self):
-        self.buckets: list[list[str]] = [[] for _ in range(16)]
-        self.size = 0
-
-    @staticmethod
-    def _bucket(key: str, n: int) -> int:
-        h = java_string_hash(key) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (n - 1)
-
-    def put(self, key: str) -> None:
-        b = self.buckets[self._bucket(key, len(self.buckets))]
-        if key in b:
-            return
-        b.append(key)
-        self.size += 1
-        if self.size > len(self.buckets) * 3 // 4:
-            old, self.buckets = self.buckets, [[] for _ in range(2 * len(self.buckets))]
-            for entries in old:
-                for k in entries:
-                    self.buckets[self._bucket(k, len(self.buckets))].append(k)
-
-    def remove(self, key: str) -> None:
-        self.buckets[self._bucket(key, len(self.buckets))].remove(key)
-        self.size -= 1
-
-    def keys(self) -> list[str]:
-        return [k for b in self.buckets for k in b]
 
 
 # ---------------------------------------------------------------- members
@@ -284,7 +253,7 @@ class KafkaConsumerGroup:
     def _compute_target(self, updated: Member, replaced: Member | None) -> frozenset:
         """TargetAssignmentBuilder: the assignor's member map is the group's members, in the members
         map's order, then the heartbeating member (a replaced static member taken out)."""
-        order = JavaHashMapKeys()
+        order = JavaHashMap(java_string_hash, java_sort_key)  # String keys: trees by hash, compareTo
         specs = {}
         for mid in self.table:
             order.put(mid)
@@ -306,7 +275,7 @@ class KafkaConsumerGroup:
 
         spec = GroupSpec({mid: MemberSubscriptionAndAssignment(frozenset(x.topics), current(mid), x.instance_id, x.rack)
                           for mid, x in specs.items()})
-        spec._member_ids = tuple(order.keys())  # Java's order, as modelled here
+        spec._member_ids = tuple(order.keys())  # Java's order
         result = get_server_assignor(self.assignor).assign(spec, counts)
         self.target = {mid: frozenset(TopicPartition(t, p) for t, ps in result[mid].items() for p in ps)
                        if mid in result else frozenset() for mid in specs}
