@@ -29,12 +29,12 @@ from functools import lru_cache
 
 import numpy as np
 
-from assignors._hashmap_model import TREEIFY_THRESHOLD, JavaHashMap
+from assignors._hashmap_model import MIN_TREEIFY_CAPACITY, TREEIFY_THRESHOLD, JavaHashMap
 from assignors.types import TopicPartition
 
 from .spec import GroupAssignment, GroupMembers
 
-_SORT_IN_NUMPY = 256  # lists at least this long are put in walk order with numpy
+_SMALL = 256  # shorter lists are put in walk order in Python, longer ones with numpy
 
 
 @lru_cache(maxsize=4096)
@@ -45,38 +45,83 @@ def hashset_capacity(n: int) -> int:
     return 1 << (want - 1).bit_length()
 
 
-def _walk_sort(parts: list[int], capacity: int) -> bool:
+def _walk_sort(parts: list[int], capacity: int) -> int:
     """Sort a member's partitions of one topic in place in ``HashSet`` iteration order for a
     table of ``capacity`` buckets, as ``uniform._homogeneous`` orders them: bucket
-    ``p ^ (p >>> 16)``, a bucket's partitions ascending; or, where 9 or more share a bucket (Java
-    then doubles a small table or makes the bucket a tree), the order of the model of
-    ``java.util.HashMap`` filled in ascending order. True when the order is a plain bucket order,
-    which holds for any subset of these partitions at this capacity (a tree's does not)."""
+    ``p ^ (p >>> 16)``, a bucket's partitions ascending; but a bucket of 9 or more is a red-black
+    tree in Java, in the order of the model of ``java.util.HashMap`` filled in ascending order.
+
+    Returns how the order holds as partitions leave the end of the list: ``capacity`` (plain
+    buckets: any subset keeps this order), ``-capacity`` (tree buckets in a table of 64 or more:
+    a bucket's order depends only on its own partitions, so only the last bucket, if partly left,
+    needs ordering again, ``_reorder_last_bucket``), or 0 (a table under 64 buckets, which Java
+    doubles instead: the whole order depends on the set)."""
     mask = capacity - 1
-    if len(parts) >= _SORT_IN_NUMPY:
-        arr = np.array(parts, dtype=np.int64)
-        buckets = (arr ^ (arr >> 16)) & mask
-        if len(parts) > TREEIFY_THRESHOLD and np.bincount(buckets).max() > TREEIFY_THRESHOLD:
-            return _model_sort(parts, capacity)
-        parts[:] = arr[np.argsort((buckets << 32) | arr)].tolist()
-        return True
-    if len(parts) > TREEIFY_THRESHOLD:
-        counts: dict[int, int] = {}
-        for p in parts:
-            b = (p ^ (p >> 16)) & mask
-            counts[b] = counts.get(b, 0) + 1
-        if max(counts.values()) > TREEIFY_THRESHOLD:
-            return _model_sort(parts, capacity)
-    parts.sort(key=lambda p: (((p ^ (p >> 16)) & mask) << 32) | p)
-    return True
+    n = len(parts)
+    if n <= TREEIFY_THRESHOLD:
+        parts.sort(key=lambda p: (((p ^ (p >> 16)) & mask) << 32) | p)
+        return capacity
+    if n < _SMALL:
+        keys = [(((p ^ (p >> 16)) & mask) << 32) | p for p in parts]
+        seen: dict[int, int] = {}
+        for k in keys:
+            b = k >> 32
+            seen[b] = seen.get(b, 0) + 1
+        if max(seen.values()) <= TREEIFY_THRESHOLD:
+            keys.sort()
+            parts[:] = [k & 0xFFFFFFFF for k in keys]
+            return capacity
+    arr = np.array(parts, dtype=np.int64)
+    buckets = (arr ^ (arr >> 16)) & mask
+    counts = np.bincount(buckets)
+    crowded = np.flatnonzero(counts > TREEIFY_THRESHOLD)
+    if crowded.size and capacity < MIN_TREEIFY_CAPACITY:
+        parts[:] = _hashset_order(sorted(parts), capacity)
+        return 0
+    order = np.argsort((buckets << 32) | arr)
+    parts[:] = arr[order].tolist()
+    if not crowded.size:
+        return capacity
+    starts = np.concatenate(([0], np.cumsum(counts)))
+    for b in crowded.tolist():
+        lo, hi = int(starts[b]), int(starts[b + 1])
+        parts[lo:hi] = _hashset_order(parts[lo:hi], capacity)
+    return -capacity
 
 
-def _model_sort(parts: list[int], capacity: int) -> bool:
+def _reorder_last_bucket(parts: list[int], capacity: int) -> None:
+    """After partitions left the end of a list in tree order (``_walk_sort`` gave
+    ``-capacity``): the last bucket's remaining partitions in the order Java gives them."""
+    if not parts:
+        return
+    mask = capacity - 1
+    last = parts[-1]
+    b = (last ^ (last >> 16)) & mask
+    lo = len(parts) - 1
+    while lo > 0 and (((q := parts[lo - 1]) ^ (q >> 16)) & mask) == b:
+        lo -= 1
+    keys = sorted(parts[lo:])
+    parts[lo:] = _hashset_order(keys, capacity) if len(keys) > TREEIFY_THRESHOLD else keys
+
+
+def _after_give_up(parts: list[int], marks: list[int], r: int, capacity: int) -> None:
+    """Keep the walk order of what a member still holds in topic ``r`` (see ``_walk_sort``)."""
+    mark = marks[r]
+    if mark == 0:
+        return
+    if hashset_capacity(len(parts)) != capacity:
+        marks[r] = 0  # another table size: walked afresh next time
+    elif mark < 0:
+        _reorder_last_bucket(parts, capacity)
+
+
+def _hashset_order(ascending: list[int], capacity: int) -> list[int]:
+    """The iteration order of a ``HashSet<Integer>`` of ``capacity`` buckets filled in ascending
+    order (the model of ``java.util.HashMap``, tree buckets included)."""
     java = JavaHashMap(int, int, capacity)
-    for p in sorted(parts):
+    for p in ascending:
         java.put(p)
-    parts[:] = list(java.keys())
-    return False
+    return list(java.keys())
 
 
 class UniformChain:
@@ -103,6 +148,7 @@ class UniformChain:
         self.free: list[int] = []       # partitions nobody holds (global ids), ascending once sorted
         self.changed: set[int] = set()  # slots whose partitions the last step changed
         self.sets: dict[int, frozenset] = {}  # slot -> its partitions as TopicPartitions, once built
+        self._tps: list[list[TopicPartition]] | None = None
         self.step_count = 0
         self.dead = False               # set by a caller that gave up on it mid-way
 
@@ -232,15 +278,15 @@ class UniformChain:
                     mine = parts[slot][0]
                     cap = hashset_capacity(len(mine))
                     marks = sorted_for[slot]
-                    if marks[0] != cap:
-                        # a tree bucket's order is the whole set's: walk it afresh next time
-                        marks[0] = cap if _walk_sort(mine, cap) else 0
+                    if marks[0] != cap and marks[0] != -cap:
+                        marks[0] = _walk_sort(mine, cap)
                     if excess == 1:
                         revoked.append(mine.pop())
                     else:
                         cut = len(mine) - excess
                         revoked += mine[cut:]
                         del mine[cut:]
+                    _after_give_up(mine, marks, 0, cap)
             else:
                 for slot, excess in zip(over_slots.tolist(), excesses, strict=True):
                     revoked += self._give_up(slot, excess)
@@ -295,12 +341,13 @@ class UniformChain:
             if not parts:
                 continue
             cap = hashset_capacity(len(parts))
-            if marks[r] != cap:
-                marks[r] = cap if _walk_sort(parts, cap) else 0
+            if marks[r] != cap and marks[r] != -cap:
+                marks[r] = _walk_sort(parts, cap)
             take = min(need, len(parts))
             cut = len(parts) - take
             tail = parts[cut:]
             del parts[cut:]
+            _after_give_up(parts, marks, r, cap)
             off = offsets[r]
             tails.append(tail if off == 0 else [off + p for p in tail])
             need -= take
@@ -339,8 +386,15 @@ class UniformChain:
         slot = self.slot_of[member_id]
         s = self.sets.get(slot)
         if s is None:
-            topics = self.topics
-            s = self.sets[slot] = frozenset(TopicPartition(topics[r], p)
-                                            for r, parts in enumerate(self.parts[slot]) for p in parts)
+            tps = self._tps
+            if tps is None:  # one TopicPartition per partition, shared by the sets built
+                tps = self._tps = [[TopicPartition(t, p) for p in range(n)]
+                                   for t, n in zip(self.topics, self.counts, strict=True)]
+            lists = self.parts[slot]
+            if len(lists) == 1:
+                s = frozenset(map(tps[0].__getitem__, lists[0]))
+            else:
+                s = frozenset(tps[r][p] for r, parts in enumerate(lists) for p in parts)
+            self.sets[slot] = s
         return s
 

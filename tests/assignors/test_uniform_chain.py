@@ -4,6 +4,7 @@ order, the same partitions each (the coordinator's targets, ``sim.target_assignm
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 
 from assignors.server import GroupAssignment, GroupMembers, GroupSpec, get_server_assignor
@@ -130,25 +131,27 @@ def test_the_chain_follows_the_members_renumbering_their_slots():
     assert members._generation > generation and target._chain is not None
 
 
-def test_members_holding_a_hashset_bucket_of_nine_give_up_in_javas_tree_order(monkeypatch):
-    """750 partitions, members joining one at a time: a newcomer collects the partitions others
-    give up, the tails of their walks (the last buckets of their sets), so it comes to hold 9 or
-    more that share a bucket of its set, where Java's HashSet makes the bucket a tree. Every step
-    still equals the assignor's own result, which orders such sets by the model of HashMap (from
-    the 35th member on, a plain bucket order would give another answer)."""
+@pytest.mark.parametrize("partitions,joins,cap", [(750, 60, 32), (5000, 40, 512)])
+def test_members_holding_a_hashset_bucket_of_nine_give_up_in_javas_tree_order(monkeypatch, partitions, joins, cap):
+    """Members join one at a time: a newcomer collects the partitions others give up, the tails of
+    their walks (the last buckets of their sets), so it comes to hold 9 or more that share a
+    bucket of its set, where Java's HashSet makes the bucket a tree (or, under 64 buckets, doubles
+    its table). Every step still equals the assignor's own result, which orders such sets by the
+    model of HashMap (750 partitions: from the 35th member on a plain bucket order gives another
+    answer, in sets of 32 buckets; 5,000: from the 18th, in sets of 512)."""
     import assignors.server.uniform_chain as chain_module
 
     trees = []
-    real = chain_module._model_sort
-    monkeypatch.setattr(chain_module, "_model_sort", lambda parts, cap: trees.append(cap) or real(parts, cap))
+    real = chain_module._hashset_order
+    monkeypatch.setattr(chain_module, "_hashset_order", lambda parts, c: trees.append(c) or real(parts, c))
     members = GroupMembers()
     reference = GroupAssignment.empty()
     target = TargetAssignment()
-    meta = {"t": 750}
-    for i in range(60):
+    meta = {"t": partitions}
+    for i in range(joins):
         mid = f"m{i:03d}"
         members.put(mid, frozenset(meta))
         reference, counts = _reference(members, reference, set(), meta)
         target = compute_target("uniform", counts, members, target, [mid])
         assert target._result.to_dict() == reference.to_dict()
-    assert trees
+    assert cap in trees
