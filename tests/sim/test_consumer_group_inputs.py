@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import sim.consumer_group as cg
-from assignors._java import hashmap_capacity, java_string_hash
+from assignors._java import modelled_hashmap_order
 from assignors.server import GroupSpec, get_server_assignor
 from sim import messages as m
 from sim.config import AssignorCost, GroupConfig
@@ -35,15 +35,9 @@ def _reference(g: cg.ConsumerGroupCoordinator, counts, current):
         instance_ids={mid: mm.instance_id for mid, mm in g.members.items() if mm.instance_id is not None},
         racks={mid: mm.rack for mid, mm in g.members.items() if mm.rack is not None},
     )
-    # Kafka's member order, from scratch: HashMap buckets, a bucket's members in the order of the
-    # group's members map (the joining member last)
-    mask = hashmap_capacity(len(g.members)) - 1
-
-    def bucket(mid):
-        h = java_string_hash(mid) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & mask
-
-    spec._member_ids = tuple(sorted(g.members, key=lambda mid: (bucket(mid), g.map_order.tie(mid))))
+    # Kafka's member order, from scratch: a HashMap filled in the order of the group's members map
+    # (the joining member last), replayed by the model of java.util.HashMap
+    spec._member_ids = tuple(modelled_hashmap_order(sorted(g.members, key=g.map_order.tie)))
     expected_counts = {t: META[1].get(t, 0) for mm in g.members.values() for t in mm.topics}
     return name, expected_counts, get_server_assignor(name).assign(spec, expected_counts)
 
