@@ -44,7 +44,7 @@ def register(subparsers) -> None:
                                   f"{e.name}: {e.description}" for e in EXPERIMENTS.values()))
     p.add_argument("name", choices=sorted(EXPERIMENTS), help="which experiment")
     p.add_argument("--scale", choices=("default", "large", "smoke"), default="default",
-                   help="large adds bigger groups (takes much longer); smoke: tiny groups, 1 seed")
+                   help="large adds bigger groups (takes much longer); smoke: tiny groups, 2 seeds")
     p.add_argument("--out", help="report directory (default out/NAME/report)")
     p.add_argument("--update-reference", action="store_true",
                    help="write the report to the committed reference results (results/NAME; "
