@@ -20,6 +20,7 @@ from pathlib import Path
 from . import ci_regression
 from .catalog import EXPERIMENTS
 from .catalog.eager_vs_cooperative import to_toml  # noqa: F401  (list_cmd's ``show`` uses it)
+from .kernel_option import add_kernel_option, kernel_error
 from .outputs import OutputError, check_output_dir
 from .sweep import GridError, column_name, expand, load_grid, report_failures, run_sweep
 
@@ -35,6 +36,7 @@ def register(subparsers) -> None:
                    help="runs per committed batch (default: 4 per core, at least 1/8 of the sweep); "
                    "a kill loses at most the batch in flight")
     _spark_options(p)
+    add_kernel_option(p)
     p.set_defaults(func=cmd_sweep)
 
     p = subparsers.add_parser("experiment", help="run a packaged experiment and write its report",
@@ -49,6 +51,7 @@ def register(subparsers) -> None:
                    "results/ci for ci-regression) instead of out/")
     p.add_argument("--work", help="directory or URI of the raw runs (default out/NAME; reruns resume)")
     _spark_options(p)
+    add_kernel_option(p)
     ci_regression.add_arguments(p, with_out=False)
     p.set_defaults(func=cmd_experiment)
 
@@ -127,16 +130,16 @@ def cmd_sweep(args) -> int:
     from .spark import SparkUnavailable, get_spark, interrupt_all, is_spark_error, spark_error_line
     from .store import OutputError as StoreError
     from .store import local_path
-    from .sweep import SweepInterrupted
+    from .sweep import SweepInterrupted, with_kernel
 
-    bad = _check_spark_options("sweep", args)
+    bad = _check_spark_options("sweep", args) or kernel_error("sweep", args)
     if bad is not None:
         return bad
     if getattr(args, "batch_runs", None) is not None and args.batch_runs < 1:
         return _err("sweep", f"--batch-runs {args.batch_runs}: must be at least 1")
     try:
         grid = load_grid(args.grid)
-        specs = expand(grid)
+        specs = with_kernel(expand(grid), getattr(args, "kernel", None))
     except GridError as e:
         return _err("sweep", str(e))
     try:
@@ -203,7 +206,7 @@ def cmd_experiment(args) -> int:
     if getattr(args, "out", None) is None:
         args.out = (str(REFERENCE_DIRS.get(args.name, Path("results") / args.name))
                     if getattr(args, "update_reference", False) else f"out/{args.name}/report")
-    bad = _check_spark_options("experiment", args)
+    bad = _check_spark_options("experiment", args) or kernel_error("experiment", args)
     if bad is not None:
         return bad
     try:
@@ -246,4 +249,6 @@ def _command_line(args) -> str:
         parts.append(f"--master {args.master}")
     if getattr(args, "update_reference", False):
         parts.append("--update-reference")
+    if getattr(args, "kernel", None):
+        parts.append(f"--kernel {args.kernel}")
     return " ".join(parts)

@@ -19,6 +19,7 @@ import threading
 from assignors import AssignorError
 from sim import ConfigError, run_scenario
 
+from .kernel_option import add_kernel_option, kernel_error
 from .outputs import OutputError, check_output_dir, check_output_file
 from .scenarios import BUILTINS, load_scenario
 
@@ -124,6 +125,8 @@ def cmd_run(args) -> int:
     if args.seed < 0:
         print(f"rebalance-sim run: --seed: {args.seed} must be >= 0", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if kernel_error("run", args) is not None:
+        return EXIT_BAD_INPUT
     try:
         scenario = load_scenario(args.scenario, args.set or [])
     except (ConfigError, AssignorError) as e:
@@ -142,7 +145,8 @@ def cmd_run(args) -> int:
         with _ctrl_c_stops() as interrupted:
             result = run_scenario(scenario, seed=args.seed, out_dir=args.out, progress=not args.json,
                                   raise_on_violation=False, max_wall_s=args.max_wall,
-                                  max_events=args.max_events, should_stop=interrupted.is_set)
+                                  max_events=args.max_events, should_stop=interrupted.is_set,
+                                  kernel=args.kernel)
     except (ConfigError, AssignorError) as e:
         print(f"rebalance-sim run: {_one_line(e)}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -285,6 +289,7 @@ def register(subparsers) -> None:
                    help="stop after this much wall time; results are kept and marked partial (exit 3)")
     p.add_argument("--max-events", type=int, metavar="N",
                    help="stop after N simulation inputs (messages, timers); results marked partial (exit 3)")
+    add_kernel_option(p)
     p.set_defaults(func=cmd_run)
 
     t = subparsers.add_parser(
