@@ -40,7 +40,9 @@ from __future__ import annotations
 
 import functools
 import heapq
+import signal
 import sys
+import threading
 import weakref
 from collections.abc import Callable, Iterable
 
@@ -468,6 +470,8 @@ class TaskKernel(Kernel):
         self._handoffs: list[tuple[str, list]] = []  # the current batch's handoffs still to make, last first
         self._dests: Iterable[str] = ()  # the current batch's destinations (``batch_dests`` once it is done)
         self._in_batch = False
+        self._sigint: Callable | None = None  # the SIGINT handler in place when the run started
+        self._sigint_deferred = False
 
     def register(self, actor: Actor) -> int:
         rank = super().register(actor)
@@ -481,6 +485,9 @@ class TaskKernel(Kernel):
     def _advance(self) -> tuple[str, list] | None:
         """The next handoff, (destination, its entries of the batch at ``now``), in the inline
         kernel's order; None when the run is over. Finishing a batch calls ``after_batch``."""
+        if self._sigint_deferred:
+            self._sigint_deferred = False
+            self._sigint(signal.SIGINT, None)  # (an actor's task: not inside trio's machinery)
         handoffs = self._handoffs
         if handoffs:
             return handoffs.pop()
@@ -573,12 +580,34 @@ class TaskKernel(Kernel):
             inbox.parked = True
             items = await wait(abort)
 
+    def _guard_sigint(self) -> None:
+        """While the run lasts, let the SIGINT handler in place raise KeyboardInterrupt only in
+        the actors' code. Trio keeps its own handler out of its scheduler, but a handler of the
+        caller's (``rebalance-sim run``: the first Ctrl-C stops the run, the second raises) would
+        raise wherever the signal lands, and here trio's scheduler runs between every two actors:
+        an interrupt there breaks trio itself. One that lands there is passed on at the next step."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        handler = signal.getsignal(signal.SIGINT)
+        if not callable(handler):
+            return
+
+        def guarded(signum, frame):
+            if trio.lowlevel.currently_ki_protected():  # (the interrupted frames are trio's)
+                self._sigint_deferred = True
+            else:
+                handler(signum, frame)
+
+        self._sigint = handler
+        signal.signal(signal.SIGINT, guarded)
+
     async def run(self) -> None:
         clock = trio.lowlevel.current_clock()
         self._clock = clock if isinstance(clock, trio.testing.MockClock) else None
         self._clock_at = self.now
         self._me = trio.lowlevel.current_task()
         failure: BaseException | None = None
+        self._guard_sigint()
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -605,6 +634,12 @@ class TaskKernel(Kernel):
             if len(group.exceptions) == 1:
                 raise group.exceptions[0] from None
             raise
+        finally:
+            if self._sigint is not None:
+                signal.signal(signal.SIGINT, self._sigint)
+        if self._sigint_deferred:  # landed in trio's machinery after the last step
+            self._sigint_deferred = False
+            self._sigint(signal.SIGINT, None)
         if failure is not None:
             raise failure
 

@@ -4,6 +4,7 @@ actors called from one task ("inline"). They must give the same runs, event for 
 from __future__ import annotations
 
 import io
+import signal
 
 import pyarrow.parquet as pq
 import pytest
@@ -201,3 +202,51 @@ async def test_other_trio_tasks_wait_in_the_simulated_time(autojump_clock):
             assert handled == [t for t in everything if t < woke_at - 1e-9]
         else:
             assert woke_at == pytest.approx(10.0) and handled == everything
+
+
+@trio.lowlevel.enable_ki_protection
+def _signal_inside_trio_machinery():
+    signal.raise_signal(signal.SIGINT)  # handled at once, in this KI-protected frame (as trio's own)
+    return "handled"
+
+
+class _Interrupter(_Echo):
+    def deliver(self, now, kind, sender, payload):
+        self.log.append((now, self.name, payload, None, None))
+        if payload == "protected":
+            self.log.append((now, self.name, _signal_inside_trio_machinery(), None, None))
+        elif payload == "plain":
+            signal.raise_signal(signal.SIGINT)
+            self.log.append((now, self.name, "not reached", None, None))
+
+
+@pytest.mark.parametrize("where", ["protected", "plain"])
+def test_a_callers_interrupt_never_lands_in_trios_scheduler(where):
+    """`rebalance-sim run` has a SIGINT handler of its own (its second Ctrl-C raises
+    KeyboardInterrupt), which would raise wherever the signal lands; under the task kernel trio's
+    scheduler runs between every two actors, and an interrupt raised there breaks trio itself
+    (TrioInternalError). One that lands in trio's KI-protected code is raised at the kernel's
+    next step instead, in an actor's task; one that lands in an actor's code is raised there."""
+    calls = []
+
+    def handler(signum, frame):
+        calls.append("deferred" if frame is None else "at once")
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        log: list = []
+        k = TaskKernel(0, None, 100.0)
+        a = _Interrupter(k, "a", log)
+        k.push(1.0, a, "a", "msg", where)
+        k.push(2.0, a, "a", "msg", "later")
+        with pytest.raises(KeyboardInterrupt):
+            trio.run(k.run, clock=trio.testing.MockClock())
+        assert signal.getsignal(signal.SIGINT) is handler  # the caller's handler is back
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    payloads = [p for _n, _a, p, _t, _c in log]
+    if where == "protected":
+        assert calls == ["deferred"] and payloads == ["protected", "handled"]
+    else:
+        assert calls == ["at once"] and payloads == ["plain"]
