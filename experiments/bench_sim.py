@@ -1,6 +1,7 @@
 """``rebalance-sim bench sim``: wall time, simulated messages per second and peak memory of the
-simulator on large groups (issue 3 targets on a 2-core machine). Every case runs in a fresh
-process, so its peak RSS is its own."""
+simulator on large groups (issue 3 targets on a 2-core machine), under both kernels
+(``sim.kernel``: the default and the other, interleaved, with the other's time as a ratio of the
+default's). Every case runs in a fresh process, so its peak RSS is its own."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import sys
 import time
 
 from sim import Scenario, run_scenario
+from sim.kernel import DEFAULT_KERNEL, KERNELS
 
 
 def _scenario(name: str, members: int, partitions: int, action: dict, protocol: str = "classic") -> Scenario:
@@ -74,26 +76,27 @@ def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def measure(index: int, quick: bool) -> dict:
-    """Run case ``index`` in this process and return its row (peak RSS covers only this case,
-    plus the interpreter and imports, when the process runs nothing else)."""
+def measure(index: int, quick: bool, kernel: str = DEFAULT_KERNEL) -> dict:
+    """Run case ``index`` with ``kernel`` in this process and return its row (peak RSS covers
+    only this case, plus the interpreter and imports, when the process runs nothing else)."""
     label, sc, target = cases(quick)[index]
     t0, c0 = time.perf_counter(), time.process_time()
-    result = run_scenario(sc, seed=0, raise_on_violation=False)
+    result = run_scenario(sc, seed=0, raise_on_violation=False, kernel=kernel)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     s = result.summary
     # CPU seconds as well: on a shared machine wall time measures the neighbours too.
     # messages_per_s and ok are derived once, from all repeats (``_summarize``).
-    return {"case": label, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "sim_wall_s": s["wall_s"],
+    return {"case": label, "kernel": kernel, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "sim_wall_s": s["wall_s"],
             "messages": s["messages"], "peak_rss_mib": round(_peak_rss_mib()), "target_s": target,
             "invariant_violations": len(result.invariant_violations or []),
             "rounds": s["rounds_total"], "rebalance_s": round(s["rebalance_time_max_s"], 3)}
 
 
-def _measure_in_subprocess(index: int, quick: bool) -> dict:
+def _measure_in_subprocess(index: int, quick: bool, kernel: str = DEFAULT_KERNEL) -> dict:
     """Each case in a fresh interpreter: a process's peak RSS never goes down, so measuring the
     100-member case after the 10,000-member one in the same process would report the latter."""
-    argv = [sys.executable, "-m", "experiments.bench_sim", "--case", str(index)] + (["--quick"] if quick else [])
+    argv = ([sys.executable, "-m", "experiments.bench_sim", "--case", str(index), "--kernel", kernel]
+            + (["--quick"] if quick else []))
     p = subprocess.run(argv, capture_output=True, text=True)
     if p.returncode != 0:
         tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
@@ -101,16 +104,24 @@ def _measure_in_subprocess(index: int, quick: bool) -> dict:
     return json.loads(p.stdout)
 
 
-def _summarize(reps: list[dict]) -> dict:
-    """One case's row from its repeats: median wall and CPU time with their range, the largest peak
-    memory. The simulated counts must not differ between repeats (a run is deterministic)."""
-    import statistics
-
+def _check_same_run(reps: list[dict]) -> None:
+    """The simulated counts must not differ between repeats, nor between kernels (a run is
+    deterministic, whichever kernel runs it)."""
     first = reps[0]
     for r in reps[1:]:
         if (r["messages"], r["rounds"], r["rebalance_s"]) != (first["messages"], first["rounds"], first["rebalance_s"]):
-            raise RuntimeError(f"repeats disagree ({first['messages']:,} vs {r['messages']:,} messages): "
+            what = "repeats" if r.get("kernel") == first.get("kernel") else "kernels"
+            raise RuntimeError(f"{what} disagree ({first['messages']:,} vs {r['messages']:,} messages): "
                                "the same scenario and seed must give the same run")
+
+
+def _summarize(reps: list[dict], judge_target: bool = True) -> dict:
+    """One case's row from its repeats: median wall and CPU time with their range, the largest peak
+    memory. ``judge_target``: whether the case's wall-time target applies (to the default kernel)."""
+    import statistics
+
+    _check_same_run(reps)
+    first = reps[0]
     row = dict(first)
     for key in ("wall_s", "cpu_s", "sim_wall_s"):
         values = [r[key] for r in reps]
@@ -120,7 +131,8 @@ def _summarize(reps: list[dict]) -> dict:
     row["peak_rss_mib"] = max(r["peak_rss_mib"] for r in reps)
     # the target is judged on the median; any repeat with an invariant violation fails the case
     row["invariant_violations"] = max(r["invariant_violations"] for r in reps)
-    row["ok"] = (row["target_s"] is None or row["wall_s"] <= row["target_s"]) and not row["invariant_violations"]
+    row["ok"] = ((not judge_target or row["target_s"] is None or row["wall_s"] <= row["target_s"])
+                 and not row["invariant_violations"])
     row["repeat"] = len(reps)
     return row
 
@@ -139,25 +151,47 @@ def cmd_bench_sim(args) -> int:
                   file=sys.stderr)
             return 2
     chosen = [i for i, label in enumerate(labels) if not only or any(t in label.lower() for t in only)]
+    kernel = getattr(args, "kernel", None)
+    if kernel is not None and kernel not in KERNELS:
+        print(f"rebalance-sim bench sim: --kernel: {kernel!r} is not one of {', '.join(sorted(KERNELS))}",
+              file=sys.stderr)
+        return 2
+    # the default kernel first, its target judged; the other as a ratio of it
+    kernels = [kernel] if kernel else [DEFAULT_KERNEL, *sorted(k for k in KERNELS if k != DEFAULT_KERNEL)]
     rows = []
     for index in chosen:
         label, _sc, target = all_cases[index]
+        reps: dict[str, list[dict]] = {k: [] for k in kernels}
         try:
-            # each repeat in a fresh process, so that each peak memory is the case's own
-            row = _summarize([_measure_in_subprocess(index, args.quick) for _ in range(repeat)])
+            # each repeat in a fresh process, so that each peak memory is the case's own; the
+            # kernels alternate (and which goes first), so that a machine's drift hits both
+            for r in range(repeat):
+                for k in kernels if r % 2 == 0 else kernels[::-1]:
+                    reps[k].append(_measure_in_subprocess(index, args.quick, k))
+            _check_same_run([rep for k in kernels for rep in reps[k]])
+            case_rows = [_summarize(reps[k], judge_target=k == DEFAULT_KERNEL) for k in kernels]
         except RuntimeError as e:
             print(f"rebalance-sim bench sim: {label}: {e}", file=sys.stderr)
             return 1
-        rows.append(row)
+        base = case_rows[0]
+        for row in case_rows[1:]:
+            for key in ("wall_s", "cpu_s"):
+                row[f"{key}_ratio"] = round(row[key] / base[key], 2) if base[key] else None
+            row["ratio_to"] = base["kernel"]
+        rows += case_rows
         if not args.json:
-            spread = (f" (CPU {row['cpu_s_min']:.2f}-{row['cpu_s_max']:.2f}s over {repeat} runs)"
-                      if repeat > 1 else "")
-            print(f"{label:<28} wall {row['wall_s']:7.2f}s  CPU {row['cpu_s']:7.2f}s{spread}  "
-                  f"(simulation {row['sim_wall_s']:.2f}s, rest = "
-                  f"metrics/tables)  messages {row['messages']:>8,}  {row['messages_per_s'] or 0:>8,}/s  "
-                  f"peak RSS {row['peak_rss_mib']:>6,} MiB"
-                  + (f"  target <= {target:g}s {'OK' if row['ok'] else 'MISSED'}" if target else ""),
-                  flush=True)
+            for row in case_rows:
+                spread = (f" (CPU {row['cpu_s_min']:.2f}-{row['cpu_s_max']:.2f}s over {repeat} runs)"
+                          if repeat > 1 else "")
+                ratio = (f"  x{row['cpu_s_ratio']:.2f} CPU, x{row['wall_s_ratio']:.2f} wall of {row['ratio_to']}"
+                         if row.get("ratio_to") and row["cpu_s_ratio"] and row["wall_s_ratio"] else "")
+                print(f"{label:<28} {row['kernel']:<6} wall {row['wall_s']:7.2f}s  CPU {row['cpu_s']:7.2f}s{spread}  "
+                      f"(simulation {row['sim_wall_s']:.2f}s, rest = "
+                      f"metrics/tables)  messages {row['messages']:>8,}  {row['messages_per_s'] or 0:>8,}/s  "
+                      f"peak RSS {row['peak_rss_mib']:>6,} MiB"
+                      + (f"  target <= {target:g}s {'OK' if row['ok'] else 'MISSED'}"
+                         if target and row["kernel"] == DEFAULT_KERNEL else "")
+                      + ratio, flush=True)
     if args.json:
         print(json.dumps(rows, indent=2))
     return 0 if all(r["ok"] for r in rows) else 1
@@ -168,9 +202,11 @@ def register(bench_subparsers) -> None:
     p = bench_subparsers.add_parser(
         "sim", help="simulator speed and memory on large groups",
         description="Measure the simulator on large groups (up to 10,000 members x 100,000 "
-        "partitions): wall time, simulated messages per second and peak memory (RSS). Each case "
-        "runs in its own process, so its peak memory is its own. With --repeat, wall and CPU time "
-        "are medians over fresh processes.")
+        "partitions): wall time, simulated messages per second and peak memory (RSS), under both "
+        "kernels (the default first, whose time is judged against the targets; the other with its "
+        "time as a ratio of the default's). Each case runs in its own process, so its peak memory "
+        "is its own. With --repeat, wall and CPU time are medians over fresh processes, the "
+        "kernels interleaved.")
     p.add_argument("--quick", action="store_true", help="a smaller set of cases (seconds)")
     p.add_argument("--json", action="store_true", help="print JSON rows")
     p.add_argument("--repeat", type=int, default=1, metavar="N",
@@ -178,6 +214,8 @@ def register(bench_subparsers) -> None:
                         "CPU time and their range (this machine's run-to-run noise)")
     p.add_argument("--only", action="append", metavar="TEXT",
                    help="only the cases whose label contains TEXT (case-insensitive; repeatable)")
+    p.add_argument("--kernel", metavar="tasks|inline",
+                   help="measure only this kernel (default: both)")
     p.set_defaults(func=cmd_bench_sim)
 
 
@@ -186,5 +224,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="bench_sim")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--case", type=int, required=True)
+    parser.add_argument("--kernel", default=DEFAULT_KERNEL, choices=sorted(KERNELS))
     a = parser.parse_args()
-    print(json.dumps(measure(a.case, a.quick)))
+    print(json.dumps(measure(a.case, a.quick, a.kernel)))

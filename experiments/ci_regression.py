@@ -95,8 +95,9 @@ def _relative(baseline: float | None, current: float | None) -> float | None:
     return (current - baseline) / abs(baseline)
 
 
-def run_suite(progress: bool = True) -> list[dict]:
-    """Run every (scenario, assignor, seed) of the suite; one row of metrics each."""
+def run_suite(progress: bool = True, kernel: str | None = None) -> list[dict]:
+    """Run every (scenario, assignor, seed) of the suite (with the simulation ``kernel``, see
+    ``sim.kernel``); one row of metrics each."""
     from sim import run_scenario
 
     from .scenarios import load_scenario
@@ -117,7 +118,7 @@ def run_suite(progress: bool = True) -> list[dict]:
         if mode:
             params["consumer.commit_mode"] = mode
         sc = load_scenario(scenario, params)
-        summary = run_scenario(sc, seed=seed).summary
+        summary = run_scenario(sc, seed=seed, kernel=kernel).summary
         rows.append({"scenario": scenario, "assignor": assignor, "seed": seed,
                      **{m: float(summary[m]) for m in METRICS}})
     return rows
@@ -233,7 +234,7 @@ def run(args) -> int:
     baseline_path = Path(args.baseline or DEFAULT_BASELINE)
     tolerance = DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance
     abs_tolerance = DEFAULT_ABS_TOLERANCE if args.abs_tolerance is None else args.abs_tolerance
-    rows = run_suite(progress=not args.quiet)
+    rows = run_suite(progress=not args.quiet, kernel=getattr(args, "kernel", None))
     atomic_write_text(out / "metrics.csv", to_csv(rows))
     if args.update_baseline:
         atomic_write_text(baseline_path, to_csv(rows))

@@ -21,6 +21,7 @@ from pathlib import Path
 from . import ci_regression
 from .catalog import EXPERIMENTS
 from .catalog.eager_vs_cooperative import to_toml  # noqa: F401  (list_cmd's ``show`` uses it)
+from .kernel_option import add_kernel_option, kernel_error
 from .outputs import OutputError, check_output_dir
 from .sweep import GridError, column_name, expand, load_grid, report_failures, run_sweep
 
@@ -37,6 +38,7 @@ def register(subparsers) -> None:
                    "runs per core); each batch is committed when its runs are done, so a kill loses "
                    "at most the batches in flight (two)")
     _spark_options(p)
+    add_kernel_option(p)
     p.set_defaults(func=cmd_sweep)
 
     p = subparsers.add_parser("experiment", help="run a packaged experiment and write its report",
@@ -51,6 +53,7 @@ def register(subparsers) -> None:
                    "results/ci for ci-regression) instead of out/")
     p.add_argument("--work", help="directory or URI of the raw runs (default out/NAME; reruns resume)")
     _spark_options(p)
+    add_kernel_option(p)
     ci_regression.add_arguments(p, with_out=False)
     p.set_defaults(func=cmd_experiment)
 
@@ -160,16 +163,16 @@ def cmd_sweep(args) -> int:
     from . import lock
     from .spark import SparkUnavailable, is_spark_error, spark_error_line
     from .store import OutputError as StoreError
-    from .sweep import AggregateIncomplete, SweepInterrupted
+    from .sweep import AggregateIncomplete, SweepInterrupted, with_kernel
 
-    bad = _check_spark_options("sweep", args)
+    bad = _check_spark_options("sweep", args) or kernel_error("sweep", args)
     if bad is not None:
         return bad
     if getattr(args, "batch_runs", None) is not None and args.batch_runs < 1:
         return _err("sweep", f"--batch-runs {args.batch_runs}: must be at least 1")
     try:
         grid = load_grid(args.grid)
-        specs = expand(grid)
+        specs = with_kernel(expand(grid), getattr(args, "kernel", None))
     except GridError as e:
         return _err("sweep", str(e))
     try:
@@ -270,7 +273,8 @@ def cmd_experiment(args) -> int:
     if getattr(args, "out", None) is None:
         args.out = (str(REFERENCE_DIRS.get(args.name, Path("results") / args.name))
                     if getattr(args, "update_reference", False) else f"out/{args.name}/report")
-    bad = _check_spark_options("experiment", args) or _check_applicable(args)
+    bad = (_check_spark_options("experiment", args) or _check_applicable(args)
+           or kernel_error("experiment", args))
     if bad is not None:
         return bad
     work = getattr(args, "work", None) or f"out/{args.name}"
@@ -350,4 +354,6 @@ def _command_line(args) -> str:
         parts.append(f"--master {args.master}")
     if getattr(args, "update_reference", False):
         parts.append("--update-reference")
+    if getattr(args, "kernel", None):
+        parts.append(f"--kernel {args.kernel}")
     return " ".join(parts)

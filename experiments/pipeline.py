@@ -124,12 +124,12 @@ def run_experiment(exp: Experiment, opts: Options) -> int:
     from .provenance import produced_by
     from .report import write_report
     from .spark import current_master, get_spark
-    from .sweep import check_aggregate, report_failures, run_sweep
+    from .sweep import check_aggregate, report_failures, run_sweep, with_kernel
 
     if exp.run is not None:
         return exp.run(opts.extra)
     t_start = time.monotonic()
-    specs = exp.grid(opts)
+    specs = with_kernel(exp.grid(opts), getattr(opts.extra, "kernel", None))
     say(opts, f"{len(specs)} runs; raw runs in {opts.work}, report in {opts.out}/")
     say(opts, f"starting Spark ({opts.master or 'local[*]'}) ...")
     spark = get_spark(opts.master, conf=opts.conf, ship=opts.ship, timeout_s=opts.timeout_s)

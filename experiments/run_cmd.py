@@ -20,6 +20,7 @@ import time
 from assignors import AssignorError
 from sim import ConfigError, run_scenario
 
+from .kernel_option import add_kernel_option, kernel_error
 from .outputs import OutputError, check_output_dir, check_output_file
 from .scenarios import BUILTINS, load_scenario
 
@@ -242,6 +243,8 @@ def cmd_run(args) -> int:
     if args.seed > MAX_SEED:
         print(f"rebalance-sim run: --seed: {args.seed} is above the largest seed, {MAX_SEED}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if kernel_error("run", args) is not None:
+        return EXIT_BAD_INPUT
     existed = True
     if args.out:
         try:  # before the simulation: a long run must not be lost to an unwritable --out
@@ -260,7 +263,8 @@ def cmd_run(args) -> int:
                 print(f"rebalance-sim run: {args.scenario}: {_one_line(e)}", file=sys.stderr)
                 return EXIT_BAD_INPUT
             result = run_scenario(scenario, seed=args.seed, progress=not args.json,
-                                  raise_on_violation=False, max_events=args.max_events)
+                                  raise_on_violation=False, max_events=args.max_events,
+                                  kernel=args.kernel)
     except _StopNow as e:
         print(f"rebalance-sim run: {e}", file=sys.stderr)
         return EXIT_INTERRUPTED if e.interrupted else EXIT_PARTIAL
@@ -439,6 +443,7 @@ def register(subparsers) -> None:
                    help="stop after this much wall time; results are kept and marked partial (exit 3)")
     p.add_argument("--max-events", type=int, metavar="N",
                    help="stop after N simulation inputs (messages, timers); results marked partial (exit 3)")
+    add_kernel_option(p)
     p.set_defaults(func=cmd_run)
 
     t = subparsers.add_parser(

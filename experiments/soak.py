@@ -59,14 +59,16 @@ def problems(result) -> list[str]:
     return out
 
 
-def check(seed: int, index: int, max_faults: int = MAX_FAULTS) -> tuple[int, list[str]]:
-    """Run schedule ``index`` and return (simulation seed, problems); nothing escapes."""
+def check(seed: int, index: int, max_faults: int = MAX_FAULTS,
+          kernel: str | None = None) -> tuple[int, list[str]]:
+    """Run schedule ``index`` (with ``kernel``, see ``sim.kernel``) and return (simulation seed,
+    problems); nothing escapes."""
     from sim import Scenario, run_scenario
 
     data, sim_seed = schedule(seed, index, max_faults)
     try:
         result = run_scenario(Scenario.from_dict(data), seed=sim_seed, raise_on_violation=False,
-                              max_events=MAX_EVENTS)
+                              max_events=MAX_EVENTS, kernel=kernel)
     except Exception as e:  # a crash of the simulator is a finding like any other
         return sim_seed, [f"raised {type(e).__name__}: {' '.join(str(e).split())}"]
     return sim_seed, problems(result)
@@ -87,9 +89,10 @@ def write_replay(out: Path, seed: int, index: int, max_faults: int) -> Path:
 class _SoakTask:
     """The mapInPandas function of ``--spark``: one row per schedule index in, one out."""
 
-    def __init__(self, seed: int, max_faults: int):
+    def __init__(self, seed: int, max_faults: int, kernel: str | None = None):
         self.seed = seed
         self.max_faults = max_faults
+        self.kernel = kernel
 
     def __call__(self, batches):
         import pandas as pd
@@ -97,7 +100,7 @@ class _SoakTask:
         for batch in batches:
             rows = []
             for index in batch["index"]:
-                sim_seed, found = check(self.seed, int(index), self.max_faults)
+                sim_seed, found = check(self.seed, int(index), self.max_faults, self.kernel)
                 rows.append((int(index), sim_seed, "\n".join(found)))
             yield pd.DataFrame(rows, columns=["index", "sim_seed", "problems"])
 
@@ -110,7 +113,7 @@ def _run_spark(args, indices: list[int]) -> dict[int, list[str]]:
     spark = get_spark(args.master)
     slices = max(1, min(len(indices), 64))
     df = spark.createDataFrame(pd.DataFrame({"index": indices})).repartition(slices)
-    rows = df.mapInPandas(_SoakTask(args.seed, args.max_faults),
+    rows = df.mapInPandas(_SoakTask(args.seed, args.max_faults, args.kernel),
                           "index long, sim_seed long, problems string").toArrow().to_pandas()
     return {int(r.index): r.problems.split("\n") for r in rows.itertuples() if r.problems}
 
@@ -125,6 +128,7 @@ def _report_failure(out: Path, args, index: int, found: list[str]) -> None:
 
 
 def cmd_soak(args) -> int:
+    from .kernel_option import kernel_error
     from .outputs import OutputError, check_output_dir
 
     for flag, value, low in (("--schedules", args.schedules, 1), ("--seed", args.seed, 0),
@@ -143,6 +147,8 @@ def cmd_soak(args) -> int:
         except SparkUnavailable as e:
             print(f"rebalance-sim soak: {e}", file=sys.stderr)
             return 2
+    if kernel_error("soak", args) is not None:
+        return 2
     try:
         out = check_output_dir(args.out)
     except OutputError as e:
@@ -170,7 +176,7 @@ def cmd_soak(args) -> int:
         last = t0
         try:
             for index in indices:
-                _sim_seed, found = check(args.seed, index, args.max_faults)
+                _sim_seed, found = check(args.seed, index, args.max_faults, args.kernel)
                 if found:
                     failures[index] = found
                     _report_failure(out, args, index, found)
@@ -196,6 +202,8 @@ def cmd_soak(args) -> int:
 
 
 def register(subparsers) -> None:
+    from .kernel_option import add_kernel_option
+
     p = subparsers.add_parser(
         "soak", help="run many random fault schedules and check every invariant and liveness",
         description=__doc__.split("\n\n")[1].replace("``", "`"),
@@ -217,4 +225,5 @@ def register(subparsers) -> None:
     p.add_argument("--spark", action="store_true", help="run the schedules as Spark tasks")
     p.add_argument("--master", help="Spark master URL with --spark (default local[*])")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_kernel_option(p)
     p.set_defaults(func=cmd_soak)

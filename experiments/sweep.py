@@ -75,17 +75,28 @@ class RunSpec:
     run_id: str = ""
     cost: float = 0.0   # rough relative cost, to start the biggest runs first
     source: str = ""    # the text of a TOML scenario file, read on the driver (executors cannot)
+    # the simulation kernel (``--kernel``; "" for the default): how the run is computed, not
+    # which run it is (both kernels give the same results), so not part of its identity
+    kernel: str = attrs.field(default="", eq=False)
 
     def to_json(self) -> str:
-        return json.dumps({"scenario": self.scenario, "overrides": list(self.overrides),
-                           "seed": self.seed, "point": [list(kv) for kv in self.point],
-                           "source": self.source}, sort_keys=True)
+        d = {"scenario": self.scenario, "overrides": list(self.overrides), "seed": self.seed,
+             "point": [list(kv) for kv in self.point], "source": self.source}
+        if self.kernel:
+            d["kernel"] = self.kernel
+        return json.dumps(d, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str, run_id: str = "") -> RunSpec:
         d = json.loads(text)
         return cls(d["scenario"], tuple(d["overrides"]), d["seed"],
-                   tuple((k, v) for k, v in d["point"]), run_id, source=d.get("source", ""))
+                   tuple((k, v) for k, v in d["point"]), run_id, source=d.get("source", ""),
+                   kernel=d.get("kernel", ""))
+
+
+def with_kernel(specs: Sequence[RunSpec], kernel: str | None) -> list[RunSpec]:
+    """``specs`` to be run with the simulation kernel ``kernel`` (None: the default)."""
+    return [attrs.evolve(s, kernel=kernel) for s in specs] if kernel else list(specs)
 
 
 @attrs.frozen
@@ -364,7 +375,7 @@ def run_one(spec: RunSpec) -> tuple[str, str, dict]:
     from sim import run_scenario
 
     scenario = load_run_scenario(spec)
-    result = run_scenario(scenario, seed=spec.seed, raise_on_violation=False)
+    result = run_scenario(scenario, seed=spec.seed, raise_on_violation=False, kernel=spec.kernel or None)
     runs = result.runs
     point = {"run_id": spec.run_id, "seed": spec.seed, **dict(spec.point), "spec": spec.to_json()}
     tables = {"events": result.events, "intervals": result.intervals,

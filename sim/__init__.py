@@ -1,4 +1,10 @@
-"""The simulator: a Kafka consumer group's rebalances as trio actors in virtual time.
+"""The simulator: a Kafka consumer group's rebalances as actors in virtual time.
+
+The group coordinator, each client process and the director playing the timeline are actors
+(``actors``). ``run_scenario(..., kernel="tasks")`` runs each of them as a trio task of its own,
+handed its inputs through trio in virtual time (trio's ``MockClock``); the default, "inline",
+calls the same actors with the same inputs in the same order from one trio task, and is faster.
+Both give the same results (``kernel``).
 
 Layout:
   config      SimConfig and its parts (Kafka's names and defaults), ConfigError
@@ -8,7 +14,8 @@ Layout:
   consumer_group   the coordinator of the consumer group protocol, KIP-848 (sans-I/O core)
   consumer_member  the new consumer's membership and reconciliation logic (sans-I/O core)
   target_assignment  the server-side assignor call behind KIP-848's target assignment
-  kernel      the deterministic input queue and the trio loop; actors drive the cores
+  kernel      the deterministic input queue and the two kernels that deliver it (tasks, inline)
+  actors      the coordinator, client and director actors that drive the cores
   network     latency, drops, delay spikes, one-way partitions
   recorder    events / intervals rows and Parquet output
   metrics     every metric, computed from events and intervals in one place

@@ -1,9 +1,15 @@
-"""The thin trio actors: they deliver inputs to the sans-I/O cores and carry out the effects.
+"""The thin actors: they deliver inputs to the sans-I/O cores and carry out the effects.
 
-- ``CoordinatorActor`` drives ``sim.group.GroupCoordinator``.
-- ``MemberActor`` drives one client's ``sim.member.Member`` (a new core per process start, so a
-  restart loses all in-memory state, as a real restart does) and holds inputs back while the
-  process is paused.
+Under the task kernel (``--kernel tasks``, ``sim.kernel.TaskKernel``) each actor below is a trio
+task of its own, handed its inputs through trio by the kernel; under the inline kernel (the
+default, ``sim.kernel.Kernel``) the kernel's one task calls the same ``deliver`` with the same
+inputs in the same order. ``deliver`` never awaits, so an actor is the same code either way.
+
+- ``CoordinatorActor`` drives the group coordinator (``sim.group.GroupCoordinator``, or
+  ``sim.consumer_group.ConsumerGroupCoordinator`` under the consumer group protocol).
+- ``MemberActor`` drives one client's ``sim.member.Member`` (or
+  ``sim.consumer_member.ConsumerMember``; a new core per process start, so a restart loses all
+  in-memory state, as a real restart does) and holds inputs back while the process is paused.
 - ``Director`` plays the scenario's timeline.
 """
 

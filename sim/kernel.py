@@ -1,34 +1,53 @@
-"""The simulation kernel: one deterministic queue of timed inputs, delivered to trio actors.
+"""The simulation kernel: one deterministic queue of timed inputs, delivered to the actors.
 
 Every input (a network message, a timer, a control note) is an entry keyed by
 ``(time, sender_rank, sender_seq)``. The kernel takes every entry due at the earliest time, hands
 each actor its entries in key order, and only when all those actors have handled them looks at
-the queue again (so zero-delay replies form the next batch at the same instant). Actors only touch
-their own state and talk through the kernel, so the order in which the actors of one batch run
-cannot change any result: ties are broken by the key, as SimPy breaks them by event id.
+the queue again (so zero-delay replies form the next batch at the same instant). Within a batch
+the actors are handed their inputs one actor at a time, in the order of each actor's first entry
+in key order: ties at one instant are broken by that explicit key, never by a scheduler.
 
-An actor's ``deliver`` never awaits, so the kernel calls it directly, in the batch's order, and
-moves trio's MockClock forward itself (``MockClock.jump``) instead of sleeping until the next
-entry; it moves it only when other tasks can run (at a yield, and when it stops), since only they
-read it. It used to wake one trio task per actor per batch and ``trio.sleep_until`` every instant;
-with one or two inputs per batch that scheduling was over half the wall time of a rolling bounce.
-The results are the same either way (no result may depend on the order within a batch), and the
-kernel still yields to trio every ``YIELD_EVERY`` batches, so other tasks (a progress display, a
-test's watchdog) keep running.
+The actors (``sim.actors``: the group coordinator, one per client process, and the director that
+plays the timeline) are run by one of two kernels that give the same results, event for event
+(``tests/sim/test_kernels.py`` runs both on every built-in scenario under both group protocols and
+on soak schedules):
 
-The actors are handed the entry's own time rather than reading the clock back, so float rounding
-of the clock never leaks into results.
+- ``TaskKernel`` ("tasks"): every actor is a trio task of its own, parked in
+  ``trio.lowlevel.wait_task_rescheduled`` until it is handed its inputs of a batch with
+  ``trio.lowlevel.reschedule``. Exactly one actor's task runs simulation code at a time: when it
+  has handled its inputs it takes the kernel's next step (``TaskKernel._advance``, the one place
+  that takes entries off the queue, in the order above), hands that to the next actor's task
+  and parks; the kernel's own task starts the actors' tasks, hands over the first inputs and waits
+  for the end. trio's clock (a ``MockClock``) is moved to each batch's instant before the batch is
+  handed over, so ``trio.current_time()`` in any task is the simulated time (up to float
+  rounding); the actors are handed the entry's own time instead, so that rounding never leaks
+  into results.
+- ``Kernel`` ("inline", the default): the same actors, handed the same inputs in the same order,
+  but called from the kernel's one task (an actor's ``deliver`` never awaits). It moves trio's
+  clock only when other tasks can run (every ``YIELD_EVERY`` batches, and when it stops).
+
+Handing inputs to another task costs one of trio's scheduling rounds (an I/O poll, the run queue,
+a coroutine switch) per change of actor, and most inputs go to another actor than the one before
+(a coordinator's replies go to one member each); the inline kernel pays a method call instead,
+which is why it is the default (README: "Kernels" has the measured cost). Handing the actors of
+one batch to their tasks all at once would save rounds but not keep results: trio runs the tasks
+of one round in an order of its own, and the actors of a batch are not independent (the director
+reads the coordinator's leader and the members' liveness; members share the partitions' hand-off
+record).
 """
 
 from __future__ import annotations
 
 import functools
 import heapq
+import signal
 import sys
+import threading
 import weakref
 from collections.abc import Callable, Iterable
 
 import numpy as np
+import outcome
 import trio
 import trio.testing
 
@@ -304,7 +323,8 @@ class _SeedState(np.random.bit_generator.ISeedSequence):
 
 
 class Kernel:
-    """Heap of timed inputs plus the trio loop that delivers them (see the module docstring)."""
+    """The queue of timed inputs, and the inline kernel that delivers them by calling each
+    actor's ``deliver`` from its own task (see the module docstring)."""
 
     def __init__(self, seed: int, recorder, max_time: float):
         self.recorder = recorder
@@ -453,3 +473,232 @@ class Kernel:
             self.stopped = _stop_reason
             if clock is not None and self.now > clock_at:
                 clock.jump(self.now - clock_at)
+
+
+class _Inbox:
+    """Where the task kernel hands an actor its inputs: the actor's trio task, whether that task
+    is parked waiting for them, and an input handed before the task first ran."""
+
+    __slots__ = ("task", "parked", "pending")
+
+    def __init__(self):
+        self.task: trio.lowlevel.Task | None = None
+        self.parked = False
+        self.pending = None
+
+    def abort(self, _raise_cancel) -> trio.lowlevel.Abort:
+        # a cancelled run (Ctrl-C): the task wakes with Cancelled and is no longer parked
+        self.parked = False
+        return trio.lowlevel.Abort.SUCCEEDED
+
+
+_STOP = ("stop",)  # handed to every actor task when the run ends
+
+
+class TaskKernel(Kernel):
+    """The queue of ``Kernel`` delivered to actors that are trio tasks (see the module docstring).
+
+    The turn passes from task to task: the task that has just handled its inputs runs the
+    kernel's step (``_advance``, which also calls ``after_batch`` between batches) and reschedules
+    the task of the actor it hands the next inputs to, then parks; consecutive inputs for the same
+    actor stay in its task. A scheduling round per change of actor instead of two (to the
+    actor's task and back to a kernel task) per input handed."""
+
+    def __init__(self, seed: int, recorder, max_time: float):
+        super().__init__(seed, recorder, max_time)
+        self._nursery: trio.Nursery | None = None
+        self._inboxes: dict[str, _Inbox] = {}
+        self._me: trio.lowlevel.Task | None = None  # the kernel's own task
+        self._waiting = False  # the kernel's task is parked until the run ends
+        self._clock: trio.testing.MockClock | None = None
+        self._clock_at = 0.0  # where trio's clock stands
+        self._handoffs: list[tuple[str, list]] = []  # the current batch's handoffs still to make, last first
+        self._dests: Iterable[str] = ()  # the current batch's destinations (``batch_dests`` once it is done)
+        self._in_batch = False
+        self._sigint: Callable | None = None  # the SIGINT handler in place when the run started
+        self._sigint_deferred = False
+
+    def register(self, actor: Actor) -> int:
+        rank = super().register(actor)
+        self._inboxes[actor.name] = _Inbox()
+        if self._nursery is not None:  # an actor created during the run (a member that joins)
+            self._nursery.start_soon(self._serve, actor, name=f"actor {actor.name}")
+        return rank
+
+    # ---- the kernel's step (run by the task whose turn it is)
+
+    def _advance(self) -> tuple[str, list] | None:
+        """The next handoff, (destination, its entries of the batch at ``now``), in the inline
+        kernel's order; None when the run is over. Finishing a batch calls ``after_batch``."""
+        if self._sigint_deferred:
+            self._sigint_deferred = False
+            self._sigint(signal.SIGINT, None)  # (an actor's task: not inside trio's machinery)
+        if _stop_reason is not None:  # request_stop, looked at before every handoff
+            self.stopped = _stop_reason
+            return None
+        handoffs = self._handoffs
+        if handoffs:
+            return handoffs.pop()
+        if self._in_batch:
+            self._in_batch = False
+            self.batch_dests = self._dests
+            if self.after_batch is not None and self.after_batch(self.now):
+                return None
+        times = self._times
+        if not times:
+            return None
+        t = times[0]
+        if t > self.max_time:
+            return None
+        heapq.heappop(times)
+        self.now = t
+        if self._clock is not None and t > self._clock_at:
+            self._clock.jump(t - self._clock_at)
+            self._clock_at = t
+        entries = self._buckets.pop(t)
+        n = len(entries)
+        self.batches += 1
+        self.delivered += n
+        self._in_batch = True
+        if n == 1:
+            dest = entries[0][6]
+            self._dests = (dest,)
+            return dest, entries
+        entries.sort()  # keys are unique: (time, sender rank, sender seq)
+        batch: dict[str, list] = {}
+        for entry in entries:
+            items = batch.get(entry[6])
+            if items is None:
+                batch[entry[6]] = [entry]
+            else:
+                items.append(entry)
+        self._dests = batch
+        handoffs.extend(batch.items())
+        handoffs.reverse()
+        return handoffs.pop()
+
+    def _finish(self, failure: BaseException | None) -> None:
+        """The run is over (or failed): wake the kernel's task."""
+        if self._waiting:  # (not when the run was cancelled meanwhile)
+            self._waiting = False
+            trio.lowlevel.reschedule(self._me, outcome.Value(failure))
+
+    # ---- the tasks
+
+    async def _serve(self, actor: Actor) -> None:
+        """An actor's task: handle the inputs handed to it, then take the kernel's next step and
+        hand that to its actor's task (or keep going at once when they are this actor's own),
+        and park until handed inputs again."""
+        inbox = self._inboxes[actor.name]
+        inbox.task = trio.lowlevel.current_task()
+        inboxes = self._inboxes
+        advance = self._advance
+        deliver_batch = actor.deliver_batch
+        wait = trio.lowlevel.wait_task_rescheduled
+        reschedule = trio.lowlevel.reschedule
+        value = outcome.Value
+        abort = inbox.abort
+        items = inbox.pending
+        if items is None:
+            inbox.parked = True
+            items = await wait(abort)
+        else:  # handed over before this task first ran
+            inbox.pending = None
+        while items is not _STOP:
+            try:
+                deliver_batch(self.now, items)
+                step = advance()
+            except Exception as e:  # the kernel's task raises it, as the inline kernel would
+                self._finish(e)
+                step = None
+            if step is None:
+                self._finish(None)
+            else:
+                if self.batches % YIELD_EVERY == 0 and not self._handoffs:
+                    await trio.lowlevel.checkpoint()  # other tasks run even if no actor hands over
+                dest, items = step
+                target = inboxes[dest]
+                if target is inbox:
+                    continue  # this actor's own inputs: no task switch
+                if target.parked:
+                    target.parked = False
+                    reschedule(target.task, value(items))
+                else:  # started during this batch, not yet run (or a cancelled run)
+                    target.pending = items
+            inbox.parked = True
+            items = await wait(abort)
+
+    def _guard_sigint(self) -> None:
+        """While the run lasts, let the SIGINT handler in place raise KeyboardInterrupt only in
+        the actors' code. Trio keeps its own handler out of its scheduler, but a handler of the
+        caller's (``rebalance-sim run``: the first Ctrl-C stops the run, the second raises) would
+        raise wherever the signal lands, and here trio's scheduler runs between every two actors:
+        an interrupt there breaks trio itself. One that lands there is passed on at the next step."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        handler = signal.getsignal(signal.SIGINT)
+        if not callable(handler):
+            return
+
+        def guarded(signum, frame):
+            if trio.lowlevel.currently_ki_protected():  # (the interrupted frames are trio's)
+                self._sigint_deferred = True
+            else:
+                handler(signum, frame)
+
+        self._sigint = handler
+        signal.signal(signal.SIGINT, guarded)
+
+    async def run(self) -> None:
+        clock = trio.lowlevel.current_clock()
+        self._clock = clock if isinstance(clock, trio.testing.MockClock) else None
+        self._clock_at = self.now
+        self._me = trio.lowlevel.current_task()
+        failure: BaseException | None = None
+        self._guard_sigint()
+        global _running, _started
+        _running = True
+        _started += 1
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                for actor in self._ranks:
+                    nursery.start_soon(self._serve, actor, name=f"actor {actor.name}")
+                try:
+                    step = self._advance()
+                    if step is not None:
+                        dest, items = step
+                        self._inboxes[dest].pending = items  # no task has run yet
+                        self._waiting = True
+                        failure = await trio.lowlevel.wait_task_rescheduled(self._abort)
+                finally:
+                    self._nursery = None
+                    for inbox in self._inboxes.values():
+                        if inbox.parked:
+                            inbox.parked = False
+                            trio.lowlevel.reschedule(inbox.task, outcome.Value(_STOP))
+                        else:
+                            inbox.pending = _STOP
+        except BaseExceptionGroup as group:
+            # what escapes a task here is an interruption (Ctrl-C): raise it alone, as the
+            # inline kernel's single task does
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
+            raise
+        finally:
+            _running = False
+            if self._sigint is not None:
+                signal.signal(signal.SIGINT, self._sigint)
+        if self._sigint_deferred:  # landed in trio's machinery after the last step
+            self._sigint_deferred = False
+            self._sigint(signal.SIGINT, None)
+        if failure is not None:
+            raise failure
+
+    def _abort(self, _raise_cancel) -> trio.lowlevel.Abort:
+        self._waiting = False
+        return trio.lowlevel.Abort.SUCCEEDED
+
+
+KERNELS = {"inline": Kernel, "tasks": TaskKernel}
+DEFAULT_KERNEL = "inline"

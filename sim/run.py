@@ -27,7 +27,7 @@ from .consumer_member import ConsumerMember
 from .group import COMPLETING_REBALANCE, EMPTY, PREPARING_REBALANCE, STABLE, GroupCoordinator
 from .ids import kafka_uuid
 from .invariants import check_run
-from .kernel import Kernel
+from .kernel import DEFAULT_KERNEL, KERNELS
 from .member import Handoffs, Member
 from .metrics import compute_metrics
 from .network import LinkFault, Network
@@ -134,7 +134,7 @@ def _version(dist: str) -> str:
 
 class _Runner:
     def __init__(self, scenario: Scenario, seed: int, progress: bool, max_wall_s: float | None = None,
-                 max_events: int | None = None):
+                 max_events: int | None = None, kernel: str = DEFAULT_KERNEL):
         self.scenario = scenario
         self.config = scenario.config
         self.seed = seed
@@ -142,7 +142,7 @@ class _Runner:
         self.recorder = Recorder()
         self.timeline = scenario.timeline_for_seed(seed)  # each action at its instant for this seed
         self.world = MetadataHistory(scenario, self.timeline)
-        self.kernel = Kernel(seed, self.recorder, self.config.max_duration_s)
+        self.kernel = KERNELS[kernel](seed, self.recorder, self.config.max_duration_s)
         faults = []
         for a in self.timeline:
             if isinstance(a, NetworkPartition):
@@ -505,7 +505,7 @@ def _release(runner: _Runner) -> None:
 def run_scenario(scenario: Scenario, seed: int = 0, out_dir: str | os.PathLike | None = None,
                  progress: bool = False, *, raise_on_violation: bool = True,
                  max_wall_s: float | None = None, max_events: int | None = None,
-                 should_stop: Callable[[], bool] | None = None) -> RunResult:
+                 should_stop: Callable[[], bool] | None = None, kernel: str | None = None) -> RunResult:
     """Run ``scenario`` with ``seed`` in virtual time and measure it.
 
     Returns a ``RunResult`` (``summary``, ``episodes``, ``events``, ``intervals``, ``runs``,
@@ -522,7 +522,15 @@ def run_scenario(scenario: Scenario, seed: int = 0, out_dir: str | os.PathLike |
     ``partial`` and ``partial_reason``, and the runs row). Invariants that need the run's end
     (every partition eventually owned) are not checked for a partial run. ``should_stop`` (polled
     every few dozen batches; the CLI sets it on Ctrl-C) stops a run the same way.
+
+    ``kernel`` picks how the actors are run (``sim.kernel.KERNELS``): ``"tasks"``, each actor a
+    trio task of its own, or ``"inline"``, the same actors called in the same order from the
+    kernel's one task; None is ``sim.kernel.DEFAULT_KERNEL``. Both give the same results, so the
+    kernel is not part of the run id; the runs table records which one ran.
     """
+    kernel = DEFAULT_KERNEL if kernel is None else kernel
+    if kernel not in KERNELS:
+        raise ConfigError("kernel", f"{kernel!r} is not one of {', '.join(sorted(KERNELS))}")
     if max_events is not None and (isinstance(max_events, bool) or not isinstance(max_events, int) or max_events < 1):
         raise ConfigError("max_events", f"{max_events!r} is not a positive integer")
     if max_wall_s is not None and (isinstance(max_wall_s, bool) or not isinstance(max_wall_s, int | float)
@@ -530,7 +538,7 @@ def run_scenario(scenario: Scenario, seed: int = 0, out_dir: str | os.PathLike |
         raise ConfigError("max_wall_s", f"{max_wall_s!r} is not a positive number of seconds")
     wall0 = time.perf_counter()
     with _without_cyclic_gc():
-        runner = _Runner(scenario, seed, progress, max_wall_s, max_events)
+        runner = _Runner(scenario, seed, progress, max_wall_s, max_events, kernel)
         runner.should_stop = should_stop
         end, settled = runner.run()
         partial = bool(runner.partial_reason)
@@ -566,6 +574,7 @@ def run_scenario(scenario: Scenario, seed: int = 0, out_dir: str | os.PathLike |
         "events_delivered": delivered,
     }
     row: dict[str, Any] = {"run_id": run_id, "scenario": scenario.name, "seed": seed, "partial": partial,
+                           "kernel": kernel,
                            "version_rebalance_sim": _version("rebalance-sim"),
                            "version_trio": trio.__version__, "version_pyarrow": pa.__version__,
                            "timeline": json.dumps([action_to_dict(a) for a in scenario.timeline],

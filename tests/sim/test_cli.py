@@ -88,37 +88,73 @@ def test_timeline_missing_dir_is_exit_2(tmp_path, capsys):
 
 def test_bench_sim_quick_json(capsys):
     """`bench sim --quick --json` reports wall time, messages/s and peak memory per case."""
-    assert cli(["bench", "sim", "--quick", "--json"]) == 0
+    assert cli(["bench", "sim", "--quick", "--json", "--kernel", "inline"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert rows and all({"wall_s", "cpu_s", "messages_per_s", "peak_rss_mib"} <= set(r) for r in rows)
 
 
 def test_bench_sim_repeat_reports_medians_and_their_range(capsys):
-    """`bench sim --repeat 3 --only TEXT` runs only the matching case, three times: the row holds
-    the median wall and CPU time inside their range, and one run's counts."""
-    assert cli(["bench", "sim", "--quick", "--json", "--repeat", "3", "--only", "SCALE-OUT 100 "]) == 0
+    """`bench sim --repeat 2 --only TEXT` runs only the matching case, twice under each kernel:
+    each kernel's row holds the median wall and CPU time inside their range, and one run's counts
+    (the same under both kernels); the other kernel's row has its time as a ratio of the default's."""
+    assert cli(["bench", "sim", "--quick", "--json", "--repeat", "2", "--only", "SCALE-OUT 100 "]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [r["case"] for r in rows] == ["scale-out 100 members"]
-    row = rows[0]
-    assert row["repeat"] == 3 and row["messages"] > 0
-    for key in ("wall_s", "cpu_s", "sim_wall_s"):
-        assert row[f"{key}_min"] <= row[key] <= row[f"{key}_max"]
+    assert [(r["case"], r["kernel"]) for r in rows] == [("scale-out 100 members", "inline"),
+                                                        ("scale-out 100 members", "tasks")]
+    for row in rows:
+        assert row["repeat"] == 2 and row["messages"] == rows[0]["messages"] > 0
+        for key in ("wall_s", "cpu_s", "sim_wall_s"):
+            assert row[f"{key}_min"] <= row[key] <= row[f"{key}_max"]
+    assert rows[1]["cpu_s_ratio"] == round(rows[1]["cpu_s"] / rows[0]["cpu_s"], 2)
 
 
 def test_bench_sim_repeats_that_disagree_fail(monkeypatch, capsys):
     """Two runs of one scenario and seed with different counts are a bug, not noise: exit 1."""
     runs = iter([{"messages": 10, "rounds": 1, "rebalance_s": 1.0}, {"messages": 11, "rounds": 1, "rebalance_s": 1.0}])
 
-    def fake(index, quick):
-        return {"case": "x", "wall_s": 1.0, "cpu_s": 1.0, "sim_wall_s": 1.0, "peak_rss_mib": 1,
-                "target_s": None, "invariant_violations": 0, **next(runs)}
+    def fake(index, quick, kernel):
+        return {"case": "x", "kernel": kernel, "wall_s": 1.0, "cpu_s": 1.0, "sim_wall_s": 1.0,
+                "peak_rss_mib": 1, "target_s": None, "invariant_violations": 0, **next(runs)}
 
     monkeypatch.setattr(bench_sim, "_measure_in_subprocess", fake)
-    assert cli(["bench", "sim", "--quick", "--repeat", "2", "--only", "scale-out 100 "]) == 1
+    assert cli(["bench", "sim", "--quick", "--repeat", "2", "--only", "scale-out 100 ", "--kernel", "inline"]) == 1
     assert "repeats disagree" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("args,needle", [(["--repeat", "0"], "--repeat"), (["--only", "no such case"], "--only")])
+def test_bench_sim_measures_both_kernels_interleaved(monkeypatch, capsys):
+    """Both kernels per case, the default first with its target judged, the other as a ratio of
+    it; the repeats alternate which kernel goes first."""
+    calls = []
+
+    def fake(index, quick, kernel="inline"):
+        calls.append(kernel)
+        wall = 1.0 if kernel == "inline" else 1.5
+        return {"case": "x", "kernel": kernel, "wall_s": wall, "cpu_s": wall / 2, "sim_wall_s": wall,
+                "peak_rss_mib": 1, "target_s": None, "invariant_violations": 0, "messages": 10,
+                "rounds": 1, "rebalance_s": 1.0}
+
+    monkeypatch.setattr(bench_sim, "_measure_in_subprocess", fake)
+    assert cli(["bench", "sim", "--quick", "--json", "--repeat", "3", "--only", "scale-out 100 "]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert calls == ["inline", "tasks", "tasks", "inline", "inline", "tasks"]
+    assert [r["kernel"] for r in rows] == ["inline", "tasks"]
+    assert rows[1]["wall_s_ratio"] == 1.5 and rows[1]["cpu_s_ratio"] == 1.5 and rows[1]["ratio_to"] == "inline"
+    assert "wall_s_ratio" not in rows[0]
+
+
+def test_bench_sim_fails_when_the_kernels_disagree(monkeypatch, capsys):
+    def fake(index, quick, kernel="inline"):
+        return {"case": "x", "kernel": kernel, "wall_s": 1.0, "cpu_s": 1.0, "sim_wall_s": 1.0,
+                "peak_rss_mib": 1, "target_s": None, "invariant_violations": 0,
+                "messages": 10 if kernel == "inline" else 11, "rounds": 1, "rebalance_s": 1.0}
+
+    monkeypatch.setattr(bench_sim, "_measure_in_subprocess", fake)
+    assert cli(["bench", "sim", "--quick", "--only", "scale-out 100 "]) == 1
+    assert "kernels disagree" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args,needle", [(["--repeat", "0"], "--repeat"), (["--only", "no such case"], "--only"),
+                                          (["--kernel", "threads"], "--kernel")])
 def test_bench_sim_bad_options_exit_2_with_one_line(args, needle, capsys):
     assert cli(["bench", "sim", "--quick", *args]) == 2
     err = capsys.readouterr().err.strip()

@@ -105,12 +105,13 @@ def test_lazy_generator_draws_what_scalar_draws_would(seed, ops):
     assert lazy.bit_generator.state == ref.bit_generator.state
 
 
+@pytest.mark.parametrize("kernel", ["inline", "tasks"])
 @pytest.mark.parametrize("name, overrides", [
     ("rolling-deploy", {"members": "100"}),
     ("crash", {"members": "100", "consumer.group_protocol": "consumer"}),
     ("scale-out", {"members": "100", "network.latency.kind": "lognormal"}),
 ])
-def test_a_finished_run_leaves_its_world_to_reference_counting(name, overrides):
+def test_a_finished_run_leaves_its_world_to_reference_counting(name, overrides, kernel):
     """What a run built is freed as the run returns, not left in reference cycles for the cyclic
     collector to trace (Spark's Python workers run a full collection after every task); a
     100-member rolling deploy once left 46,000 objects in cycles. Trio's own finished run keeps
@@ -121,7 +122,7 @@ def test_a_finished_run_leaves_its_world_to_reference_counting(name, overrides):
     from sim import run_scenario
 
     gc.collect()
-    result = run_scenario(load_scenario(name, overrides), seed=0)
+    result = run_scenario(load_scenario(name, overrides), seed=0, kernel=kernel)
     assert gc.collect() < 1000
     assert result.summary["messages"] > 0 and result.events.num_rows > 0  # the results are intact
 
