@@ -13,7 +13,7 @@ it collected, Spark writes the others):
 ``runs``     one row per run: the parameter point, seed, the summary metrics, and the unassigned
              partition-seconds and max window recomputed here from ``intervals`` (the
              ``*_from_intervals`` columns; ``intervals_match`` says they agree with the summary).
-``points``   one row per parameter point: ``<metric>_median``, ``_p90``, ``_max`` across seeds
+``points``   one row per parameter point: ``<metric>_median``, ``_p10``, ``_p90``, ``_max`` across seeds
              (exact percentiles, linear interpolation between order statistics, as numpy's
              default) and ``seeds``.
 ``windows``  one row per unassigned window inside a rebalance episode (formation excluded):
@@ -55,7 +55,7 @@ EXTRA: tuple[tuple[str, str], ...] = (
     ("wall_s", "double"),
     ("messages", "long"),
 )
-STATS = (("median", 0.5), ("p90", 0.9))
+STATS = (("median", 0.5), ("p10", 0.1), ("p90", 0.9))
 NOT_POINT = {"run_id", "seed", "spec"}
 # The most windows the driver sorts and writes itself for a local output when the caller does not
 # collect them (about 100 MB as Arrow); beyond that Spark sorts and writes them.
@@ -157,7 +157,7 @@ def assignment_time(events_df, episodes_df):
 
 
 def per_point(runs_df, metrics: Sequence[str] | None = None):
-    """Median, p90 and max across seeds of every metric, per parameter point."""
+    """Median, p10, p90 and max across seeds of every metric, per parameter point."""
     from pyspark.sql import functions as F
 
     metrics = list(metrics or [m for m, _ in METRICS])

@@ -176,23 +176,70 @@ def format_partitions(parts: list[TopicPartition]) -> str:
     return " ".join(f"{t}[{_ranges(ps)}]" for t, ps in by_topic.items()) or "-"
 
 
+class _Object(dict):
+    """A JSON object as parsed, with the keys it gave more than once (json keeps the last)."""
+
+    twice: tuple[str, ...] = ()
+
+
+def _object(pairs: list[tuple[str, Any]]) -> _Object:
+    out = _Object(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        out.twice = tuple(k for k, _ in pairs if k in seen or seen.add(k))
+    return out
+
+
+def _first_duplicate(value: Any, path: str = "") -> str | None:
+    """The dotted path of the first key given twice in one object of ``value``, or None."""
+    if isinstance(value, _Object):
+        if value.twice:
+            return f"{path}.{value.twice[0]}" if path else value.twice[0]
+        for k, v in value.items():
+            found = _first_duplicate(v, f"{path}.{k}" if path else k)
+            if found:
+                return found
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found = _first_duplicate(v, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def read_input(path: str) -> Any:
+    """The parsed JSON document of ``path`` (``-``: stdin); raises ``InputError`` in one line."""
+    source = "<stdin>" if path == "-" else path
+    try:
+        if path == "-":
+            buffer = getattr(sys.stdin, "buffer", None)  # (a test's StringIO has text only)
+            data = buffer.read() if buffer is not None else sys.stdin.read().encode("utf-8")
+        else:
+            with open(path, "rb") as f:
+                data = f.read()
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{source}: not a text file (byte {e.start}: not UTF-8); expected the JSON "
+                         "description of a group") from None
+    try:
+        doc = json.loads(text, object_pairs_hook=_object)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{source}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    except RecursionError:
+        raise InputError(f"{source}: nested too deeply to be a group description") from None
+    twice = _first_duplicate(doc)
+    if twice:
+        raise InputError(f"{twice}: given twice (a JSON object names each key once)")
+    return doc
+
+
 def run(args) -> int:
     try:
-        if args.input == "-":
-            text = sys.stdin.read()
-            source = "<stdin>"
-        else:
-            source = args.input
-            with open(args.input, encoding="utf-8") as f:
-                text = f.read()
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise InputError(f"{source}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+        doc = read_input(args.input)
         name, metadata, subs = build_group(doc, args.assignor)
         result = get_assignor(name).assign(metadata, subs)
     except OSError as e:
-        print(f"rebalance-sim assign: {args.input}: {e.strerror}", file=sys.stderr)
+        print(f"rebalance-sim assign: {args.input}: {e.strerror or e}", file=sys.stderr)
         return 2
     except (InputError, AssignorError) as e:
         print(f"rebalance-sim assign: {e}", file=sys.stderr)

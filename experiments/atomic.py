@@ -11,7 +11,15 @@ from pathlib import Path
 
 
 def _umask() -> int:
-    # os.umask can only be read by setting it; set it straight back (single-threaded CLI use).
+    """The process's umask. Linux shows it in /proc/self/status; elsewhere os.umask can only read
+    it by setting it, and threads creating files at that instant would get the wrong one."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
     mask = os.umask(0o022)
     os.umask(mask)
     return mask

@@ -226,9 +226,14 @@ def _summary_md(findings: list[Finding], rel_tol: float) -> str:
     return "\n".join(lines) + "\n"
 
 
+DEFAULT_TOLERANCE, DEFAULT_ABS_TOLERANCE = 0.02, 1e-3
+
+
 def run(args) -> int:
     out = Path(args.out or DEFAULT_OUT)
-    baseline_path = Path(args.baseline)
+    baseline_path = Path(args.baseline or DEFAULT_BASELINE)
+    tolerance = DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance
+    abs_tolerance = DEFAULT_ABS_TOLERANCE if args.abs_tolerance is None else args.abs_tolerance
     rows = run_suite(progress=not args.quiet, kernel=getattr(args, "kernel", None))
     atomic_write_text(out / "metrics.csv", to_csv(rows))
     if args.update_baseline:
@@ -244,7 +249,7 @@ def run(args) -> int:
     except ValueError as e:
         print(f"rebalance-sim experiment ci-regression: {e}", file=sys.stderr)
         return 2
-    findings = compare(baseline, rows, args.tolerance, args.abs_tolerance)
+    findings = compare(baseline, rows, tolerance, abs_tolerance)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["scenario", "assignor", "seed", "metric", "baseline", "current", "change", "status"])
@@ -253,13 +258,13 @@ def run(args) -> int:
         w.writerow([f.scenario, f.assignor, f.seed, f.metric, f.baseline, f.current,
                     "" if change is None else f"{change:.6f}", f.status])
     atomic_write_text(out / "comparison.csv", buf.getvalue())
-    _plot(findings, out, args.tolerance)
-    atomic_write_text(out / "summary.md", _summary_md(findings, args.tolerance))
+    _plot(findings, out, tolerance)
+    atomic_write_text(out / "summary.md", _summary_md(findings, tolerance))
     bad = [f for f in findings if f.status != "ok"]
     for f in bad:
         print(f"REGRESSION {f.describe()}", file=sys.stderr)
     print(f"ci-regression: {len(findings) - len(bad)} of {len(findings)} metric values within "
-          f"{args.tolerance:.0%} of the baseline; figures in {out}/")
+          f"{tolerance:.0%} of the baseline; figures in {out}/")
     return 1 if bad else 0
 
 
@@ -267,10 +272,12 @@ def add_arguments(p, with_out: bool = True) -> None:
     """The suite's options (``--out`` too unless the caller's parser already has one)."""
     if with_out:
         p.add_argument("--out", default=str(DEFAULT_OUT), help="where metrics, comparison and plots go")
-    p.add_argument("--baseline", default=str(DEFAULT_BASELINE), help="ci-regression: baseline CSV to compare with")
+    # defaults are applied in run(): None says the option was not given (experiment_cmd refuses
+    # these options for the other experiments)
+    p.add_argument("--baseline", help=f"ci-regression: baseline CSV to compare with (default {DEFAULT_BASELINE})")
     p.add_argument("--update-baseline", action="store_true", help="ci-regression: rewrite the baseline with this run")
-    p.add_argument("--tolerance", type=float, default=0.02,
+    p.add_argument("--tolerance", type=float,
                    help="ci-regression: relative tolerance (default 0.02 = 2%%)")
-    p.add_argument("--abs-tolerance", type=float, default=1e-3,
+    p.add_argument("--abs-tolerance", type=float,
                    help="ci-regression: absolute tolerance for values near zero (default 0.001)")
     p.add_argument("--quiet", action="store_true", help="ci-regression: no progress lines")

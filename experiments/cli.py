@@ -6,6 +6,7 @@ import argparse
 import importlib
 import os
 import sys
+import time
 
 # Modules that add top-level subcommands, and those that add `bench` targets.
 COMMAND_MODULES = ["experiments.run_cmd", "experiments.list_cmd", "experiments.experiment_cmd", "experiments.soak",
@@ -43,7 +44,31 @@ def _usage(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
+_started_at: float | None = None
+
+
+def started_at() -> float | None:
+    """When ``main`` was entered (``time.monotonic()``), None outside it: where ``run
+    --max-wall`` counts from."""
+    return _started_at
+
+
 def main(argv: list[str] | None = None) -> int:
+    global _started_at
+    _started_at = time.monotonic()
+    try:
+        rc = _main(argv)
+    finally:
+        _started_at = None
+    spark = sys.modules.get("experiments.spark")
+    if argv is None and spark is not None and spark.threads_busy():  # (the process's own command)
+        # A thread still in a Spark call would abort the interpreter's finalization (see
+        # experiments.spark.threads_busy): leave without it, output flushed.
+        spark.exit_now(rc)
+    return rc
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         parser = build_parser()  # imports every command module: Ctrl-C can land here too
         args = parser.parse_args(argv)

@@ -2,8 +2,9 @@
 
 ``rebalance-sim sweep GRID.toml --out DIR``  run a grid on Spark, then aggregate it (see sweep.py)
 ``rebalance-sim experiment NAME``            a packaged study that ends in an HTML report:
-    eager-vs-cooperative   range / roundrobin / sticky / cooperative-sticky, static and dynamic
-                           members, scale-out / crash / rolling bounce, 10..1000 members, 3 seeds
+    eager-vs-cooperative   range / roundrobin / sticky / cooperative-sticky / the consumer protocol,
+                           static and dynamic members, scale-out / crash / rolling deploy,
+                           10..1000 members, 20 seeds (6 at 1,000 members)
     assignor-scaling       leader assignment time and its share of the rebalance, per assignor,
                            100..10,000 members and up to 1,000,000 partitions
 
@@ -33,8 +34,9 @@ def register(subparsers) -> None:
     p.add_argument("--out", required=True, help="output directory or URI (file://, s3a://, hdfs://, ...): "
                    "the runs' tables and aggregate/")
     p.add_argument("--batch-runs", type=int, default=None, metavar="N",
-                   help="runs per committed batch (default: 4 per core, at least 1/8 of the sweep); "
-                   "a kill loses at most the batch in flight")
+                   help="runs per committed batch (default: about 1/6 of the sweep's cost, at least 2 "
+                   "runs per core); each batch is committed when its runs are done, so a kill loses "
+                   "at most the batches in flight (two)")
     _spark_options(p)
     add_kernel_option(p)
     p.set_defaults(func=cmd_sweep)
@@ -44,7 +46,7 @@ def register(subparsers) -> None:
                                   f"{e.name}: {e.description}" for e in EXPERIMENTS.values()))
     p.add_argument("name", choices=sorted(EXPERIMENTS), help="which experiment")
     p.add_argument("--scale", choices=("default", "large", "smoke"), default="default",
-                   help="large adds bigger groups (takes much longer); smoke: tiny groups, 1 seed")
+                   help="large adds bigger groups (takes much longer); smoke: tiny groups, 2 seeds")
     p.add_argument("--out", help="report directory (default out/NAME/report)")
     p.add_argument("--update-reference", action="store_true",
                    help="write the report to the committed reference results (results/NAME; "
@@ -95,11 +97,12 @@ def _spark_options(p) -> None:
 
 
 def _check_spark_options(cmd: str, args) -> int | None:
-    from .spark import parse_conf
+    from .spark import SparkUnavailable, check_master, parse_conf
 
     try:
         parse_conf(getattr(args, "conf", None) or [])
-    except ValueError as e:
+        check_master(getattr(args, "master", None))
+    except (ValueError, SparkUnavailable) as e:
         return _err(cmd, str(e))
     t = getattr(args, "spark_timeout", None)
     if t is not None and not t > 0:
@@ -124,13 +127,43 @@ def _interrupted(cmd: str, message: str) -> int:
     return 130
 
 
+class _SigintSeen:
+    """Whether a Ctrl-C came while the block ran. A terminal's Ctrl-C reaches Spark's JVM too,
+    which may fail the call under way (a broken pipe) before Python raises KeyboardInterrupt:
+    that failure is the interrupt, not a Spark error. Python's own handler is kept in effect
+    (it raises KeyboardInterrupt); only a command that does not simulate in this process uses
+    this (trio protects its own state only under Python's handler)."""
+
+    def __init__(self, active: bool = True):
+        self.seen = False
+        self.active = active
+
+    def __enter__(self) -> _SigintSeen:
+        import signal
+        import threading
+
+        self.previous = None
+        if (self.active and threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            def on_sigint(signum, frame):
+                self.seen = True
+                signal.default_int_handler(signum, frame)
+
+            self.previous = signal.signal(signal.SIGINT, on_sigint)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+
 def cmd_sweep(args) -> int:
-    from .aggregate import aggregate
-    from .atomic import atomic_write_bytes
-    from .spark import SparkUnavailable, get_spark, interrupt_all, is_spark_error, spark_error_line
+    from . import lock
+    from .spark import SparkUnavailable, is_spark_error, spark_error_line
     from .store import OutputError as StoreError
-    from .store import local_path
-    from .sweep import SweepInterrupted, with_kernel
+    from .sweep import AggregateIncomplete, SweepInterrupted, with_kernel
 
     bad = _check_spark_options("sweep", args) or kernel_error("sweep", args)
     if bad is not None:
@@ -144,33 +177,66 @@ def cmd_sweep(args) -> int:
         return _err("sweep", str(e))
     try:
         out = _check_out("--out", args.out)
-    except OutputError as e:
+        lock.hold(out, "--out")  # a local output: before Spark starts
+    except (OutputError, lock.LockHeld) as e:
         return _err("sweep", str(e))
+    phase = ["starting Spark"]
+    with _SigintSeen() as sigint:
+        try:
+            return _sweep(args, grid, specs, out, phase)
+        except (SparkUnavailable, StoreError, lock.LockHeld) as e:
+            return _spark_err("sweep", e)
+        except SweepInterrupted as e:
+            return _interrupted("sweep", str(e))
+        except AggregateIncomplete as e:
+            return _failed("sweep", str(e))
+        except KeyboardInterrupt:
+            return _sweep_interrupted(out, phase[0])
+        except Exception as e:
+            if not is_spark_error(e):
+                raise
+            if sigint.seen:
+                return _sweep_interrupted(out, phase[0])
+            return _failed("sweep", spark_error_line(e))
+        finally:
+            lock.release_all()
+
+
+def _sweep_interrupted(out, phase: str) -> int:
+    from .spark import interrupt_all
+
+    interrupt_all()
+    if phase == "aggregating":
+        return _interrupted("sweep", f"interrupted while aggregating; every run is complete in {out} "
+                            "(rerun the same command to aggregate)")
+    return _interrupted("sweep", f"interrupted while {phase}; the runs complete so far are kept in {out} "
+                        "(rerun the same command to resume)")
+
+
+def _sweep(args, grid, specs, out, phase: list[str]) -> int:
+    from . import lock
+    from .aggregate import aggregate
+    from .atomic import atomic_write_bytes
+    from .spark import get_spark
+    from .store import local_path
+    from .sweep import check_aggregate
+
     if local_path(out) is not None:
         atomic_write_bytes(local_path(out) / "grid.toml", Path(args.grid).read_bytes())
     print(f"sweep {grid.name}: {len(specs)} runs ({len(grid.scenarios)} scenario(s) x "
           f"{len(grid.assignors or [None])} assignor(s) x {_points(grid)} point(s) x {len(grid.seeds)} seed(s))",
           file=sys.stderr)
     master = getattr(args, "master", None)
-    try:
-        spark = get_spark(master, conf=getattr(args, "conf", None) or (),
-                          ship=getattr(args, "ship", True), timeout_s=getattr(args, "spark_timeout", None))
-        status = run_sweep(specs, out, master=master, label=f"sweep {grid.name}",
-                           batch_runs=getattr(args, "batch_runs", None))
-        failed = report_failures(status)
-        tables = aggregate(spark, out, run_ids=[s.run_id for s in specs], collect_windows=False)
-    except (SparkUnavailable, StoreError) as e:
-        return _spark_err("sweep", e)
-    except SweepInterrupted as e:
-        return _interrupted("sweep", str(e))
-    except KeyboardInterrupt:
-        interrupt_all()
-        return _interrupted("sweep", f"interrupted while aggregating; every run is complete in {out} "
-                            "(rerun the same command to aggregate)")
-    except Exception as e:
-        if not is_spark_error(e):
-            raise
-        return _failed("sweep", spark_error_line(e))
+    spark = get_spark(master, conf=getattr(args, "conf", None) or (),
+                      ship=getattr(args, "ship", True), timeout_s=getattr(args, "spark_timeout", None))
+    lock.hold(out, "--out", spark)  # a Hadoop URI: once Spark can reach it
+    phase[0] = "sweeping"
+    status = run_sweep(specs, out, master=master, label=f"sweep {grid.name}",
+                       batch_runs=getattr(args, "batch_runs", None))
+    failed = report_failures(status)
+    phase[0] = "aggregating"
+    tables = aggregate(spark, out, run_ids=[s.run_id for s in specs], collect_windows=False)
+    check_aggregate(specs, status, tables["runs"])
     points = tables["points"].to_pandas()
     cols = [c for c in ("scenario", "assignor", *map(column_name, grid.vary)) if c in points.columns]
     show = cols + ["seeds", "rebalance_time_total_s_median", "unassigned_partition_s_median",
@@ -196,49 +262,88 @@ REFERENCE_DIRS = {"ci-regression": Path("results/ci")}
 
 
 def cmd_experiment(args) -> int:
+    from . import lock
     from .pipeline import Options, run_experiment
     from .spark import SparkUnavailable, interrupt_all, is_spark_error, spark_error_line
     from .store import OutputError as StoreError
-    from .sweep import SweepInterrupted
+    from .sweep import AggregateIncomplete, SweepInterrupted
 
     # A user's run writes under out/ (ignored by git); the committed reference results under
     # results/ change only when asked (--update-reference), never as a side effect of a run.
     if getattr(args, "out", None) is None:
         args.out = (str(REFERENCE_DIRS.get(args.name, Path("results") / args.name))
                     if getattr(args, "update_reference", False) else f"out/{args.name}/report")
-    bad = _check_spark_options("experiment", args) or kernel_error("experiment", args)
+    bad = (_check_spark_options("experiment", args) or _check_applicable(args)
+           or kernel_error("experiment", args))
     if bad is not None:
         return bad
+    work = getattr(args, "work", None) or f"out/{args.name}"
     try:
         check_output_dir(args.out)
-        if getattr(args, "work", None):
-            _check_out("--work", args.work)
-        elif args.name != "ci-regression":
-            check_output_dir(f"out/{args.name}", flag="work directory")
-    except OutputError as e:
+        if args.name != "ci-regression":
+            _check_out("--work", work) if getattr(args, "work", None) else check_output_dir(
+                work, flag="work directory")
+            lock.hold(work, "--work" if getattr(args, "work", None) else "work directory")
+    except (OutputError, lock.LockHeld) as e:
         return _err("experiment", str(e))
     exp = EXPERIMENTS[args.name]
     opts = Options(
         name=args.name, scale=getattr(args, "scale", "default"),
         out=Path(args.out),
-        work=getattr(args, "work", None) or f"out/{args.name}",
+        work=work,
         master=getattr(args, "master", None), conf=tuple(getattr(args, "conf", None) or ()),
         ship=getattr(args, "ship", True), timeout_s=getattr(args, "spark_timeout", None),
         command=_command_line(args), extra=args)
-    try:
-        return run_experiment(exp, opts)
-    except (GridError, SparkUnavailable, StoreError) as e:
-        return _spark_err("experiment", e)
-    except SweepInterrupted as e:
-        return _interrupted("experiment", str(e))
-    except KeyboardInterrupt:
-        interrupt_all()
-        return _interrupted("experiment", f"interrupted; the runs complete so far are kept in "
-                            f"{opts.work} (rerun the same command to resume)")
-    except Exception as e:
-        if not is_spark_error(e):
-            raise
-        return _failed("experiment", spark_error_line(e))
+    with _SigintSeen(active=exp.run is None) as sigint:  # (ci-regression simulates here, in trio)
+        try:
+            return run_experiment(exp, opts)
+        except (GridError, SparkUnavailable, StoreError, lock.LockHeld) as e:
+            return _spark_err("experiment", e)
+        except SweepInterrupted as e:
+            return _interrupted("experiment", str(e))
+        except AggregateIncomplete as e:
+            return _failed("experiment", str(e))
+        except KeyboardInterrupt:
+            interrupt_all()
+            return _interrupted("experiment", f"interrupted; the runs complete so far are kept in "
+                                f"{opts.work} (rerun the same command to resume)")
+        except Exception as e:
+            if not is_spark_error(e):
+                raise
+            if sigint.seen:
+                interrupt_all()
+                return _interrupted("experiment", f"interrupted; the runs complete so far are kept in "
+                                    f"{opts.work} (rerun the same command to resume)")
+            return _failed("experiment", spark_error_line(e))
+        finally:
+            lock.release_all()
+
+
+# Options that only ci-regression reads, and those only the Spark experiments read (with their
+# parser defaults): given where they do not apply, they are an error rather than ignored.
+CI_ONLY = {"baseline": None, "update_baseline": False, "tolerance": None, "abs_tolerance": None,
+           "quiet": False}
+SPARK_ONLY = {"scale": "default", "work": None, "master": None, "conf": [], "ship": True,
+              "spark_timeout": None}
+
+
+def _check_applicable(args) -> int | None:
+    def given(name, default):
+        value = getattr(args, name, default)
+        return value is not None and value != default
+
+    flag = {"ship": "--no-ship"}
+    if args.name == "ci-regression":
+        wrong = [n for n, d in SPARK_ONLY.items() if given(n, d)]
+        where = "ci-regression runs without Spark, on this machine"
+    else:
+        wrong = [n for n, d in CI_ONLY.items() if given(n, d)]
+        where = "it applies only to ci-regression"
+    if wrong:
+        name = wrong[0]
+        return _err("experiment", f"{flag.get(name, '--' + name.replace('_', '-'))}: not an option of "
+                    f"{args.name} ({where})")
+    return None
 
 
 def _command_line(args) -> str:

@@ -50,18 +50,61 @@ def protocol_of(assignor: str) -> str:
 
 
 def headline_table(points: pd.DataFrame, size: int, order=EAGER + (COOPERATIVE,)) -> pd.DataFrame:
-    """One row per (scenario, membership, assignor) at group size ``size``."""
+    """One row per (scenario, membership, assignor) at group size ``size``: each metric's median
+    across seeds under its label, and its p10 and p90 under ``"<label> p10"`` / ``"<label> p90"``."""
     p = points[points["members"] == size].copy()
     rank = {a: i for i, a in enumerate(order)}
     p["_o"] = p["assignor"].map(rank)
     p = p.sort_values(["scenario", "membership", "_o"])
     out = pd.DataFrame({"scenario": p["scenario"], "members": p["membership"], "assignor": p["assignor"],
-                        "protocol": [protocol_of(a) for a in p["assignor"]]})
+                        "protocol": [protocol_of(a) for a in p["assignor"]], "seeds": p["seeds"]})
     for label, col, kind in COLUMNS:
         values = p[col]
         # a median of rounds across an even number of seeds can be x.5: rounds are counted, so round
         out[label] = values.round().astype("Int64") if kind is int else values.astype(float)
+    for label, col, _ in COLUMNS:
+        metric = col.removesuffix("_median")
+        for stat in ("p10", "p90"):
+            out[f"{label} {stat}"] = p[f"{metric}_{stat}"].astype(float)
     return out.reset_index(drop=True)
+
+
+def with_bands(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` for people: each metric that has ``p10`` / ``p90`` columns shown as one text
+    column, ``median (p10-p90)``; the band columns dropped."""
+    out = table.copy()
+    for col in list(table.columns):
+        lo, hi = f"{col} p10", f"{col} p90"
+        if lo in table.columns and hi in table.columns:
+            out[col] = [_cell(m, a, b) for m, a, b in zip(table[col], table[lo], table[hi], strict=True)]
+            out = out.drop(columns=[lo, hi])
+    return out.rename(columns={c: f"{c} (p10-p90)" for c in out.columns
+                               if f"{c} p10" in table.columns})
+
+
+def _cell(median, lo, hi) -> str:
+    if median is None or median != median:
+        return "-"
+    if lo == hi:
+        return num(float(median))
+    return f"{num(float(median))} ({num(float(lo))}-{num(float(hi))})"
+
+
+def band(row, label: str) -> tuple[float, float]:
+    """The p10-p90 band of metric ``label`` in a row of ``headline_table`` (or any mapping with
+    the same columns); the median alone where the row has no band."""
+    m = float(row[label])
+    return float(row.get(f"{label} p10", m)), float(row.get(f"{label} p90", m))
+
+
+def same(a, b, label: str) -> bool:
+    """Whether rows ``a`` and ``b`` are about the same on ``label``: their p10-p90 bands across
+    seeds overlap, or their medians are within 5%. A difference inside the seeds' spread is not
+    stated as one."""
+    (alo, ahi), (blo, bhi) = band(a, label), band(b, label)
+    if alo <= bhi and blo <= ahi:
+        return True
+    return math.isclose(float(a[label]), float(b[label]), rel_tol=0.05, abs_tol=1e-9)
 
 
 def _ratio(a: float, b: float) -> str:
@@ -71,7 +114,7 @@ def _ratio(a: float, b: float) -> str:
     return f"{r:,.0f}x" if r >= 10 else f"{r:.1f}x"
 
 
-def _num(v: float) -> str:
+def num(v: float) -> str:
     if v == 0:
         return "0"
     return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
@@ -81,9 +124,24 @@ def _rounds(n) -> str:
     return f"{n} round" + ("" if n == 1 else "s")
 
 
+STALL = "unassigned partition-s"
+
+
+def best_eager(eager: pd.DataFrame) -> tuple[pd.Series, str]:
+    """The eager row that stalls least, and how to name it: by its assignor when its band is apart
+    from every other eager assignor's, else as the eager assignors that are about the same."""
+    eager = eager.sort_values(STALL, kind="stable")
+    e = eager.iloc[0]
+    ties = [r["assignor"] for _, r in eager.iloc[1:].iterrows() if same(e, r, STALL)]
+    if not ties:
+        return e, f"the best eager assignor ({e['assignor']})"
+    return e, f"eager ({', '.join([e['assignor'], *ties])} alike)"
+
+
 def sentences(table: pd.DataFrame) -> list[str]:
     """One sentence per (scenario, membership): cooperative-sticky against the eager assignor
-    that stalls least (the fairest comparison for eager)."""
+    that stalls least (the fairest comparison for eager), each figure a median across seeds with
+    its p10-p90 band; bands that overlap are "about the same"."""
     out = []
     for (scenario, membership), g in table.groupby(["scenario", "members"], sort=False):
         coop = g[g["assignor"] == COOPERATIVE]
@@ -91,21 +149,19 @@ def sentences(table: pd.DataFrame) -> list[str]:
         if coop.empty or eager.empty:
             continue
         c = coop.iloc[0]
-        e = eager.sort_values("unassigned partition-s").iloc[0]
-        cs, es = float(c["unassigned partition-s"]), float(e["unassigned partition-s"])
+        e, eager_name = best_eager(eager)
+        cs, es = float(c[STALL]), float(e[STALL])
         head = f"{scenario}, {membership} members: "
-        if math.isclose(cs, es, rel_tol=0.05, abs_tol=1e-9):
-            text = (f"cooperative-sticky and eager {e['assignor']} stall about the same "
-                    f"({_num(cs)} unassigned partition-seconds)")
+        quoted = (f"{quote(c, STALL)} vs {quote(e, STALL)} unassigned partition-seconds, "
+                  f"{num(float(c['records delayed']))} vs {num(float(e['records delayed']))} records "
+                  f"delayed, stop-the-world {num(float(c['stop-the-world s']))} vs "
+                  f"{num(float(e['stop-the-world s']))} s")
+        if same(c, e, STALL):
+            text = f"cooperative-sticky and {eager_name} stall about the same ({quoted})"
         elif cs < es:
-            text = (f"cooperative-sticky stalls {_ratio(es, cs)} less than the best eager assignor "
-                    f"({e['assignor']}): {_num(cs)} vs {_num(es)} unassigned partition-seconds, "
-                    f"{_num(float(c['records delayed']))} vs {_num(float(e['records delayed']))} records "
-                    f"delayed, stop-the-world {_num(float(c['stop-the-world s']))} vs "
-                    f"{_num(float(e['stop-the-world s']))} s")
+            text = f"cooperative-sticky stalls {_ratio(es, cs)} less than {eager_name}: {quoted}"
         else:
-            text = (f"cooperative-sticky stalls {_ratio(cs, es)} more than eager {e['assignor']}: "
-                    f"{_num(cs)} vs {_num(es)} unassigned partition-seconds")
+            text = f"cooperative-sticky stalls {_ratio(cs, es)} more than {eager_name}: {quoted}"
         cr, er = float(c["rebalance s"]), float(e["rebalance s"])
         if c["rounds"] == 0 and e["rounds"] == 0:
             text += ("; no rebalance round happens (the stall is the time a restarting member "
@@ -117,35 +173,45 @@ def sentences(table: pd.DataFrame) -> list[str]:
     return out
 
 
-def _versus(c: float, o: float, what: str, other: str) -> str:
+def quote(row, label: str) -> str:
+    """A median with its p10-p90 band, ``4,614 [3,900-5,200]`` (the median alone without a band)."""
+    lo, hi = band(row, label)
+    m = float(row[label])
+    return num(m) if lo == hi else f"{num(m)} [{num(lo)}-{num(hi)}]"
+
+
+def _versus(c, o, label: str, what: str, other: str) -> str:
     """'3.1x less stall than OTHER' / '2.0x more stall than OTHER' / 'about the same stall as
-    OTHER' for the consumer protocol's ``c`` against another protocol's ``o``."""
-    if math.isclose(c, o, rel_tol=0.05, abs_tol=1e-9):
+    OTHER' for the consumer protocol's row ``c`` against another protocol's row ``o``."""
+    cv, ov = float(c[label]), float(o[label])
+    if same(c, o, label):
         return f"about the same {what} as {other}"
-    if c < o:
-        return f"{_ratio(o, c)} less {what} than {other}" if c > 0 else f"no {what} where {other} has {_num(o)}"
-    return f"{_ratio(c, o)} more {what} than {other}"
+    if cv < ov:
+        return f"{_ratio(ov, cv)} less {what} than {other}" if cv > 0 else f"no {what} where {other} has {num(ov)}"
+    return f"{_ratio(cv, ov)} more {what} than {other}"
 
 
 def consumer_vs_classic(c, k, e, eager_name: str = "classic eager") -> str:
     """The consumer protocol (row ``c``) against classic cooperative (``k``) and classic eager
-    (``e``), stall first, then time to settle. Rows are mappings with the labels of ``HUMAN``;
-    records processed twice are quoted when the rows have them."""
+    (``e``), stall first, then time to settle. Rows are mappings with the labels of ``HUMAN``
+    (medians across seeds) and, where the rows have them, ``"<label> p10"`` / ``"<label> p90"``
+    bands: a difference inside overlapping bands is "about the same". Records processed twice are
+    quoted when the rows have them."""
     st, dl, rp = HUMAN["unassigned_partition_s"], HUMAN["throughput_loss_records"], HUMAN["records_reprocessed"]
     se = HUMAN["rebalance_time_total_s"]
-    quoted = (f"{_num(c[st])} vs {_num(k[st])} vs {_num(e[st])} unassigned partition-seconds; "
-              f"{_num(c[dl])} vs {_num(k[dl])} vs {_num(e[dl])} records delayed")
+    quoted = (f"{quote(c, st)} vs {quote(k, st)} vs {quote(e, st)} unassigned partition-seconds; "
+              f"{num(c[dl])} vs {num(k[dl])} vs {num(e[dl])} records delayed")
     if rp in c and rp in k and rp in e:
-        quoted += f"; {_num(c[rp])} vs {_num(k[rp])} vs {_num(e[rp])} records processed twice"
-    text = (f"the consumer protocol has {_versus(c[st], k[st], 'stall', 'classic cooperative')} and "
-            f"{_versus(c[st], e[st], 'stall', eager_name)} ({quoted}); it settles in {c[se]:.1f} s vs "
+        quoted += f"; {quote(c, rp)} vs {quote(k, rp)} vs {quote(e, rp)} records processed twice"
+    text = (f"the consumer protocol has {_versus(c, k, st, 'stall', 'classic cooperative')} and "
+            f"{_versus(c, e, st, 'stall', eager_name)} ({quoted}); it settles in {c[se]:.1f} s vs "
             f"{k[se]:.1f} s (cooperative) and {e[se]:.1f} s (eager)")
-    best = min(k[se], e[se])
-    if c[se] > best * 1.05:
-        return text + f", {_ratio(c[se], best)} slower than the faster classic protocol."
-    if c[se] < best / 1.05:
-        return text + f", {_ratio(best, c[se])} faster than the faster classic protocol."
-    return text + "."
+    best = k if float(k[se]) <= float(e[se]) else e
+    if same(c, best, se):
+        return text + ", about as fast as the faster classic protocol."
+    if c[se] > best[se]:
+        return text + f", {_ratio(c[se], best[se])} slower than the faster classic protocol."
+    return text + f", {_ratio(best[se], c[se])} faster than the faster classic protocol."
 
 
 def human_columns(frame: pd.DataFrame) -> pd.DataFrame:

@@ -51,30 +51,45 @@ def cmd_list(args) -> int:
     return 0
 
 
+def _plain(value):
+    """An attrs config as TOML-able values: tables as dicts, tuples as lists, unset (None) and
+    empty tables left out."""
+    if isinstance(value, dict):
+        out = {k: _plain(v) for k, v in value.items() if v is not None}
+        return {k: v for k, v in out.items() if v != {}}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
 def scenario_toml(name_or_path: str, overrides: list[str]) -> str:
     """The scenario ``name_or_path`` with ``overrides`` applied, as a TOML scenario file that
-    ``rebalance-sim run`` accepts and that runs the same simulation."""
+    ``rebalance-sim run`` accepts and that runs the same simulation: every field, defaults
+    included."""
     import tomllib
 
+    import attrs
+
     from sim import Scenario
+    from sim.scenario import action_to_dict
 
     from .experiment_cmd import to_toml
-    from .scenarios import BUILTINS, builtin_dict, load_scenario, parse_overrides
+    from .scenarios import BUILTINS, load_scenario, parse_overrides
 
     scenario = load_scenario(name_or_path, overrides)  # validates, with the loader's errors
-    if name_or_path in BUILTINS:
-        data = builtin_dict(name_or_path, parse_overrides(overrides))
-        header = f"# built-in scenario {name_or_path}" + (f" with {' '.join(overrides)}" if overrides else "")
-    else:
-        with open(name_or_path, "rb") as f:
-            data = tomllib.load(f)
-        from .scenarios import _set_path, parse_value
-
-        for key, raw in parse_overrides(overrides).items():
-            _set_path(data, key, parse_value(raw))
-        data.setdefault("name", scenario.name)
-        header = f"# scenario file {name_or_path}" + (f" with {' '.join(overrides)}" if overrides else "")
-    text = f"{header}\n# every field not given here takes Kafka's default (see the README)\n" + to_toml(data)
+    what = f"built-in scenario {name_or_path}" if name_or_path in BUILTINS else f"scenario file {name_or_path}"
+    header = f"# {what}" + (f" with {' '.join(overrides)}" if overrides else "")
+    data = _plain({"name": scenario.name, "description": scenario.description,
+                   **attrs.asdict(scenario.config),
+                   "timeline": [action_to_dict(a) for a in scenario.timeline]})
+    if not data["timeline"]:
+        del data["timeline"]
+    given = parse_overrides(overrides)
+    text = f"{header}\n# every field, defaults included (Kafka's, see the README)\n" + to_toml(data)
+    if "max_duration_s" not in given and name_or_path in BUILTINS:
+        # a built-in's limit grows with its timeline: printed, it no longer would
+        text = text.replace("\nmax_duration_s = ", "\n# grown with the timeline; remove it to let an edited timeline grow it again\n"
+                            "max_duration_s = ", 1)
     Scenario.from_dict(tomllib.loads(text))  # what we print must load
     return text
 

@@ -120,10 +120,11 @@ def run_experiment(exp: Experiment, opts: Options) -> int:
     """Run ``exp``: its grid on Spark (resuming), aggregation, its report recipe, the report."""
     from .aggregate import aggregate
     from .atomic import atomic_write_bytes
+    from .lock import hold
     from .provenance import produced_by
     from .report import write_report
     from .spark import current_master, get_spark
-    from .sweep import report_failures, run_sweep, with_kernel
+    from .sweep import check_aggregate, report_failures, run_sweep, with_kernel
 
     if exp.run is not None:
         return exp.run(opts.extra)
@@ -132,10 +133,12 @@ def run_experiment(exp: Experiment, opts: Options) -> int:
     say(opts, f"{len(specs)} runs; raw runs in {opts.work}, report in {opts.out}/")
     say(opts, f"starting Spark ({opts.master or 'local[*]'}) ...")
     spark = get_spark(opts.master, conf=opts.conf, ship=opts.ship, timeout_s=opts.timeout_s)
+    hold(opts.work, "--work", spark)  # (a local work directory is held already)
     status = run_sweep(specs, opts.work, master=opts.master, label=opts.name)
     failed = report_failures(status)
     say(opts, f"aggregating with Spark ({time.monotonic() - t_start:.0f} s) ...")
     arrow = aggregate(spark, opts.work, run_ids=[s.run_id for s in specs], collect_windows=exp.windows)
+    check_aggregate(specs, status, arrow["runs"])
     tables = {k: v.to_pandas() for k, v in arrow.items()}
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)

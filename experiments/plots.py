@@ -192,7 +192,7 @@ ASSIGNOR_MARKERS = {"range": ("o", 9), "roundrobin": ("s", 7), "sticky": ("^", 6
 def metric_vs_size(points: pd.DataFrame, metric: str, ylabel: str, path: Path, facet: str = "scenario",
                    size: str = "members", logy: bool = True, caption: str = "",
                    row_suffix: str = " members") -> str:
-    """Median across seeds (line) with a band up to the p90, per assignor, vs group size; one
+    """Median across seeds (line) with the p10-p90 band, per assignor, vs group size; one
     column per ``facet`` value and one row per ``membership`` value (dynamic / static) if present,
     titled with ``row_suffix`` after it."""
     from matplotlib.ticker import NullFormatter, NullLocator
@@ -210,12 +210,13 @@ def metric_vs_size(points: pd.DataFrame, metric: str, ylabel: str, path: Path, f
             for assignor in sorted(sub["assignor"].unique(), key=_assignor_order):
                 g = sub[sub["assignor"] == assignor].sort_values(size)
                 med = g[f"{metric}_median"].to_numpy(dtype=float)
+                p10 = g[f"{metric}_p10"].to_numpy(dtype=float)
                 p90 = g[f"{metric}_p90"].to_numpy(dtype=float)
                 x = g[size].to_numpy(dtype=float)
                 marker, ms = ASSIGNOR_MARKERS.get(assignor, ("o", 5))
                 ax.plot(x, med, "-", marker=marker, markersize=ms, color=color(assignor), label=assignor,
                         markerfacecolor="none" if ms >= 7 else color(assignor), linewidth=1.3, alpha=0.9)
-                ax.fill_between(x, med, p90, color=color(assignor), alpha=0.10, linewidth=0)
+                ax.fill_between(x, p10, p90, color=color(assignor), alpha=0.12, linewidth=0)
             ax.set_xscale("log")
             sizes = sorted(points[size].unique())
             ax.set_xticks(sizes, [f"{int(v):,}" for v in sizes])  # the sizes run, nothing else
@@ -224,7 +225,7 @@ def metric_vs_size(points: pd.DataFrame, metric: str, ylabel: str, path: Path, f
             if logy:
                 ax.set_yscale("log")
                 plain_log_ticks(ax.yaxis)
-                values = sub[[f"{metric}_median", f"{metric}_p90"]].to_numpy(dtype=float)
+                values = sub[[f"{metric}_median", f"{metric}_p10", f"{metric}_p90"]].to_numpy(dtype=float)
                 values = values[values > 0]
                 if values.size and values.max() / values.min() < 10:
                     # nearly flat: show one decade around it, not a magnified wiggle
@@ -245,7 +246,49 @@ def metric_vs_size(points: pd.DataFrame, metric: str, ylabel: str, path: Path, f
                bbox_to_anchor=(0.5, 1.04))
     fig.tight_layout()
     save(fig, path)
-    return caption or f"{ylabel} vs group size: median across seeds, shaded up to the p90."
+    return caption or f"{ylabel} vs group size: median across seeds, shaded from the p10 to the p90."
+
+
+def deploy_stall(points: pd.DataFrame, path: Path, caption: str = "") -> str:
+    """A full rolling deploy per group size: how long each partition went unprocessed on average
+    (unassigned partition-seconds / partitions), one bar per assignor with its p10-p90 range;
+    dynamic and static members side by side."""
+    rows = sorted(points["membership"].unique()) if "membership" in points.columns else [None]
+    fig, axes = plt.subplots(1, len(rows), figsize=(6.2 * len(rows), 3.6), squeeze=False, sharey=True)
+    sizes = sorted(points["members"].unique())
+    for ax, membership in zip(axes[0], rows, strict=True):
+        sub = points if membership is None else points[points["membership"] == membership]
+        assignors = sorted(sub["assignor"].unique(), key=_assignor_order)
+        width = 0.8 / max(1, len(assignors))
+        bars: dict[str, list] = {a: [] for a in assignors}  # (x, median, p10, p90) per assignor
+        for i, size in enumerate(sizes):
+            here = sub[sub["members"] == size].set_index("assignor")
+            present = [a for a in assignors if a in here.index]
+            for k, a in enumerate(present):  # the bars of one size stay together, centred
+                r = here.loc[a]
+                per = float(r["partitions"])
+                bars[a].append((i + width * (k - (len(present) - 1) / 2),
+                                *(float(r[f"unassigned_partition_s_{s}"]) / per for s in ("median", "p10", "p90"))))
+        for a in assignors:
+            if not bars[a]:
+                continue
+            xs, med, lo, hi = (np.array(v) for v in zip(*bars[a], strict=True))
+            ax.bar(xs, med, width * 0.92, color=color(a), label=a, alpha=0.85)
+            ax.errorbar(xs, med, yerr=[med - lo, hi - med], fmt="none", ecolor="#333333", elinewidth=1,
+                        capsize=2)
+        ax.set_xticks(range(len(sizes)), [f"{int(s):,}" for s in sizes])
+        ax.set_xlabel("group size (members)")
+        ax.set_title(f"{membership} members" if membership else "", fontsize=10)
+        ax.grid(True, axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("seconds unprocessed per partition")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=9, frameon=False,
+               bbox_to_anchor=(0.5, 1.06))
+    fig.tight_layout()
+    save(fig, path)
+    return caption or ("A full rolling deploy: seconds each partition went unprocessed on average "
+                       "(unassigned partition-seconds / partitions), median across seeds, whiskers "
+                       "from the p10 to the p90.")
 
 
 def _first(key):

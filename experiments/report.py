@@ -96,7 +96,8 @@ def write_report(path: Path, title: str, intro: Sequence[str], sections: Sequenc
                     parts.append(f'<p class="meta">{html.escape(item.note)}</p>')
                 parts.append(table_html(item.frame))
                 if item.csv:
-                    parts.append(f'<p class="meta">Full table: <code>{html.escape(item.csv)}</code></p>')
+                    name = html.escape(item.csv)
+                    parts.append(f'<p class="meta">Full table: <a href="{name}"><code>{name}</code></a></p>')
             else:
                 parts.append(f"<p>{html.escape(str(item))}</p>")
     if meta:

@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 from assignors import AssignorError
 from sim import ConfigError, run_scenario
@@ -37,6 +38,8 @@ EPISODE_COLUMNS = [
     ("partitions_touched", "touched"),
     ("stop_the_world_s", "stop-world s"),
     ("double_processing_partition_s", "double p*s"),
+    ("records_reprocessed", "again recs"),
+    ("first_record_max_s", "1st rec s"),
     ("peak_lag_records", "peak lag"),
 ]
 
@@ -88,25 +91,93 @@ EXIT_OK, EXIT_VIOLATIONS, EXIT_BAD_INPUT, EXIT_PARTIAL, EXIT_INTERNAL = 0, 1, 2,
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
 
 
-@contextlib.contextmanager
-def _ctrl_c_stops():
-    """While the simulation runs, the first Ctrl-C asks it to stop where it is (like --max-wall:
-    the result so far is kept and written); a second Ctrl-C interrupts at once."""
-    flag = threading.Event()
-    if threading.current_thread() is not threading.main_thread():
-        yield flag
-        return
+def command_elapsed(since: float) -> float:
+    """Wall time since the command started: since ``rebalance-sim`` was entered
+    (``experiments.cli.main``: its imports and the parsing count), else since ``since``."""
+    from . import cli
 
-    def on_sigint(signum, frame):
-        if flag.is_set():
+    start = cli.started_at() if cli.started_at() is not None else since
+    return time.monotonic() - start
+
+
+ESCALATE_S = 1.0  # how long a stop asked of a running simulation may take before it is forced
+
+
+class _StopNow(Exception):
+    """A stop that could not wait for the simulation (nothing simulated yet, or one step of it
+    outlasting ``ESCALATE_S``): the run ends without a result."""
+
+    def __init__(self, why: str, interrupted: bool):
+        super().__init__(why)
+        self.interrupted = interrupted
+
+
+class _Stopper:
+    """Ctrl-C and ``--max-wall`` for one run, acted on within about a second whatever the run's
+    size. The wall time counts from the command's start (``command_elapsed``). While the simulation runs, a stop ends
+    it before its next input (``sim.kernel.request_stop``), and the result so far is kept; before
+    it runs (loading, building the group) there is nothing to keep, and the stop is immediate;
+    if one step of the simulation outlasts ``ESCALATE_S`` after the stop, it is forced. Once the
+    simulation is over, ``--max-wall`` no longer applies (its result is being built) and Ctrl-C
+    interrupts at once. A second Ctrl-C interrupts at once."""
+
+    def __init__(self, max_wall: float | None):
+        self.max_wall = max_wall
+        self.interrupted = False
+        self.stopping: str | None = None  # the stop asked of the running simulation
+        self.active = threading.current_thread() is threading.main_thread()
+        self.created = time.monotonic()
+
+    def __enter__(self) -> _Stopper:
+        from sim import kernel
+
+        kernel.clear_stop()
+        self.started = kernel.started()
+        if self.active:
+            self.previous = (signal.signal(signal.SIGINT, self._on_sigint),
+                             signal.signal(signal.SIGALRM, self._on_alarm))
+            if self.max_wall is not None:
+                signal.setitimer(signal.ITIMER_REAL, max(1e-3, self.max_wall - command_elapsed(self.created)))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from sim import kernel
+
+        if self.active:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGINT, self.previous[0])
+            signal.signal(signal.SIGALRM, self.previous[1])
+        kernel.clear_stop()
+
+    def _stop(self, why: str, interrupted: bool) -> None:
+        from sim import kernel
+
+        if kernel.running():
+            self.stopping = why
+            kernel.request_stop(why)
+            signal.setitimer(signal.ITIMER_REAL, ESCALATE_S)
+        elif kernel.started() == self.started:
+            raise _StopNow(f"{why} before the simulation started (loading the scenario, building "
+                           "the group)", interrupted)
+        elif interrupted:
+            raise KeyboardInterrupt  # the simulation is over: its result is being built
+        # --max-wall once the simulation is over: its result is being built
+
+    def _on_sigint(self, signum, frame) -> None:
+        if self.interrupted:
             raise KeyboardInterrupt
-        flag.set()
+        self.interrupted = True
+        self._stop("interrupted", True)
 
-    previous = signal.signal(signal.SIGINT, on_sigint)
-    try:
-        yield flag
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    def _on_alarm(self, signum, frame) -> None:
+        from sim import kernel
+
+        if self.stopping is None:
+            self._stop(f"max_wall_s={self.max_wall:g} reached", False)
+        elif kernel.running():  # one step of the simulation outlasted the stop
+            raise _StopNow(f"{self.stopping}; one step of the simulation went on for more than "
+                           f"{ESCALATE_S:g} s after that, so it was cut short without a result",
+                           self.interrupted)
 
 
 def _one_line(e: BaseException) -> str:
@@ -114,10 +185,54 @@ def _one_line(e: BaseException) -> str:
     return text if isinstance(e, ConfigError | AssignorError) else f"{type(e).__name__}: {text}"
 
 
+RUN_FILES = ("events.parquet", "intervals.parquet", "runs.parquet")
+
+
+def check_run_dir(out: str) -> bool:
+    """Check ``--out`` before the run: a directory that is new, empty, or holds only a previous
+    run's files (which this run replaces, whole); returns whether it existed. Raises
+    ``OutputError``."""
+    from pathlib import Path
+
+    p = Path(out)
+    existed = p.exists()
+    if existed and p.is_dir():
+        here = Path.cwd().resolve()
+        if here == p.resolve() or p.resolve() in here.parents:
+            raise OutputError(f"--out {out}: is the current directory or holds it; give a "
+                              "directory for this run's files")
+        # what else a run's directory may hold: timelines drawn from it
+        drawn = tuple(f".{ext}" for ext in IMAGE_FORMATS)
+        foreign = sorted(f.name for f in p.iterdir() if not f.name.startswith(".")
+                         and f.name not in RUN_FILES and not f.name.lower().endswith(drawn))
+        if foreign:
+            raise OutputError(f"--out {out}: holds {foreign[0]!r}, which no run wrote (a run "
+                              "replaces its directory whole); give a new or empty directory")
+    check_output_dir(out)
+    return existed
+
+
+def write_run_dir(out: str, result) -> None:
+    """The run's three files, written into a directory built beside ``out`` and swapped in
+    whole: ``out`` holds either the previous run's files or this run's, never a mix."""
+    from pathlib import Path
+
+    from sim.recorder import write_parquet_atomic
+
+    from .atomic import atomic_directory
+
+    with atomic_directory(Path(out)) as tmp:
+        for name, table in zip(RUN_FILES, (result.events, result.intervals, result.runs), strict=True):
+            write_parquet_atomic(table, str(tmp / name))
+
+
 def cmd_run(args) -> int:
-    """Exit 0: fine; 1: invariant violations; 2: bad input (one line on stderr); 3: stopped by
-    --max-wall or --max-events (partial results); 4: an internal error (one line, a bug);
-    130: Ctrl-C (the partial result is printed and written, as with --max-wall)."""
+    """Exit 0: fine; 1: invariant violations; 2: bad input, or the results cannot be written
+    (one line on stderr); 3: stopped by --max-wall or --max-events (partial results); 4: an
+    internal error (one line, a bug); 130: Ctrl-C (the partial result is printed and written,
+    as with --max-wall)."""
+    from .scenarios import MAX_SEED
+
     for flag, value in (("--max-wall", args.max_wall), ("--max-events", args.max_events)):
         if value is not None and not value > 0:
             print(f"rebalance-sim run: {flag}: {value} must be > 0", file=sys.stderr)
@@ -125,47 +240,67 @@ def cmd_run(args) -> int:
     if args.seed < 0:
         print(f"rebalance-sim run: --seed: {args.seed} must be >= 0", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if args.seed > MAX_SEED:
+        print(f"rebalance-sim run: --seed: {args.seed} is above the largest seed, {MAX_SEED}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if kernel_error("run", args) is not None:
         return EXIT_BAD_INPUT
-    try:
-        scenario = load_scenario(args.scenario, args.set or [])
-    except (ConfigError, AssignorError) as e:
-        print(f"rebalance-sim run: {_one_line(e)}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except (OSError, ValueError, TypeError, KeyError, RecursionError, MemoryError) as e:
-        print(f"rebalance-sim run: {args.scenario}: {_one_line(e)}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    existed = True
     if args.out:
         try:  # before the simulation: a long run must not be lost to an unwritable --out
-            check_output_dir(args.out)
+            existed = check_run_dir(args.out)
         except OutputError as e:
             print(f"rebalance-sim run: {e}", file=sys.stderr)
             return EXIT_BAD_INPUT
     try:
-        with _ctrl_c_stops() as interrupted:
-            result = run_scenario(scenario, seed=args.seed, out_dir=args.out, progress=not args.json,
-                                  raise_on_violation=False, max_wall_s=args.max_wall,
-                                  max_events=args.max_events, should_stop=interrupted.is_set,
+        with _Stopper(args.max_wall) as stopper:
+            try:
+                scenario = load_scenario(args.scenario, args.set or [])
+            except (ConfigError, AssignorError) as e:
+                print(f"rebalance-sim run: {_one_line(e)}", file=sys.stderr)
+                return EXIT_BAD_INPUT
+            except (OSError, ValueError, TypeError, KeyError, RecursionError, MemoryError) as e:
+                print(f"rebalance-sim run: {args.scenario}: {_one_line(e)}", file=sys.stderr)
+                return EXIT_BAD_INPUT
+            result = run_scenario(scenario, seed=args.seed, progress=not args.json,
+                                  raise_on_violation=False, max_events=args.max_events,
                                   kernel=args.kernel)
+    except _StopNow as e:
+        print(f"rebalance-sim run: {e}", file=sys.stderr)
+        return EXIT_INTERRUPTED if e.interrupted else EXIT_PARTIAL
     except (ConfigError, AssignorError) as e:
         print(f"rebalance-sim run: {_one_line(e)}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except OSError as e:
-        print(f"rebalance-sim run: cannot write results: {_one_line(e)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except Exception as e:  # a simulator bug: still one line, never a traceback
         print(f"rebalance-sim run: internal error (please report with the scenario and seed): "
               f"{_one_line(e)}", file=sys.stderr)
         return EXIT_INTERNAL
+    finally:
+        if args.out and not existed:
+            with contextlib.suppress(OSError):
+                os.rmdir(args.out)  # created by the check and left empty: nothing was written
     partial = result.summary.get("partial")
     if args.json:
         print(json.dumps({"summary": result.summary, "episodes": result.episodes,
                           "invariant_violations": result.invariant_violations}, indent=2, default=str))
     else:
         print(format_result(result, scenario))
-        if args.out:
+    sys.stdout.flush()  # the result is out before its files are written (or fail to be)
+    if args.out:
+        try:
+            write_run_dir(args.out, result)
+        except OSError as e:
+            why = os.strerror(e.errno) if e.errno else _one_line(e)
+            print(f"rebalance-sim run: cannot write the results to {args.out} ({why}); "
+                  f"{'its previous contents are unchanged' if existed else 'nothing was written'}",
+                  file=sys.stderr)
+            if not existed:
+                with contextlib.suppress(OSError):
+                    os.rmdir(args.out)
+            return EXIT_BAD_INPUT
+        if not args.json:
             print(f"\nwrote {os.path.join(args.out, 'events.parquet')}, intervals.parquet, runs.parquet")
-    if interrupted.is_set():
+    if stopper.interrupted:
         kept = f" in {args.out}" if args.out else " above"
         print(f"rebalance-sim run: interrupted; kept the partial result{kept} "
               f"({result.summary['partial_reason']})", file=sys.stderr)
@@ -189,13 +324,18 @@ def cmd_timeline(args) -> int:
               file=sys.stderr)
         return 2
     out = args.out or os.path.join(args.run_dir, "timeline.png")
+    fmt = image_format(out)
+    if fmt is None:
+        print(f"rebalance-sim timeline: --out {out}: not an image name matplotlib writes "
+              f"(give it one of: {', '.join(IMAGE_FORMATS)})", file=sys.stderr)
+        return 2
     try:
         check_output_file(out)
     except OutputError as e:
         print(f"rebalance-sim timeline: {e}", file=sys.stderr)
         return 2
     try:
-        n = draw_timeline(args.run_dir, out, max_partitions=args.max_partitions)
+        n = draw_timeline(args.run_dir, out, max_partitions=args.max_partitions, fmt=fmt)
     except (OSError, ValueError) as e:
         print(f"rebalance-sim timeline: {e}", file=sys.stderr)
         return 2
@@ -203,9 +343,23 @@ def cmd_timeline(args) -> int:
     return 0
 
 
-def draw_timeline(run_dir: str, out: str, max_partitions: int = 200) -> int:
+# The image formats a timeline is written in, by file extension (matplotlib's Agg backend).
+IMAGE_FORMATS = ("png", "jpg", "jpeg", "svg", "pdf", "webp", "tif", "tiff", "eps")
+
+
+def image_format(path: str) -> str | None:
+    """The image format ``path`` names by its extension (none: PNG), None if not one of
+    ``IMAGE_FORMATS``."""
+    ext = os.path.splitext(path)[1].lower().lstrip(".")
+    if not ext:
+        return "png"
+    return ext if ext in IMAGE_FORMATS else None
+
+
+def draw_timeline(run_dir: str, out: str, max_partitions: int = 200, fmt: str = "png") -> int:
     """Draw partition ownership (one row per partition, one colour per member), unassigned gaps
-    (red) and double processing (black outline) from ``run_dir``; returns the partitions drawn."""
+    (red) and double processing (black outline) from ``run_dir`` as a ``fmt`` image; returns the
+    partitions drawn."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -260,7 +414,7 @@ def draw_timeline(run_dir: str, out: str, max_partitions: int = 200) -> int:
     from .atomic import atomic_write_bytes
 
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
+    fig.savefig(buf, format=fmt, dpi=110)
     plt.close(fig)
     atomic_write_bytes(out, buf.getvalue())
     return len(parts)
@@ -298,6 +452,7 @@ def register(subparsers) -> None:
         "colour per member), with unassigned gaps in red, double processing outlined and "
         "rebalances shaded, from a directory written by `rebalance-sim run --out DIR`.")
     t.add_argument("run_dir", metavar="RUN_DIR", help="a directory written by `run --out`")
-    t.add_argument("--out", metavar="PNG", help="output file (default RUN_DIR/timeline.png)")
+    t.add_argument("--out", metavar="IMAGE", help="output file, its format by its extension: "
+                   f"{', '.join(IMAGE_FORMATS)} (default RUN_DIR/timeline.png)")
     t.add_argument("--max-partitions", type=int, default=200, help="draw at most this many partitions, >= 1 (default 200)")
     t.set_defaults(func=cmd_timeline)

@@ -38,21 +38,26 @@ def _base(p: dict, **consumer) -> dict:
     }
 
 
+def _when(p) -> dict:
+    """An action's instant: at_s, jittered per seed over jitter_s."""
+    return {"at_s": p["at_s"], "jitter_s": p["jitter_s"]}
+
+
 def _scale_out(p):
-    return {**_base(p), "timeline": [{"action": "add_members", "at_s": p["at_s"], "count": p["count"]}]}
+    return {**_base(p), "timeline": [{"action": "add_members", **_when(p), "count": p["count"]}]}
 
 
 def _scale_in(p):
-    return {**_base(p), "timeline": [{"action": "remove_members", "at_s": p["at_s"], "count": p["count"]}]}
+    return {**_base(p), "timeline": [{"action": "remove_members", **_when(p), "count": p["count"]}]}
 
 
 def _crash(p):
-    return {**_base(p), "timeline": [{"action": "crash", "at_s": p["at_s"], "member": p["member"]}]}
+    return {**_base(p), "timeline": [{"action": "crash", **_when(p), "member": p["member"]}]}
 
 
 def _restart(p, **extra) -> dict:
     """A rolling_restart action from a built-in's parameters."""
-    return {"action": "rolling_restart", "at_s": p["at_s"], "down_s": p["down_s"], "gap_s": p["gap_s"],
+    return {"action": "rolling_restart", **_when(p), "down_s": p["down_s"], "gap_s": p["gap_s"],
             "batch_size": p["batch_size"], **extra}
 
 
@@ -67,16 +72,17 @@ def _deploy(p):
 
 
 def _gc_pause(p):
-    return {**_base(p), "timeline": [{"action": "pause", "at_s": p["at_s"], "member": p["member"],
+    return {**_base(p), "timeline": [{"action": "pause", **_when(p), "member": p["member"],
                                       "duration_s": p["duration_s"]}]}
 
 
 def _upgrade(p):
     first = _restart(p, assignors=["range", "cooperative-sticky"])
-    # the second bounce starts one gap after the first has restarted every member
+    # the second bounce starts at least one gap after the first has restarted every member (at
+    # the latest instant the first can start, unjittered itself: the gap varies with the first's draw)
     waves = math.ceil(p["members"] / batch_count(p["batch_size"], p["members"]))
-    second = _restart({**p, "at_s": p["at_s"] + waves * (p["down_s"] + p["gap_s"]) + p["gap_s"]},
-                      assignors=["cooperative-sticky"])
+    second = _restart({**p, "at_s": p["at_s"] + p["jitter_s"] + waves * (p["down_s"] + p["gap_s"]) + p["gap_s"],
+                       "jitter_s": 0.0}, assignors=["cooperative-sticky"])
     return {**_base(p), "timeline": [first, second]}
 
 
@@ -84,7 +90,7 @@ def _stream_join(p):
     d = _base(p, assign_cost_ms=p["restore_ms"])
     d["topics"] = [{"name": "left", "partitions": p["partitions"], "rate": p["rate"]},
                    {"name": "right", "partitions": p["partitions"], "rate": p["rate"]}]
-    d["timeline"] = [{"action": "add_members", "at_s": p["at_s"], "count": p["count"]}]
+    d["timeline"] = [{"action": "add_members", **_when(p), "count": p["count"]}]
     return d
 
 
@@ -92,10 +98,16 @@ def _slow_assignor(p):
     return {**_scale_out(p), "assignor_cost": f"fixed:{p['cost_s']}"}
 
 
-# at_s falls mid-way between heartbeats: after SyncGroup every member's heartbeat timer restarts at
-# once (Kafka resets it on sync), so an event at a round number of seconds would be seen at once.
+# The largest seed: a run's seed is stored as a 64-bit signed integer (its runs row, a sweep's
+# tables).
+MAX_SEED = 2**63 - 1
+
+# The fault (or deploy) comes at at_s plus a draw from [0, jitter_s) per seed: 15 s is a whole
+# number of classic heartbeat intervals (3 s), consumer-protocol heartbeat intervals (5 s) and
+# auto-commit intervals (5 s), so over seeds the fault falls uniformly in each of those cycles.
 PARTITIONS_PER_MEMBER = 4  # the default partition count is this many per initial member
-_COMMON = {"members": 6, "partitions": 24, "rate": 100.0, "assignor": ["cooperative-sticky"], "at_s": 61.5}
+_COMMON = {"members": 6, "partitions": 24, "rate": 100.0, "assignor": ["cooperative-sticky"], "at_s": 60.0,
+           "jitter_s": 15.0}
 # Targets by role or index, never by name, so every built-in holds at any group size (names widen
 # past 1000 members). Index 1, the second member by name, is rarely the group's leader.
 _TARGET = {"member": 1}
@@ -155,19 +167,43 @@ def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
 
 
 def _set_path(data: dict, key: str, value: Any) -> None:
+    """Set the dotted ``key`` of a scenario table: tables by name, arrays of tables by index
+    (``timeline.0.at_s``, ``topics.1.partitions``; negative indexes count from the end)."""
     parts = key.split(".")
-    cur = data
-    for part in parts[:-1]:
+    cur: Any = data
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if isinstance(cur, list):
+            where = ".".join(parts[:i])
+            try:
+                index = int(part)
+                cur[index]  # noqa: B018 - the bounds check
+            except (ValueError, IndexError):
+                raise ConfigError(key, f"{part!r} is not an index of {where} (it has {len(cur)} "
+                                  f"entr{'y' if len(cur) == 1 else 'ies'}: 0 to {len(cur) - 1})") from None
+            if last:
+                cur[index] = value
+                return
+            if not isinstance(cur[index], dict):
+                raise ConfigError(key, f"{where}.{part} is not a table")
+            cur = cur[index]
+            continue
+        if last:
+            break
         nxt = cur.get(part)
         if nxt is None:
             nxt = cur[part] = {}
-        if not isinstance(nxt, dict):
+        if not isinstance(nxt, dict | list):
             raise ConfigError(key, f"{part!r} is not a table")
         cur = nxt
     last = parts[-1]
     if last in ("partition_assignment_strategy", "partition.assignment.strategy") and isinstance(value, str):
         value = [v.strip() for v in value.split(",") if v.strip()]
     cur[last] = value
+
+
+# How a parameter's type is named in an error ("'abc' is not an integer").
+_TYPE_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
 
 
 def builtin_dict(name: str, overrides: Mapping[str, str] | None = None) -> dict:
@@ -185,10 +221,10 @@ def builtin_dict(name: str, overrides: Mapping[str, str] | None = None) -> dict:
             elif key in _NUMBER_OR_TEXT and isinstance(value, int | str) and not isinstance(value, bool):
                 pass  # checked where the scenario is built, with the field's own message
             elif type(params[key]) is not type(value) and not isinstance(params[key], list):
-                raise ConfigError(key, f"{raw!r} is not a {type(params[key]).__name__} "
-                                  f"(parameters of {name}: {', '.join(params)})")
+                kind = _TYPE_NAMES.get(type(params[key]), f"a {type(params[key]).__name__}")
+                raise ConfigError(key, f"{raw!r} is not {kind} (parameters of {name}: {', '.join(params)})")
             params[key] = value
-        elif "." in key or key in ("assignor_cost", "elide_heartbeats", "max_duration_s"):
+        elif "." in key or key in ("assignor_cost", "start_spread_s", "elide_heartbeats", "max_duration_s"):
             dotted[key] = raw
         else:
             raise ConfigError(key, f"unknown parameter of {name}; allowed: {', '.join(params)}, "

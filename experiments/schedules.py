@@ -167,6 +167,8 @@ def faulty_scenario(c: Chooser, max_faults: int = 6, protocols: Sequence[str] | 
     }
     if protocol == "consumer":
         # KIP-848: the session timeout is the broker's (group.consumer.session.timeout.ms), so the
-        # drawn one goes there and the pauses above are timed against the timeout that applies
-        data["group"] = {"consumer_session_timeout_ms": session_ms}
+        # drawn one goes there and the pauses above are timed against the timeout that applies;
+        # a timeout below group.consumer.min.session.timeout.ms (45 s) needs that bound lowered
+        data["group"] = {"consumer_session_timeout_ms": session_ms,
+                         "consumer_min_session_timeout_ms": min(session_ms, 45000)}
     return data

@@ -136,6 +136,17 @@ def cmd_soak(args) -> int:
         if value < low:
             print(f"rebalance-sim soak: {flag}: {value} must be >= {low}", file=sys.stderr)
             return 2
+    if args.master is not None and not args.spark:
+        print("rebalance-sim soak: --master: applies only with --spark", file=sys.stderr)
+        return 2
+    if args.master is not None:
+        from .spark import SparkUnavailable, check_master
+
+        try:
+            check_master(args.master)
+        except SparkUnavailable as e:
+            print(f"rebalance-sim soak: {e}", file=sys.stderr)
+            return 2
     if kernel_error("soak", args) is not None:
         return 2
     try:

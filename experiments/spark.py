@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import socket
 import sys
 import tempfile
@@ -148,6 +149,21 @@ def parse_conf(items: Sequence[str]) -> list[tuple[str, str]]:
 
 def is_local(master: str | None) -> bool:
     return not master or master.startswith("local")
+
+
+# The master URLs Spark accepts (its SparkContext's and spark-submit's forms) and Spark Connect's.
+_MASTER_URL = re.compile(r"local(\[(\*|[1-9]\d*)(,[1-9]\d*)?\])?|local-cluster\[\d+,\d+,\d+\]"
+                         r"|spark://[^\s/]+(:\d+)?(,[^\s/]+(:\d+)?)*/?|yarn|k8s://\S+|sc://[^\s/]+(/\S*)?")
+
+
+def check_master(master: str | None, flag: str = "--master") -> None:
+    """Raise ``SparkUnavailable`` (one line) unless ``master`` is a master URL Spark can take:
+    found before anything is packed for it or a JVM starts."""
+    if master is None:
+        return
+    if not _MASTER_URL.fullmatch(master.strip()):
+        raise SparkUnavailable(f"{flag} {master}: not a Spark master URL; use local[*], local[N], "
+                               "spark://HOST:PORT, yarn, k8s://HOST:PORT or sc://HOST:PORT (Spark Connect)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -288,6 +304,7 @@ LAUNCH_KEYS = ("spark.driver.memory", "spark.driver.extraJavaOptions", "spark.dr
 # 13-16 core-s). Excluding only Spark's generated classes from C2 (a compiler directive) did no
 # better. (A user's -XX:TieredStopAtLevel=4 in spark.driver.extraJavaOptions brings C2 back.)
 LOCAL_JIT = "-XX:TieredStopAtLevel=1"
+EXIT_ON_OOM = "-XX:+ExitOnOutOfMemoryError"
 
 
 def _start(builder, timeout_s: float, url: str, remote: bool, launch: dict[str, str] | None = None):
@@ -335,7 +352,7 @@ def _start(builder, timeout_s: float, url: str, remote: bool, launch: dict[str, 
                                "--spark-timeout)")
     if "error" in box:
         e = box["error"]
-        line = next((s.strip() for s in str(e).splitlines() if s.strip()), type(e).__name__)
+        line = _error_summary(str(e), type(e).__name__)
         hint = "" if remote else f" (Spark's log: {jvm_log_path()})"
         raise SparkUnavailable(f"cannot start Spark on {url}: {line[:300]}{hint}")
     return box["session"]
@@ -356,6 +373,9 @@ def get_spark(master: str | None = None, conf: Sequence[str] = (), ship: bool = 
             pairs = parse_conf(conf)
         except ValueError as e:
             raise SparkUnavailable(str(e)) from None
+        check_master(master)
+        if not master and os.environ.get("SPARK_REMOTE"):
+            check_master(os.environ["SPARK_REMOTE"], "SPARK_REMOTE=")
         warn_spec = _silence_pandas_version_warning()
         from pyspark.sql import SparkSession
 
@@ -389,7 +409,10 @@ def get_spark(master: str | None = None, conf: Sequence[str] = (), ship: bool = 
             os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
             log4j = _quiet_log4j_conf()
             java_opts = f"-Dlog4j2.configurationFile=file:{log4j}"
-            driver_opts = f"{java_opts} {LOCAL_JIT}" if is_local(master) else java_opts
+            # A driver out of heap (collecting a large aggregate) leaves a dead result thread and a
+            # Python caller waiting forever; exiting turns that into a failed call, reported in
+            # one line.
+            driver_opts = f"{java_opts} {EXIT_ON_OOM}" + (f" {LOCAL_JIT}" if is_local(master) else "")
             given = dict(pairs).get("spark.driver.extraJavaOptions")
             if given:  # the user's options after ours: theirs win where both set one
                 driver_opts = f"{driver_opts} {given}"
@@ -475,26 +498,43 @@ def spark_error_line(e: BaseException) -> str:
     """One line for a Spark error, and where the full log is. py4j's first line only names the
     JVM call ("An error occurred while calling o123.getResult."); what failed is further down:
     a Python worker's exception (its traceback's last line) or the first Java exception."""
-    return f"Spark failed on {_master}: {_error_summary(str(e), type(e).__name__)[:300]}" + (
-        "" if _remote else f" (Spark's log: {jvm_log_path()})")
+    summary = _error_summary(str(e), type(e).__name__)[:300]
+    if not _remote and _driver_out_of_memory():
+        summary = ("the driver ran out of Java heap (java.lang.OutOfMemoryError) and exited; give it "
+                   "more with --conf spark.driver.memory=4g")
+    return f"Spark failed on {_master}: {summary}" + ("" if _remote else f" (Spark's log: {jvm_log_path()})")
+
+
+def _driver_out_of_memory() -> bool:
+    """Whether this process's driver JVM ended on an OutOfMemoryError (EXIT_ON_OOM): its log says
+    so, the Python side only sees a broken call."""
+    try:
+        with open(jvm_log_path(), "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 65536))
+            return b"Terminating due to java.lang.OutOfMemoryError" in f.read()
+    except (OSError, TypeError):
+        return False
 
 
 def _error_summary(text: str, fallback: str) -> str:
+    """The first line of what caused a Spark error: a Python worker's exception (the first
+    exception of its traceback: the one the others arose from), else the JVM's root cause (its
+    last "Caused by:"), else the first exception line, else the text's first line."""
     lines = [s.rstrip() for s in text.splitlines()]
-    first = next((s.strip() for s in lines if s.strip()), fallback)
-    if not first.startswith("An error occurred while calling"):
-        return first
     for i, s in enumerate(lines):
-        if "PythonException" in s:
-            # a Python worker's traceback follows; its last line before the Java frames says what failed
-            body = []
+        if s.endswith("Traceback (most recent call last):"):
             for t in lines[i + 1:]:
                 if t.startswith("\tat "):
                     break
-                if t.strip():
-                    body.append(t.strip())
-            if body:
-                return body[-1]
+                if t and not t[0].isspace():  # frames and their code are indented
+                    return t.strip()
+    causes = [s.strip()[len("Caused by:"):].strip() for s in lines if s.strip().startswith("Caused by:")]
+    if causes:
+        return causes[-1]
+    first = next((s.strip() for s in lines if s.strip()), fallback)
+    if not first.startswith(("An error occurred while calling", "An exception was thrown")):
+        return first
     for s in lines[1:]:
         if "Exception:" in s or "Error:" in s:
             return s.strip().lstrip(": ")
@@ -542,15 +582,20 @@ def tag_thread(group: str, pool: str | None = None) -> None:
     sc.setLocalProperty("spark.scheduler.pool", pool)
 
 
+_live_threads: set = set()  # futures of in_daemon_thread's threads still running
+
+
 def in_daemon_thread(fn: Callable[[], Any], name: str, before_start: Callable[[Any], None] | None = None):
     """``fn()`` in a daemon thread (a thread stuck in a Spark call never holds the process at
     exit); returns a ``concurrent.futures.Future`` of its result. ``before_start(future)`` runs
     before the thread starts: a Ctrl-C while ``Thread.start`` waits for the thread to run (up to
-    a GIL switch interval) would otherwise leave it running with nobody holding its future."""
+    a GIL switch interval) would otherwise leave it running with nobody holding its future.
+    ``threads_busy`` says whether any is still running."""
     import threading
     from concurrent.futures import Future
 
     future: Future = Future()
+    _live_threads.add(future)
     if before_start is not None:
         before_start(future)
 
@@ -559,9 +604,26 @@ def in_daemon_thread(fn: Callable[[], Any], name: str, before_start: Callable[[A
             future.set_result(fn())
         except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
             future.set_exception(e)
+        finally:
+            _live_threads.discard(future)
 
-    threading.Thread(target=target, name=name, daemon=True).start()
+    try:
+        threading.Thread(target=target, name=name, daemon=True).start()
+    except BaseException:
+        _live_threads.discard(future)
+        raise
     return future
+
+
+def threads_busy() -> bool:
+    """Whether a thread of ``in_daemon_thread`` is still running (in a Spark call, typically).
+
+    Such a thread must not be running when the interpreter finalizes: pyspark's exit handler
+    stops the JVM, which wakes a thread waiting for a job's Arrow answer inside pyarrow, and a
+    thread woken during finalization is ended by unwinding its stack, where pyarrow's
+    ``PyGILState_Release`` aborts the process ("Fatal Python error: PyGILState_Release").
+    The command line then leaves with ``exit_now`` instead."""
+    return bool(_live_threads)
 
 
 def cancel_group(group: str) -> None:

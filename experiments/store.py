@@ -12,35 +12,42 @@ Layout of ``OUT`` (``file://``, a plain path, ``s3a://``, ``hdfs://``, ``abfss:/
 
 A batch's table directories are written first; its ``commits`` directory last. Spark's file
 committer moves a job's files into place only when the job succeeds (for a local output on a
-local master the writer is ``experiments.table_sink``, whose job commit does the same and then
-writes the commit rows), so a batch whose ``commits`` rows are readable has every table
+local master the batch's own tasks write its files and the driver moves them into place,
+``experiments.table_sink``), so a batch whose ``commits`` rows are readable has every table
 complete, and a batch without them (a sweep killed at any instant) is ignored by every reader
-and recomputed by the next run: nothing is lost,
-nothing is counted twice. A run is *complete* for the current model when a commit row names it
-with the current ``model`` (``experiments.provenance.model_id``) and status ``ok`` or
-``violations``; when several batches hold it (two sweeps into one OUT), readers take the newest.
-Writers never delete: stale batches stay on disk, invisible.
+and recomputed by the next run: nothing is lost, nothing is counted twice. A run is *complete*
+for the current model when a commit row names it with the current ``model``
+(``experiments.provenance.model_id``) and status ``ok`` or ``violations``, and its batch is
+intact; when several batches hold it, readers take the newest intact one.
+
+The commit rows list every file of their batch with its size (``files``, JSON): before a batch
+is reused, its files are checked against that list (present, of that size, no other data file
+beside them, and, for a local output, Parquet's magic number at both ends). A damaged batch
+(a file deleted, truncated or overwritten) is left out, so its runs are recomputed
+(``damaged_batches`` says which and why). Writers never delete: stale batches stay on disk,
+invisible. One writer at a time (``experiments.lock``).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import uuid
-import weakref
 from collections.abc import Sequence
 from pathlib import Path
 
 TABLES = ("events", "intervals", "episodes", "runs", "points")
 COMPLETE_STATUSES = ("ok", "violations")
 COMMIT_SCHEMA = ("run_id string, model string, status string, wall_s double, error string, "
-                 "committed_at string, batch string")
+                 "committed_at string, files string, batch string")
 # Fixed read schemas (the simulator's recorder tables); the others merge the batches' schemas.
 READ_SCHEMAS = {
     "events": "run_id string, t double, kind string, member string, generation long, detail string",
     "intervals": "run_id string, kind string, member string, topic string, partition long, "
                  "start double, `end` double",
 }
+
 
 
 class OutputError(RuntimeError):
@@ -83,7 +90,13 @@ def table_path(out: str, name: str, batch: str | None = None) -> str:
 def _missing(e: Exception) -> bool:
     text = str(e)
     return any(s in text for s in ("PATH_NOT_FOUND", "Path does not exist", "UNABLE_TO_INFER_SCHEMA",
-                                   "Unable to infer schema"))
+                                   "Unable to infer schema", "FileNotFoundException"))
+
+
+def _hidden(name: str) -> bool:
+    """Names every Parquet reader skips (Spark's and pyarrow's): ``_SUCCESS``, ``_temporary/``,
+    checksums, the atomic writes' temporary directories."""
+    return name.startswith(("_", "."))
 
 
 def _commits_signature(out) -> tuple | None:
@@ -103,7 +116,7 @@ def _commits_signature(out) -> tuple | None:
     try:
         entries = []
         for batch in batches:
-            if batch.is_dir():
+            if batch.is_dir() and not _hidden(batch.name):
                 for f in os.scandir(batch.path):
                     st = f.stat()
                     entries.append((batch.name, f.name, st.st_size, st.st_mtime_ns))
@@ -112,45 +125,77 @@ def _commits_signature(out) -> tuple | None:
     return (str(root), tuple(sorted(entries)))
 
 
-def _holds_data_files(signature: tuple) -> bool:
-    """Whether a batch directory of the signature holds a data file (Spark skips names starting
-    with ``_`` or ``.``: ``_SUCCESS``, ``_temporary/``, checksums)."""
-    return any(not name.startswith(("_", ".")) for _, name, _, _ in signature[1])
+# The commit rows last read from a local OUT, with the signature they were read at (and the
+# commit files that could not be read): an experiment reads them once per table it reads, and
+# they change only when a batch commits.
+_commits_cache: dict[str, tuple[tuple, pd.DataFrame, dict[str, str]]] = {}  # noqa: F821
 
 
-# The commit rows last read from a local OUT, with the signature they were read at: an
-# experiment reads them once per table it reads (a Spark job each: 4.2 s for the first read of
-# the main job's output), and they change only when a batch commits.
-_commits_cache: dict[str, tuple[tuple, pd.DataFrame]] = {}  # noqa: F821
+def _columns() -> list[str]:
+    return [c.split()[0] for c in COMMIT_SCHEMA.split(", ")]
 
 
 def _no_commits_frame() -> pd.DataFrame:  # noqa: F821
     import pandas as pd
 
-    return pd.DataFrame({c.split()[0]: pd.Series(dtype=object) for c in COMMIT_SCHEMA.split(", ")})
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in _columns()})
 
 
-def commits(spark, out) -> pd.DataFrame:  # noqa: F821
-    """Every commit row under ``OUT/commits`` (pandas); empty if none. Raises ``OutputError``
-    if the location cannot be read at all (unknown scheme, no access)."""
+def _read_local_commits(out, signature: tuple) -> tuple[pd.DataFrame, dict[str, str]]:  # noqa: F821
+    """The commit rows of a local OUT, read with pyarrow (no Spark: they are a few files, and an
+    interrupted sweep reads them after its JVM may have gone), and the commit files that cannot
+    be read (batch -> why)."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    root = local_path(out) / "commits"
+    frames, unreadable = [], {}
+    by_batch: dict[str, list[str]] = {}
+    for batch_dir, name, _size, _mtime in signature[1]:
+        if batch_dir.startswith("batch=") and not _hidden(name):
+            by_batch.setdefault(batch_dir[len("batch="):], []).append(name)
+    for batch, names in sorted(by_batch.items()):
+        for name in sorted(names):
+            try:
+                rows = pq.read_table(root / f"batch={batch}" / name).to_pandas()
+            except Exception as e:  # noqa: BLE001 - a damaged commit file: that batch is not committed
+                unreadable[batch] = f"commits/batch={batch}/{name}: unreadable ({_first_line(e)[:120]})"
+                continue
+            for c in _columns():
+                if c not in rows.columns:
+                    rows[c] = None
+            rows["batch"] = batch
+            frames.append(rows[_columns()])
+    if not frames:
+        return _no_commits_frame(), unreadable
+    return pd.concat(frames, ignore_index=True), unreadable
+
+
+def _commits_and_problems(spark, out) -> tuple[pd.DataFrame, dict[str, str]]:  # noqa: F821
     signature = _commits_signature(out)
-    if signature is not None and not _holds_data_files(signature):
-        # A fresh local output: nothing to ask Spark (whose first read of a missing path took
-        # 1.8 s of the main job's start on a cold JVM, to say the same).
-        return _no_commits_frame()
-    cached = _commits_cache.get(uri(out))
-    if signature is not None and cached is not None and cached[0] == signature:
-        return cached[1].copy()
+    if signature is not None:
+        cached = _commits_cache.get(uri(out))
+        if cached is not None and cached[0] == signature:
+            return cached[1].copy(), dict(cached[2])
+        rows, unreadable = _read_local_commits(out, signature)
+        if signature == _commits_signature(out):  # nothing moved meanwhile
+            _commits_cache[uri(out)] = (signature, rows.copy(), dict(unreadable))
+        return rows, unreadable
     try:
         rows = (spark.read.schema(COMMIT_SCHEMA).parquet(table_path(out, "commits"))
                 .toArrow().to_pandas())
-        if signature is not None and signature == _commits_signature(out):  # nothing moved meanwhile
-            _commits_cache[uri(out)] = (signature, rows.copy())
-        return rows
+        return rows, {}
     except Exception as e:  # pyspark raises several classes (classic, Connect) for the same thing
         if _missing(e):
-            return _no_commits_frame()
+            return _no_commits_frame(), {}
         raise OutputError(f"cannot read {table_path(out, 'commits')}: {_first_line(e)}") from None
+
+
+def commits(spark, out) -> pd.DataFrame:  # noqa: F821
+    """Every readable commit row under ``OUT/commits`` (pandas); empty if none. A local output's
+    are read without Spark. Raises ``OutputError`` if the location cannot be read at all
+    (unknown scheme, no access)."""
+    return _commits_and_problems(spark, out)[0]
 
 
 def _first_line(e: BaseException) -> str:
@@ -161,14 +206,204 @@ def _first_line(e: BaseException) -> str:
     return type(e).__name__
 
 
-def complete_runs(spark, out, model: str) -> dict[str, str]:
-    """run_id -> the newest batch holding it complete for ``model``."""
-    c = commits(spark, out)
+# ---------------------------------------------------------------------------------------------
+# Checking a committed batch's files before they are reused
+
+PARQUET_MAGIC = b"PAR1"
+# Problems found in a remote output's batches (listing one costs a Spark job under Connect);
+# a local output's are checked afresh on every read (a stat and 8 bytes per file).
+_remote_checks: dict[tuple[str, str, str], str | None] = {}
+
+
+def _batch_dirs(batch: str, expected: dict[str, int]) -> list[str]:
+    """The table directories of a batch (relative to OUT) that its listing names, and every
+    table's directory (a table with no listed file must have none)."""
+    tables = {rel.split("/", 1)[0] for rel in expected} | set(TABLES)
+    return sorted(f"{t}/batch={batch}" for t in tables)
+
+
+def _size(n: int) -> str:
+    return f"{n:,} bytes"
+
+
+def _check_local(root: Path, batch: str, expected: dict[str, int]) -> str | None:
+    for rel, size in sorted(expected.items()):
+        path = root / rel
+        try:
+            actual = path.stat().st_size
+        except FileNotFoundError:
+            return f"{rel}: missing"
+        except OSError as e:
+            return f"{rel}: cannot be read ({e.strerror or e})"
+        if actual != size:
+            return f"{rel}: {_size(actual)}, {_size(size)} when committed"
+        try:
+            with open(path, "rb") as f:
+                head = f.read(4)
+                f.seek(max(0, size - 4))
+                tail = f.read(4)
+        except OSError as e:
+            return f"{rel}: cannot be read ({e.strerror or e})"
+        if head != PARQUET_MAGIC or tail != PARQUET_MAGIC:
+            return f"{rel}: not a Parquet file any more (overwritten)"
+    for d in _batch_dirs(batch, expected):
+        try:
+            names = [e.name for e in os.scandir(root / d) if e.is_file() and not _hidden(e.name)]
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            return f"{d}: cannot be listed ({e.strerror or e})"
+        for name in sorted(names):
+            if f"{d}/{name}" not in expected:
+                return f"{d}/{name}: a file the batch did not write"
+    return None
+
+
+def list_files(spark, out, dirs: Sequence[str]) -> dict[str, int]:
+    """Every data file (relative path -> size) in the directories ``dirs`` of OUT (relative to
+    it); a directory that does not exist holds none. Local outputs are listed directly, remote
+    ones through Hadoop's FileSystem (a classic session) or as Spark lists files (Connect)."""
+    found: dict[str, int] = {}
+    local = local_path(out)
+    if local is not None:
+        for d in dirs:
+            try:
+                for e in os.scandir(local / d):
+                    if e.is_file() and not _hidden(e.name):
+                        found[f"{d}/{e.name}"] = e.stat().st_size
+            except FileNotFoundError:
+                continue
+        return found
+    from .spark import can_overlap_jobs
+
+    if can_overlap_jobs():
+        jvm = spark._jvm
+        conf = spark._jsc.hadoopConfiguration()
+        for d in dirs:
+            path = jvm.org.apache.hadoop.fs.Path(f"{uri(out)}/{d}")
+            fs = path.getFileSystem(conf)
+            if not fs.exists(path):
+                continue
+            for st in fs.listStatus(path):
+                name = st.getPath().getName()
+                if st.isFile() and not _hidden(name):
+                    found[f"{d}/{name}"] = int(st.getLen())
+        return found
+    # Spark Connect: no filesystem on this side; Spark lists the files (all directories in one
+    # job, one by one when one of them does not exist)
+    def listed(paths: list[str]) -> list:
+        return (spark.read.format("binaryFile").load([f"{uri(out)}/{d}" for d in paths])
+                .select("path", "length").collect())
+
+    try:
+        rows = listed(list(dirs))
+    except Exception as e:
+        if not _missing(e):
+            raise
+        rows = []
+        for d in dirs:
+            try:
+                rows += listed([d])
+            except Exception as e2:
+                if not _missing(e2):
+                    raise
+    wanted = set(dirs)
+    for r in rows:
+        parts = r["path"].rstrip("/").rsplit("/", 3)[-3:]  # table, batch=B, file
+        d, name = "/".join(parts[:2]), parts[2]
+        if d in wanted and not _hidden(name):
+            found[f"{d}/{name}"] = int(r["length"])
+    return found
+
+
+def _compare(batch: str, expected: dict[str, int], actual: dict[str, int]) -> str | None:
+    """What differs between a remote batch's listed files and those found (its directories')."""
+    for rel, size in sorted(expected.items()):
+        if rel not in actual:
+            return f"{rel}: missing"
+        if actual[rel] != size:
+            return f"{rel}: {_size(actual[rel])}, {_size(size)} when committed"
+    extra = sorted(set(actual) - set(expected))
+    return f"{extra[0]}: a file the batch did not write" if extra else None
+
+
+def _check_remote(spark, out, wanted: dict[str, dict[str, int]]) -> dict[str, str]:
+    """batch -> problem for the remote batches ``wanted`` (batch -> listed files): their
+    directories listed at once (one Spark job under Connect), each batch's result kept."""
+    keys = {b: (uri(out), b, json.dumps(e, sort_keys=True)) for b, e in wanted.items()}
+    todo = {b: e for b, e in wanted.items() if keys[b] not in _remote_checks}
+    if todo:
+        dirs = sorted({d for b, e in todo.items() for d in _batch_dirs(b, e)})
+        actual = list_files(spark, out, dirs)
+        for b, e in todo.items():
+            mine = {rel: n for rel, n in actual.items() if rel.split("/", 2)[1] == f"batch={b}"}
+            _remote_checks[keys[b]] = _compare(b, e, mine)
+    return {b: _remote_checks[keys[b]] for b in wanted if _remote_checks[keys[b]]}
+
+
+def check_batches(spark, out, listings: dict[str, str | None]) -> dict[str, str]:
+    """batch -> what is wrong with it, for the batches of ``listings`` (batch -> its commit rows'
+    ``files`` JSON) whose files no longer match what was committed. Batches committed before
+    commits listed their files (``None``) cannot be checked and count as intact."""
+    problems: dict[str, str] = {}
+    local = local_path(out)
+    remote: dict[str, dict[str, int]] = {}
+    for batch, listing in sorted(listings.items()):
+        if not isinstance(listing, str) or not listing:
+            continue
+        try:
+            expected = {str(k): int(v) for k, v in json.loads(listing).items()}
+        except (ValueError, AttributeError, TypeError):
+            problems[batch] = f"commits/batch={batch}: its file list is unreadable"
+            continue
+        if local is None:
+            remote[batch] = expected
+            continue
+        problem = _check_local(local, batch, expected)
+        if problem:
+            problems[batch] = problem
+    if remote:
+        problems.update(_check_remote(spark, out, remote))
+    return problems
+
+
+def complete_runs(spark, out, model: str, damaged: dict | None = None) -> dict[str, str]:
+    """run_id -> the newest intact batch holding it complete for ``model``. Batches whose files
+    do not match their commit rows are left out (their runs count as not complete); with
+    ``damaged`` (a dict), it is filled with batch -> (what is wrong, its runs of ``model``),
+    unreadable commit files included."""
+    c, unreadable = _commits_and_problems(spark, out)
+    if damaged is not None:
+        damaged.update({b: (why, []) for b, why in unreadable.items()})
     if c.empty:
         return {}
     c = c[(c["model"] == model) & (c["status"].isin(COMPLETE_STATUSES))]
-    newest = c.sort_values("batch").groupby("run_id")["batch"].last()
+    listings = c.groupby("batch")["files"].first().to_dict()
+    bad: dict[str, str] = {}
+    while True:  # the newest batch of a run may be damaged and an older one intact
+        intact = c[~c["batch"].isin(bad)]
+        newest = intact.sort_values("batch").groupby("run_id")["batch"].last()
+        chosen = {b: listings.get(b) for b in set(newest) if b not in bad}
+        found = check_batches(spark, out, chosen)
+        if not found:
+            break
+        bad.update(found)
+    if damaged is not None:
+        for b, why in bad.items():
+            damaged[b] = (why, sorted(c.loc[c["batch"] == b, "run_id"]))
     return dict(newest.items())
+
+
+def damage_line(damaged: dict, wanted: set[str] | None = None) -> str | None:
+    """One line saying which committed batches are damaged and how many of their runs (of
+    ``wanted``, if given) are recomputed; None if none is."""
+    if not damaged:
+        return None
+    runs = sorted({r for _, rs in damaged.values() for r in rs if wanted is None or r in wanted})
+    first = damaged[sorted(damaged)[0]][0]
+    more = f"; and {len(damaged) - 1} more" if len(damaged) > 1 else ""
+    return (f"{len(damaged)} committed batch(es) damaged ({first}{more}); "
+            + (f"their {len(runs)} run(s) are recomputed" if runs else "none of their runs is in this grid"))
 
 
 def read_table(spark, out, name: str, run_ids: Sequence[str] | None = None, model: str | None = None):
@@ -195,7 +430,7 @@ def read_table(spark, out, name: str, run_ids: Sequence[str] | None = None, mode
     else:
         reader = reader.option("mergeSchema", "true")
     df = reader.parquet(*[table_path(out, name, b) for b in batches])
-    # A run held by two chosen batches (two sweeps into one OUT) is read from its newest only.
+    # A run held by two chosen batches is read from its newest only.
     import pandas as pd
 
     keys = spark.createDataFrame(pd.DataFrame({"run_id": list(chosen), "batch": list(chosen.values())}),
@@ -262,19 +497,14 @@ class _Decode:
 
 def write_batch(spark, out, batch: str, blobs, schemas: dict, commit_rows, partitions: int,
                 tag=None) -> None:
-    """Write one batch: every table from ``blobs`` (a DataFrame with one binary column per
-    table), then its commit rows (pandas: run_id, model, status, wall_s, error), last. Through
-    ``experiments.table_sink`` where it can (``_sink_usable``): one job; else Spark's Parquet
-    writer: a job per table, then one for the commit rows.
+    """Write one batch with Spark's Parquet writer: every table from ``blobs`` (a DataFrame with
+    one binary column per table), a job per table, then its commit rows (pandas: run_id, model,
+    status, wall_s, error) with the list of the files written, last.
 
     ``tag``: when given, the tables are written at once, one thread each, every thread calling
     ``tag()`` first (to put its Spark jobs in the caller's job group and scheduler pool): a
     commit's jobs then queue together and take the cores as they free up."""
     from pyspark.sql.pandas.types import from_arrow_schema
-
-    if _sink_usable(out):
-        _write_with_sink(spark, out, batch, blobs, schemas, _stamped(commit_rows), partitions)
-        return
 
     def write(name: str) -> None:
         if tag is not None:
@@ -285,6 +515,7 @@ def write_batch(spark, out, batch: str, blobs, schemas: dict, commit_rows, parti
                                                                   from_arrow_schema(schema))
         rows.write.mode("overwrite").parquet(table_path(out, name, batch))
 
+    files: dict[str, int] = {}
     if len(schemas):
         if tag is None:
             for name in TABLES:
@@ -294,55 +525,48 @@ def write_batch(spark, out, batch: str, blobs, schemas: dict, commit_rows, parti
 
             for f in [in_daemon_thread(lambda n=name: write(n), f"write-{name}") for name in TABLES]:
                 f.result()  # the first failure is raised; the commit rows are not written
+        files = list_files(spark, out, [f"{t}/batch={batch}" for t in TABLES])
     schema = COMMIT_SCHEMA.rsplit(", batch string", 1)[0]
-    (spark.createDataFrame(_stamped(commit_rows), schema)
+    rows = _stamped(commit_rows).assign(files=json.dumps(files, sort_keys=True))
+    (spark.createDataFrame(rows[_columns()[:-1]], schema)
      .coalesce(1).write.mode("overwrite").parquet(table_path(out, "commits", batch)))
 
 
 def _stamped(commit_rows):
-    """The commit rows (pandas) with ``committed_at``, in COMMIT_SCHEMA's order (no ``batch``:
-    the directory names it)."""
+    """The commit rows (pandas) with ``committed_at``, in COMMIT_SCHEMA's order, without
+    ``files`` and ``batch`` (the directory names it)."""
     rows = commit_rows.assign(committed_at=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
-    return rows[[c.split()[0] for c in COMMIT_SCHEMA.split(", ")[:-1]]]
+    return rows[[c for c in _columns() if c not in ("files", "batch")]]
 
 
-# The Arrow types of COMMIT_SCHEMA's Spark types (the commit rows the sink writes).
+# The Arrow types of COMMIT_SCHEMA's Spark types (the commit rows the driver writes).
 _ARROW_TYPES = {"string": "string", "double": "float64"}
 
 
-def _commit_arrow_schema():
+def commit_arrow_schema():
+    """The commit rows' Arrow schema, without ``files`` and ``batch``."""
     import pyarrow as pa
 
     return pa.schema([(name, getattr(pa, _ARROW_TYPES[kind])())
-                      for name, kind in (c.split() for c in COMMIT_SCHEMA.split(", ")[:-1])])
+                      for name, kind in (c.split() for c in COMMIT_SCHEMA.split(", "))
+                      if name not in ("files", "batch")])
 
 
-def _sink_usable(out) -> bool:
-    """Whether ``experiments.table_sink`` may write this batch: a local output, a classic session
-    on a local master (the tasks and the driver's commit see the same files and run this
-    interpreter)."""
+def tasks_write(out) -> bool:
+    """Whether a batch's tasks write its files themselves and the driver commits them
+    (``experiments.table_sink``): a local output on a classic session with a local master (the
+    tasks and the driver see the same files and run this interpreter)."""
     from .spark import can_overlap_jobs, current_master, is_local
 
     return local_path(out) is not None and can_overlap_jobs() and is_local(current_master())
 
 
-_sink_sessions = weakref.WeakSet()  # the sessions the sink is registered with
-
-
-def _write_with_sink(spark, out, batch: str, blobs, schemas: dict, commit_rows, partitions: int) -> None:
-    """One Spark job writes every table of the batch, and its commit the commit rows (see
-    ``experiments.table_sink``)."""
+def commit_local(out, batch: str, landed, empty_schemas: dict, commit_rows) -> dict[str, int]:
+    """Commit a batch its tasks wrote (``experiments.table_sink.commit``); ``commit_rows``:
+    pandas run_id, model, status, wall_s, error. Returns the batch's files and sizes."""
     import pyarrow as pa
 
     from . import table_sink
 
-    if spark not in _sink_sessions:
-        spark.dataSource.register(table_sink.TablesSink)
-        _sink_sessions.add(spark)
-    # Spark finds a Python data source in the calling JVM thread's active session, which pyspark
-    # sets in some calls only (createDataFrame): set it in this thread.
-    spark._jvm.SparkSession.setActiveSession(spark._jsparkSession)
-    rows = pa.Table.from_pandas(commit_rows, schema=_commit_arrow_schema(), preserve_index=False)
-    opts = table_sink.options(str(local_path(out).resolve()), batch, dict(schemas), rows)
-    (blobs.select(*(schemas or TABLES)).coalesce(partitions)
-     .write.format(table_sink.NAME).options(**opts).mode("append").save())
+    rows = pa.Table.from_pandas(_stamped(commit_rows), schema=commit_arrow_schema(), preserve_index=False)
+    return table_sink.commit(str(local_path(out).resolve()), batch, landed, empty_schemas, rows)

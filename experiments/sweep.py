@@ -141,8 +141,15 @@ def load_grid(path: str | os.PathLike) -> Grid:
             data = tomllib.load(f)
     except FileNotFoundError:
         raise GridError(f"{where}: no such file") from None
+    except IsADirectoryError:
+        raise GridError(f"{where}: is a directory, expected a grid TOML file") from None
+    except UnicodeDecodeError as e:
+        raise GridError(f"{where}: not a text file (byte {e.start}: not UTF-8); expected a grid "
+                        "TOML file") from None
     except tomllib.TOMLDecodeError as e:
-        raise GridError(f"{where}: not valid TOML: {e}") from None
+        raise GridError(f"{where}: not valid TOML: {' '.join(str(e).split())}") from None
+    except OSError as e:
+        raise GridError(f"{where}: cannot read: {e.strerror or e}") from None
     return grid_from_dict(data, where, base_dir=path.parent)
 
 
@@ -198,6 +205,10 @@ def grid_from_dict(data: Mapping[str, Any], where: str = "<grid>", base_dir: Pat
         raise fail("seeds", f"{seeds!r} is not a count >= 1 or a non-empty list of integers >= 0")
     if len(set(seeds)) != len(seeds):
         raise fail("seeds", f"{seeds!r} repeats a seed")
+    from experiments.scenarios import MAX_SEED
+
+    if max(seeds) > MAX_SEED:
+        raise fail("seeds", f"{max(seeds)} is above the largest seed, {MAX_SEED}")
 
     fixed = data.get("set", {})
     if not isinstance(fixed, Mapping):
@@ -408,28 +419,41 @@ def episodes_table(run_id: str, episodes: list[dict]):
 
 BLOB_SCHEMA = ("slot long, run_id string, status string, wall_s double, error string, "
                + ", ".join(f"{t} binary, {t}_schema binary" for t in TABLES))
+# What a task returns when it writes its runs' files itself (experiments.table_sink): its runs'
+# status rows, and on its first row the files it wrote (JSON: [[table, path], ...]).
+WRITTEN_SCHEMA = "slot long, run_id string, status string, wall_s double, error string, files string"
 
 
 class SweepInterrupted(Exception):
     """Ctrl-C during a sweep: what was kept, in one line."""
 
 
-class _Task:
-    """The mapInPandas function: each input row is one run; each output row carries its status
-    and its tables as Arrow IPC blobs (Spark writes them, see ``experiments.store``)."""
+@attrs.frozen
+class _Files:
+    """Where a task writes its runs' tables (``experiments.table_sink.TaskTables``): the local
+    output, the batch, and the fixed schemas (serialized Arrow; the others are the union of the
+    task's runs)."""
 
-    def __init__(self, model: str, runner: Callable[[RunSpec], tuple[str, str, dict]] | None = None):
+    out_dir: str
+    batch: str
+    schemas: tuple[tuple[str, bytes | None], ...]
+
+
+class _Task:
+    """The mapInPandas function: each input row is one Spark task's runs. Out come, per run, its
+    status, and either its tables as Arrow IPC blobs (Spark writes them, see
+    ``experiments.store``) or, with ``files``, nothing more: the task writes them itself."""
+
+    def __init__(self, model: str, runner: Callable[[RunSpec], tuple[str, str, dict]] | None = None,
+                 files: _Files | None = None):
         self.model = model     # computed on the driver, from the sources it ships
         self.runner = runner
+        self.files = files
 
-    def __call__(self, batches: Iterator) -> Iterator:
-        import pandas as pd
+    def _runs(self, batches: Iterator) -> Iterator[tuple[dict, dict]]:
         import pyarrow as pa
 
-        from experiments.store import to_blob
-
         runner = self.runner or run_one
-        _freeze_worker_heap()
         for batch in batches:
             # each input row is one Spark task's runs: [[slot, run_id, spec], ...] as JSON
             for slot, run_id, spec_json in (run for task in batch["runs"] for run in json.loads(task)):
@@ -447,11 +471,54 @@ class _Task:
                     tables["runs"] = runs.append_column("model_digest", pa.array([digest] * runs.num_rows, pa.string()))
                 row = {"slot": int(slot), "run_id": run_id, "status": status,
                        "wall_s": time.perf_counter() - t0, "error": detail}
+                yield row, tables
+
+    def __call__(self, batches: Iterator) -> Iterator:
+        import pandas as pd
+
+        from experiments.store import COMPLETE_STATUSES, to_blob
+
+        _freeze_worker_heap()
+        if self.files is not None:
+            yield from self._write(batches)
+            return
+        for row, tables in self._runs(batches):
+            for t in TABLES:
+                table = tables.get(t)
+                row[t] = None if table is None else to_blob(table)
+                row[f"{t}_schema"] = None if table is None else table.schema.serialize().to_pybytes()
+            if row["status"] not in COMPLETE_STATUSES:
                 for t in TABLES:
-                    table = tables.get(t)
-                    row[t] = None if table is None else to_blob(table)
-                    row[f"{t}_schema"] = None if table is None else table.schema.serialize().to_pybytes()
-                yield pd.DataFrame([row])
+                    row[t] = row[f"{t}_schema"] = None
+            yield pd.DataFrame([row])
+
+    def _write(self, batches: Iterator) -> Iterator:
+        import pandas as pd
+        import pyarrow as pa
+        from pyspark import TaskContext
+
+        from experiments.store import COMPLETE_STATUSES
+        from experiments.table_sink import TaskTables
+
+        ctx = TaskContext.get()
+        schemas = {t: None if b is None else pa.ipc.read_schema(pa.py_buffer(b)) for t, b in self.files.schemas}
+        out = TaskTables(self.files.out_dir, self.files.batch, schemas,
+                         ctx.partitionId() if ctx is not None else 0,
+                         ctx.taskAttemptId() if ctx is not None else 0)
+        rows = []
+        try:
+            for row, tables in self._runs(batches):
+                if row["status"] in COMPLETE_STATUSES:
+                    out.add(tables)
+                rows.append(row)
+            files = out.close()
+        except BaseException:
+            out.abort()
+            raise
+        if rows:
+            frame = pd.DataFrame(rows).assign(files="")
+            frame.loc[0, "files"] = json.dumps(files)
+            yield frame
 
 
 _worker_heap_frozen = False
@@ -541,14 +608,17 @@ PROGRESS_EVERY_S = 15.0  # at most one progress line this often while batches ru
 # the cores its last runs leave idle go to them, and a batch commits while the next one runs.
 IN_FLIGHT = 2
 COMMIT_WAIT_S = 120.0  # how long a failed sweep waits for a commit under way
-INTERRUPT_WAIT_S = 10.0  # how long an interrupted sweep waits for a cancelled commit to end
+# How long an interrupted or failed sweep waits for its batches' threads: a cancelled job's
+# thread returns once Spark has cancelled it, a commit under way lands or fails.
+INTERRUPT_WAIT_S = 10.0
 COMMIT_POOL = "commit"  # the scheduler pool of the commits' jobs (experiments.spark FAIR mode)
 
 
 @attrs.define(eq=False)
 class _Batch:
-    """One batch of runs on its way through the sweep: computed (its rows persisted in Spark),
-    then committed (``experiments.store.write_batch``)."""
+    """One batch of runs on its way through the sweep: computed and committed by its own thread
+    when its tasks write their files (``experiments.table_sink``); else computed (its rows
+    persisted in Spark), then committed (``experiments.store.write_batch``)."""
 
     specs: list[RunSpec]
     tasks: list[list[int]]  # positions of ``specs`` per Spark task
@@ -641,12 +711,14 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
               runner: Callable[[RunSpec], tuple[str, str, dict]] | None = None,
               batch_runs: int | None = None):
     """Run every spec not yet complete under ``out`` (for the current model) as Spark tasks, and
-    write their rows through Spark, batch by batch (``experiments.store``).
+    write their rows batch by batch (``experiments.store``).
 
-    Batches overlap on a classic session: while one batch commits (its writes run in their own
-    scheduler pool) and while one finishes its last runs, the next batch's runs keep the other
-    cores busy. A batch counts only once committed, so a killed sweep keeps every committed batch
-    and reruns the rest.
+    A batch counts once committed, and commits as soon as its runs are done: with a local output
+    on a local master its tasks write its files and the driver commits them right away
+    (``experiments.table_sink``); elsewhere Spark's Parquet writer writes them, in jobs of their
+    own scheduler pool while the next batch's runs keep the other cores busy. A killed sweep
+    keeps every committed batch and reruns the rest. A committed batch whose files no longer
+    match its commit rows is said so in one line and its runs are recomputed.
 
     Returns a pandas DataFrame (run_id, status, wall_s, error) with one row per spec; complete
     runs are reported as ``skipped``. ``runner`` replaces ``run_one`` (tests). Ctrl-C raises
@@ -666,7 +738,15 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
         interrupt_all,
         tag_thread,
     )
-    from experiments.store import COMPLETE_STATUSES, complete_runs, unify, write_batch
+    from experiments.store import (
+        COMPLETE_STATUSES,
+        commit_local,
+        complete_runs,
+        damage_line,
+        tasks_write,
+        unify,
+        write_batch,
+    )
 
     stream = stream or sys.stderr
     spark = get_spark(master)
@@ -674,7 +754,12 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
     local = local_path(out)
     if local is not None:
         local.mkdir(parents=True, exist_ok=True)
-    complete = set(complete_runs(spark, out, model))
+    wanted = {s.run_id for s in specs}
+    damaged: dict = {}
+    complete = set(complete_runs(spark, out, model, damaged))
+    line = damage_line(damaged, wanted)
+    if line:
+        print(f"{label}: {line}", file=stream, flush=True)
     todo = [s for s in specs if s.run_id not in complete]
     done = pd.DataFrame({"run_id": [s.run_id for s in specs if s.run_id in complete],
                          "status": "skipped", "wall_s": 0.0, "error": ""})
@@ -692,6 +777,12 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
     points_schema = pa.Table.from_pylist(
         [{"run_id": s.run_id, "seed": s.seed, **dict(s.point), "spec": s.to_json()} for s in specs]).schema
     overlap = can_overlap_jobs()
+    direct = tasks_write(out)
+    fixed = {"events": _recorder_schema("EVENTS_SCHEMA"), "intervals": _recorder_schema("INTERVALS_SCHEMA"),
+             "points": points_schema}
+
+    def status_rows(meta):
+        return meta[["run_id", "status", "wall_s", "error"]].assign(model=model)
 
     def compute(batch: _Batch) -> _Batch:
         tag_thread(batch.id)
@@ -700,6 +791,15 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
             for task in batch.tasks]})
         # one row, so one partition and one task, per group of runs
         df = spark.createDataFrame(pdf).repartitionByRange(len(batch.tasks), "task")
+        if direct:
+            files = _Files(str(local.resolve()), batch.id, tuple(
+                (t, fixed[t].serialize().to_pybytes() if t in fixed else None) for t in TABLES))
+            meta = df.mapInPandas(_Task(model, runner, files), WRITTEN_SCHEMA).toArrow().to_pandas()
+            landed = [tuple(f) for text in meta["files"] if text for f in json.loads(text)]
+            any_complete = bool(meta["status"].isin(COMPLETE_STATUSES).any())
+            commit_local(out, batch.id, landed, fixed if any_complete else {}, status_rows(meta))
+            batch.meta = meta
+            return batch
         batch.blobs = df.mapInPandas(_Task(model, runner), BLOB_SCHEMA).persist()
         try:
             batch.meta = batch.blobs.select("run_id", "status", "wall_s", "error", "runs_schema",
@@ -719,14 +819,10 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
             ok = meta[meta["status"].isin(COMPLETE_STATUSES)]
             schemas = {}
             if len(ok):
-                schemas = {"events": _recorder_schema("EVENTS_SCHEMA"),
-                           "intervals": _recorder_schema("INTERVALS_SCHEMA"),
-                           "points": points_schema,
-                           "runs": unify(_schemas(ok["runs_schema"])),
+                schemas = {**fixed, "runs": unify(_schemas(ok["runs_schema"])),
                            "episodes": unify(_schemas(ok["episodes_schema"]))}
-            commit_rows = meta[["run_id", "status", "wall_s", "error"]].assign(model=model)
             write_batch(spark, out, batch.id, batch.blobs.where(batch.blobs.status.isin(*COMPLETE_STATUSES)),
-                        schemas, commit_rows, max(1, min(len(ok), parallelism)), tag if overlap else None)
+                        schemas, status_rows(meta), max(1, min(len(ok), parallelism)), tag if overlap else None)
         finally:
             batch.blobs.unpersist()
         return batch
@@ -737,7 +833,7 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
     queue = list(batches)
     computing: dict[cf.Future, _Batch] = {}
     committing: dict[cf.Future, _Batch] = {}
-    waiting: list[_Batch] = []  # computed, to commit in order, one at a time
+    waiting: list[_Batch] = []  # computed, to commit in order, one at a time (Spark's writer)
 
     def start_computing() -> None:
         # without overlap (Spark Connect): one batch at a time, computed then committed
@@ -745,14 +841,19 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
         while queue and len(computing) < limit:
             batch = queue.pop(0)
             progress.add(batch)
-            computing[in_daemon_thread(lambda b=batch: compute(b), f"sweep-{batch.id}")] = batch
+            # registered before the thread starts, so that a Ctrl-C waits for it (see below)
+            in_daemon_thread(lambda b=batch: compute(b), f"sweep-{batch.id}",
+                             before_start=lambda f, b=batch: computing.__setitem__(f, b))
 
     def start_committing() -> None:
         if waiting and not committing:
             batch = waiting.pop(0)
-            # registered before the thread starts, so that a Ctrl-C waits for it (see below)
             in_daemon_thread(lambda b=batch: commit(b), f"commit-{batch.id}",
                              before_start=lambda f, b=batch: committing.__setitem__(f, b))
+
+    def committed(batch: _Batch) -> None:
+        results.append(batch.meta[["run_id", "status", "wall_s", "error"]])
+        progress.committed(batch, int(batch.meta["status"].isin(COMPLETE_STATUSES).sum()))
 
     try:
         start_computing()
@@ -762,23 +863,26 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
                 if future in computing:
                     batch = computing.pop(future)
                     future.result()  # a failed Spark job raises here
+                    if direct:  # committed already: counted as saved in the line finished() shows
+                        committed(batch)
+                    else:
+                        waiting.append(batch)
                     progress.finished(batch)
-                    waiting.append(batch)
                 else:
                     batch = committing.pop(future)
                     future.result()
-                    results.append(batch.meta[["run_id", "status", "wall_s", "error"]])
-                    progress.committed(batch, int(batch.meta["status"].isin(COMPLETE_STATUSES).sum()))
+                    committed(batch)
             start_committing()
             start_computing()
     except KeyboardInterrupt:
         progress.stop()
         interrupt_all()
-        try:  # a batch may have committed between the last count and the Ctrl-C: ask the store
-            # once a commit under way has landed or failed (a job's commit, which the cancel
-            # cannot stop, would otherwise land after the count)
-            cf.wait(list(committing), timeout=INTERRUPT_WAIT_S)
-            wanted = {s.run_id for s in specs}
+        # Every batch thread is waited for: a commit under way lands or fails before the runs
+        # kept are counted, and no thread is left reading a cancelled job's answer from the JVM
+        # while the interpreter exits (pyarrow reads it, and a thread woken inside pyarrow
+        # during the interpreter's finalization aborts the process).
+        cf.wait([*computing, *committing], timeout=INTERRUPT_WAIT_S)
+        try:
             kept = len(wanted & set(complete_runs(spark, out, model)))
         except BaseException:  # noqa: BLE001 - a second Ctrl-C, a lost session: keep the count
             kept = progress.kept
@@ -794,6 +898,7 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
                 in_daemon_thread(lambda b=batch: commit(b), f"commit-{batch.id}").result()
             except Exception:  # noqa: BLE001 - the first failure is the one reported
                 pass
+        cf.wait(list(computing), timeout=INTERRUPT_WAIT_S)
         raise
     finally:
         progress.stop()
@@ -811,6 +916,35 @@ def _recorder_schema(name: str):
     from sim import recorder
 
     return getattr(recorder, name)
+
+
+class AggregateIncomplete(RuntimeError):
+    """Complete runs missing from the aggregate tables (one line)."""
+
+
+def check_aggregate(specs: Sequence[RunSpec], status, runs) -> None:
+    """Raise ``AggregateIncomplete`` unless the aggregate ``runs`` table (pyarrow) holds every
+    run of ``specs`` that ``status`` (``run_sweep``'s) calls complete, once: a run whose rows
+    could not be read must not silently leave its point with fewer seeds."""
+    from collections import Counter
+
+    from experiments.store import COMPLETE_STATUSES
+
+    complete = set(status.loc[status["status"].isin([*COMPLETE_STATUSES, "skipped"]), "run_id"])
+    held = Counter(runs.column("run_id").to_pylist())
+    missing = [s for s in specs if s.run_id in complete and s.run_id not in held]
+    twice = sorted(r for r, n in held.items() if n > 1)
+    if not missing and not twice:
+        return
+    if missing:
+        points = {s.point for s in missing}
+        first = missing[0]
+        where = ", ".join(f"{k}={v}" for k, v in first.point if v != "")
+        raise AggregateIncomplete(
+            f"{len(missing)} of {len(complete)} complete runs are missing from the aggregate tables "
+            f"({len(points)} point(s) with fewer seeds than the grid; first: {first.run_id}, {where}); "
+            "their rows could not be read: rerun the same command to check the output")
+    raise AggregateIncomplete(f"{len(twice)} run(s) appear twice in the aggregate tables (first: {twice[0]})")
 
 
 def report_failures(status, stream=None) -> int:

@@ -65,6 +65,7 @@ class MemberActor(Actor):
         self.starting = False
         self.held: list[tuple] = []
         self.poll_rng = None  # the client's poll-loop stream (see sim.member), made on first start
+        self.id_rng = None    # the stream its consumer-protocol member ids come from, made on first start
 
     def deliver(self, now, kind, sender, payload):
         core = self.core
@@ -193,7 +194,7 @@ class Director(Actor):
             for _ in range(a.count):
                 name = r.next_member_name()
                 self._trigger(now, name, desc)
-                r.start_member(self, name, a.overrides)
+                r.start_member(self, name, a.overrides, spread=True)
         elif isinstance(a, RemoveMembers):
             alive = r.member_names(alive_only=True)
             names = list(a.members) if a.members is not None else (alive[-a.count:] if a.count else [])

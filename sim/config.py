@@ -135,10 +135,15 @@ class GroupConfig:
     # The consumer group protocol (KIP-848; GroupCoordinatorConfig's group.consumer.* defaults).
     consumer_heartbeat_interval_ms: float = attrs.field(default=5000, validator=_positive)
     consumer_session_timeout_ms: float = attrs.field(default=45000, validator=_positive)
+    consumer_min_heartbeat_interval_ms: float = attrs.field(default=5000, validator=_positive)
+    consumer_max_heartbeat_interval_ms: float = attrs.field(default=15000, validator=_positive)
+    consumer_min_session_timeout_ms: float = attrs.field(default=45000, validator=_positive)
+    consumer_max_session_timeout_ms: float = attrs.field(default=60000, validator=_positive)
     consumer_assignors: tuple[str, ...] = attrs.field(default=("uniform", "range"),
                                                       converter=lambda v: names_tuple("consumer_assignors")(v))
 
     def __attrs_post_init__(self):
+        self._check_consumer_bounds()
         if self.consumer_heartbeat_interval_ms >= self.consumer_session_timeout_ms:
             raise ConfigError(
                 "consumer_heartbeat_interval_ms",
@@ -156,6 +161,27 @@ class GroupConfig:
                 "max_session_timeout_ms",
                 f"{self.max_session_timeout_ms} is below min_session_timeout_ms ({self.min_session_timeout_ms})",
             )
+
+    def _check_consumer_bounds(self) -> None:
+        # GroupCoordinatorConfig's constructor checks these in this order; a broker whose
+        # group.consumer.* values break one refuses to start (IllegalArgumentException).
+        for kind in ("heartbeat_interval", "session_timeout"):
+            value = getattr(self, f"consumer_{kind}_ms")
+            low = getattr(self, f"consumer_min_{kind}_ms")
+            high = getattr(self, f"consumer_max_{kind}_ms")
+            kafka = kind.replace("_", ".")
+            if high < low:
+                raise ConfigError(f"consumer_max_{kind}_ms",
+                                  f"{high:g} is below consumer_min_{kind}_ms ({low:g}): "
+                                  f"group.consumer.max.{kafka}.ms must be >= group.consumer.min.{kafka}.ms")
+            if value < low:
+                raise ConfigError(f"consumer_{kind}_ms",
+                                  f"{value:g} is below group.consumer.min.{kafka}.ms "
+                                  f"(consumer_min_{kind}_ms = {low:g})")
+            if value > high:
+                raise ConfigError(f"consumer_{kind}_ms",
+                                  f"{value:g} is above group.consumer.max.{kafka}.ms "
+                                  f"(consumer_max_{kind}_ms = {high:g})")
 
     @property
     def initial_rebalance_delay_s(self) -> float:
@@ -232,7 +258,8 @@ class ConsumerConfig:
     returns (Kafka's max.poll.records), so a batch takes at most ``max_poll_records / capacity``
     seconds, and the poll loop reacts to a rebalance only between batches (see ``sim.member``).
     ``revoke_cost_ms`` / ``assign_cost_ms``: time its rebalance listener spends per revoked /
-    assigned partition (commit, state restore).
+    assigned partition (commit, state restore); 0 by default, as Kafka's default
+    ``ConsumerRebalanceListener`` does nothing.
     ``topics``: its subscription (empty = every topic of the scenario).
     ``sticky_user_data_version``: 1 = KIP-341 (with generation); 0 = the pre-KIP-341 layout
     that an old client sends (only meaningful for the eager ``sticky`` assignor; such a client's
@@ -441,6 +468,13 @@ class SimConfig:
 
     ``members``: how many members start at t=0 (named ``c000``, ``c001``, ...), all with
     ``consumer``, except names listed in ``member_overrides`` (a dict of consumer fields).
+    ``start_spread_s``: the members of a deployment do not start in the same millisecond: each
+    initial member starts at an instant drawn per seed, uniformly in ``[0, start_spread_s)``, and
+    each member of an ``add_members`` action as long after the action. Their start instants set
+    their auto-commit and poll phases (and, under the consumer protocol, their heartbeat phases),
+    so a seed samples them as two real runs of one deployment differ. Kafka defines no such thing;
+    the default (5 s: one auto-commit interval, one consumer-protocol heartbeat interval) covers a
+    whole cycle of each. 0 starts every member at once: a lab set-up whose members share one phase.
     ``elide_heartbeats``: skip idle heartbeats whose effect is computed exactly (needed at scale).
     ``max_duration_s``: hard stop of simulated time.
     """
@@ -457,6 +491,7 @@ class SimConfig:
     group: GroupConfig = attrs.field(factory=GroupConfig)
     network: NetworkConfig = attrs.field(factory=NetworkConfig)
     assignor_cost: AssignorCost = attrs.field(factory=AssignorCost)
+    start_spread_s: float = attrs.field(default=5.0, validator=_nonneg)
     elide_heartbeats: bool = attrs.field(default=True, validator=boolean)
     max_duration_s: float = attrs.field(default=7200.0, validator=_positive)
 
@@ -589,7 +624,7 @@ def sim_config_from_dict(data: Mapping[str, Any], where: str = "") -> SimConfig:
         kwargs["topics"] = tuple(build(TopicConfig, t, at(f"topics[{i}]")) for i, t in enumerate(topics))
     else:
         raise ConfigError(at("topics"), "missing; give at least one [[topics]] table")
-    for name in ("members", "elide_heartbeats", "max_duration_s"):
+    for name in ("members", "start_spread_s", "elide_heartbeats", "max_duration_s"):
         if name in d:
             kwargs[name] = d[name]
     if "consumer" in d:

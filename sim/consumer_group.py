@@ -7,15 +7,21 @@ Theory of operation. Everything that changes a consumer group lives here (Kafka'
 calls ``handle(now, sender, message)`` and ``on_timer(now, key, at)`` and carries out the returned
 effects (``sim.messages``).
 
-- One RPC, ConsumerGroupHeartbeat. Member epoch 0 joins (the coordinator gives the member its id),
-  -1 leaves, -2 is a static member leaving for a while (it keeps its assignment and its instance
-  id until the session timeout; a new process with the same ``group.instance.id`` that joins with
-  epoch 0 takes its place and its partitions; while the old member is still active the joiner
-  gets UNRELEASED_INSTANCE_ID).
+- One RPC, ConsumerGroupHeartbeat, handled one request at a time, each to its response before
+  the next. Member epoch 0 joins under the member id the client sends (its own, KIP-1082), or under
+  one the coordinator makes when it sends none; an id the group still has goes through the epoch
+  check instead. -1 leaves, -2 is a static member leaving for a while (it keeps its assignment and
+  its instance id until the session timeout; a new process with the same ``group.instance.id``
+  that joins with epoch 0 takes its place and its partitions; while the old member is still
+  active the joiner gets UNRELEASED_INSTANCE_ID).
 - The group epoch is bumped when a member joins, leaves or is fenced, when a subscription changes,
   and when the partition count of a subscribed topic changes. The target assignment (one call of
   the server-side assignor, ``sim.target_assignment``) is computed for the group epoch by the next
-  heartbeat that finds it stale, as Kafka does.
+  heartbeat, inside that heartbeat, as Kafka does: members joining one after the other each get a
+  computation (the first member of a forming group gets every partition, the next ones wait for
+  theirs). The assignor's member order is Kafka's: the HashMap that
+  ``TargetAssignmentBuilder`` fills from the group's members map (``MembersMapOrder``) and then
+  the heartbeating member.
 - Each member is then reconciled on its own (``next_member_assignment``, Kafka's
   ``CurrentAssignmentBuilder``): it keeps target ∩ current, must first revoke current - target
   (state UNREVOKED_PARTITIONS, epoch unchanged), and receives a partition only when no other
@@ -24,16 +30,17 @@ effects (``sim.messages``).
 - Fencing: a member that sends no heartbeat for ``group.consumer.session.timeout.ms``, or stays
   in UNREVOKED_PARTITIONS for its rebalance timeout (the client's max.poll.interval.ms), is
   removed; the group epoch is bumped and its partitions are free at once. Epoch checks answer
-  FENCED_MEMBER_EPOCH (a member coming with the previous epoch and a subset of its assignment is
-  accepted: its response was lost), UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID.
+  FENCED_MEMBER_EPOCH (a member coming with its previous epoch and a subset of its assignment is
+  accepted: its response was lost; every transition moves the previous epoch, also one that keeps
+  the epoch), UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID.
 
 Modelled here, not defined by Kafka:
 - Assignor cost. Computing a target assignment takes simulated time (``AssignorCost``, as the
   classic leader's): the coordinator handles nothing else meanwhile (Kafka runs it inline in the
-  coordinator's event loop). Heartbeats that arrive at the instant an assignment is needed share
-  that one computation: the computation runs right after the inputs of that instant (a zero-delay
-  timer), and the heartbeats wait for it.
-- Member ids are given by the coordinator (Kafka before KIP-1082), so a rejoin is a new member id.
+  coordinator's event loop). The heartbeat that computed it is answered when it ends; requests
+  that arrive meanwhile wait and are then handled in arrival order.
+- Member ids the coordinator makes (for a join without one) are ``<client>-<n>``, not Kafka's
+  random ``Uuid``.
 
 Idle heartbeat elision (``elide_heartbeats``, a simulator device, not Kafka's). A heartbeat of a
 member that is reconciled to the target epoch, while the target is current, changes nothing but
@@ -58,6 +65,8 @@ from collections.abc import Callable
 
 import attrs
 
+from assignors._java import java_string_hash
+
 from . import messages as m
 from .config import AssignorCost, GroupConfig
 from .offsets import OffsetStore
@@ -78,14 +87,16 @@ _EMPTY: frozenset = frozenset()
 
 
 def next_member_assignment(state: str, member_epoch: int, assigned: frozenset, pending_revocation: frozenset,
-                           target_epoch: int, target: frozenset, partition_epoch: Callable[[object], int],
+                           target_epoch: int, target: frozenset,
+                           partition_epoch: Callable[[object], int] | dict,
                            owned: frozenset | None) -> tuple[str, int, frozenset, frozenset]:
     """Kafka's ``CurrentAssignmentBuilder.build``: one member's next (state, epoch, assigned
     partitions, partitions pending revocation) given its target assignment at ``target_epoch``.
 
     ``partition_epoch(tp)`` is the epoch of the member currently holding ``tp`` (assigned or
-    pending revocation), -1 when it is free. ``owned`` is what the member reported in this
-    heartbeat, None when it did not send its owned partitions (then it cannot have revoked).
+    pending revocation), -1 when it is free; or a dict of the held partitions to that epoch.
+    ``owned`` is what the member reported in this heartbeat, None when it did not send its owned
+    partitions (then it cannot have revoked).
     """
     if state == STABLE:
         if member_epoch == target_epoch:
@@ -100,6 +111,18 @@ def next_member_assignment(state: str, member_epoch: int, assigned: frozenset, p
     raise ValueError(f"unknown member state {state!r}")
 
 
+def builds_new_member(state: str, member_epoch: int, pending_revocation: frozenset, target_epoch: int,
+                      owned: frozenset | None) -> bool:
+    """Whether ``CurrentAssignmentBuilder.build`` makes a new member (``computeNextAssignment``)
+    rather than return the one it was given. A new member's previous epoch is the epoch it had
+    (``ConsumerGroupMember.Builder.updateMemberEpoch``), even when its epoch stays the same."""
+    if state == STABLE:
+        return member_epoch != target_epoch
+    if state == UNREVOKED_PARTITIONS:
+        return not _owns_any(owned, pending_revocation)
+    return True
+
+
 def _owns_any(owned: frozenset | None, partitions: frozenset) -> bool:
     """CurrentAssignmentBuilder.ownsRevokedPartitions (no report: assume it still owns them)."""
     if owned is None:
@@ -112,7 +135,10 @@ def _compute_next(member_epoch, assigned, target_epoch, target, partition_epoch,
     kept = assigned & target
     revoke = assigned - kept
     pending_assignment = target - kept
-    free = frozenset(tp for tp in pending_assignment if partition_epoch(tp) == -1)
+    if isinstance(partition_epoch, dict):
+        free = pending_assignment.difference(partition_epoch)
+    else:
+        free = frozenset(tp for tp in pending_assignment if partition_epoch(tp) == -1)
     unreleased = len(free) != len(pending_assignment)
     if revoke and _owns_any(owned, revoke):
         # revoke first, in the current epoch
@@ -135,7 +161,7 @@ class ConsumerGroupMember:
     topics: tuple[str, ...]
     rebalance_timeout_s: float
     epoch: int = 0
-    previous_epoch: int = 0
+    previous_epoch: int = -1          # ConsumerGroupMember.Builder's default
     state: str = STABLE
     assigned: frozenset = _EMPTY
     pending_revocation: frozenset = _EMPTY
@@ -154,6 +180,56 @@ class ConsumerGroupMember:
         if s is None:
             s = self._spec = MemberSpec(self.topics, self.rack, self.instance_id)
         return s
+
+
+_FIBONACCI = -7046029254386353131  # BaseHashTable.findSlot's multiplier
+_U64 = (1 << 64) - 1
+
+
+class MembersMapOrder:
+    """The order in which ``ConsumerGroup``'s members map (a ``TimelineHashMap``, Kafka's
+    ``BaseHashTable``) iterates its member ids, which decides the order of members that share a
+    bucket of the ``HashMap`` the assignor iterates (``TargetAssignmentBuilder.build`` fills it
+    from this map, then puts the heartbeating member).
+
+    The table starts with 2 slots and doubles before an insertion that would load it past 0.75;
+    it never shrinks. A member's slot is the top bits of ``String.hashCode`` times a Fibonacci
+    constant. Each slot keeps its members in insertion order (a rehash keeps it too: a slot's
+    members all come from one slot of the smaller table), and the iterator reads slots in order,
+    each slot's members last-inserted first. So the order is (slot, newest first), and it changes
+    for every member when the table grows. A member not in the map yet (the one whose join
+    heartbeat is being handled) comes after all of them."""
+
+    __slots__ = ("_seq", "_count", "_bits")
+
+    def __init__(self):
+        self._seq: dict[str, int] = {}  # member id -> when it was inserted
+        self._count = 0
+        self._bits = 1                  # log2 of the table size (BaseHashTable.MIN_CAPACITY = 2)
+
+    def add(self, member_id: str) -> bool:
+        """Insert a member (it must not be in the map); True when the table grew, which moves
+        every member's tie."""
+        grew = (len(self._seq) + 1) * 0.75 > (1 << self._bits)
+        if grew:
+            self._bits += 1
+        self._count += 1
+        self._seq[member_id] = self._count
+        return grew
+
+    def remove(self, member_id: str) -> None:
+        self._seq.pop(member_id, None)
+
+    def __contains__(self, member_id: str) -> bool:
+        return member_id in self._seq
+
+    def tie(self, member_id: str) -> tuple[int, int, int]:
+        """Sort key of the member in the map's iteration order."""
+        n = self._seq.get(member_id)
+        if n is None:
+            return (1, 0, 0)
+        slot = ((java_string_hash(member_id) * _FIBONACCI) & _U64) >> (64 - self._bits)
+        return (0, slot, -n)
 
 
 class ConsumerGroupCoordinator:
@@ -182,11 +258,13 @@ class ConsumerGroupCoordinator:
         self.static_members: dict[str, str] = {}             # group.instance.id -> member id
         self.partition_epoch: dict = {}                      # TopicPartition -> epoch of its holder
         self.partition_owner: dict = {}                      # TopicPartition -> member id
-        self.unreconciled: set[str] = set()
+        self.reconciled: set[str] = set()                   # members reconciled to the target epoch
         # The assignor's inputs, kept between group epochs (TargetAssignmentBuilder's member
         # specs, ConsumerGroup's subscription type): members whose topics, rack or assignor
-        # changed since the last computation are in ``_changed`` until it folds them in.
-        self.assignor_members = GroupMembers()
+        # changed since the last computation are in ``_changed`` until it folds them in. Members
+        # sharing a bucket of the assignor's HashMap come in the members map's order.
+        self.map_order = MembersMapOrder()
+        self.assignor_members = GroupMembers(tie=self.map_order.tie)
         self._changed: dict[str, None] = {}
         self._votes: dict[str, int] = {}             # server assignor name -> members asking for it
         self._voted: dict[str, str] = {}             # member id -> the assignor counted for it
@@ -194,8 +272,7 @@ class ConsumerGroupCoordinator:
         self.state = EMPTY
         self.timers: dict[tuple, float] = {}
         self.session_due: dict[float, dict[str, None]] = {}  # session deadline -> member ids
-        self.parked: list[tuple] = []       # (client, request, stage) waiting for the assignor
-        self.assign_pending = False
+        self.parked: list[tuple] = []       # (client, request) that came while the assignor ran
         self.busy_until = 0.0
         self.subscribed_partitions: dict[str, int] = {}
         self.topic_subscribers: dict[str, int] = {}
@@ -207,6 +284,16 @@ class ConsumerGroupCoordinator:
         self.assignments_computed = 0
 
     # ------------------------------------------------------------------ plumbing
+
+    @property
+    def unreconciled(self) -> set[str]:
+        """The members not reconciled to the target epoch."""
+        return set(self.members).difference(self.reconciled)
+
+    @property
+    def assign_pending(self) -> bool:
+        """Never: each heartbeat that finds the target stale computes it before it is answered."""
+        return False
 
     @property
     def generation(self) -> int:
@@ -243,13 +330,14 @@ class ConsumerGroupCoordinator:
             self.out.append(("send", client, msg, at))
 
     def _blocked(self, now: float) -> bool:
-        return self.assign_pending or now < self.busy_until
+        return now < self.busy_until
 
     # ------------------------------------------------------------------ entry points
 
     def handle(self, now: float, sender: str, msg) -> list[tuple]:
-        if now < self.busy_until:
-            self.parked.append((sender, msg, "full"))
+        if now < self.busy_until or self.parked:
+            # the coordinator handles one request at a time, in arrival order
+            self.parked.append((sender, msg))
         elif isinstance(msg, m.ConsumerGroupHeartbeatRequest):
             self._on_heartbeat(now, sender, msg)
         elif isinstance(msg, m.OffsetCommitRequest):
@@ -276,11 +364,9 @@ class ConsumerGroupCoordinator:
         if kind == "session":
             self._index_session(key[1], at, None)
         del self.timers[key]
-        if kind == "assign":
-            self._compute_target(now)
-        elif kind == "unblock":
+        if kind == "unblock":
             self._unpark(now)
-        elif now < self.busy_until or self.assign_pending:
+        elif now < self.busy_until:
             # the coordinator is busy with the assignor: its timers run when it is free again
             self._timer(key, max(self.busy_until, now))
         elif kind == "session":
@@ -346,15 +432,16 @@ class ConsumerGroupCoordinator:
         """Whether a heartbeat of ``mm`` would change nothing but its session: it is reconciled to
         the current target, or it is at the target epoch waiting for partitions that their
         previous owners have not released yet (UNRELEASED_PARTITIONS, none of them free: its next
-        heartbeat would leave it as it is, CurrentAssignmentBuilder.computeNextAssignment)."""
+        heartbeat would leave it as it is, CurrentAssignmentBuilder.computeNextAssignment). Such a
+        heartbeat would still make its epoch its previous epoch, which no epoch check can tell: a
+        member that took the offer knows that epoch and never sends an older one."""
         if self.group_epoch != self.target_epoch or mm.epoch != self.target_epoch or self._blocked(now):
             return False
         if mm.state == STABLE:
             return True
         if mm.state != UNRELEASED_PARTITIONS:
             return False
-        pe = self.partition_epoch
-        return all(tp in pe for tp in self.target.get(mm.member_id, _EMPTY) - mm.assigned)
+        return self.partition_epoch.keys() >= self.target.get(mm.member_id, _EMPTY) - mm.assigned
 
     def _wake_quiet(self, now: float) -> None:
         """The group epoch moved: every quiet member heartbeats for real again."""
@@ -424,8 +511,11 @@ class ConsumerGroupCoordinator:
             self._rebalance_open = True
             self.out.append(("open", "rebalance", None, None, None))
 
-    def _remove(self, now: float, mm: ConsumerGroupMember) -> None:
-        self._subscribe(mm.topics, -1)
+    def _remove(self, now: float, mm: ConsumerGroupMember, replaced: bool = False) -> None:
+        if not replaced:
+            # consumerGroupFenceMember recomputes the subscription without the member (a
+            # replacement keeps it: the new member subscribes to the same topics)
+            self._subscribe(mm.topics, -1)
         self._set_holdings(now, mm, _EMPTY, _EMPTY)
         del self.members[mm.member_id]
         self._changed[mm.member_id] = None
@@ -433,7 +523,8 @@ class ConsumerGroupCoordinator:
         self._stop_waiting(mm.member_id)
         self.woken.pop(mm.member_id, None)
         self.target.pop(mm.member_id, None)
-        self.unreconciled.discard(mm.member_id)
+        self.reconciled.discard(mm.member_id)
+        self.map_order.remove(mm.member_id)
         if mm.instance_id is not None and self.static_members.get(mm.instance_id) == mm.member_id:
             del self.static_members[mm.instance_id]
         self._timer(("session", mm.member_id), None)
@@ -447,9 +538,9 @@ class ConsumerGroupCoordinator:
 
     def _touch(self, mm: ConsumerGroupMember) -> None:
         if mm.reconciled_to(self.target_epoch):
-            self.unreconciled.discard(mm.member_id)
+            self.reconciled.add(mm.member_id)
         else:
-            self.unreconciled.add(mm.member_id)
+            self.reconciled.discard(mm.member_id)
 
     def _update_state(self, now: float) -> None:
         """ConsumerGroup.maybeUpdateGroupState, plus the ``rebalance`` interval and events."""
@@ -457,7 +548,7 @@ class ConsumerGroupCoordinator:
             new = EMPTY
         elif self.group_epoch > self.target_epoch:
             new = ASSIGNING
-        elif self.unreconciled:
+        elif len(self.reconciled) < len(self.members):
             new = RECONCILING
         else:
             new = GROUP_STABLE
@@ -501,19 +592,15 @@ class ConsumerGroupCoordinator:
                                                              correlation=req.correlation))
 
     def _on_heartbeat(self, now: float, client: str, req: m.ConsumerGroupHeartbeatRequest) -> None:
+        """GroupMetadataManager.consumerGroupHeartbeat: one heartbeat, handled to its response
+        before the next (a join's target is computed for its own group epoch)."""
         if req.member_epoch in (m.LEAVE_GROUP_MEMBER_EPOCH, m.LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             self._on_leave(now, client, req)
             self._update_state(now)
             return
-        bump = None
-        if req.member_epoch == m.JOIN_GROUP_MEMBER_EPOCH and req.member_id == "":
-            mm, bump = self._join(now, client, req)
-            if mm is None:
-                return
-        else:
-            mm = self._check(client, req)
-            if mm is None:
-                return
+        mm, bump = self._member_for(now, client, req)
+        if mm is None:
+            return
         if mm.member_id in self.quiet:
             self.out.append(("violation", f"heartbeat from {mm.member_id} while its heartbeats are elided"))
             del self.quiet[mm.member_id]
@@ -543,75 +630,112 @@ class ConsumerGroupCoordinator:
             self._bump(now, bump)
         self._timer(("session", mm.member_id), now + self.config.consumer_session_timeout_s)
         if self.group_epoch > self.target_epoch:
-            # the next heartbeat that finds the target stale computes it (after this instant's inputs)
-            self._park(now, client, req, mm.member_id)
-            self._update_state(now)
-            return
+            self._compute_target(now)
+        if mm.member_id not in self.map_order:
+            # the new member enters the group's members map once its heartbeat is handled
+            if self.map_order.add(mm.member_id):
+                self.assignor_members.retie()
+            else:
+                self.assignor_members.retie(mm.member_id)
         self._reconcile_and_reply(now, mm, req)
         self._update_state(now)
 
-    def _join(self, now: float, client: str, req) -> tuple[ConsumerGroupMember | None, str | None]:
-        topics = tuple(req.subscribed_topics or ())
-        timeout = req.rebalance_timeout_s if req.rebalance_timeout_s is not None else 300.0
+    def _member_for(self, now: float, client: str, req) -> tuple[ConsumerGroupMember | None, str | None]:
+        """The member a heartbeat is for (GroupMetadataManager.getOrMaybeSubscribeDynamicConsumerGroupMember
+        and getOrMaybeSubscribeStaticConsumerGroupMember), and why the group epoch moves (a join);
+        (None, None) once an error is answered. Epoch 0 creates the member under the id it sends
+        (the client's own, KIP-1082), or under a new one when it sends none; a member the group
+        still has goes through the epoch check like any other heartbeat."""
         iid = req.group_instance_id
-        if iid is not None and iid in self.static_members:
-            old = self.members[self.static_members[iid]]
+        join = req.member_epoch == m.JOIN_GROUP_MEMBER_EPOCH
+        mid = req.member_id
+        if join and not mid:
+            mid = self._new_member_id(client)
+        if iid is None:
+            mm = self.members.get(mid)
+            if mm is None:
+                if join:
+                    return self._add_member(now, client, mid, None, req)
+                self._error(client, req, m.UNKNOWN_MEMBER_ID)
+                return None, None
+            return (mm if self._epoch_valid(client, req, mm) else None), None
+        holder = self.static_members.get(iid)
+        if join:
+            if holder is None:
+                mm = self.members.get(mid)
+                if mm is None:
+                    return self._add_member(now, client, mid, iid, req)
+                # ConsumerGroup.getOrMaybeCreateMember hands back the member as it is
+                mm.instance_id = iid
+                mm._spec = None
+                self._changed[mid] = None
+                self.static_members[iid] = mid
+                return mm, None
+            old = self.members[holder]
             if old.epoch != m.LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                 # throwIfInstanceIdIsUnreleased
                 self._error(client, req, m.UNRELEASED_INSTANCE_ID)
                 self._event("join_rejected", client, f"UNRELEASED_INSTANCE_ID instance={iid}")
                 return None, None
-            # The static member comes back: a new member id takes over its assignment (epoch 0).
-            new = ConsumerGroupMember(self._new_member_id(client), client, iid, req.rack_id, old.topics,
-                                      timeout, last_heartbeat=now)
-            assigned = old.assigned
-            target = self.target.get(old.member_id)
-            self._remove(now, old)
-            self._event("member_fenced", old.client, f"member_id={old.member_id} replaced_by={new.member_id}")
-            self.members[new.member_id] = new
-            self._changed[new.member_id] = None
-            self.static_members[iid] = new.member_id
-            self._subscribe(new.topics, +1)
-            self._set_holdings(now, new, assigned, _EMPTY)
-            if target is not None:
-                self.target[new.member_id] = target
-            self._touch(new)
-            self._event("member_added", client, f"member_id={new.member_id} static_rejoin instance={iid}")
-            return new, None
-        mm = ConsumerGroupMember(self._new_member_id(client), client, iid, req.rack_id, topics, timeout,
-                                 last_heartbeat=now)
-        self.members[mm.member_id] = mm
-        self._changed[mm.member_id] = None
+            return self._replace_static(now, client, old, mid), None
+        if holder is None:
+            # throwIfStaticMemberIsUnknown
+            self._error(client, req, m.UNKNOWN_MEMBER_ID)
+            return None, None
+        if holder != mid:
+            # throwIfInstanceIdIsFenced
+            self._error(client, req, m.FENCED_INSTANCE_ID)
+            return None, None
+        mm = self.members[holder]
+        return (mm if self._epoch_valid(client, req, mm) else None), None
+
+    def _add_member(self, now: float, client: str, member_id: str, iid: str | None,
+                    req) -> tuple[ConsumerGroupMember, str]:
+        topics = tuple(req.subscribed_topics or ())
+        timeout = req.rebalance_timeout_s if req.rebalance_timeout_s is not None else 300.0
+        mm = ConsumerGroupMember(member_id, client, iid, req.rack_id, topics, timeout, last_heartbeat=now)
+        self.members[member_id] = mm
+        self._changed[member_id] = None
         if iid is not None:
-            self.static_members[iid] = mm.member_id
+            self.static_members[iid] = member_id
         self._subscribe(mm.topics, +1)
         self._touch(mm)
-        self._event("member_added", client, f"member_id={mm.member_id}")
+        self._event("member_added", client, f"member_id={member_id}")
         return mm, f"member {client} joined"
 
-    def _check(self, client: str, req) -> ConsumerGroupMember | None:
-        """Unknown member, fenced instance, or an epoch the member cannot have (Kafka's
-        throwIfConsumerGroupMemberEpochIsInvalid)."""
-        iid = req.group_instance_id
-        if iid is not None:
-            holder = self.static_members.get(iid)
-            if holder is None:
-                self._error(client, req, m.UNKNOWN_MEMBER_ID)
-                return None
-            if holder != req.member_id:
-                self._error(client, req, m.FENCED_INSTANCE_ID)
-                return None
-        mm = self.members.get(req.member_id)
-        if mm is None:
-            self._error(client, req, m.UNKNOWN_MEMBER_ID)
-            return None
+    def _replace_static(self, now: float, client: str, old: ConsumerGroupMember, member_id: str) -> ConsumerGroupMember:
+        """A static member comes back (epoch 0 while its instance id is released): a copy of the
+        old member under the new member id, at epoch 0 (previous epoch 0), with its partitions and
+        its target (GroupMetadataManager.replaceMember); the group epoch stays."""
+        iid = old.instance_id
+        new = ConsumerGroupMember(member_id, client, iid, old.rack, old.topics, old.rebalance_timeout_s,
+                                  previous_epoch=0, state=old.state, last_heartbeat=now,
+                                  server_assignor=old.server_assignor)
+        assigned = old.assigned
+        target = self.target.get(old.member_id)
+        self._remove(now, old, replaced=True)
+        self._event("member_fenced", old.client, f"member_id={old.member_id} replaced_by={member_id}")
+        self.members[member_id] = new
+        self._changed[member_id] = None
+        self.static_members[iid] = member_id
+        self._set_holdings(now, new, assigned, _EMPTY)
+        if target is not None:
+            self.target[member_id] = target
+        self._touch(new)
+        self._event("member_added", client, f"member_id={member_id} static_rejoin instance={iid}")
+        return new
+
+    def _epoch_valid(self, client: str, req, mm: ConsumerGroupMember) -> bool:
+        """GroupMetadataManager.throwIfConsumerGroupMemberEpochIsInvalid: an epoch above the
+        member's, or below it unless it is the member's previous epoch sent with a subset of its
+        partitions (the response that moved it on was lost), is fenced."""
         e = req.member_epoch
         if e > mm.epoch or (e < mm.epoch and (e != mm.previous_epoch or req.owned_partitions is None
                                               or not req.owned_partitions <= mm.assigned)):
             self._error(client, req, m.FENCED_MEMBER_EPOCH)
             self._event("fenced_epoch", client, f"member_id={mm.member_id} sent={e} known={mm.epoch}")
-            return None
-        return mm
+            return False
+        return True
 
     def _on_leave(self, now: float, client: str, req) -> None:
         iid = req.group_instance_id
@@ -622,10 +746,10 @@ class ConsumerGroupCoordinator:
         self._reply(client, m.ConsumerGroupHeartbeatResponse(m.NONE, mm.member_id, req.member_epoch,
                                                              correlation=req.correlation))
         if req.member_epoch == m.LEAVE_GROUP_STATIC_MEMBER_EPOCH and iid is not None:
-            # consumerGroupStaticMemberGroupLeave: keeps its assignment; its session timer runs on
+            # consumerGroupStaticMemberGroupLeave: epoch -2, nothing pending revocation; it keeps
+            # its assignment, state and previous epoch, and its session timer runs on
+            mm.epoch = m.LEAVE_GROUP_STATIC_MEMBER_EPOCH
             self._set_holdings(now, mm, mm.assigned, _EMPTY)
-            mm.previous_epoch, mm.epoch = mm.epoch, m.LEAVE_GROUP_STATIC_MEMBER_EPOCH
-            mm.state = STABLE
             self._timer(("rebalance", mm.member_id, mm.rebalance_deadline_epoch), None)
             mm.rebalance_deadline_epoch = None
             self._touch(mm)
@@ -638,40 +762,37 @@ class ConsumerGroupCoordinator:
     # ------------------------------------------------------------------ assignment and reconciliation
 
     def _compute_target(self, now: float) -> None:
-        """TargetAssignmentBuilder: one call of the server-side assignor for the group epoch."""
-        self.assign_pending = False
-        if self.group_epoch > self.target_epoch:
-            _, meta = self._metadata()
-            self._fold_changes()
-            members = self.assignor_members
-            counts = {t: meta.get(t, 0) for t in members.subscribed_topic_names()}
-            mode = self.assignor_cost.mode
-            t0 = time.perf_counter() if mode == "measured" else 0.0
-            name = self._preferred_assignor()
-            self.target = compute_target(name, counts, members, self.target)
-            measured = time.perf_counter() - t0 if mode == "measured" else 0.0
-            cost = self.assignor_cost.cost_s(sum(counts.values()), len(members), measured)
-            self.target_epoch = self.group_epoch
-            self.assignments_computed += 1
-            epoch = self.target_epoch
-            if epoch > self._max_member_epoch:
-                # no member can be at the new epoch yet: none is reconciled to it
-                self.unreconciled = set(self.members)
-            else:
-                self.unreconciled = {mid for mid, mm in self.members.items()
-                                     if mm.state != STABLE or mm.epoch != epoch}
-            self._event("target_assignment", None,
-                        f"assignor={name} members={len(members)} epoch={self.target_epoch} cost={cost:.6f}s")
-            if cost > 0:
-                self.busy_until = now + cost
-                self._timer(("unblock",), self.busy_until)
-                self._update_state(now)
-                return
-        self._unpark(now)
+        """GroupMetadataManager.updateTargetAssignment (TargetAssignmentBuilder): one call of the
+        server-side assignor for the group epoch, inside the heartbeat that needs it. With an
+        assignor cost the coordinator is busy until it ends (that heartbeat's response leaves
+        then; requests meanwhile wait, ``handle``)."""
+        _, meta = self._metadata()
+        changed = self._fold_changes()
+        members = self.assignor_members
+        counts = {t: meta.get(t, 0) for t in members.subscribed_topic_names()}
+        mode = self.assignor_cost.mode
+        t0 = time.perf_counter() if mode == "measured" else 0.0
+        name = self._preferred_assignor()
+        self.target = compute_target(name, counts, members, self.target, changed)
+        measured = time.perf_counter() - t0 if mode == "measured" else 0.0
+        cost = self.assignor_cost.cost_s(sum(counts.values()), len(members), measured)
+        self.target_epoch = self.group_epoch
+        self.assignments_computed += 1
+        epoch = self.target_epoch
+        if epoch > self._max_member_epoch:
+            # no member can be at the new epoch yet: none is reconciled to it
+            self.reconciled = set()
+        else:
+            self.reconciled = {mid for mid, mm in self.members.items() if mm.reconciled_to(epoch)}
+        self._event("target_assignment", None,
+                    f"assignor={name} members={len(members)} epoch={self.target_epoch} cost={cost:.6f}s")
+        if cost > 0:
+            self.busy_until = now + cost
+            self._timer(("unblock",), self.busy_until)
 
-    def _fold_changes(self) -> None:
+    def _fold_changes(self) -> list[str]:
         """Bring the assignor's inputs up to date with the members that changed since the last
-        computation (joined, left, new subscription, rack or assignor)."""
+        computation (joined, left, new subscription, rack or assignor); returns their ids."""
         members, votes, voted = self.assignor_members, self._votes, self._voted
         for mid in self._changed:
             old = voted.pop(mid, None)
@@ -685,10 +806,13 @@ class ConsumerGroupCoordinator:
                 members.remove(mid)
                 continue
             members.put(mid, (mm._spec or mm.spec()).topic_set, mm.instance_id, mm.rack)
+            members.retie(mid)  # it may have left the members map and come back since
             if mm.server_assignor is not None:
                 voted[mid] = mm.server_assignor
                 votes[mm.server_assignor] = votes.get(mm.server_assignor, 0) + 1
+        changed = list(self._changed)
         self._changed.clear()
+        return changed
 
     def _preferred_assignor(self) -> str:
         """ConsumerGroup.computePreferredServerAssignor: the assignor most members ask for (ties:
@@ -701,29 +825,15 @@ class ConsumerGroupCoordinator:
         return min(name for name, v in votes.items() if v == best)
 
     def _unpark(self, now: float) -> None:
-        """Handle what waited for the assignor, in arrival order. Requests that need a newer target
-        park again and share the next computation."""
-        if self._blocked(now):
-            return
+        """Handle what came while the assignor ran, in arrival order, one request at a time: one
+        that computes a new target makes the rest wait again."""
         waiting, self.parked = self.parked, []
-        for client, req, stage in waiting:
-            if stage == "full":
-                self.handle_now(now, client, req)
-                continue
-            mm = self.members.get(stage)
-            if mm is None:
-                self._error(client, req, m.UNKNOWN_MEMBER_ID)
-            elif self.group_epoch > self.target_epoch:
-                self._park(now, client, req, stage)
-            else:
-                self._reconcile_and_reply(now, mm, req)
+        for i, (client, req) in enumerate(waiting):
+            if self._blocked(now):
+                self.parked = waiting[i:]
+                break
+            self.handle_now(now, client, req)
         self._update_state(now)
-
-    def _park(self, now: float, client: str, req, member_id: str) -> None:
-        self.parked.append((client, req, member_id))
-        if not self.assign_pending:
-            self.assign_pending = True
-            self._timer(("assign",), now)
 
     def handle_now(self, now: float, client: str, msg) -> None:
         if isinstance(msg, m.ConsumerGroupHeartbeatRequest):
@@ -742,15 +852,18 @@ class ConsumerGroupCoordinator:
         before = mm.assigned
         if not mm.reconciled_to(self.target_epoch):
             target = self.target.get(mm.member_id, _EMPTY)
-            pe = self.partition_epoch.get
             state, epoch, assigned, pending = next_member_assignment(
                 mm.state, mm.epoch, mm.assigned, mm.pending_revocation, self.target_epoch, target,
-                lambda tp: pe(tp, -1), req.owned_partitions)
+                self.partition_epoch, req.owned_partitions)
+            if builds_new_member(mm.state, mm.epoch, mm.pending_revocation, self.target_epoch, req.owned_partitions):
+                # every transition moves the previous epoch, also one that keeps the epoch: only
+                # the epoch just before is tolerated from a member whose response was lost
+                mm.previous_epoch = mm.epoch
             if (state, epoch, assigned, pending) != (mm.state, mm.epoch, mm.assigned, mm.pending_revocation):
                 if epoch != mm.epoch:
                     if epoch < mm.epoch:
                         self.out.append(("violation", f"member {mm.member_id} epoch went from {mm.epoch} to {epoch}"))
-                    mm.previous_epoch, mm.epoch = mm.epoch, epoch
+                    mm.epoch = epoch
                     if epoch > self._max_member_epoch:
                         self._max_member_epoch = epoch
                 self._set_holdings(now, mm, assigned, pending)

@@ -35,8 +35,12 @@ partitions at the position where their fetching stopped; commits carry the membe
 member last heard, and a STALE_MEMBER_EPOCH or UNKNOWN_MEMBER_ID answer is a
 CommitFailedException that the application catches (commitSync retries only retriable errors).
 
-Modelled here, not defined by Kafka: both callbacks of one reconciliation run in the same poll();
-a fenced member rejoins with an empty member id (the coordinator gives it a new one).
+Member id: the consumer makes its own once per consumer instance (Kafka 4.0, KIP-1082:
+``Uuid.randomUuid()``, drawn by the runner from a seeded stream), sends it from its first
+heartbeat on and keeps it: a fenced member rejoins (epoch 0) under the same id. Without one (the
+``member_id`` argument left empty) it takes the id the coordinator answers with, and keeps that.
+
+Modelled here, not defined by Kafka: both callbacks of one reconciliation run in the same poll().
 
 Idle heartbeat elision (``elide_heartbeats``; a simulator device, see ``sim.consumer_group``).
 A STABLE member with nothing in progress whose heartbeat response offers ``quiet_epoch`` takes it
@@ -130,7 +134,8 @@ class ConsumerMember:
                  sample_latency: Callable[[], float] | None = None, assignor_cost: AssignorCost | None = None,
                  elide_heartbeats: bool = False, *, rates: Mapping[str, float] | None = None,
                  handoffs: Handoffs | None = None, poll_rng: np.random.Generator | None = None, rank: int = 0,
-                 heartbeat_interval_s: float = 5.0, link_faulty: Callable[[], bool] | None = None):
+                 heartbeat_interval_s: float = 5.0, link_faulty: Callable[[], bool] | None = None,
+                 member_id: str = ""):
         self.name = name
         self.rank = rank
         self.elide = elide_heartbeats
@@ -145,7 +150,9 @@ class ConsumerMember:
         self._sample_latency = sample_latency if sample_latency is not None else (lambda: 0.0)
 
         self.state = UNSUBSCRIBED
-        self.member_id = ""
+        # The consumer's own member id, made once per consumer instance and sent from its first
+        # heartbeat on (KIP-1082); "" leaves it to the coordinator, which answers with one.
+        self.member_id = member_id
         self.epoch = 0
         self.epochs_seen: dict[str, int] = {}
         self.interval_s = heartbeat_interval_s   # until the first response says otherwise
@@ -321,9 +328,8 @@ class ConsumerMember:
     # ------------------------------------------------------------------ heartbeats
 
     def _join(self, now: float) -> None:
-        """transitionToJoining: epoch 0, a full request at once."""
+        """transitionToJoining: epoch 0, a full request at once, under the member id it has."""
         self.state = JOINING
-        self.member_id = ""
         self.epoch = m.JOIN_GROUP_MEMBER_EPOCH
         self.target = None
         self.current_assignment = frozenset()
@@ -360,7 +366,13 @@ class ConsumerMember:
         self.ack_in_flight = self.state == ACKNOWLEDGING
         self.hb_due = False
         self._send(req, sent_at)
-        self._timer(("hb",), sent + self.interval_s)
+        wait = self.interval_s
+        if self.config.heartbeat_phase == "random" and (self.ack_in_flight or self.epoch == m.JOIN_GROUP_MEMBER_EPOCH):
+            # As sim.member's: a model choice, not Kafka's. The heartbeat that joins or acknowledges
+            # an assignment sets the member's phase (HeartbeatRequestManager resets its timer on
+            # each send); long-lived groups drift, so the next one comes anywhere within one interval.
+            wait *= float(self._poll_rng.random())
+        self._timer(("hb",), sent + wait)
         self._timer(("hb_timeout",), sent + self.config.request_timeout_s)
 
     def _send_leave(self, now: float, reason: str) -> None:

@@ -38,6 +38,7 @@ from assignors import Assignment, Subscription
 
 from . import messages as m
 from .config import GroupConfig
+from .ids import classic_member_id, default_client_id
 from .offsets import OffsetStore
 
 EMPTY = "Empty"
@@ -107,8 +108,11 @@ def _disjoint_by_indices(lists) -> bool:
 class GroupCoordinator:
     """Kafka's classic group state machine for one group. Sans-I/O: see the module docstring."""
 
-    def __init__(self, config: GroupConfig, elide_heartbeats: bool = True):
+    def __init__(self, config: GroupConfig, elide_heartbeats: bool = True,
+                 id_rng: np.random.Generator | None = None):
         self.config = config
+        # member ids' random part (ClassicGroup.generateMemberId): a seeded stream of the run's
+        self._id_rng = id_rng if id_rng is not None else np.random.default_rng(0)
         self.elide = elide_heartbeats
         self.state = EMPTY
         self.generation = 0
@@ -123,7 +127,6 @@ class GroupCoordinator:
         self.protocol_counts: dict[str, int] = {}
         self.timers: dict[tuple, float] = {}
         self.quiet_epoch = 0
-        self._next_id = 0
         self._new_member_added = False
         self._initial_remaining_s = 0.0
         self._rebalance_open = False
@@ -228,9 +231,11 @@ class GroupCoordinator:
 
     # ------------------------------------------------------------------ membership helpers
 
-    def _new_member_id(self, client: str) -> str:
-        self._next_id += 1
-        return f"{client}-{self._next_id:06d}"
+    def _new_member_id(self, instance_id: str | None) -> str:
+        """ClassicGroup.generateMemberId: ``group.instance.id`` or ``client.id``, "-", a random
+        UUID. Every client here runs with the Java consumer's default client.id, which is the same
+        for every dynamic member of a group, so dynamic members sort by their UUIDs alone."""
+        return classic_member_id(default_client_id(instance_id), instance_id, self._id_rng)
 
     def _await(self, meta: MemberMeta) -> None:
         """The member's JoinGroup now waits in the barrier (counted, so the check stays O(1))."""
@@ -441,7 +446,7 @@ class GroupCoordinator:
                 self._static_join(now, client, req)
                 return
             # KIP-394: a dynamic member first gets its id, then rejoins with it.
-            member_id = self._new_member_id(client)
+            member_id = self._new_member_id(None)
             self.pending_members.add(member_id)
             self._timer(("pending", member_id), now + req.session_timeout_s)
             self._reply(client, m.JoinGroupResponse(m.MEMBER_ID_REQUIRED, member_id=member_id))
@@ -505,7 +510,7 @@ class GroupCoordinator:
     def _static_join(self, now: float, client: str, req: m.JoinGroupRequest) -> None:
         """doStaticNewMemberJoin / updateStaticMemberAndRebalance (KIP-345)."""
         old_id = self.static_members.get(req.group_instance_id)
-        new_id = self._new_member_id(client)
+        new_id = self._new_member_id(req.group_instance_id)
         if old_id is None:
             self._add_and_rebalance(now, client, req, new_id, "static member joined")
             return

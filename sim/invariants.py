@@ -29,28 +29,31 @@ class _Zombies:
     """Answers "was this client a zombie at time t?" from the events.
 
     A zombie holds a stale generation without knowing it (KIP-341): the coordinator removed or
-    fenced the member id it last synced with, or the group completed a generation that the client
-    never joined (a static member that missed the join barrier stays in the group but is left
-    out of the new generation)."""
+    fenced the member id it last synced with (after that id last joined: under the consumer
+    protocol a client rejoins under its own id), or the group completed a generation that the
+    client never joined (a static member that missed the join barrier stays in the group but is
+    left out of the new generation)."""
 
     # the events it reads (check_run hands it only these)
-    KINDS = ("sync_received", "assignment_received", "member_removed", "member_fenced", "join_received",
-             "join_complete")
+    KINDS = ("sync_received", "assignment_received", "member_added", "member_removed", "member_fenced",
+             "join_received", "join_complete")
 
     def __init__(self, events: list[tuple]):
-        self.syncs: dict[str, list[tuple[float, str]]] = defaultdict(list)
-        self.removed: dict[str, float] = {}
+        # (t, event index) orders events of one instant as they were recorded
+        self.syncs: dict[str, list[tuple[float, int, str]]] = defaultdict(list)
+        self.added: dict[str, list[tuple[float, int]]] = defaultdict(list)
+        self.removed: dict[str, list[tuple[float, int]]] = defaultdict(list)
         self.joined: dict[str, list[tuple[float, int]]] = defaultdict(list)
         self.completed: list[tuple[float, int]] = []
-        for t, kind, member, gen, detail in events:
+        for i, (t, kind, member, gen, detail) in enumerate(events):
             if kind in ("sync_received", "assignment_received") and member:
                 mm = _MEMBER_ID.search(detail or "")
                 if mm:
-                    self.syncs[member].append((t, mm.group(1)))
-            elif kind in ("member_removed", "member_fenced"):
+                    self.syncs[member].append((t, i, mm.group(1)))
+            elif kind in ("member_removed", "member_fenced", "member_added"):
                 mm = _MEMBER_ID.search(detail or "")
-                if mm and mm.group(1) not in self.removed:
-                    self.removed[mm.group(1)] = t
+                if mm:
+                    (self.added if kind == "member_added" else self.removed)[mm.group(1)].append((t, i))
             elif kind == "join_received" and member:
                 self.joined[member].append((t, gen))
             elif kind == "join_complete":
@@ -58,11 +61,17 @@ class _Zombies:
 
     def zombie(self, client: str, t: float) -> bool:
         syncs = self.syncs.get(client, [])
-        i = bisect.bisect_right(syncs, (t, "\uffff")) - 1
+        i = bisect.bisect_right(syncs, (t, float("inf"))) - 1
         if i < 0:
             return False
-        removed_at = self.removed.get(syncs[i][1])
-        if removed_at is not None and removed_at <= t:
+        synced_t, synced_i, member_id = syncs[i]
+        # the removals of that member id since it last joined before the sync
+        adds = self.added.get(member_id, [])
+        k = bisect.bisect_left(adds, (synced_t, synced_i)) - 1
+        since = adds[k] if k >= 0 else (float("-inf"), -1)
+        removals = self.removed.get(member_id, [])
+        r = bisect.bisect_right(removals, since)
+        if r < len(removals) and removals[r][0] <= t:
             return True
         j = bisect.bisect_right(self.completed, (t, float("inf"))) - 1
         if j < 0:

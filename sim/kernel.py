@@ -53,6 +53,37 @@ import trio.testing
 
 YIELD_EVERY = 4096  # batches between yields to trio's scheduler
 
+# A stop asked from outside the simulation (``request_stop``: the command line's Ctrl-C and wall
+# time limit, from a signal handler), looked at before every input a kernel delivers, so that a
+# batch of a hundred thousand inputs stops within one of them. ``running``: whether a kernel is
+# delivering inputs (a stop asked before or after that finds no kernel to stop).
+_stop_reason: str | None = None
+_running = False
+_started = 0  # kernels that started delivering inputs in this process
+
+
+def request_stop(reason: str) -> None:
+    """Ask the kernel that is running (or the next one) to stop before its next input; the run
+    then ends as a partial run (``Kernel.stopped`` says why). Safe to call from a signal handler."""
+    global _stop_reason
+    _stop_reason = reason
+
+
+def clear_stop() -> None:
+    global _stop_reason
+    _stop_reason = None
+
+
+def running() -> bool:
+    """Whether a kernel is delivering inputs now."""
+    return _running
+
+
+def started() -> int:
+    """How many kernels started delivering inputs in this process so far."""
+    return _started
+
+
 class Actor:
     """Base of the thin actors: a seeded random stream, effect handling, and ``deliver`` (one input)."""
 
@@ -106,6 +137,8 @@ class Actor:
     def deliver_batch(self, now: float, items: list[tuple]) -> None:
         """Handle this actor's inputs of one batch (queue entries, see ``Kernel.push``) in key order."""
         for _t, rank, _seq, kind, sender, payload, _dest in items:
+            if _stop_reason is not None:
+                return
             self.input_rank = rank
             self.deliver(now, kind, sender, payload)
 
@@ -319,6 +352,7 @@ class Kernel:
         self.delivered = 0  # inputs handed to actors (the unit of --max-events)
         self.after_batch: Callable[[float], bool] | None = None  # returns True to stop
         self.batch_dests: Iterable[str] = ()  # the names of the actors the last batch went to
+        self.stopped: str | None = None  # why it stopped on request (``request_stop``)
 
     # ---- actors
 
@@ -385,8 +419,13 @@ class Kernel:
             clock = None  # a real clock cannot be moved; simulated time is self.now either way
         clock_at = self.now  # where trio's clock stands (moved only when other tasks may look)
         after_batch = self.after_batch
+        global _running, _started
+        _running = True
+        _started += 1
         try:
             while times:
+                if _stop_reason is not None:
+                    break
                 t = times[0]
                 if t > self.max_time:
                     break
@@ -421,11 +460,17 @@ class Kernel:
                         else:
                             items.append(entry)
                     for dest, items in batch.items():
+                        if _stop_reason is not None:
+                            break
                         actors[dest].deliver_batch(t, items)
                     self.batch_dests = batch
+                if _stop_reason is not None:
+                    break
                 if after_batch is not None and after_batch(t):
                     break
         finally:
+            _running = False
+            self.stopped = _stop_reason
             if clock is not None and self.now > clock_at:
                 clock.jump(self.now - clock_at)
 
@@ -488,6 +533,9 @@ class TaskKernel(Kernel):
         if self._sigint_deferred:
             self._sigint_deferred = False
             self._sigint(signal.SIGINT, None)  # (an actor's task: not inside trio's machinery)
+        if _stop_reason is not None:  # request_stop, looked at before every handoff
+            self.stopped = _stop_reason
+            return None
         handoffs = self._handoffs
         if handoffs:
             return handoffs.pop()
@@ -608,6 +656,9 @@ class TaskKernel(Kernel):
         self._me = trio.lowlevel.current_task()
         failure: BaseException | None = None
         self._guard_sigint()
+        global _running, _started
+        _running = True
+        _started += 1
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -635,6 +686,7 @@ class TaskKernel(Kernel):
                 raise group.exceptions[0] from None
             raise
         finally:
+            _running = False
             if self._sigint is not None:
                 signal.signal(signal.SIGINT, self._sigint)
         if self._sigint_deferred:  # landed in trio's machinery after the last step

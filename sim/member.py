@@ -1113,6 +1113,20 @@ class Member:
             self.out.append(("close", "stalled", self.name, None, None))
 
     def _run_callback(self, now: float, kind: str, cost_s: float, then: Callable[[float], None]) -> None:
+        if self.busy:
+            # The poll thread is in a callback already (close()'s onPartitionsRevoked when a
+            # JoinGroup answer makes this member the leader): this one runs after it, as on one
+            # thread. Replacing it lost the first one's continuation: a static member closed
+            # mid-rebalance never finished closing, and its group never settled.
+            first = self._after_busy
+
+            def after(t: float) -> None:
+                if first is not None:
+                    first(t)
+                if self.alive:
+                    self._run_callback(t, kind, cost_s, then)
+            self._after_busy = after
+            return
         if cost_s <= 0:
             then(now)
             return

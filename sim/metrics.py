@@ -64,6 +64,11 @@ _DURATION = re.compile(r"duration_s=([0-9.eE+-]+)")
 _REPROCESSED = re.compile(r"records=([0-9.eE+-]+) partitions=\d+ rate=([0-9.eE+-]+) cause=(\w+)")
 _AFTER = re.compile(r"after_s=([0-9.eE+-]+)")
 REPROCESS_CAUSES = ("crash", "failed_commit", "fenced", "zombie", "uncommitted")
+# A paused member's progress is handed on with the cause "zombie" (sim.member: it becomes one
+# when it resumes); what its partitions' next owner processes again from the committed offset up
+# to that progress is the paused member's uncommitted work, taken from it: ``fenced``. ``zombie``
+# counts only what a zombie processes while the new owner does too (double processing x rate).
+_EVENT_CAUSES = {"zombie": "fenced"}
 
 
 def _episodes_windows(events, last_t: float) -> list[dict]:
@@ -234,7 +239,7 @@ def compute_metrics(events_t: pa.Table, intervals_t: pa.Table, config: SimConfig
         again = dict.fromkeys(REPROCESS_CAUSES, 0.0)
         for t, records, _rate, cause in reprocessed:
             if s <= t <= e:
-                again[cause if cause in again else "uncommitted"] += records
+                again[_EVENT_CAUSES.get(cause, cause) if cause in again else "uncommitted"] += records
         again["zombie"] += sum((dp_rate * dp_in).tolist())
         firsts = [after for t, after in first_records if s <= t <= e]
         processing = float(np.sum(np.clip(np.minimum(bu_e, e) - np.maximum(bu_s, s), 0, None))) if bu_s.size else 0.0

@@ -25,6 +25,7 @@ from .config import ConfigError, to_flat_dict
 from .consumer_group import ASSIGNING, RECONCILING, ConsumerGroupCoordinator
 from .consumer_member import ConsumerMember
 from .group import COMPLETING_REBALANCE, EMPTY, PREPARING_REBALANCE, STABLE, GroupCoordinator
+from .ids import kafka_uuid
 from .invariants import check_run
 from .kernel import DEFAULT_KERNEL, KERNELS
 from .member import Handoffs, Member
@@ -44,6 +45,11 @@ from .scenario import (
 )
 
 TAIL_S = 1.0
+# Streams of sim.kernel.Kernel.rng_for beside each actor's own: the director's start instants, and
+# the member ids an actor makes (the classic coordinator's; a consumer-protocol client's own).
+START_STREAM = 4
+ID_STREAM = 3
+COORDINATOR_RANK = 0  # the first actor registered
 # crash_leader phases: the classic group's states, and the consumer group's (which has no leader:
 # the member that joined first stands in, see ConsumerGroupCoordinator.leader)
 _PHASES = {PREPARING_REBALANCE: "join", COMPLETING_REBALANCE: "sync", STABLE: "stable",
@@ -81,14 +87,14 @@ class RunResult:
 class MetadataHistory:
     """Topic partition counts over simulated time, known before the run from the timeline."""
 
-    def __init__(self, scenario: Scenario):
+    def __init__(self, scenario: Scenario, timeline: tuple):
         current = scenario.config.partitions_per_topic()
         self.times = [0.0]
         self.states = [dict(current)]
         self.created = {(t, p): 0.0 for t, n in current.items() for p in range(n)}
         self.deleted: dict[tuple[str, int], float] = {}
         self.rates = {t.name: t.rate for t in scenario.config.topics}
-        for a in scenario.timeline:
+        for a in timeline:
             if isinstance(a, AddPartitions):
                 old = current.get(a.topic, 0)
                 current[a.topic] = old + a.count
@@ -134,10 +140,11 @@ class _Runner:
         self.seed = seed
         self.progress = progress
         self.recorder = Recorder()
-        self.world = MetadataHistory(scenario)
+        self.timeline = scenario.timeline_for_seed(seed)  # each action at its instant for this seed
+        self.world = MetadataHistory(scenario, self.timeline)
         self.kernel = KERNELS[kernel](seed, self.recorder, self.config.max_duration_s)
         faults = []
-        for a in scenario.resolved_timeline:
+        for a in self.timeline:
             if isinstance(a, NetworkPartition):
                 faults.append(LinkFault(a.at_s, a.at_s + a.duration_s, a.member, a.direction))
             elif isinstance(a, DelaySpike):
@@ -153,17 +160,21 @@ class _Runner:
             self.coordinator = ConsumerGroupCoordinator(self.config.group, lambda: self.world.at(self.kernel.now),
                                                         self.config.assignor_cost, elide_heartbeats=self.elide)
         else:
-            self.coordinator = GroupCoordinator(self.config.group, self.elide)
-        CoordinatorActor(self.kernel, self.coordinator)
+            self.coordinator = GroupCoordinator(self.config.group, self.elide,
+                                                id_rng=self.kernel.rng_for(COORDINATOR_RANK, stream=ID_STREAM))
+        if CoordinatorActor(self.kernel, self.coordinator).rank != COORDINATOR_RANK:
+            raise AssertionError("the coordinator must be the first actor")
         initial, self.width = member_names(self.config, scenario.timeline)
         self.members: dict[str, MemberActor] = {}
         created = self.world.created
         self.handoffs = Handoffs(lambda tp: created.get((tp.topic, tp.partition), 0.0))
         self.subscribed_topics: set[str] = set()
         self.watches: list = []  # CrashLeader actions waiting for their phase
-        self.director = Director(self.kernel, self, scenario.resolved_timeline)
+        self.director = Director(self.kernel, self, self.timeline)
+        # each member's start instant within the deployment's spread (SimConfig.start_spread_s)
+        self._start_rng = self.kernel.rng_for(self.director.rank, stream=START_STREAM)
         for name in initial:
-            self.start_member(self.director, name, {})
+            self.start_member(self.director, name, {}, spread=True)
         self.kernel.after_batch = self._after_batch
         self.max_wall_s = max_wall_s
         self.max_events = max_events
@@ -189,7 +200,9 @@ class _Runner:
         return sorted(n for n, a in self.members.items()
                       if not alive_only or (a.core is not None and a.core.alive))
 
-    def start_member(self, director: Director, name: str, extra: dict) -> None:
+    def start_member(self, director: Director, name: str, extra: dict, spread: bool = False) -> None:
+        """Start (or restart) client ``name`` now, or with ``spread`` at an instant drawn from
+        ``[now, now + start_spread_s)``."""
         if name not in self.members:
             self.members[name] = MemberActor(self.kernel, name, self)
         self.members[name].starting = True
@@ -199,7 +212,10 @@ class _Runner:
             raise e.under(f"member {name}") from None
         topics = cfg.topics or tuple(t.name for t in self.config.topics)
         self.subscribed_topics.update(topics)
-        self.kernel.push(self.kernel.now, director, name, "control", ("start", cfg, topics))
+        at = self.kernel.now
+        if spread and self.config.start_spread_s:
+            at += float(self._start_rng.random()) * self.config.start_spread_s
+        self.kernel.push(at, director, name, "control", ("start", cfg, topics))
         self.kernel.dirty = True
 
     def new_core(self, actor: MemberActor, cfg, topics) -> Member:
@@ -210,11 +226,15 @@ class _Runner:
         lat = self.config.network.latency_of(actor.name)
         if self.consumer_protocol:
             name, network, kernel = actor.name, self.network, self.kernel
+            if actor.id_rng is None:  # one stream per client, kept across restarts
+                actor.id_rng = self.kernel.lazy_rng(actor.rank, stream=ID_STREAM)
+            # a consumer instance makes its member id once (KIP-1082): a restart is a new one
             return ConsumerMember(actor.name, cfg, topics, sample_latency=lambda: lat.sample_s(rng),
                                   link_faulty=lambda: network.link_fault_active(name, kernel.now),
                                   elide_heartbeats=self.elide, rates=self.world.rates, handoffs=self.handoffs,
                                   poll_rng=actor.poll_rng, rank=actor.rank,
-                                  heartbeat_interval_s=self.config.group.consumer_heartbeat_interval_s)
+                                  heartbeat_interval_s=self.config.group.consumer_heartbeat_interval_s,
+                                  member_id=kafka_uuid(actor.id_rng))
         return Member(actor.name, cfg, topics, lambda: self.world.at(self.kernel.now),
                       lambda: lat.sample_s(rng), self.config.assignor_cost, self.elide,
                       rates=self.world.rates, handoffs=self.handoffs, poll_rng=actor.poll_rng, rank=actor.rank)
@@ -424,6 +444,9 @@ class _Runner:
     def run(self) -> tuple[float, bool]:
         clock = trio.testing.MockClock(autojump_threshold=0)
         trio.run(self.kernel.run, clock=clock)
+        # stopped from outside the run (sim.kernel.request_stop: the CLI's Ctrl-C, --max-wall)
+        if self.kernel.stopped and not self.partial_reason:
+            self.partial_reason = f"{self.kernel.stopped} at simulated t={self.kernel.now:.3f}s"
         if self._tty:
             print(file=sys.stderr)
         # observed for one more second after the last input, so final ownership shows as intervals

@@ -18,6 +18,12 @@ Actions (``action`` = ...): add_members, remove_members, crash, crash_leader, pa
 rolling_restart, add_partitions, create_topic, delete_topic, network_partition, delay_spike,
 packet_loss.
 
+Every action takes ``jitter_s`` (default 0): each seed plays it at ``at_s`` plus an instant drawn
+uniformly from ``[0, jitter_s)``, because a real fault or deploy does not fall at one chosen
+millisecond of the group's heartbeat, auto-commit and poll cycles (``Scenario.timeline_for_seed``).
+The draws come from their own seeded stream, one per action in timeline order. Roles and indexes
+are resolved in the order of ``at_s``.
+
 Member targets (``member``, and the entries of ``members``) are a name (``"c007"``), a role, or an
 index, so one scenario holds at every group size (names widen with the group: ``c0007`` past 1000
 members). Roles and indexes are resolved against the members in the group by then, by name (the
@@ -39,6 +45,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
+import numpy as np
 
 from .config import (
     MAX_MEMBERS,
@@ -81,6 +88,9 @@ def _names(field: str):
 
 
 ROLES = ("first", "middle", "last", "leader")
+# The seed-sequence spawn key of the timeline's jitter draws: apart from every actor's stream
+# (the kernel's keys are (rank,) and (rank, stream), ranks counting actors from 0).
+JITTER_STREAM = 0xFFFF_FFFF
 _UNBOUNDED_S = 1e15  # a max_duration_s no timeline reaches (used to measure what one needs)
 
 
@@ -150,6 +160,7 @@ class AddMembers:
     """Start ``count`` new members (named after the existing ones), with consumer ``overrides``."""
 
     at_s: float = attrs.field(validator=_at)
+    jitter_s: float = attrs.field(default=0.0, validator=_nonneg, kw_only=True)
     count: int = attrs.field(default=1, validator=_count(MAX_MEMBERS))
     overrides: dict = attrs.field(factory=dict, validator=_table)
 
@@ -159,6 +170,7 @@ class RemoveMembers:
     """Close ``members`` gracefully (or the ``count`` highest-named live members)."""
 
     at_s: float = attrs.field(validator=_at)
+    jitter_s: float = attrs.field(default=0.0, validator=_nonneg, kw_only=True)
     members: tuple[str | int, ...] | None = attrs.field(default=None, converter=_targets("members"))
     count: int = attrs.field(default=1, validator=_count(MAX_MEMBERS))
 
@@ -168,6 +180,7 @@ class Crash:
     """Kill ``member`` (no LeaveGroup, no callbacks)."""
 
     at_s: float = attrs.field(validator=_at)
+    jitter_s: float = attrs.field(default=0.0, validator=_nonneg, kw_only=True)
     member: str | int = attrs.field(default=0, validator=_member)
 
 
@@ -182,6 +195,7 @@ class CrashLeader:
     settles without reaching that phase, nothing is crashed."""
 
     at_s: float = attrs.field(validator=_at)
+    jitter_s: float = attrs.field(default=0.0, validator=_nonneg, kw_only=True)
     phase: str = "sync"
     delay_s: float = attrs.field(default=0.0, validator=_nonneg)
 
@@ -195,6 +209,7 @@ class Pause:
     """Freeze ``member`` for ``duration_s`` (GC or debugger), then let it resume with stale state."""
 
     at_s: float = attrs.field(validator=_at)
+    jitter_s: float = attrs.field(default=0.0, validator=_nonneg, kw_only=True)
     member: str | int = attrs.field(default=0, validator=_member)
     duration_s: float = attrs.field(default=60.0, validator=_nonneg)
 
@@ -210,6 +225,7 @@ class RollingRestart:
     ``maxUnavailable``, say) restarts a consumer fleet."""
 
     at_s: float = attrs.field(validator=_at)
+    jitter_s: float = attrs.field(default=0.0, validator=_nonneg, kw_only=True)
     members: tuple[str | int, ...] | None = attrs.field(default=None, converter=_targets("members"))
     down_s: float = attrs.field(default=5.0, validator=_nonneg)
     gap_s: float = attrs.field(default=30.0, validator=_nonneg)
@@ -236,6 +252,7 @@ class AddPartitions:
     """Grow ``topic`` by ``count`` partitions (the leader notices at its next metadata refresh)."""
 
     at_s: float = attrs.field(validator=_at)
+    jitter_s: float = attrs.field(default=0.0, validator=_nonneg, kw_only=True)
     topic: str = attrs.field(default="", validator=_topic)
     count: int = attrs.field(default=1, validator=_count(MAX_PARTITIONS_PER_TOPIC))
 
@@ -243,6 +260,7 @@ class AddPartitions:
 @attrs.frozen
 class CreateTopic:
     at_s: float = attrs.field(validator=_at)
+    jitter_s: float = attrs.field(default=0.0, validator=_nonneg, kw_only=True)
     topic: str = attrs.field(default="", validator=_topic)
     partitions: int = attrs.field(default=1, validator=_count(MAX_PARTITIONS_PER_TOPIC))
     rate: float = attrs.field(default=100.0, validator=_nonneg)
@@ -251,6 +269,7 @@ class CreateTopic:
 @attrs.frozen
 class DeleteTopic:
     at_s: float = attrs.field(validator=_at)
+    jitter_s: float = attrs.field(default=0.0, validator=_nonneg, kw_only=True)
     topic: str = attrs.field(default="", validator=_topic)
 
 
@@ -260,6 +279,7 @@ class NetworkPartition:
     (to_coordinator, from_coordinator or both)."""
 
     at_s: float = attrs.field(validator=_at)
+    jitter_s: float = attrs.field(default=0.0, validator=_nonneg, kw_only=True)
     member: str | int = attrs.field(default=0, validator=_member)
     duration_s: float = attrs.field(default=60.0, validator=_nonneg)
     direction: str = "both"
@@ -274,6 +294,7 @@ class DelaySpike:
     """Add ``extra_ms`` to every message of ``member`` (None: every member) for ``duration_s``."""
 
     at_s: float = attrs.field(validator=_at)
+    jitter_s: float = attrs.field(default=0.0, validator=_nonneg, kw_only=True)
     duration_s: float = attrs.field(default=10.0, validator=_nonneg)
     extra_ms: float = attrs.field(default=1000.0, validator=_nonneg)
     member: str | None = attrs.field(default=None, validator=attrs.validators.optional(_member))
@@ -286,6 +307,7 @@ class PacketLoss:
     never retransmitted, so the request waits for its timeout (harsher than TCP)."""
 
     at_s: float = attrs.field(validator=_at)
+    jitter_s: float = attrs.field(default=0.0, validator=_nonneg, kw_only=True)
     duration_s: float = attrs.field(default=10.0, validator=_nonneg)
     probability: float = attrs.field(default=0.1, validator=_nonneg)
     member: str | None = attrs.field(default=None, validator=attrs.validators.optional(_member))
@@ -326,7 +348,7 @@ def action_from_dict(data: Mapping[str, Any], where: str):
 
 # Fields added later are left out at their default, so existing scenarios keep their run ids
 # (a digest of this dict) and their recorded trigger details.
-_OMIT_AT_DEFAULT = {"batch_size": 1}
+_OMIT_AT_DEFAULT = {"batch_size": 1, "jitter_s": 0.0}
 
 
 def action_to_dict(action) -> dict:
@@ -379,8 +401,9 @@ class Scenario:
         resolved = []
         ends = []
         for i, a in enumerate(self.timeline):
-            if a.at_s > cfg.max_duration_s:
-                raise ConfigError(f"timeline[{i}].at_s", f"{a.at_s:g} is beyond max_duration_s ({cfg.max_duration_s:g})")
+            if a.at_s + a.jitter_s > cfg.max_duration_s:
+                raise ConfigError(f"timeline[{i}].at_s", f"{a.at_s:g}{f' + {a.jitter_s:g} (jitter_s)' if a.jitter_s else ''}"
+                                  f" is beyond max_duration_s ({cfg.max_duration_s:g})")
             where = f"timeline[{i}]"
             if isinstance(a, Crash | Pause | NetworkPartition) or (isinstance(a, DelaySpike | PacketLoss)
                                                                    and a.member is not None):
@@ -396,7 +419,7 @@ class Scenario:
             if isinstance(a, RemoveMembers):
                 gone = list(a.members) if a.members is not None else (in_group[-a.count:] if a.count else [])
                 in_group = [n for n in in_group if n not in set(gone)]
-            end = a.at_s
+            end = a.at_s + a.jitter_s  # the latest instant a seed can put it at
             if isinstance(a, Pause | NetworkPartition | DelaySpike | PacketLoss):
                 end += a.duration_s
             if isinstance(a, RollingRestart):
@@ -470,9 +493,26 @@ class Scenario:
         if not self._ends:
             return 0.0
         cfg = self.config
-        session_s = max([cfg.consumer.session_timeout_s] + [cfg.consumer_for(n).session_timeout_s
-                                                              for n in cfg.member_overrides])
+        if cfg.consumer.group_protocol == "consumer":
+            # KIP-848: the broker's group.consumer.session.timeout.ms fences members; the
+            # client's session.timeout.ms is not used (one protocol per group: SimConfig)
+            session_s = cfg.group.consumer_session_timeout_s
+        else:
+            session_s = max([cfg.consumer.session_timeout_s] + [cfg.consumer_for(n).session_timeout_s
+                                                                  for n in cfg.member_overrides])
         return self.end_of_timeline() + session_s
+
+    def timeline_for_seed(self, seed: int) -> tuple:
+        """The resolved timeline as seed ``seed`` plays it: each action at ``at_s`` plus a draw
+        from ``[0, jitter_s)``, sorted by the instants drawn (ties keep timeline order)."""
+        timeline = self.resolved_timeline
+        if not any(a.jitter_s for a in timeline):
+            return timeline
+        rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(JITTER_STREAM,))))
+        draws = rng.random(len(timeline))
+        moved = [attrs.evolve(a, at_s=a.at_s + float(u) * a.jitter_s) if a.jitter_s else a
+                 for a, u in zip(timeline, draws, strict=True)]
+        return tuple(sorted(moved, key=lambda a: a.at_s))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "") -> Scenario:

@@ -21,16 +21,24 @@ cost of the members that the epoch touches rather than of the whole group:
   static member's new member id, a member removed) are handed in one by one;
 - a member's frozenset is built when the coordinator first asks for it (its next heartbeat), and a
   member whose partitions did not change keeps the very set it had, so an epoch that moves a few
-  partitions in a 10,000-member group builds a few sets.
+  partitions in a 10,000-member group builds a few sets;
+- while the group stays homogeneous over the same topics and partition counts under ``uniform``,
+  the epochs step one ``UniformChain`` (``assignors.server.uniform_chain``): the same result, at
+  the cost of the members and partitions that move, not of the group's partitions (a group that
+  forms or grows one member at a time computes one target per member). The target of a step
+  reads the chain while it is the latest; once a later step moved the chain on, it reads a copy
+  of its owners kept at its step.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 import attrs
+import numpy as np
 
 from assignors import TopicPartition
+from assignors._java import java_sort_key
 from assignors.server import (
     DEFAULT_SERVER_ASSIGNORS,
     GroupAssignment,
@@ -38,6 +46,8 @@ from assignors.server import (
     GroupSpec,
     get_server_assignor,
 )
+from assignors.server.spec import SubscriptionType
+from assignors.server.uniform_chain import UniformChain
 
 SERVER_ASSIGNORS = DEFAULT_SERVER_ASSIGNORS  # group.consumer.assignors names (GroupCoordinatorConfig)
 
@@ -61,18 +71,56 @@ class TargetAssignment(Mapping[str, frozenset]):
     ``pop`` and item assignment serve the coordinator's bookkeeping between epochs (a member
     removed; a static member's target moved to its new member id)."""
 
-    __slots__ = ("_result", "_base", "_sets", "_previous", "_detached", "_same")
+    __slots__ = ("_res", "_base", "_sets", "_previous", "_detached", "_same", "_chain", "_step", "_snapshot")
 
     def __init__(self, result: GroupAssignment | None = None, members=(),
                  previous: TargetAssignment | None = None):
-        self._result = result if result is not None else GroupAssignment.empty()
+        self._res = result if result is not None else GroupAssignment.empty()
         # the members read from ``_result`` (a mapping whose keys are they), less ``_detached``
         self._base: Mapping[str, object] = members if isinstance(members, Mapping) else dict.fromkeys(members)
         self._sets: dict[str, frozenset] = {}                    # built, or set explicitly
         self._previous = previous
         self._detached: dict[str, None] = {}  # set explicitly or popped: not read from ``_result``
         self._same = None  # per member of ``_result``: same partitions as in the previous result
+        self._chain: UniformChain | None = None  # the chain this target is a step of
+        self._step = -1
+        self._snapshot: tuple | None = None  # (member ids, positions, owner slot per partition)
 
+    @classmethod
+    def _of_chain(cls, chain: UniformChain, members: GroupMembers) -> TargetAssignment:
+        """The target a chain step computed: read from the chain while it is at this step."""
+        t = cls.__new__(cls)
+        index = members._member_index()  # noqa: SLF001
+        t._res = None
+        t._base = index
+        t._sets = {}
+        t._previous = None
+        t._detached = {}
+        t._same = None
+        t._chain = chain
+        t._step = chain.step_count
+        t._snapshot = (members.member_ids, index, chain.owner.copy())
+        return t
+
+    def _live_chain(self) -> UniformChain | None:
+        chain = self._chain
+        return chain if chain is not None and chain.step_count == self._step and not chain.dead else None
+
+    @property
+    def _result(self) -> GroupAssignment:
+        """The assignor's result this target reads (for a chain step, built on first use)."""
+        res = self._res
+        if res is None:
+            ids, index, owner = self._snapshot
+            chain = self._chain
+            positions = index._positions  # noqa: SLF001 (slot -> position at this step)
+            held = owner >= 0
+            by_position = np.full(owner.size, -1, dtype=np.int32)
+            by_position[held] = positions[owner[held]]
+            res = GroupAssignment(ids, dict(zip(chain.topics, chain.counts, strict=True)), by_position)
+            res._index = index  # noqa: SLF001
+            self._res = res
+        return res
     def _in_base(self, member_id: object) -> bool:
         return member_id in self._base and member_id not in self._detached
 
@@ -89,6 +137,9 @@ class TargetAssignment(Mapping[str, frozenset]):
         return self._result[member_id] if member_id in self._result else {}
 
     def _build(self, member_id: str) -> frozenset:
+        chain = self._live_chain()
+        if chain is not None:
+            return chain.partitions(member_id)
         prev = self._previous
         if prev is not None and prev._in_base(member_id):
             # unchanged since the previous epoch: the same set (no new TopicPartitions)
@@ -156,12 +207,16 @@ class TargetAssignment(Mapping[str, frozenset]):
 
 def compute_target(name: str, partitions_per_topic: Mapping[str, int],
                    members: GroupMembers | Mapping[str, MemberSpec],
-                   current: Mapping[str, frozenset]) -> TargetAssignment:
-    """The target assignment of ``members`` (see the module docstring)."""
+                   current: Mapping[str, frozenset], changed: Iterable[str] | None = None) -> TargetAssignment:
+    """The target assignment of ``members`` (see the module docstring). ``changed``: the member
+    ids that may have joined or left since ``current`` was computed (None: unknown, compare all)."""
     if not isinstance(members, GroupMembers):
         members = group_members_of(members)
     if not isinstance(current, TargetAssignment):
         current = _from_sets(current)
+    stepped = _step_chain(name, partitions_per_topic, members, current, changed)
+    if stepped is not None:
+        return stepped
     # TargetAssignmentBuilder: a member's current target is the last result's, unless it was set
     # or dropped since (then it is what was set, or nothing)
     assigned = {mid: current.current_for(mid) for mid in current._detached if mid in members}  # noqa: SLF001
@@ -170,6 +225,50 @@ def compute_target(name: str, partitions_per_topic: Mapping[str, int],
     current._previous = None  # keep one epoch back, not the whole history
     # the members as of this epoch: their positions in its order (the GroupMembers' snapshot)
     return TargetAssignment(result, members._member_index(), current)  # noqa: SLF001
+
+
+def _step_chain(name: str, partitions_per_topic: Mapping[str, int], members: GroupMembers,
+                current: TargetAssignment, changed: Iterable[str] | None) -> TargetAssignment | None:
+    """The next target as a step of a ``UniformChain``, or None when one does not apply (another
+    assignor, a heterogeneous or empty group, other topics or partition counts, a member handed
+    an explicit target)."""
+    if name != "uniform" or not len(members) or members.subscription_type is not SubscriptionType.HOMOGENEOUS:
+        return None
+    (subscribed,) = members._distinct  # noqa: SLF001 (homogeneous: one subscription)
+    topics = sorted((t for t in subscribed if t in partitions_per_topic), key=java_sort_key)
+    if not topics:
+        return None
+    counts = [int(partitions_per_topic[t]) for t in topics]
+    detached = current._detached  # noqa: SLF001
+    sets = current._sets  # noqa: SLF001
+    if any(sets.get(mid) for mid in detached if mid in members):
+        return None
+    chain = current._live_chain()  # noqa: SLF001
+    if chain is None or not chain.matches(members, topics, counts):
+        res = current._result  # noqa: SLF001
+        if res.topics != tuple(topics) or [res.num_partitions(t) for t in topics] != counts:
+            return None
+        chain = UniformChain.from_assignment(members, res)
+        if chain is None:
+            return None
+        changed = None  # the result's members against the members now
+    if changed is None:
+        gone = [mid for mid in chain.slot_of if mid not in members or mid in detached]
+        new = [mid for mid in members.member_ids if mid not in chain.slot_of or mid in detached]
+    else:
+        candidates = dict.fromkeys(changed)
+        candidates.update(detached)
+        gone = [mid for mid in candidates if mid in chain and (mid not in members or mid in detached)]
+        new = [mid for mid in candidates if mid in members and (mid not in chain or mid in detached)]
+    for mid in gone:
+        chain.remove(mid)
+    for mid in new:
+        chain.add(mid)
+    if len(chain) != len(members):
+        chain.dead = True  # not the group's members (a caller's ``changed`` missed one)
+        return None
+    chain.step()
+    return TargetAssignment._of_chain(chain, members)  # noqa: SLF001
 
 
 def group_members_of(specs: Mapping[str, MemberSpec]) -> GroupMembers:

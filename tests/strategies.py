@@ -171,3 +171,64 @@ def faulty_scenarios(draw, max_faults: int = 6) -> dict:
     """A small group (2-5 members, 1-2 topics) with random client settings, network and faults
     (``experiments.schedules.faulty_scenario``)."""
     return schedules.faulty_scenario(_HypothesisChooser(draw), max_faults=max_faults)
+
+
+# ---- KIP-848 coordinators: groups whose members come and go between group epochs ----
+
+
+@st.composite
+def membership_changes(draw, max_epochs: int = 25, pool: int = 10, max_partitions: int = 40) -> tuple:
+    """``(partitions_per_topic, subscription, epochs)`` for a server-side assignor kept between
+    group epochs: ``epochs`` lists, per group epoch, the changes since the last one, each
+    ``("join", member_id)``, ``("leave", member_id)``, ``("rejoin", member_id)`` (left and joined
+    again under the same id: its target is dropped), ``("subscribe", member_id, topics)`` (another
+    subscription: the group turns heterogeneous until it subscribes back) or ``("tie", member_id,
+    n)`` (its place among the members sharing its HashMap bucket). Member ids come from a small
+    pool, so they come back."""
+    names = draw(st.lists(st.sampled_from(["t", "u", "v"]), min_size=1, max_size=3, unique=True))
+    meta = {t: draw(st.integers(0, max_partitions)) for t in names}
+    subscription = frozenset(names)
+    ids = [f"m{i}" for i in range(pool)]
+    epochs = []
+    for _ in range(draw(st.integers(1, max_epochs))):
+        changes = []
+        for _ in range(draw(st.integers(1, 3))):
+            kind = draw(st.sampled_from(["join", "join", "join", "leave", "rejoin", "subscribe", "tie"]))
+            mid = draw(st.sampled_from(ids))
+            if kind == "subscribe":
+                other = draw(st.sampled_from([subscription, frozenset(names[:1]), frozenset(["t", "w"])]))
+                changes.append((kind, mid, other))
+            elif kind == "tie":
+                changes.append((kind, mid, draw(st.integers(0, 1000))))
+            else:
+                changes.append((kind, mid))
+        epochs.append(changes)
+    return meta, subscription, epochs
+
+
+HEARTBEAT_ACTIONS = ("join", "ack", "ack", "lag", "full", "leave", "expire", "grow", "retry", "zombie")
+
+
+@st.composite
+def heartbeat_sequences(draw, max_clients: int = 8, max_steps: int = 40) -> dict:
+    """A consumer group protocol run for a coordinator core, request by request: ``topics``
+    (name -> partitions), ``clients`` (name -> (subscribed topics, static)), a member id salt,
+    the rebalance timeout the clients send, and ``steps``: (action, client, at the same instant
+    as the step before, topic to grow). Actions (``HEARTBEAT_ACTIONS``): join (epoch 0), ack (the
+    current epoch, owning what it was last assigned), lag (owning what it owned before), full (a
+    full request), leave (-1, or -2 for a static member), expire (time runs to the client's
+    session deadline and every due timer fires), grow (a topic gains partitions), retry (the
+    client's last request again, its response lost), zombie (an epoch it had two requests ago)."""
+    names = ["t", "u"][: draw(st.integers(1, 2))]
+    topics = {t: draw(st.integers(1, 8)) for t in names}
+    n = draw(st.integers(2, max_clients))
+    clients = {}
+    for i in range(n):
+        subscribed = tuple(sorted(draw(st.lists(st.sampled_from(names), min_size=1, unique=True))))
+        clients[f"c{i}"] = (subscribed, draw(st.integers(0, 4)) == 0)
+    steps = []
+    for _ in range(draw(st.integers(1, max_steps))):
+        steps.append((draw(st.sampled_from(HEARTBEAT_ACTIONS)), draw(st.sampled_from(sorted(clients))),
+                      draw(st.integers(0, 3)) == 0, draw(st.sampled_from(names))))
+    return {"topics": topics, "clients": clients, "salt": draw(st.integers(0, 10**6)),
+            "rebalance_timeout_s": draw(st.sampled_from([20.0, 300.0])), "steps": steps}

@@ -92,8 +92,10 @@ def _sorted_member_indices(member_ids: tuple[str, ...], instance_ids: list[str |
     dynamic = [i for i, inst in enumerate(instance_ids) if inst is None]
     static.sort(key=lambda i: (java_sort_key(instance_ids[i]), java_sort_key(member_ids[i])))
     ids = [member_ids[i] for i in dynamic]
-    if len(ids) > 64 and all(m.isascii() for m in ids):
-        # ASCII: numpy's string order is String.compareTo order.
+    joined = "".join(ids)
+    if len(ids) > 64 and joined.isascii() and "\x00" not in joined:
+        # numpy compares ASCII strings as String.compareTo does, but drops trailing NULs
+        # ("a" == "a\x00"), so ids with a NUL take the Python path.
         dynamic = [dynamic[j] for j in np.argsort(np.array(ids, dtype=str), kind="stable").tolist()]
     else:
         dynamic.sort(key=lambda i: java_sort_key(member_ids[i]))

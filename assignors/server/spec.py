@@ -31,14 +31,21 @@ from __future__ import annotations
 
 import enum
 from bisect import bisect_left
-from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from itertools import repeat
 from operator import itemgetter
 
 import attrs
 import numpy as np
 
-from .._java import hashmap_capacity, hashmap_order, java_sort_key, java_string_hash
+from .._java import (
+    TreeifyWatch,
+    hashmap_capacity,
+    hashmap_order,
+    java_sort_key,
+    java_string_hash,
+    modelled_hashmap_order,
+)
 from ..types import AssignorError
 
 
@@ -508,6 +515,24 @@ class _SlotIndex(Mapping[str, int]):
         return len(self._ids)
 
 
+def _with(a: np.ndarray, at: int, value: int) -> np.ndarray:
+    """A copy of ``a`` with ``value`` inserted at ``at`` (``np.insert`` without its overhead; the
+    arrays are shared with earlier member indexes, so never changed in place)."""
+    out = np.empty(a.size + 1, dtype=a.dtype)
+    out[:at] = a[:at]
+    out[at] = value
+    out[at + 1:] = a[at:]
+    return out
+
+
+def _without(a: np.ndarray, at: int) -> np.ndarray:
+    """A copy of ``a`` without its element at ``at``."""
+    out = np.empty(a.size - 1, dtype=a.dtype)
+    out[:at] = a[:at]
+    out[at:] = a[at + 1:]
+    return out
+
+
 class GroupMembers:
     """A group's members as its assignor sees them, kept by a coordinator between group epochs:
     subscribed topic names, instance id and rack per member id (what Kafka's ``ConsumerGroup``
@@ -521,12 +546,21 @@ class GroupMembers:
         members.put("m1", frozenset({"orders"}))
         members.put("m2", frozenset({"orders"}), instance_id="i-2")
         spec = GroupSpec.from_members(members, previous_target)
+
+    Java iterates a bucket's members in the order they were put into the map (or, for a bucket
+    that it turned into a tree, in an order that depends on it), which only the caller knows:
+    ``tie(member_id)`` gives a sortable key for that put order (a coordinator's model of it);
+    without one the members are put in ``String.compareTo`` order. When the caller's order
+    changes, ``retie`` tells the members (one member, or all of them).
     """
 
     __slots__ = ("_topics", "_instance_ids", "_racks", "_distinct", "_topic_names", "_keys", "_mask",
-                 "_ids", "_index", "_version", "_slot_of", "_order_slots", "_generation", "_id_list")
+                 "_ids", "_index", "_version", "_slot_of", "_order_slots", "_generation", "_id_list",
+                 "_put_order", "_put_of", "_treeify", "_tie", "_key_of")
 
-    def __init__(self):
+    def __init__(self, tie: Callable[[str], object] | None = None):
+        self._tie = tie
+        self._key_of: dict[str, tuple] = {}                # member id -> its entry in ``_keys``
         self._topics: dict[str, frozenset[str]] = {}
         self._instance_ids: dict[str, str] = {}
         self._racks: dict[str, str] = {}
@@ -546,6 +580,12 @@ class GroupMembers:
         self._order_slots = np.empty(0, dtype=np.int64)  # None with ``_keys``: rebuild
         self._generation = 0                             # bumped when slots are renumbered
         self._version = 0
+        # (put order key, member id), sorted: the order the keys are put into the map (``tie``,
+        # else ``String.compareTo``), and whether Java would treeify a bucket (or double a small
+        # table early) filling a map so
+        self._put_order: list[tuple] = []
+        self._put_of: dict[str, tuple] = {}            # member id -> its entry in ``_put_order``
+        self._treeify = TreeifyWatch()
 
     def put(self, member_id: str, topics: frozenset[str], instance_id: str | None = None,
             rack_id: str | None = None) -> None:
@@ -590,15 +630,69 @@ class GroupMembers:
         self._unsubscribe(old)
         self._instance_ids.pop(member_id, None)
         self._racks.pop(member_id, None)
+        at = bisect_left(self._put_order, self._put_of.pop(member_id))
+        del self._put_order[at]
+        self._treeify.delete(at)
         keys = self._keys
         if keys is not None:
             if hashmap_capacity(len(self._topics)) - 1 != self._mask:
                 self._keys = self._order_slots = None  # the table would be another size: reorder
             else:
-                at = bisect_left(keys, self._key(member_id))
+                at = bisect_left(keys, self._key_of.pop(member_id))
                 del keys[at]
                 del self._id_list[at]
-                self._order_slots = np.delete(self._order_slots, at)
+                self._order_slots = _without(self._order_slots, at)
+        self._ids = self._index = None
+
+    def retie(self, member_id: str | None = None) -> None:
+        """The caller's tie order (``tie``) changed for ``member_id``, or for every member (None)."""
+        if member_id is None:
+            self._put_order = sorted(map(self._put_key, self._topics))
+            self._put_of = {e[-1]: e for e in self._put_order}
+            self._treeify = TreeifyWatch()
+            for at, e in enumerate(self._put_order):
+                self._treeify.insert(at, java_string_hash(e[-1]))
+            self._keys = self._order_slots = None
+            self._version += 1
+            self._ids = self._index = None
+            return
+        if member_id not in self._topics:
+            return
+        old_put, new_put = self._put_of[member_id], self._put_key(member_id)
+        if new_put != old_put:
+            was_free = self._treeify.free
+            at = bisect_left(self._put_order, old_put)
+            del self._put_order[at]
+            self._treeify.delete(at)
+            at = bisect_left(self._put_order, new_put)
+            self._put_order.insert(at, new_put)
+            self._treeify.insert(at, java_string_hash(member_id))
+            self._put_of[member_id] = new_put
+            if not (was_free and self._treeify.free):
+                # a tree bucket's order depends on the put order
+                self._version += 1
+                self._ids = self._index = None
+        keys = self._keys
+        if keys is None:
+            return
+        old = self._key_of[member_id]
+        new = self._key(member_id)
+        if new == old:
+            return
+        at = bisect_left(keys, old)
+        self._key_of[member_id] = new
+        if (at == 0 or keys[at - 1] < new) and (at + 1 == len(keys) or new < keys[at + 1]):
+            keys[at] = new  # the same place among the others: the bucket order stands
+            return
+        del keys[at]
+        del self._id_list[at]
+        slot = int(self._order_slots[at])
+        order_slots = _without(self._order_slots, at)
+        at = bisect_left(keys, new)
+        keys.insert(at, new)
+        self._id_list.insert(at, member_id)
+        self._order_slots = _with(order_slots, at, slot)
+        self._version += 1
         self._ids = self._index = None
 
     @staticmethod
@@ -622,26 +716,38 @@ class GroupMembers:
             else:
                 del names[t]
 
-    def _key(self, member_id: str) -> tuple[int, str, str]:
-        """Where the member sits in HashMap order: its bucket, then ``String.compareTo`` order."""
+    def _put_key(self, member_id: str) -> tuple:
+        """Where the member comes in the order the map is filled: ``tie``, else String order."""
+        tie = self._tie
+        return (java_sort_key(member_id) if tie is None else tie(member_id), member_id)
+
+    def _key(self, member_id: str) -> tuple:
+        """Where the member sits in HashMap order: its bucket, then the tie order (``tie``, else
+        ``String.compareTo`` order)."""
         h = java_string_hash(member_id) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & self._mask, java_sort_key(member_id), member_id
+        tie = self._tie
+        return ((h ^ (h >> 16)) & self._mask, java_sort_key(member_id) if tie is None else tie(member_id),
+                member_id)
 
     def _add_key(self, member_id: str) -> None:
         # called before the member is in ``_topics``
         slot = self._slot_of.get(member_id)
         if slot is None:
             slot = self._slot_of[member_id] = len(self._slot_of)
+        entry = self._put_of[member_id] = self._put_key(member_id)
+        at = bisect_left(self._put_order, entry)
+        self._put_order.insert(at, entry)
+        self._treeify.insert(at, java_string_hash(member_id))
         keys = self._keys
         if keys is not None:
             if hashmap_capacity(len(self._topics) + 1) - 1 != self._mask:
                 self._keys = self._order_slots = None
             else:
-                key = self._key(member_id)
+                key = self._key_of[member_id] = self._key(member_id)
                 at = bisect_left(keys, key)
                 keys.insert(at, key)
                 self._id_list.insert(at, member_id)
-                self._order_slots = np.insert(self._order_slots, at, slot)
+                self._order_slots = _with(self._order_slots, at, slot)
         self._ids = self._index = None
 
     def _order(self) -> tuple[str, ...]:
@@ -651,6 +757,7 @@ class GroupMembers:
                 self._mask = hashmap_capacity(len(self._topics)) - 1
                 self._keys = sorted(map(self._key, self._topics))
                 self._id_list = list(map(itemgetter(2), self._keys))
+                self._key_of = dict(zip(self._id_list, self._keys, strict=True))
             ids = self._ids = tuple(self._id_list)
             if len(self._slot_of) > 2 * len(ids) + 1024:
                 # many members came and went: renumber (earlier results then look members up
@@ -660,7 +767,13 @@ class GroupMembers:
                 self._order_slots = np.arange(len(ids), dtype=np.int64)
             elif self._order_slots is None:
                 self._order_slots = np.fromiter(map(self._slot_of.__getitem__, ids), dtype=np.int64, count=len(ids))
-            self._index = _SlotIndex(self, ids, self._order_slots)
+            slots = self._order_slots
+            if not self._treeify.free:
+                # Java treeifies a bucket (or doubles a small table early): the order is the
+                # model's; ``_keys`` and ``_order_slots`` stay in bucket order for the next change
+                ids = self._ids = tuple(modelled_hashmap_order([e[-1] for e in self._put_order]))
+                slots = np.fromiter(map(self._slot_of.__getitem__, ids), dtype=np.int64, count=len(ids))
+            self._index = _SlotIndex(self, ids, slots)
         return ids
 
     def _member_index(self) -> _SlotIndex:

@@ -31,11 +31,15 @@ subscribers share the same subscription end up balanced to within one; overlappi
 can leave a larger spread (Kafka's javadoc gives 9, 10, 11).
 
 Where Kafka's answer depends on iteration order we reproduce it, with these documented
-differences (all stem from our topics having names, not random topic ids):
-- Member order is that of a ``java.util.HashMap<String, ?>`` built by ``put`` for the current
-  number of members (``assignors._java.hashmap_order``); members sharing a bucket are ordered by
-  member id, where Java keeps insertion order; and a map that shrank keeps its larger table in
-  Java (a member removed in the same computation), which we do not model.
+differences (see docs/kafka-fidelity.md):
+- Member order is that of a ``java.util.HashMap<String, ?>`` filled by ``put`` from empty
+  (``assignors._java.hashmap_order``). Java keeps a bucket's insertion order (and with 9 or more
+  in one, the table size and the treeified bucket's order depend on it too), which only a
+  coordinator knows: a ``GroupMembers`` given a ``tie`` order puts the members in that order (the
+  consumer-protocol coordinator gives its members map's order, as Kafka's
+  ``TargetAssignmentBuilder`` fills the map), other specs in member id order. A map that shrank
+  keeps its larger table in Java (a member removed in the same computation), which we do not
+  model.
 - Topics: Kafka iterates topic ids in ``HashSet``/``HashMap`` order and breaks ties by
   ``Uuid.compareTo``; both are effectively random per cluster. We use the topic name
   (``String.compareTo``) in both places.
@@ -43,7 +47,8 @@ differences (all stem from our topics having names, not random topic ids):
   the order of a ``HashSet<Integer>`` built from a list, as Kafka builds it when it reads the
   target assignment record: bucket ``p ^ (p >>> 16)`` modulo the table size, which is the smallest
   power of two >= max(16, n / 0.75 + 1); partitions sharing a bucket come in ascending order, where
-  Java keeps the record's order.
+  Java keeps the record's order (a set with 9 or more partitions in one bucket is ordered by the
+  model of ``java.util.HashMap``, the partitions put in ascending order).
 
 Rack awareness: none. Kafka removed it from the server-side assignors (KAFKA-16694) before 4.0;
 ``rack_id`` and partition racks are accepted and ignored.
@@ -59,6 +64,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .._hashmap_model import TREEIFY_THRESHOLD, JavaHashMap
 from ..types import AssignorError
 from ._group import GroupArrays
 from .spec import (
@@ -99,6 +105,28 @@ def java_hashset_capacity(n: np.ndarray) -> np.ndarray:
     return (1 << np.ceil(np.log2(want)).astype(np.int64)).astype(np.int64)
 
 
+def _treeified_walks(bucket: np.ndarray, partition: np.ndarray, group: np.ndarray,
+                     group_size: np.ndarray, capacity: np.ndarray) -> None:
+    """Where 9 or more of one set's partitions share a bucket, Java's ``HashSet`` doubles its
+    table (under 64 buckets) or makes the bucket a red-black tree (``HashMap.treeifyBin``), so
+    the bucket order above is not its iteration order: for those sets (rare: it takes a member
+    holding partitions that are equal modulo the table size), ``bucket`` becomes each partition's
+    place in the order the model of ``java.util.HashMap`` gives, puts in ascending order."""
+    big = np.flatnonzero(group_size[group] > TREEIFY_THRESHOLD)
+    if big.size == 0:
+        return
+    pair = group[big] * (int(capacity.max()) + 1) + bucket[big]
+    _, at, counts = np.unique(pair, return_index=True, return_counts=True)
+    for g in np.unique(group[big[at[counts > TREEIFY_THRESHOLD]]]).tolist():
+        members = np.flatnonzero(group == g)
+        order = np.argsort(partition[members], kind="stable")
+        m = JavaHashMap(int, int, int(capacity[members[0]]))
+        for p in partition[members][order].tolist():
+            m.put(p)
+        place = {p: i for i, p in enumerate(m.keys())}
+        bucket[members] = [place[p] for p in partition[members].tolist()]
+
+
 def _homogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupAssignment:
     # The builder takes the topics of the first member in member order.
     # Names that do not exist are dropped: Kafka's coordinator never resolves them to topic ids
@@ -131,6 +159,7 @@ def _homogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupA
         _, inverse, per_member_topic = np.unique(member_topic, return_inverse=True, return_counts=True)
         capacity = java_hashset_capacity(per_member_topic[inverse])
         bucket = (partition ^ (partition >> 16)) & (capacity - 1)
+        _treeified_walks(bucket, partition, inverse, per_member_topic, capacity)
         # ``mine`` is ascending (topic, partition), so a stable sort leaves bucket ties ascending.
         walk = mine[np.lexsort((bucket, rank, holder))]
         walk_holder = owner[walk].astype(np.int64)

@@ -154,3 +154,13 @@ def test_from_target_names_bad_input():
     spec = GroupSpec.from_target({"m": frozenset({"t"})}, previous, {"m"})
     with pytest.raises(AssignorError, match="member id 'x' not found"):
         spec.subscribed_topic_names("x")
+
+
+def test_range_orders_member_ids_with_nuls_like_string_compare_to():
+    """More than 64 ASCII member ids take a numpy sort, which drops trailing NULs; "a" must still
+    come before "a\\x00" (String.compareTo: a proper prefix is smaller), "b\\x00" before "b\\x00\\x00"."""
+    ids = ["a\x00", "b\x00\x00", "a", "b\x00"] + [f"m{i:02d}" for i in range(66)]
+    spec = GroupSpec({m: M({"t"}) for m in ids})
+    target = get_server_assignor("range").assign(spec, {"t": len(ids)})
+    by_partition = sorted(ids, key=lambda m: target[m]["t"][0])
+    assert by_partition == ["a", "a\x00", "b\x00", "b\x00\x00"] + [f"m{i:02d}" for i in range(66)]

@@ -10,7 +10,12 @@ from hypothesis import strategies as st
 
 from assignors import Subscription, get_assignor
 from assignors import TopicPartition as TP
-from assignors._java import computed_hashmap_order, hashmap_order, java_string_hash
+from assignors._java import (
+    computed_hashmap_order,
+    hashmap_order,
+    java_string_hash,
+    java_string_hashes,
+)
 from assignors.userdata import (
     UserDataError,
     cooperative_generation,
@@ -32,6 +37,14 @@ def test_java_string_hash_matches_known_values():
     assert java_string_hash("hello") == 99162322
     assert java_string_hash("polygenelubricants") == -2147483648  # a famous Integer.MIN_VALUE hash
     assert java_string_hash("\U0001F600") == 31 * 0xD83D + 0xDE00  # surrogate pair
+
+
+def test_java_string_hashes_count_trailing_nuls():
+    """The numpy hashes read each string's own length: numpy's string arrays drop trailing NULs,
+    but "a\x00" hashes as 31 * 97 in Java, not as "a"."""
+    keys = ["a", "a\x00", "a\x00\x00", "\x00", "b\x00c"] + [f"k{i}" for i in range(70)]
+    assert java_string_hashes(keys).tolist() == [java_string_hash(k) & 0xFFFFFFFF for k in keys]
+    assert java_string_hash("a\x00") == 31 * 97
 
 
 def test_hashmap_order_is_bucket_order():

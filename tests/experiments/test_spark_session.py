@@ -151,3 +151,60 @@ def test_a_failed_spark_job_exits_1_not_as_bad_input(tmp_path, monkeypatch, caps
     assert code == 1, err
     assert err.count("\n") == 1 and "java.lang.OutOfMemoryError: Java heap space" in err
     assert "Traceback" not in err
+
+
+def test_the_root_cause_is_named_for_a_worker_exception_and_a_jvm_chain():
+    """A Python worker's exception as pyspark raises it ('An exception was thrown from the Python
+    worker', then its traceback; the first exception is the one the others arose from), and a
+    JVM chain (its last 'Caused by:')."""
+    from experiments.spark import _error_summary
+
+    worker = ("\n  An exception was thrown from the Python worker. Please see the stack trace below.\n"
+              "Traceback (most recent call last):\n"
+              '  File "/x/table_sink.py", line 9, in _flush\n'
+              "    writer.write_table(data)\n"
+              "OSError: [Errno 28] No space left on device\n"
+              "\nDuring handling of the above exception, another exception occurred:\n\n"
+              "Traceback (most recent call last):\n"
+              '  File "/x/worker.py", line 1, in main\n'
+              "RuntimeError: task failed\n")
+    assert _error_summary(worker, "E") == "OSError: [Errno 28] No space left on device"
+    chain = ("An error occurred while calling None.org.apache.spark.api.java.JavaSparkContext.\n"
+             ": org.apache.spark.SparkException: Could not start\n\tat a.b(C.java:1)\n"
+             "Caused by: java.lang.IllegalArgumentException: wrapped\n\tat a.b(C.java:2)\n"
+             "Caused by: java.net.UnknownHostException: nohost: Name or service not known\n")
+    assert _error_summary(chain, "E") == "java.net.UnknownHostException: nohost: Name or service not known"
+    master = ("An error occurred while calling None.org.apache.spark.api.java.JavaSparkContext.\n"
+              ": org.apache.spark.SparkException: Could not parse Master URL: 'bogus://x'\n\tat a.b(C.java:1)\n")
+    assert _error_summary(master, "E") == "org.apache.spark.SparkException: Could not parse Master URL: 'bogus://x'"
+
+
+@pytest.mark.parametrize("url, ok", [
+    ("local", True), ("local[*]", True), ("local[4]", True), ("local[2,3]", True), ("local-cluster[2,1,1024]", True),
+    ("spark://127.0.0.1:7077", True), ("spark://h1:7077,h2:7077", True), ("yarn", True),
+    ("k8s://https://10.0.0.1:6443", True), ("sc://127.0.0.1:15002", True), ("sc://host/;token=x", True),
+    ("bogus://x", False), ("local[0]", False), ("spark:/h", False), ("", False), ("yarn-client x", False)])
+def test_master_urls_are_checked_before_anything_starts(url, ok):
+    from experiments.spark import SparkUnavailable, check_master
+
+    if ok:
+        check_master(url)
+    else:
+        with pytest.raises(SparkUnavailable, match="not a Spark master URL"):
+            check_master(url)
+
+
+def test_a_driver_out_of_heap_is_named_with_what_to_do(tmp_path, monkeypatch):
+    """The driver JVM exits on an OutOfMemoryError instead of leaving its caller waiting
+    (EXIT_ON_OOM); the one line then says so and names spark.driver.memory, not the broken call."""
+    from experiments import spark
+
+    log = tmp_path / "spark.log"
+    log.write_text("lines\nTerminating due to java.lang.OutOfMemoryError: Java heap space\n")
+    monkeypatch.setattr(spark, "jvm_log_path", lambda: log)
+    monkeypatch.setattr(spark, "_remote", None)
+    line = spark.spark_error_line(RuntimeError("An error occurred while calling o61.getResult"))
+    assert "ran out of Java heap" in line and "spark.driver.memory" in line
+    log.write_text("nothing of the kind\n")
+    assert "o61.getResult" in spark.spark_error_line(RuntimeError("An error occurred while calling o61.getResult"))
+    assert spark.EXIT_ON_OOM == "-XX:+ExitOnOutOfMemoryError"

@@ -165,16 +165,17 @@ def test_commit_rows_are_read_again_only_when_a_batch_changes(spark, reference, 
         first.sort_values(["batch", "run_id"]).reset_index(drop=True))
 
 
-def test_a_local_output_without_commit_files_is_not_read_through_spark(spark, reference, tmp_path):
+def test_a_local_outputs_commit_rows_are_read_without_spark(spark, reference, tmp_path):
     """No ``OUT/commits``, or batch directories holding no data file (only ``_SUCCESS``, a
-    leftover ``_temporary/``, hidden files): no commit rows, without asking Spark. Once a batch
-    holds a data file, Spark reads it (and agrees with pyarrow)."""
+    leftover ``_temporary/``, hidden files): no commit rows. A local output's commit rows are
+    read without Spark (an interrupted sweep counts them after its JVM may be gone), and they
+    are the rows Spark reads."""
     from experiments import store
 
     class NoSpark:
         @property
         def read(self):
-            raise AssertionError("Spark asked for commit rows of an output that has none")
+            raise AssertionError("Spark asked for the commit rows of a local output")
 
     out = tmp_path / "fresh"
     empty = store.commits(NoSpark(), out)
@@ -189,10 +190,13 @@ def test_a_local_output_without_commit_files_is_not_read_through_spark(spark, re
 
     _, ref_out, _ = reference
     shutil.copytree(ref_out / "commits", out / "commits", dirs_exist_ok=True)
-    with pytest.raises(store.OutputError, match="Spark asked"):
-        store.commits(NoSpark(), out)
-    rows = store.commits(spark, out)
-    assert sorted(rows["run_id"]) == sorted(c["run_id"] for c in _commits(out))
+    rows = store.commits(NoSpark(), out)
+    by_spark = (spark.read.schema(store.COMMIT_SCHEMA).parquet(str(out / "commits")).toArrow()
+                .to_pandas())
+    key = ["batch", "run_id"]
+    assert len(rows) == len(_commits(out)) > 0
+    assert rows.sort_values(key).reset_index(drop=True).equals(
+        by_spark[rows.columns].sort_values(key).reset_index(drop=True))
 
 
 def test_resume_after_partial_loss_gives_the_same_tables(spark, reference, tmp_path):
@@ -240,34 +244,162 @@ def test_model_change_forces_recomputation(spark, reference, tmp_path, monkeypat
     assert run_sweep(specs, out)["status"].eq("skipped").all()
 
 
-def test_killed_sweep_resumes_to_the_same_tables(spark, reference, tmp_path):
-    """A sweep process killed (SIGKILL, JVM and workers included) once its first batch is
-    committed keeps exactly its committed runs, and a rerun yields exactly the uninterrupted
-    tables."""
+KILLED_SWEEP = """
+import sys, time
+from experiments import lock
+from experiments.sweep import expand, load_grid, run_sweep
+
+grid, out, log = sys.argv[1:4]
+
+def runner(spec):
+    import time as _time
+
+    from experiments.sweep import run_one
+
+    result = run_one(spec)
+    _time.sleep(1.0)  # every batch stays in flight a while: the kill finds some running
+    with open(log, "a") as f:
+        f.write(f"{spec.run_id} {_time.time()}\\n")
+    return result
+
+lock.hold(out)
+run_sweep(expand(load_grid(grid)), out, runner=runner, batch_runs=2)
+"""
+GRACE_S = 2.5  # from a batch's last run to its commit, at most (a loaded 2-core machine)
+
+
+def test_a_sweep_killed_midway_keeps_every_batch_it_finished(spark, reference, tmp_path):
+    """A sweep killed with SIGKILL (its process group and every process it started) while
+    batches run keeps each batch whose runs had finished (committed as it went, whole or not at
+    all) and loses at most the batches in flight; a second sweep into the same output meanwhile
+    is refused naming the first; a rerun yields exactly the uninterrupted tables."""
+    from experiments.sweep import IN_FLIGHT
+
     specs, ref_out, _ = reference
     grid = _grid(tmp_path)
-    out = tmp_path / "out"
-    code = ("import argparse, sys; from experiments.experiment_cmd import cmd_sweep; "
-            f"sys.exit(cmd_sweep(argparse.Namespace(grid={str(grid)!r}, out={str(out)!r}, master=None, "
-            "batch_runs=2)))")
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    out, log = tmp_path / "out", tmp_path / "finished.log"
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_SWEEP, str(grid), str(out), str(log)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     try:
         deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None and not (
+                (out / ".lock").exists() and (out / ".lock").stat().st_size):
+            time.sleep(0.02)
+        second = subprocess.run([sys.executable, "-m", "experiments", "sweep", str(grid), "--out", str(out)],
+                                capture_output=True, text=True, timeout=120)
         while time.monotonic() < deadline and proc.poll() is None:
             if list((out / "commits").glob("batch=*/part-*")):
                 break
-            time.sleep(0.05)
+            time.sleep(0.02)
+        time.sleep(0.5)  # midway: more batches run
+        killed_at = time.time()
     finally:
         _kill_tree(proc)
-    survivors = {c["run_id"] for c in _commits(out)}
-    assert 1 <= len(survivors)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read()[-2000:]
+    assert second.returncode == 2 and second.stderr.count("\n") == 1, second.stderr
+    assert f"process {proc.pid} " in second.stderr and "is being written by" in second.stderr
+
+    kept = {c["run_id"] for c in _commits(out)}
+    ended = {r: float(t) for r, t in (ln.split() for ln in log.read_text().splitlines())}
+    order = sorted(specs, key=lambda s: (-s.cost, s.run_id))
+    batches = [{s.run_id for s in order[i:i + 2]} for i in range(0, len(order), 2)]
+    for b in batches:  # committed whole or not at all, and as soon as its runs were done
+        assert b <= kept or not b & kept, (b, kept)
+        if b <= set(ended) and max(ended[r] for r in b) < killed_at - GRACE_S:
+            assert b <= kept, (b, kept, killed_at)
+    lost = set(ended) - kept
+    assert 2 <= len(kept) < len(specs) and len(lost) <= 2 * IN_FLIGHT, (kept, lost)
+    print(f"\nkilled sweep: {len(kept)} runs kept, {len(lost)} finished runs lost, "
+          f"{len(specs) - len(kept) - len(lost)} not run yet")
+
     status = run_sweep(specs, out)
-    assert set(status.loc[status["status"] == "skipped", "run_id"]) == survivors
+    assert set(status.loc[status["status"] == "skipped", "run_id"]) == kept
     aggregate(spark, out)
     ref, got = _tables(ref_out), _tables(out)
     for name in ref:
         assert got[name].equals(ref[name]), name
+    for name in ("runs", "events"):  # the raw tables hold every run once
+        rows = pq.read_table(out / name).to_pandas()
+        chosen = rows[rows["batch"].isin({c["batch"] for c in _commits(out)})]
+        per_run = chosen.groupby("run_id")["batch"].nunique()
+        assert (per_run == 1).all() and set(per_run.index) == {s.run_id for s in specs}, name
+
+
+def _damage(path: Path, how: str) -> None:
+    if how == "truncated":
+        with open(path, "r+b") as f:
+            f.truncate(path.stat().st_size // 2)
+    elif how == "random bytes":
+        path.write_bytes(os.urandom(path.stat().st_size))
+    else:
+        path.unlink()
+
+
+@pytest.mark.parametrize("hows", [("truncated", "random bytes"), ("deleted", "deleted")])
+def test_damaged_batches_are_said_and_recomputed(spark, reference, tmp_path, hows):
+    """A committed batch whose files were truncated, overwritten or deleted is found before its
+    runs are reused: one line says so, exactly its runs are recomputed, and the tables equal the
+    uninterrupted sweep's (no run silently dropped)."""
+    import io
+
+    specs, ref_out, _ = reference
+    out = tmp_path / "out"
+    shutil.copytree(ref_out, out)
+    shutil.rmtree(out / "aggregate")
+    commits = _commits(out)
+    first, second = sorted({c["batch"] for c in commits})[:2]
+    _damage(next((out / "runs" / f"batch={first}").glob("part-*")), hows[0])
+    _damage(next((out / "events" / f"batch={second}").glob("part-*")), hows[1])
+    stream = io.StringIO()
+    status = run_sweep(specs, out, stream=stream)
+    lines = [ln for ln in stream.getvalue().splitlines() if "damaged" in ln]
+    assert len(lines) == 1 and "2 committed batch(es) damaged (runs/batch=" in lines[0], stream.getvalue()
+    expected = {c["run_id"] for c in commits if c["batch"] in (first, second)}
+    assert set(status.loc[status["status"] == "ok", "run_id"]) == expected
+    assert f"their {len(expected)} run(s) are recomputed" in lines[0]
+    aggregate(spark, out)
+    ref, got = _tables(ref_out), _tables(out)
+    for name in ref:
+        assert got[name].equals(ref[name]), name
+    again = io.StringIO()
+    assert run_sweep(specs, out, stream=again)["status"].eq("skipped").all()
+    assert "damaged" not in again.getvalue()
+
+
+def test_a_file_beside_a_batchs_files_makes_it_damaged(spark, reference, tmp_path):
+    """A data file the batch did not write (it would be read with it) counts as damage."""
+    from experiments import store
+
+    specs, ref_out, _ = reference
+    out = tmp_path / "out"
+    shutil.copytree(ref_out, out)
+    batch = sorted({c["batch"] for c in _commits(out)})[0]
+    part = next((out / "events" / f"batch={batch}").glob("part-*"))
+    shutil.copy(part, part.with_name("part-99999-copy.snappy.parquet"))
+    damaged: dict = {}
+    complete = store.complete_runs(spark, out, provenance.model_id(), damaged)
+    assert list(damaged) == [batch] and "a file the batch did not write" in damaged[batch][0]
+    assert not {r for r, b in complete.items() if b == batch}
+
+
+def test_runs_the_aggregate_cannot_read_fail_the_sweep_in_one_line(spark, reference, tmp_path, capsys,
+                                                                    monkeypatch):
+    """Should damage go unnoticed (a batch committed before commits listed their files), the
+    aggregate's runs are checked against the grid: the sweep fails in one line, exit 1, instead
+    of reporting a point with fewer seeds."""
+    from experiments import store
+
+    specs, ref_out, _ = reference
+    out = tmp_path / "out"
+    shutil.copytree(ref_out, out)
+    batch = sorted({c["batch"] for c in _commits(out)})[0]
+    next((out / "runs" / f"batch={batch}").glob("part-*")).unlink()
+    monkeypatch.setattr(store, "check_batches", lambda *a, **k: {})
+    code = cmd_sweep(argparse.Namespace(grid=str(_grid(tmp_path)), out=str(out), master=None))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1, err
+    assert "complete runs are missing from the aggregate tables" in err[-1] and "Traceback" not in err[-1]
 
 
 def _descendants(pid: int) -> list[int]:
@@ -285,9 +417,13 @@ def _descendants(pid: int) -> list[int]:
 
 
 def _kill_tree(proc: subprocess.Popen) -> None:
-    """SIGKILL the sweep process and everything it started (Spark's Python daemon runs in its
-    own process group, so killing the group alone would leave workers finishing their runs)."""
+    """SIGKILL the sweep's process group and everything it started (Spark's Python daemon runs
+    in its own process group, so killing the group alone would leave workers finishing runs)."""
     victims = [proc.pid, *_descendants(proc.pid)]
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # its process group, as kill -9 -PGID
+    except ProcessLookupError:
+        pass
     for pid in victims:
         try:
             os.kill(pid, signal.SIGKILL)
@@ -464,3 +600,65 @@ def test_a_reused_spark_worker_freezes_what_it_imported_once(monkeypatch):
     assert calls == ["freeze"] and sweep._worker_heap_frozen
     sweep._freeze_worker_heap()  # once per worker
     assert calls == ["freeze"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delay_s", [1.0, 3.0, 5.0, 7.0, 9.0, 11.0, 13.0, 16.0])
+def test_ctrl_c_at_any_instant_exits_130_keeping_what_is_committed(tmp_path, delay_s):
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it, the JVM and Python workers
+    included) at instants from Spark's start to the aggregation: exit 130 (0 if it was done),
+    one line, never an abort or a traceback, and the runs it says it kept are those on disk."""
+    grid = _grid(tmp_path)
+    out = tmp_path / "out"
+    exe = Path(sys.prefix) / "bin" / "rebalance-sim"
+    trampoline = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                  "os.execv(sys.argv[1], sys.argv[1:])")
+    proc = subprocess.Popen([sys.executable, "-c", trampoline, str(exe), "sweep", str(grid), "--out", str(out),
+                             "--batch-runs", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    time.sleep(delay_s)
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode in (130, 0), err
+    assert "Fatal Python error" not in err and "Traceback" not in err and "Exception" not in err, err
+    last = err.strip().splitlines()[-1]
+    if proc.returncode == 130:
+        assert "interrupted" in last, err
+        if "runs are complete" in last:
+            kept = int(last.split("interrupted; ")[1].split(" of ")[0])
+            assert kept == len(_commits(out)), err
+
+
+@pytest.mark.parametrize("lister", ["hadoop", "spark"])
+def test_a_remote_outputs_batches_are_checked_by_listing_them(spark, reference, tmp_path, monkeypatch, lister):
+    """A Hadoop URI's batches are checked by listing their directories: through Hadoop's
+    FileSystem on a classic session, as Spark lists files under Connect (here both on file://,
+    as they would be on hdfs://)."""
+    import experiments.spark
+    from experiments import store
+
+    specs, ref_out, _ = reference
+    out = tmp_path / "out"
+    shutil.copytree(ref_out, out)
+    first, second = sorted({c["batch"] for c in _commits(out)})[:2]
+    with open(next((out / "episodes" / f"batch={first}").glob("part-*")), "ab") as f:
+        f.write(b"more")
+    next((out / "points" / f"batch={second}").glob("part-*")).unlink()
+    real = store.local_path
+    remote = out.as_uri()
+    monkeypatch.setattr(store, "local_path", lambda o: None if str(o).startswith(remote) else real(o))
+    if lister == "spark":
+        monkeypatch.setattr(experiments.spark, "can_overlap_jobs", lambda: False)
+    listings = store.commits(spark, remote).groupby("batch")["files"].first().to_dict()
+    assert store.local_path(remote) is None and len(listings) >= 2
+    store._remote_checks.clear()
+    problems = store.check_batches(spark, remote, listings)
+    assert set(problems) == {first, second}
+    assert problems[first].startswith(f"episodes/batch={first}/") and "when committed" in problems[first]
+    assert problems[second].startswith(f"points/batch={second}/") and problems[second].endswith(": missing")

@@ -167,6 +167,11 @@ def test_bench_sim_bad_options_exit_2_with_one_line(args, needle, capsys):
     (["scale-out", "--set", "consumer.topics.x=1"], "consumer.topics"),
     (["scale-out", "--set", "network.latency=abc"], "network.latency"),
     (["scale-out", "--set", "at_s=1e9", "--set", "max_duration_s=3600"], "beyond max_duration_s"),
+    (["crash", "--set", "consumer.group_protocol=consumer", "--set", "group.consumer_session_timeout_ms=120000",
+      "--set", "group.consumer_max_session_timeout_ms=120000", "--set", "at_s=100", "--set", "max_duration_s=150"],
+     "max_duration_s: 150 s is too short for this timeline"),
+    (["crash", "--set", "consumer.group_protocol=consumer", "--set", "group.consumer_session_timeout_ms=10000"],
+     "group.consumer_session_timeout_ms: 10000 is below group.consumer.min.session.timeout.ms"),
     (["scale-out", "--max-wall", "0"], "--max-wall"),
     (["scale-out", "--max-events", "-5"], "--max-events"),
 ])

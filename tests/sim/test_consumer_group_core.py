@@ -183,19 +183,42 @@ def test_second_member_waits_for_revocation_then_gets_the_partitions():
     assert g.state == GROUP_STABLE
 
 
-def test_joins_at_one_instant_share_one_assignment():
-    """Heartbeats that need a new target at the same instant wait for one assignor run."""
+def test_joins_at_one_instant_are_handled_one_at_a_time():
+    """Kafka handles one heartbeat at a time: each join bumps the group epoch and computes the
+    target for it, so the first member of a forming group gets every partition and the others
+    wait for their share (UNRELEASED_PARTITIONS, at their own epoch)."""
     g = coordinator()
     effects = []
     for c in "abc":
         effects += g.handle(0.0, c, m.ConsumerGroupHeartbeatRequest("", 0, subscribed_topics=("t",),
                                                                     rebalance_timeout_s=300.0,
                                                                     owned_partitions=frozenset()))
-    assert responses(effects) == [] and g.state == ASSIGNING
-    out = drive(g, 0.0, effects)
-    rs = responses(out)
-    assert len(rs) == 3 and g.assignments_computed == 1 and g.group_epoch == 3
-    assert sorted(len(r.assignment) for r in rs) == [1, 1, 2]
+    rs = responses(effects)
+    assert [(r.member_epoch, r.assignment) for r in rs] == [(1, tps(0, 1, 2, 3)), (2, frozenset()), (3, frozenset())]
+    assert g.assignments_computed == 3 and g.group_epoch == g.target_epoch == 3
+    assert [g.members[r.member_id].state for r in rs] == [STABLE, UNRELEASED_PARTITIONS, UNRELEASED_PARTITIONS]
+    assert g.state == RECONCILING
+
+
+def test_issue_36_two_joins_at_one_instant_one_partition():
+    """Issue 36, item 2: one topic with one partition, c1 and c0 join at the same instant. Kafka:
+    c1 gets epoch 1 with t-0, c0 epoch 2 with nothing (UNRELEASED_PARTITIONS), Reconciling. (Member
+    ids "c0" and "c1" fall in HashMap buckets 13 and 14: c0 comes first and its quota is the one
+    partition.)"""
+    meta = (0, {"t": 1})
+    g = ConsumerGroupCoordinator(GroupConfig(), lambda: meta, AssignorCost(mode="zero"))
+    out = []
+    for c in ("c1", "c0"):
+        out += g.handle(0.0, c, m.ConsumerGroupHeartbeatRequest(c, 0, subscribed_topics=("t",),
+                                                                rebalance_timeout_s=300.0,
+                                                                owned_partitions=frozenset()))
+    (r1,) = responses(out, "c1")
+    (r0,) = responses(out, "c0")
+    assert (r1.error, r1.member_id, r1.member_epoch, r1.assignment) == (m.NONE, "c1", 1, tps(0))
+    assert (r0.error, r0.member_id, r0.member_epoch, r0.assignment) == (m.NONE, "c0", 2, frozenset())
+    assert g.members["c0"].state == UNRELEASED_PARTITIONS
+    assert g.group_epoch == g.target_epoch == 2 and g.state == RECONCILING
+    assert dict(g.target) == {"c1": frozenset(), "c0": tps(0)}
 
 
 def test_assignor_cost_delays_the_responses_and_blocks_the_coordinator():
@@ -204,11 +227,11 @@ def test_assignor_cost_delays_the_responses_and_blocks_the_coordinator():
     g = coordinator(cost="fixed:2")
     effects = drive(g, 0.0, g.handle(0.0, "a", m.ConsumerGroupHeartbeatRequest(
         "", 0, subscribed_topics=("t",), rebalance_timeout_s=300.0, owned_partitions=frozenset())))
-    assert responses(effects) == [] and g.timers[("unblock",)] == 2.0
+    (send,) = [e for e in effects if e[0] == "send"]
+    assert send[3] == 2.0 and send[2].member_epoch == 1 and g.timers[("unblock",)] == 2.0
     assert g.handle(1.0, "b", m.ConsumerGroupHeartbeatRequest("x", 1)) == [] and g.parked
     out = g.on_timer(2.0, ("unblock",), 2.0)
-    assert [r.error for r in responses(out, "a")] == [m.NONE]
-    assert [r.error for r in responses(out, "b")] == [m.UNKNOWN_MEMBER_ID]
+    assert [r.error for r in responses(out, "b")] == [m.UNKNOWN_MEMBER_ID] and not g.parked
 
 
 @pytest.mark.parametrize("sent,owned,error", [
@@ -235,6 +258,100 @@ def test_smaller_epoch_with_partitions_it_does_not_have_is_fenced():
     (r,) = responses(hb(g, 2.0, "b", b.member_id, 1, owned=tps(0)), "b")
     assert r.error == m.FENCED_MEMBER_EPOCH
     assert a.member_epoch == 1
+
+
+def test_issue_36_a_retried_heartbeat_at_an_epoch_before_the_previous_one_is_fenced():
+    """Issue 36, item 1. Topics t and u with one partition each; c0 subscribes to u, c2 to both.
+    c2's last transition (UNRELEASED_PARTITIONS -> STABLE) kept its epoch 3 and moved its previous
+    epoch to 3 (CurrentAssignmentBuilder updates it on every transition), so its retried
+    heartbeat at epoch 1, whose response was lost, is fenced as Kafka fences it."""
+    meta = (0, {"t": 1, "u": 1})
+    g = ConsumerGroupCoordinator(GroupConfig(), lambda: meta, AssignorCost(mode="zero"))
+    t0, u0 = TopicPartition("t", 0), TopicPartition("u", 0)
+
+    def beat(now, mid, epoch, owned=None, topics=None):
+        req = m.ConsumerGroupHeartbeatRequest(mid, epoch, subscribed_topics=topics, owned_partitions=owned,
+                                              rebalance_timeout_s=300.0 if topics else None)
+        (r,) = responses(g.handle(now, mid, req))
+        return r
+
+    r = beat(0.0, "c2", 0, frozenset(), ("t", "u"))
+    assert (r.member_epoch, r.assignment) == (1, frozenset({t0, u0}))
+    r = beat(0.1, "c0", 0, frozenset(), ("u",))
+    assert (r.member_epoch, r.assignment) == (2, frozenset())
+    r = beat(0.2, "c2", 1, frozenset({t0, u0}))                    # told to give up u-0
+    assert (r.member_epoch, r.assignment) == (1, frozenset({t0}))
+    assert g.members["c2"].state == UNREVOKED_PARTITIONS
+    beat(0.3, "c0", -1)
+    r = beat(0.4, "c2", 1, frozenset({t0}), ("t", "u"))           # full request: revoked
+    assert (r.member_epoch, r.assignment) == (3, frozenset({t0}))
+    assert g.members["c2"].state == UNRELEASED_PARTITIONS and g.members["c2"].previous_epoch == 1
+    r = beat(0.5, "c2", 3, frozenset({t0}))                        # u-0 is free now
+    assert (r.member_epoch, r.assignment) == (3, frozenset({t0, u0}))
+    assert g.members["c2"].state == STABLE and g.members["c2"].previous_epoch == 3
+    r = beat(0.6, "c2", 1, frozenset({t0}))                        # the 0.4 s request, retried
+    assert r.error == m.FENCED_MEMBER_EPOCH
+    assert g.members["c2"].epoch == 3  # the member stays; its session runs on from 0.5 s
+
+
+def test_previous_epoch_moves_on_a_transition_that_keeps_the_epoch():
+    """ConsumerGroupMember.Builder.updateMemberEpoch: UNRELEASED_PARTITIONS -> UNRELEASED_PARTITIONS
+    with nothing new keeps epoch 2 and makes 2 the previous epoch, so the join (epoch 0) retried
+    after that is fenced; before the transition it was still the previous epoch."""
+    g = coordinator()
+    join(g, 0.0, "a")
+    b = join(g, 1.0, "b")
+    mb = g.members[b.member_id]
+    assert (mb.state, mb.epoch, mb.previous_epoch) == (UNRELEASED_PARTITIONS, 2, 0)
+    (r,) = responses(hb(g, 1.5, "b", b.member_id, 0), "b")
+    assert r.error == m.NONE and r.member_epoch == 2
+    hb(g, 2.0, "b", b.member_id, 2)   # a still holds b's partitions
+    assert (mb.state, mb.epoch, mb.previous_epoch) == (UNRELEASED_PARTITIONS, 2, 2)
+    (r,) = responses(hb(g, 2.5, "b", b.member_id, 0), "b")
+    assert r.error == m.FENCED_MEMBER_EPOCH
+
+
+def test_a_heartbeat_that_changes_nothing_keeps_the_previous_epoch():
+    """A member reconciled to the target epoch is handed back as it is (maybeReconcile)."""
+    g = coordinator()
+    a = join(g, 0.0, "a")
+    ma = g.members[a.member_id]
+    assert (ma.state, ma.epoch, ma.previous_epoch) == (STABLE, 1, 0)
+    hb(g, 1.0, "a", a.member_id, 1)
+    assert (ma.state, ma.epoch, ma.previous_epoch) == (STABLE, 1, 0)
+
+
+def test_issue_36_a_client_generated_member_id_joins_under_that_id():
+    """Issue 36, item 4 (KIP-1082): epoch 0 with a member id the group does not know creates the
+    member under that id (GroupMetadataManager.consumerGroupHeartbeat makes an id only for an
+    empty one); epoch 0 with an id the group knows goes through the epoch check."""
+    g = coordinator()
+    (r,) = responses(hb(g, 0.0, "a", "Zk3xQ1", 0), "a")
+    assert (r.error, r.member_id, r.member_epoch, r.assignment) == (m.NONE, "Zk3xQ1", 1, tps(0, 1, 2, 3))
+    assert list(g.members) == ["Zk3xQ1"]
+    # the same join again (its response lost): the member's previous epoch is 0, so accepted
+    (r,) = responses(hb(g, 0.1, "a", "Zk3xQ1", 0), "a")
+    assert (r.error, r.member_epoch, r.assignment) == (m.NONE, 1, tps(0, 1, 2, 3)) and g.group_epoch == 1
+    (rb,) = responses(hb(g, 1.0, "b", "b-own", 0), "b")
+    assert (rb.error, rb.member_id, rb.member_epoch) == (m.NONE, "b-own", 2)
+    hb(g, 2.0, "a", "Zk3xQ1", 1, owned=tps(0, 1, 2, 3))
+    hb(g, 3.0, "a", "Zk3xQ1", 1, owned=g.members["Zk3xQ1"].assigned)
+    assert (g.members["Zk3xQ1"].epoch, g.members["Zk3xQ1"].previous_epoch) == (2, 1)
+    # a fenced client rejoins under its id while the group still has it: fenced again (epoch 0
+    # is neither its epoch nor its previous one) until its session ends
+    (r,) = responses(hb(g, 4.0, "a", "Zk3xQ1", 0), "a")
+    assert r.error == m.FENCED_MEMBER_EPOCH
+    at = g.timers[("session", "Zk3xQ1")]
+    g.on_timer(at, ("session", "Zk3xQ1"), at)
+    assert "Zk3xQ1" not in g.members
+    (r,) = responses(hb(g, at + 1.0, "a", "Zk3xQ1", 0), "a")
+    assert (r.error, r.member_id) == (m.NONE, "Zk3xQ1") and r.member_epoch == g.group_epoch
+
+
+def test_an_empty_member_id_at_epoch_zero_gets_one_from_the_coordinator():
+    g = coordinator()
+    r = join(g, 0.0, "a")
+    assert r.member_id and r.member_id in g.members
 
 
 def test_unknown_member_id():

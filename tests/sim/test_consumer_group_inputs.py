@@ -1,7 +1,8 @@
 """The consumer-protocol coordinator keeps its assignor's inputs between group epochs (members,
-their HashMap order, subscriptions, racks, instance ids, assignor votes): after random joins,
-leaves, static leaves and rejoins, and changes of subscription, rack and assignor, every target
-it computes is the one a from-scratch spec of its members gives."""
+their HashMap order, a bucket's members in the order of the group's members map, subscriptions,
+racks, instance ids, assignor votes): after random joins, leaves, static leaves and rejoins, and
+changes of subscription, rack and assignor, every target it computes is the one a from-scratch
+spec of its members gives."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 import sim.consumer_group as cg
+from assignors._java import modelled_hashmap_order
 from assignors.server import GroupSpec, get_server_assignor
 from sim import messages as m
 from sim.config import AssignorCost, GroupConfig
@@ -33,6 +35,9 @@ def _reference(g: cg.ConsumerGroupCoordinator, counts, current):
         instance_ids={mid: mm.instance_id for mid, mm in g.members.items() if mm.instance_id is not None},
         racks={mid: mm.rack for mid, mm in g.members.items() if mm.rack is not None},
     )
+    # Kafka's member order, from scratch: a HashMap filled in the order of the group's members map
+    # (the joining member last), replayed by the model of java.util.HashMap
+    spec._member_ids = tuple(modelled_hashmap_order(sorted(g.members, key=g.map_order.tie)))
     expected_counts = {t: META[1].get(t, 0) for mm in g.members.values() for t in mm.topics}
     return name, expected_counts, get_server_assignor(name).assign(spec, expected_counts)
 
@@ -44,9 +49,9 @@ def test_kept_inputs_give_the_from_scratch_target(seed, monkeypatch):
     checked = []
     real = cg.compute_target
 
-    def checking(name, counts, members, current):
+    def checking(name, counts, members, current, changed=None):
         want_name, want_counts, want = _reference(g, counts, current)
-        got = real(name, counts, members, current)
+        got = real(name, counts, members, current, changed)
         assert name == want_name and counts == want_counts
         assert got._result.member_ids == want.member_ids
         assert got._result.to_dict() == want.to_dict()

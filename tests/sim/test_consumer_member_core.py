@@ -123,7 +123,25 @@ def test_fenced_member_loses_partitions_at_its_next_poll_and_rejoins_with_epoch_
     kinds = [e[1] for e in out if e[0] == "event"]
     assert "partitions_lost" in kinds and not mb.owned
     (join,) = sent(out)
-    assert (join.member_id, join.member_epoch) == ("", 0)
+    assert (join.member_id, join.member_epoch) == ("c0-1", 0)  # the id it has, as Kafka's client
+
+
+def test_own_member_id_is_sent_from_the_first_heartbeat_and_kept():
+    """KIP-1082: the consumer makes its member id once and sends it on its first heartbeat, on
+    every heartbeat after, and when it rejoins after being fenced."""
+    mb = ConsumerMember("c0", ConsumerConfig(group_protocol="consumer"), ("t",), member_id="Zk3x")
+    (first,) = sent(mb.start(0.0))
+    assert (first.member_id, first.member_epoch) == ("Zk3x", 0)
+    mb.handle(0.1, ok(mb, 1, frozenset(T[:2]), member_id="Zk3x"))
+    run_timers(mb, 0.2)
+    mb.handle(0.3, ok(mb, 1, member_id="Zk3x"))
+    (regular,) = sent(beat(mb))
+    assert (regular.member_id, regular.member_epoch) == ("Zk3x", 1)
+    out = mb.handle(5.4, m.ConsumerGroupHeartbeatResponse(m.UNKNOWN_MEMBER_ID, "Zk3x", 1,
+                                                          correlation=mb.hb_correlation))
+    out += run_timers(mb, 5.4)
+    (rejoin,) = sent(out)
+    assert (rejoin.member_id, rejoin.member_epoch, rejoin.owned_partitions) == ("Zk3x", 0, frozenset())
 
 
 def test_unreleased_instance_id_is_fatal():
@@ -176,7 +194,7 @@ def test_a_static_members_rejoin_is_not_answered_by_its_leaves_response():
     out = mb.handle(40.002, m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-1", m.LEAVE_GROUP_STATIC_MEMBER_EPOCH,
                                                           correlation=mb.leave_correlation))
     (join,) = sent(out)
-    assert (join.member_id, join.member_epoch, join.group_instance_id) == ("", 0, "c0")
+    assert (join.member_id, join.member_epoch, join.group_instance_id) == ("c0-1", 0, "c0")
     out = mb.handle(40.004, m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-7", 6, 5.0, frozenset(T[:2]),
                                                           correlation=mb.hb_correlation))
     assert not [e for e in out if e[0] == "violation"]

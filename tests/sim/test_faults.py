@@ -59,7 +59,9 @@ def _consumer_protocol(data: dict) -> dict:
     """The schedule under the consumer protocol; the drawn session timeout becomes the broker's
     group.consumer.session.timeout.ms (the client's is not used by that protocol)."""
     consumer = {**data.get("consumer", {}), "group_protocol": "consumer"}
-    group = {**data.get("group", {}), "consumer_session_timeout_ms": consumer.get("session_timeout_ms", 45000)}
+    session_ms = consumer.get("session_timeout_ms", 45000)
+    group = {**data.get("group", {}), "consumer_session_timeout_ms": session_ms,
+             "consumer_min_session_timeout_ms": min(session_ms, 45000)}
     return {**data, "consumer": consumer, "group": group}
 
 

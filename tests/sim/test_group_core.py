@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from assignors import Assignment, Subscription, TopicPartition
@@ -71,7 +73,10 @@ def test_first_join_gets_member_id_required():
     """A dynamic member's first JoinGroup is answered MEMBER_ID_REQUIRED with its id (KIP-394)."""
     g = GroupCoordinator(GroupConfig())
     (r,) = sends(g.handle(0.0, "a", join()))
-    assert r.error == m.MEMBER_ID_REQUIRED and r.member_id.startswith("a-")
+    # ClassicGroup.generateMemberId: the Java consumer's default client.id, "-", a random UUID
+    assert r.error == m.MEMBER_ID_REQUIRED
+    assert re.fullmatch(r"consumer-group-1-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}",
+                        r.member_id), r.member_id
     assert g.state == EMPTY and not g.members
 
 

@@ -125,3 +125,48 @@ def test_a_finished_run_leaves_its_world_to_reference_counting(name, overrides, 
     result = run_scenario(load_scenario(name, overrides), seed=0, kernel=kernel)
     assert gc.collect() < 1000
     assert result.summary["messages"] > 0 and result.events.num_rows > 0  # the results are intact
+
+
+class _Stopper(Actor):
+    """Asks the kernel to stop on its ``at``-th input (as a signal handler would, mid-batch)."""
+
+    count = 0
+
+    def __init__(self, kernel, name, at):
+        super().__init__(kernel, name)
+        self.at = at
+
+    def deliver(self, now, kind, sender, payload):
+        from sim import kernel
+
+        _Stopper.count += 1
+        if _Stopper.count == self.at:
+            kernel.request_stop("asked")
+
+
+@pytest.mark.parametrize("same_actor", [False, True])
+def test_a_stop_asked_from_outside_acts_before_the_next_input_of_a_batch(same_actor):
+    """A stop (``request_stop``) is looked at before every input, inside one batch too: a batch
+    of 5,000 inputs, to 5,000 actors or to one, stops right after the input during which it was
+    asked; the kernel says why, and the next kernel runs normally."""
+    from sim import kernel
+
+    def run_batch() -> tuple[Kernel, int]:
+        _Stopper.count = 0
+        k = Kernel(0, None, 100.0)
+        actors = [_Stopper(k, f"m{i}", at=100) for i in range(1 if same_actor else 5000)]
+        for i in range(5000):
+            k.push(1.0, actors[0], actors[i % len(actors)].name, "msg", i)
+        trio.run(k.run, clock=trio.testing.MockClock())
+        return k, _Stopper.count
+
+    kernel.clear_stop()
+    try:
+        k, delivered = run_batch()
+        assert delivered == 100 and k.stopped == "asked" and not kernel.running()
+        kernel.clear_stop()
+        k, delivered = run_batch()  # (its 100th input asks again; a fresh kernel starts delivering)
+        assert delivered == 100
+    finally:
+        kernel.clear_stop()
+    assert kernel.started() >= 2
