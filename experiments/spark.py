@@ -305,6 +305,18 @@ LAUNCH_KEYS = ("spark.driver.memory", "spark.driver.extraJavaOptions", "spark.dr
 # better. (A user's -XX:TieredStopAtLevel=4 in spark.driver.extraJavaOptions brings C2 back.)
 LOCAL_JIT = "-XX:TieredStopAtLevel=1"
 EXIT_ON_OOM = "-XX:+ExitOnOutOfMemoryError"
+LOCAL_DRIVER_MEMORY = "4g"
+
+
+def _quiet_accumulator_server() -> None:
+    """pyspark's accumulator server (a socketserver thread in this process) prints a traceback
+    to stderr when the JVM goes away mid-request (a driver that exited on EXIT_ON_OOM, a killed
+    JVM); the command reports the failure itself, in one line."""
+    from pyspark import accumulators
+
+    server = getattr(accumulators, "AccumulatorTCPServer", None)
+    if server is not None:
+        server.handle_error = lambda self, request, client_address: None
 
 
 def _start(builder, timeout_s: float, url: str, remote: bool, launch: dict[str, str] | None = None):
@@ -458,8 +470,14 @@ def get_spark(master: str | None = None, conf: Sequence[str] = (), ship: bool = 
             logging.getLogger().addHandler(logging.NullHandler())
         launch = {}
         if not remote:
+            if is_local(master) and "spark.driver.memory" not in dict(pairs):
+                # In local mode the driver's heap is all of Spark's memory; Spark's 1 GB default
+                # runs out collecting a large experiment's aggregate (a maximum, not a reservation).
+                pairs = [("spark.driver.memory", LOCAL_DRIVER_MEMORY), *pairs]
+                builder = builder.config("spark.driver.memory", LOCAL_DRIVER_MEMORY)
             launch = {k: v for k, v in [("spark.driver.extraJavaOptions", driver_opts), *pairs]
                       if k in LAUNCH_KEYS}
+            _quiet_accumulator_server()
         session = _start(builder, timeout_s, url, bool(remote), launch)
         if not remote:
             session.sparkContext.setLogLevel("ERROR")
