@@ -51,6 +51,34 @@ def color(assignor: str) -> str:
     return ASSIGNOR_COLORS.get(assignor, "#555555")
 
 
+def member_colours(members: Sequence[str]) -> dict[str, tuple]:
+    """One colour per member, none of them red (red marks unassigned partitions): the qualitative
+    tab20/tab20b/tab20c colours first (54 of them), then hues spaced by the golden angle at three
+    lightnesses, so that no two of a few hundred members share a colour and neighbours by name
+    differ."""
+    import colorsys
+
+    qualitative = []
+    for name in ("tab20", "tab20b", "tab20c"):
+        cmap = plt.get_cmap(name)
+        for i in range(20):
+            r, g, b, _ = cmap(i)
+            h, _l, sat = colorsys.rgb_to_hls(r, g, b)
+            if sat > 0.25 and (h < 0.04 or h > 0.95):  # a red
+                continue
+            qualitative.append((r, g, b, 1.0))
+    out = {}
+    for i, m in enumerate(members):
+        if i < len(qualitative):
+            out[m] = qualitative[i]
+            continue
+        k = i - len(qualitative)
+        hue = 0.06 + ((k * 0.618033988749895) % 1.0) * 0.86  # skip the reds at both ends
+        r, g, b = colorsys.hls_to_rgb(hue, (0.35, 0.55, 0.72)[k % 3], 0.65)
+        out[m] = (r, g, b, 1.0)
+    return out
+
+
 def save(fig, path: Path) -> Path:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
@@ -70,9 +98,7 @@ def ownership_timeline(runs: Sequence[tuple[str, pd.DataFrame]], path: Path, win
     fig, axes = plt.subplots(1, len(runs), figsize=(6.2 * len(runs), 4.6), sharey=True, squeeze=False)
     lo, hi = window
     members = sorted({m for _, iv in runs for m in iv.loc[iv["kind"] == "owned", "member"].dropna()})
-    cmap = plt.get_cmap("tab20")
-    palette = [cmap(i) for i in range(20) if i not in (6, 7)]  # no reds: red means unassigned
-    member_color = {m: palette[i % len(palette)] for i, m in enumerate(members)}
+    member_color = member_colours(members)
     joiners = []  # members that own nothing when the window opens: the ones the story is about
     for _, iv in runs:
         owned = iv[iv["kind"] == "owned"]

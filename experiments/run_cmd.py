@@ -356,6 +356,9 @@ def image_format(path: str) -> str | None:
     return ext if ext in IMAGE_FORMATS else None
 
 
+LEGEND_MEMBERS = 200  # members named in a timeline's legend
+
+
 def draw_timeline(run_dir: str, out: str, max_partitions: int = 200, fmt: str = "png") -> int:
     """Draw partition ownership (one row per partition, one colour per member), unassigned gaps
     (red) and double processing (black outline) from ``run_dir`` as a ``fmt`` image; returns the
@@ -374,9 +377,9 @@ def draw_timeline(run_dir: str, out: str, max_partitions: int = 200, fmt: str = 
     parts = parts[:max_partitions]
     index = {tp: i for i, tp in enumerate(parts)}
     members = sorted({r["member"] for r in rows if r["kind"] == "owned"})
-    cmap = plt.get_cmap("tab20")
-    palette = [cmap(i) for i in range(20) if i not in (6, 7)]  # red is kept for gaps
-    colour = {m: palette[i % len(palette)] for i, m in enumerate(members)}
+    from .plots import member_colours
+
+    colour = member_colours(members)  # red is kept for gaps
     t_end = max(r["end"] for r in rows)
     fig, ax = plt.subplots(figsize=(14, max(3.0, min(40.0, 0.18 * len(parts) + 1.5))))
     for r in rows:
@@ -402,12 +405,16 @@ def draw_timeline(run_dir: str, out: str, max_partitions: int = 200, fmt: str = 
     ax.invert_yaxis()
     ax.set_xlabel("simulated time (s)")
     ax.set_title(f"partition ownership: {os.path.basename(os.path.abspath(run_dir))}")
-    handles = [Patch(color=colour[m], label=m) for m in members[:50]]
+    # every member in the legend, in as many columns as it takes (up to LEGEND_MEMBERS of them)
+    shown = members[:LEGEND_MEMBERS]
+    handles = [Patch(color=colour[m], label=m) for m in shown]
+    if len(members) > len(shown):
+        handles.append(Patch(color="white", label=f"... {len(members):,} members in all"))
     handles += [Patch(color="red", alpha=0.6, label="unassigned"),
                 Patch(facecolor="none", edgecolor="black", label="double processing"),
                 Patch(color="grey", alpha=0.2, label="rebalance")]
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7,
-              ncol=1 if len(handles) <= 26 else 2)
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=6 if len(handles) > 60 else 7,
+              ncol=max(1, math.ceil(len(handles) / 40)))
     fig.tight_layout()
     import io
 

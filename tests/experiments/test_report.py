@@ -222,3 +222,17 @@ def test_main_job_runs_the_consumer_protocol_at_every_size_after_it_formed(tmp_p
         first = min(a["at_s"] for a in tomllib.loads(Path(next(iter(paths))).read_text())["timeline"])
         assert first >= 60.0 and (first - 60.0) % 15 == 0
         assert first > members * scale.partitions_per_member * per_partition_s
+
+
+def test_member_colours_are_distinct_and_never_red():
+    """A timeline's members each get their own colour (300 of them), and none is red, which marks
+    unassigned partitions."""
+    import colorsys
+
+    from experiments.plots import member_colours
+
+    colours = member_colours([f"c{i:03d}" for i in range(300)])
+    assert len(set(colours.values())) == 300
+    for r, g, b, _ in colours.values():
+        h, _l, s = colorsys.rgb_to_hls(r, g, b)
+        assert not (s > 0.25 and (h < 0.04 or h > 0.95)), (r, g, b)
