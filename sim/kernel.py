@@ -515,8 +515,8 @@ class TaskKernel(Kernel):
         self._handoffs: list[tuple[str, list]] = []  # the current batch's handoffs still to make, last first
         self._dests: Iterable[str] = ()  # the current batch's destinations (``batch_dests`` once it is done)
         self._in_batch = False
-        self._sigint: Callable | None = None  # the SIGINT handler in place when the run started
-        self._sigint_deferred = False
+        self._handlers: dict[int, Callable] = {}  # the guarded signals' handlers (_guard_signals)
+        self._deferred: list[int] = []  # signals that landed in trio's machinery, to pass on
 
     def register(self, actor: Actor) -> int:
         rank = super().register(actor)
@@ -530,9 +530,8 @@ class TaskKernel(Kernel):
     def _advance(self) -> tuple[str, list] | None:
         """The next handoff, (destination, its entries of the batch at ``now``), in the inline
         kernel's order; None when the run is over. Finishing a batch calls ``after_batch``."""
-        if self._sigint_deferred:
-            self._sigint_deferred = False
-            self._sigint(signal.SIGINT, None)  # (an actor's task: not inside trio's machinery)
+        if self._deferred:
+            self._pass_deferred()  # (an actor's task: not inside trio's machinery)
         if _stop_reason is not None:  # request_stop, looked at before every handoff
             self.stopped = _stop_reason
             return None
@@ -628,26 +627,37 @@ class TaskKernel(Kernel):
             inbox.parked = True
             items = await wait(abort)
 
-    def _guard_sigint(self) -> None:
-        """While the run lasts, let the SIGINT handler in place raise KeyboardInterrupt only in
-        the actors' code. Trio keeps its own handler out of its scheduler, but a handler of the
+    # signals whose Python handlers may raise into the run: Ctrl-C, and the wall-time alarm of
+    # ``rebalance-sim run`` (which cuts a step short that outlasts a stop)
+    GUARDED_SIGNALS = (signal.SIGINT, signal.SIGALRM)
+
+    def _guard_signals(self) -> None:
+        """While the run lasts, let the handlers of ``GUARDED_SIGNALS`` raise only in the actors'
+        code. trio keeps its own SIGINT handler out of its scheduler, but a handler of the
         caller's (``rebalance-sim run``: the first Ctrl-C stops the run, the second raises) would
         raise wherever the signal lands, and here trio's scheduler runs between every two actors:
-        an interrupt there breaks trio itself. One that lands there is passed on at the next step."""
+        an exception raised there breaks trio itself. A signal that lands there is passed to its
+        handler at the kernel's next step, in an actor's task (or as the run ends)."""
         if threading.current_thread() is not threading.main_thread():
             return
-        handler = signal.getsignal(signal.SIGINT)
-        if not callable(handler):
-            return
+        for signum in self.GUARDED_SIGNALS:
+            handler = signal.getsignal(signum)
+            if not callable(handler):
+                continue
 
-        def guarded(signum, frame):
-            if trio.lowlevel.currently_ki_protected():  # (the interrupted frames are trio's)
-                self._sigint_deferred = True
-            else:
-                handler(signum, frame)
+            def guarded(signum, frame, handler=handler):
+                if trio.lowlevel.currently_ki_protected():  # (the interrupted frames are trio's)
+                    self._deferred.append(signum)
+                else:
+                    handler(signum, frame)
 
-        self._sigint = handler
-        signal.signal(signal.SIGINT, guarded)
+            self._handlers[signum] = handler
+            signal.signal(signum, guarded)
+
+    def _pass_deferred(self) -> None:
+        deferred, self._deferred = self._deferred, []
+        for signum in deferred:
+            self._handlers[signum](signum, None)
 
     async def run(self) -> None:
         clock = trio.lowlevel.current_clock()
@@ -655,7 +665,7 @@ class TaskKernel(Kernel):
         self._clock_at = self.now
         self._me = trio.lowlevel.current_task()
         failure: BaseException | None = None
-        self._guard_sigint()
+        self._guard_signals()
         global _running, _started
         _running = True
         _started += 1
@@ -687,11 +697,10 @@ class TaskKernel(Kernel):
             raise
         finally:
             _running = False
-            if self._sigint is not None:
-                signal.signal(signal.SIGINT, self._sigint)
-        if self._sigint_deferred:  # landed in trio's machinery after the last step
-            self._sigint_deferred = False
-            self._sigint(signal.SIGINT, None)
+            for signum, handler in self._handlers.items():
+                signal.signal(signum, handler)
+        if self._deferred:  # landed in trio's machinery after the last step
+            self._pass_deferred()
         if failure is not None:
             raise failure
 

@@ -204,47 +204,54 @@ async def test_other_trio_tasks_wait_in_the_simulated_time(autojump_clock):
             assert woke_at == pytest.approx(10.0) and handled == everything
 
 
+class _Alarm(Exception):
+    pass
+
+
 @trio.lowlevel.enable_ki_protection
-def _signal_inside_trio_machinery():
-    signal.raise_signal(signal.SIGINT)  # handled at once, in this KI-protected frame (as trio's own)
+def _signal_inside_trio_machinery(signum):
+    signal.raise_signal(signum)  # handled at once, in this KI-protected frame (as trio's own)
     return "handled"
 
 
 class _Interrupter(_Echo):
     def deliver(self, now, kind, sender, payload):
-        self.log.append((now, self.name, payload, None, None))
-        if payload == "protected":
-            self.log.append((now, self.name, _signal_inside_trio_machinery(), None, None))
-        elif payload == "plain":
-            signal.raise_signal(signal.SIGINT)
+        where, signum = payload
+        self.log.append((now, self.name, where, None, None))
+        if where == "protected":
+            self.log.append((now, self.name, _signal_inside_trio_machinery(signum), None, None))
+        elif where == "plain":
+            signal.raise_signal(signum)
             self.log.append((now, self.name, "not reached", None, None))
 
 
+@pytest.mark.parametrize("signum, raised", [(signal.SIGINT, KeyboardInterrupt), (signal.SIGALRM, _Alarm)])
 @pytest.mark.parametrize("where", ["protected", "plain"])
-def test_a_callers_interrupt_never_lands_in_trios_scheduler(where):
-    """`rebalance-sim run` has a SIGINT handler of its own (its second Ctrl-C raises
-    KeyboardInterrupt), which would raise wherever the signal lands; under the task kernel trio's
-    scheduler runs between every two actors, and an interrupt raised there breaks trio itself
-    (TrioInternalError). One that lands in trio's KI-protected code is raised at the kernel's
-    next step instead, in an actor's task; one that lands in an actor's code is raised there."""
+def test_a_callers_signal_handler_never_raises_in_trios_scheduler(where, signum, raised):
+    """`rebalance-sim run` has handlers of its own (its second Ctrl-C raises KeyboardInterrupt, its
+    wall-time alarm cuts a step short), which would raise wherever the signal lands; under the task
+    kernel trio's scheduler runs between every two actors, and an exception raised there breaks
+    trio itself (TrioInternalError). A signal that lands in trio's KI-protected code is handled at
+    the kernel's next step instead, in an actor's task; one that lands in an actor's code at once.
+    Either way the run raises what the handler raised, and the handler is back in place after."""
     calls = []
 
     def handler(signum, frame):
         calls.append("deferred" if frame is None else "at once")
-        raise KeyboardInterrupt
+        raise raised
 
-    previous = signal.signal(signal.SIGINT, handler)
+    previous = signal.signal(signum, handler)
     try:
         log: list = []
         k = TaskKernel(0, None, 100.0)
         a = _Interrupter(k, "a", log)
-        k.push(1.0, a, "a", "msg", where)
-        k.push(2.0, a, "a", "msg", "later")
-        with pytest.raises(KeyboardInterrupt):
+        k.push(1.0, a, "a", "msg", (where, signum))
+        k.push(2.0, a, "a", "msg", ("later", signum))
+        with pytest.raises(raised):
             trio.run(k.run, clock=trio.testing.MockClock())
-        assert signal.getsignal(signal.SIGINT) is handler  # the caller's handler is back
+        assert signal.getsignal(signum) is handler
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.signal(signum, previous)
     payloads = [p for _n, _a, p, _t, _c in log]
     if where == "protected":
         assert calls == ["deferred"] and payloads == ["protected", "handled"]
