@@ -294,15 +294,11 @@ class _JvmOutputToLog:
 # setting them changes nothing): they go to the launch as well as to the session.
 LAUNCH_KEYS = ("spark.driver.memory", "spark.driver.extraJavaOptions", "spark.driver.defaultJavaOptions",
                "spark.driver.extraClassPath", "spark.driver.extraLibraryPath")
-# The local driver JVM compiles with C1 only. A run of the main job makes Spark generate and
-# compile new classes for every query, and C2 recompiling them was half the JVM's CPU: on 2 cores,
-# aggregating the main job's output took 58-61 CPU-s with C2 and 35-42 with C1 alone in three
-# alternating pairs, the same wall time; the main job's JVM took 90 instead of 110-112 CPU-s.
-# Measured again on 2026-11-26: C2 makes the sweep's Parquet writes 2.5x cheaper (2.4 million
-# event rows: 5-6 JVM CPU-s instead of 13-16), yet the whole main job took the same time in
-# interleaved runs (C1 144-166 s, C2 142-169 s; JVM 83-99 vs 101-124 CPU-s, idle cores 31-33 vs
-# 13-16 core-s). Excluding only Spark's generated classes from C2 (a compiler directive) did no
-# better. (A user's -XX:TieredStopAtLevel=4 in spark.driver.extraJavaOptions brings C2 back.)
+# The local driver JVM compiles with C1 only: a run of the main job makes Spark generate and
+# compile new classes for every query, and C2 recompiling them cost about half the JVM's CPU for
+# no gain in wall time (C2 makes the Parquet writes cheaper, not the job faster; the measurements
+# are in CHANGELOG.md). A user's -XX:TieredStopAtLevel=4 in spark.driver.extraJavaOptions brings C2
+# back.
 LOCAL_JIT = "-XX:TieredStopAtLevel=1"
 EXIT_ON_OOM = "-XX:+ExitOnOutOfMemoryError"
 LOCAL_DRIVER_MEMORY = "4g"
