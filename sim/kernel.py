@@ -322,6 +322,21 @@ class _SeedState(np.random.bit_generator.ISeedSequence):
         return np.random.SeedSequence(self.entropy, spawn_key=self.spawn_key).spawn(n_children)
 
 
+def group_batch(entries: list[tuple]) -> dict[str, list]:
+    """The entries due at one instant in key order (keys are unique: time, sender rank, sender
+    seq), grouped by destination in the order each destination first appears: the order both
+    kernels hand actors their inputs in."""
+    entries.sort()
+    batch: dict[str, list] = {}
+    for entry in entries:
+        items = batch.get(entry[6])
+        if items is None:
+            batch[entry[6]] = [entry]
+        else:
+            items.append(entry)
+    return batch
+
+
 class Kernel:
     """The queue of timed inputs, and the inline kernel that delivers them by calling each
     actor's ``deliver`` from its own task (see the module docstring)."""
@@ -451,14 +466,7 @@ class Kernel:
                     actor.deliver(t, entry[3], entry[4], entry[5])
                     self.batch_dests = (dest,)
                 else:
-                    entries.sort()  # keys are unique: (time, sender rank, sender seq)
-                    batch: dict[str, list] = {}
-                    for entry in entries:
-                        items = batch.get(entry[6])
-                        if items is None:
-                            batch[entry[6]] = [entry]
-                        else:
-                            items.append(entry)
+                    batch = group_batch(entries)
                     for dest, items in batch.items():
                         if _stop_reason is not None:
                             break
@@ -563,14 +571,7 @@ class TaskKernel(Kernel):
             dest = entries[0][6]
             self._dests = (dest,)
             return dest, entries
-        entries.sort()  # keys are unique: (time, sender rank, sender seq)
-        batch: dict[str, list] = {}
-        for entry in entries:
-            items = batch.get(entry[6])
-            if items is None:
-                batch[entry[6]] = [entry]
-            else:
-                items.append(entry)
+        batch = group_batch(entries)
         self._dests = batch
         handoffs.extend(batch.items())
         handoffs.reverse()
