@@ -125,6 +125,14 @@ class NetworkConfig:
 # Group coordinator (broker side)
 
 
+# ConsumerGroupMigrationPolicy: its values (case-insensitive) and what each enables.
+MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
+
+
+def _lower(value):
+    return value.lower() if isinstance(value, str) else value
+
+
 @attrs.frozen
 class GroupConfig:
     """Broker settings of the group coordinator (Kafka's ``group.*`` broker configs)."""
@@ -141,6 +149,15 @@ class GroupConfig:
     consumer_max_session_timeout_ms: float = attrs.field(default=60000, validator=_positive)
     consumer_assignors: tuple[str, ...] = attrs.field(default=("uniform", "range"),
                                                       converter=lambda v: names_tuple("consumer_assignors")(v))
+    # group.consumer.max.size and group.max.size (GroupCoordinatorConfig: Integer.MAX_VALUE). The
+    # consumer group refuses members past its size (GROUP_MAX_SIZE_REACHED) and an upgrade of a
+    # larger classic group; group.max.size is read only by the downgrade check (the classic core
+    # does not refuse joiners past it: not modelled).
+    consumer_max_size: int = attrs.field(default=2**31 - 1, validator=_positive_int)
+    max_size: int = attrs.field(default=2**31 - 1, validator=_positive_int)
+    # group.consumer.migration.policy (ConsumerGroupMigrationPolicy; default bidirectional): which
+    # online conversions between a classic and a consumer group the coordinator makes.
+    consumer_migration_policy: str = attrs.field(default="bidirectional", converter=_lower)
 
     def __attrs_post_init__(self):
         self._check_consumer_bounds()
@@ -150,6 +167,9 @@ class GroupConfig:
                 f"{self.consumer_heartbeat_interval_ms:g} must be below consumer_session_timeout_ms "
                 f"({self.consumer_session_timeout_ms:g})",
             )
+        if self.consumer_migration_policy not in MIGRATION_POLICIES:
+            raise ConfigError("consumer_migration_policy", f"{self.consumer_migration_policy!r} is not one of "
+                              f"{', '.join(MIGRATION_POLICIES)}")
         from .target_assignment import SERVER_ASSIGNORS
         if not self.consumer_assignors:
             raise ConfigError("consumer_assignors", "needs at least one server-side assignor")
@@ -182,6 +202,16 @@ class GroupConfig:
                 raise ConfigError(f"consumer_{kind}_ms",
                                   f"{value:g} is above group.consumer.max.{kafka}.ms "
                                   f"(consumer_max_{kind}_ms = {high:g})")
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        """ConsumerGroupMigrationPolicy.isUpgradeEnabled."""
+        return self.consumer_migration_policy in ("bidirectional", "upgrade")
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        """ConsumerGroupMigrationPolicy.isDowngradeEnabled."""
+        return self.consumer_migration_policy in ("bidirectional", "downgrade")
 
     @property
     def initial_rebalance_delay_s(self) -> float:
