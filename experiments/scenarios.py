@@ -86,6 +86,15 @@ def _upgrade(p):
     return {**_base(p), "timeline": [first, second]}
 
 
+def _migration(p):
+    """Online migration (KIP-848): the group restarts batch by batch onto ``to``'s group.protocol."""
+    to = p["to"]
+    if to not in ("consumer", "classic"):
+        raise ConfigError("to", f"{to!r} is not one of consumer, classic")
+    start = "classic" if to == "consumer" else "consumer"
+    return {**_base(p, group_protocol=start), "timeline": [_restart(p, group_protocol=to)]}
+
+
 def _stream_join(p):
     d = _base(p, assign_cost_ms=p["restore_ms"])
     d["topics"] = [{"name": "left", "partitions": p["partitions"], "rate": p["rate"]},
@@ -132,6 +141,10 @@ BUILTINS: dict[str, Builtin] = {b.name: b for b in [
             {**_COMMON, "assignor": ["sticky"], **_TARGET, "duration_s": 60.0}, _gc_pause),
     Builtin("eager-to-cooperative-upgrade", "two rolling bounces: range -> [range, cooperative-sticky] -> "
             "cooperative-sticky", {**_COMMON, "assignor": ["range"], **_BOUNCE, "down_s": 5.0}, _upgrade),
+    Builtin("protocol-migration", "an online migration: the group restarts in batches (batch_size, default "
+            "10%) onto the consumer protocol, or back to the classic one with to=classic; the coordinator "
+            "converts the group when the first member of the new protocol joins (KIP-848)",
+            {**_COMMON, **_BOUNCE, "batch_size": "10%", "to": "consumer"}, _migration),
     Builtin("stream-join-restore", "co-partitioned topics with the stream-join sticky assignor (KIP-315); "
             "a new member restores state", {**_COMMON, "assignor": ["stream-join-sticky"], "count": 1,
                                              "restore_ms": 2000.0}, _stream_join),

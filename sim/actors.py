@@ -218,6 +218,8 @@ class Director(Actor):
                 extra["partition_assignment_strategy"] = list(a.assignors)
             if a.static is not None:
                 extra["static"] = a.static
+            if a.group_protocol is not None:
+                extra["group_protocol"] = a.group_protocol
             self._trigger(now, None, desc)
             for i, batch in enumerate(a.batches(names)):
                 t_stop = now + i * (a.down_s + a.gap_s)

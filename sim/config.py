@@ -539,11 +539,6 @@ class SimConfig:
             except ConfigError as e:
                 raise e.under(f"member_overrides.{name}") from None
             self.check_consumer(cfg, f"member_overrides.{name}")
-            if cfg.group_protocol != self.consumer.group_protocol:
-                # A group runs one protocol here: Kafka's mixed groups (classic members in a
-                # consumer group, KIP-848 migration) are not modelled.
-                raise ConfigError(f"member_overrides.{name}.group_protocol",
-                                  "every member of the group must use the same group_protocol")
         self.check_consumer(self.consumer, "consumer")
 
     def check_consumer(self, cfg: ConsumerConfig, where: str) -> None:

@@ -32,7 +32,9 @@ class _Zombies:
     fenced the member id it last synced with (after that id last joined: under the consumer
     protocol a client rejoins under its own id), or the group completed a generation that the
     client never joined (a static member that missed the join barrier stays in the group but is
-    left out of the new generation)."""
+    left out of the new generation). The second rule is the classic protocol's: it applies to a
+    client whose last assignment came from SyncGroup (a group that migrates between the
+    protocols has consumer-protocol clients, which never join a classic generation)."""
 
     # the events it reads (check_run hands it only these)
     KINDS = ("sync_received", "assignment_received", "member_added", "member_removed", "member_fenced",
@@ -41,6 +43,7 @@ class _Zombies:
     def __init__(self, events: list[tuple]):
         # (t, event index) orders events of one instant as they were recorded
         self.syncs: dict[str, list[tuple[float, int, str]]] = defaultdict(list)
+        self.classic_sync: dict[tuple[str, int], bool] = {}  # (client, event index): from SyncGroup
         self.added: dict[str, list[tuple[float, int]]] = defaultdict(list)
         self.removed: dict[str, list[tuple[float, int]]] = defaultdict(list)
         self.joined: dict[str, list[tuple[float, int]]] = defaultdict(list)
@@ -50,6 +53,7 @@ class _Zombies:
                 mm = _MEMBER_ID.search(detail or "")
                 if mm:
                     self.syncs[member].append((t, i, mm.group(1)))
+                    self.classic_sync[(member, i)] = kind == "sync_received"
             elif kind in ("member_removed", "member_fenced", "member_added"):
                 mm = _MEMBER_ID.search(detail or "")
                 if mm:
@@ -73,6 +77,8 @@ class _Zombies:
         r = bisect.bisect_right(removals, since)
         if r < len(removals) and removals[r][0] <= t:
             return True
+        if not self.classic_sync[(client, synced_i)]:
+            return False
         j = bisect.bisect_right(self.completed, (t, float("inf"))) - 1
         if j < 0:
             return False

@@ -22,14 +22,15 @@ import trio.testing
 from . import messages as m
 from .actors import CoordinatorActor, Director, MemberActor
 from .config import ConfigError, to_flat_dict
-from .consumer_group import ASSIGNING, RECONCILING, ConsumerGroupCoordinator
+from .consumer_group import ASSIGNING, RECONCILING
 from .consumer_member import ConsumerMember
-from .group import COMPLETING_REBALANCE, EMPTY, PREPARING_REBALANCE, STABLE, GroupCoordinator
+from .group import COMPLETING_REBALANCE, EMPTY, PREPARING_REBALANCE, STABLE
 from .ids import kafka_uuid
 from .invariants import check_run
 from .kernel import DEFAULT_KERNEL, KERNELS
 from .member import Handoffs, Member
 from .metrics import compute_metrics
+from .migration import MigratingCoordinator
 from .network import LinkFault, Network
 from .recorder import Recorder, write_parquet_atomic
 from .scenario import (
@@ -154,15 +155,16 @@ class _Runner:
         self.network = Network(self.kernel, self.config.network, faults)
         self.kernel.network = self.network
         self.elide = self.config.elide_heartbeats and not self.network.lossy()
-        self.consumer_protocol = self.config.consumer.group_protocol == "consumer"
-        if self.consumer_protocol:
+        if not scenario.uses_protocol("classic"):
+            # only consumer-protocol members: they say when the run should look at settling
             self.kernel.dirty_on_io = False
-            self.coordinator = ConsumerGroupCoordinator(self.config.group, lambda: self.world.at(self.kernel.now),
-                                                        self.config.assignor_cost, elide_heartbeats=self.elide)
-        else:
-            self.coordinator = GroupCoordinator(self.config.group, self.elide,
-                                                id_rng=self.kernel.rng_for(COORDINATOR_RANK, stream=ID_STREAM))
-        if CoordinatorActor(self.kernel, self.coordinator).rank != COORDINATOR_RANK:
+        # The group starts as the type of the base consumer config's group.protocol; members of
+        # the other protocol convert it (online migration, sim.migration).
+        self.host = MigratingCoordinator(self.config.group, lambda: self.world.at(self.kernel.now),
+                                         group_type=self.config.consumer.group_protocol,
+                                         assignor_cost=self.config.assignor_cost, elide_heartbeats=self.elide,
+                                         id_rng=self.kernel.rng_for(COORDINATOR_RANK, stream=ID_STREAM))
+        if CoordinatorActor(self.kernel, self.host).rank != COORDINATOR_RANK:
             raise AssertionError("the coordinator must be the first actor")
         initial, self.width = member_names(self.config, scenario.timeline)
         self.members: dict[str, MemberActor] = {}
@@ -190,6 +192,11 @@ class _Runner:
         self._tty = progress and sys.stderr.isatty()
         self._progress_every_s = 1.0 if self._tty else 15.0
         self.should_stop: Callable[[], bool] | None = None
+
+    @property
+    def coordinator(self):
+        """The group's coordinator core now (a classic or a consumer group, ``sim.migration``)."""
+        return self.host.group
 
     # ---- used by the director and actors
 
@@ -224,7 +231,7 @@ class _Runner:
         if actor.poll_rng is None:  # one stream per client, kept across restarts
             actor.poll_rng = self.kernel.lazy_rng(actor.rank, stream=1)
         lat = self.config.network.latency_of(actor.name)
-        if self.consumer_protocol:
+        if cfg.group_protocol == "consumer":
             name, network, kernel = actor.name, self.network, self.kernel
             if actor.id_rng is None:  # one stream per client, kept across restarts
                 actor.id_rng = self.kernel.lazy_rng(actor.rank, stream=ID_STREAM)
@@ -242,7 +249,8 @@ class _Runner:
     # ---- settling (the end of an episode)
 
     def _is_settled(self, t: float) -> bool:
-        if self.consumer_protocol:
+        if self.host.group_type == "consumer":
+            self._quick = None
             return self._is_settled_consumer(t)
         if self._quick is not None:
             still = self._still_settled()
@@ -366,7 +374,7 @@ class _Runner:
             if core is None or not core.alive:
                 continue
             mm = c.members.get(core.member_id)
-            if not core.settled or mm is None or core.epoch != mm.epoch:
+            if not core.settled or mm is None or core.generation != mm.epoch:
                 self._probe = a
                 return False
             alive.append(core)
@@ -406,7 +414,7 @@ class _Runner:
         if k.dirty:
             k.dirty = False
             state = self.coordinator.state
-            if not self.consumer_protocol and (state == PREPARING_REBALANCE or state == COMPLETING_REBALANCE):
+            if self.host.group_type == "classic" and (state == PREPARING_REBALANCE or state == COMPLETING_REBALANCE):
                 self._quick = None  # what _is_settled concludes at once in a classic rebalance
                 settled = False
             else:
@@ -420,7 +428,7 @@ class _Runner:
                     self.director.drop_watch(t, w.phase)
                 self.watches.clear()
             done = settled and self.director.pending == 0 and not ((nt := k.next_time()) is not None and nt <= t)
-            if settled and not done and self.consumer_protocol and self.director.pending == 0:
+            if settled and not done and not k.dirty_on_io and self.director.pending == 0:
                 # inputs of this instant are still queued: look again after them (with dirty_on_io
                 # off nothing else may make the run look again)
                 k.dirty = True
@@ -494,7 +502,7 @@ def _release(runner: _Runner) -> None:
     (pyspark's daemon): a tenth of the main job's Python CPU. Only the results outlive this."""
     kernel = runner.kernel
     actors = list(kernel._ranks)  # noqa: SLF001 (the runner owns its kernel)
-    world = [runner, kernel, runner.recorder, runner.network, runner.coordinator, runner.world, *actors]
+    world = [runner, kernel, runner.recorder, runner.network, runner.coordinator, runner.host, runner.world, *actors]
     world += [a.core for a in actors if getattr(a, "core", None) is not None]
     for obj in world:
         d = getattr(obj, "__dict__", None)

@@ -99,9 +99,12 @@ def test_same_seed_same_events():
 def test_group_protocol_is_validated():
     with pytest.raises(ConfigError, match="group_protocol"):
         Scenario.from_dict({"topics": [{"name": "t", "partitions": 1}], "consumer": {"group_protocol": "modern"}})
-    with pytest.raises(ConfigError, match="group_protocol"):
+    with pytest.raises(ConfigError, match="member_overrides.c001.group_protocol"):
         Scenario.from_dict({"topics": [{"name": "t", "partitions": 1}], "consumer": {"group_protocol": "consumer"},
-                            "member_overrides": {"c001": {"group_protocol": "classic"}}})
+                            "member_overrides": {"c001": {"group_protocol": "old"}}})
+    # a mixed group is allowed (online migration, sim.migration)
+    Scenario.from_dict({"topics": [{"name": "t", "partitions": 1}], "consumer": {"group_protocol": "consumer"},
+                        "member_overrides": {"c001": {"group_protocol": "classic"}}})
     with pytest.raises(ConfigError, match="group_remote_assignor"):
         Scenario.from_dict({"topics": [{"name": "t", "partitions": 1}],
                             "consumer": {"group_protocol": "consumer", "group_remote_assignor": "sticky"}})
