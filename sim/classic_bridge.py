@@ -288,6 +288,7 @@ class ClassicBridgeCoordinator(ConsumerGroupCoordinator):
         mm = ConsumerGroupMember(member_id, client, iid, sub.rack_id, tuple(sub.topics), req.rebalance_timeout_s,
                                  last_heartbeat=now)
         self.members[member_id] = mm
+        self.members_version += 1
         self._changed[member_id] = None
         if iid is not None:
             self.static_members[iid] = member_id

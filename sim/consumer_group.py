@@ -259,6 +259,7 @@ class ConsumerGroupCoordinator:
         self.target_epoch = 0
         self.target = TargetAssignment()
         self.members: dict[str, ConsumerGroupMember] = {}    # insertion order = join order
+        self.members_version = 0  # bumped whenever a member id is added or removed (cheap change test)
         self.static_members: dict[str, str] = {}             # group.instance.id -> member id
         self.partition_epoch: dict = {}                      # TopicPartition -> epoch of its holder
         self.partition_owner: dict = {}                      # TopicPartition -> member id
@@ -531,6 +532,7 @@ class ConsumerGroupCoordinator:
             self._subscribe(mm.topics, -1)
         self._set_holdings(now, mm, _EMPTY, _EMPTY)
         del self.members[mm.member_id]
+        self.members_version += 1
         self._changed[mm.member_id] = None
         self.quiet.pop(mm.member_id, None)
         self._stop_waiting(mm.member_id)
@@ -720,6 +722,7 @@ class ConsumerGroupCoordinator:
         timeout = req.rebalance_timeout_s if req.rebalance_timeout_s is not None else 300.0
         mm = ConsumerGroupMember(member_id, client, iid, req.rack_id, topics, timeout, last_heartbeat=now)
         self.members[member_id] = mm
+        self.members_version += 1
         self._changed[member_id] = None
         if iid is not None:
             self.static_members[iid] = member_id
@@ -741,6 +744,7 @@ class ConsumerGroupCoordinator:
         self._remove(now, old, replaced=True)
         self._event("member_fenced", old.client, f"member_id={old.member_id} replaced_by={member_id}")
         self.members[member_id] = new
+        self.members_version += 1
         self._changed[member_id] = None
         self.static_members[iid] = member_id
         self._set_holdings(now, new, assigned, _EMPTY)

@@ -34,11 +34,12 @@ class _Zombies:
     client never joined (a static member that missed the join barrier stays in the group but is
     left out of the new generation). The second rule is the classic protocol's: it applies to a
     client whose last assignment came from SyncGroup (a group that migrates between the
-    protocols has consumer-protocol clients, which never join a classic generation)."""
+    protocols has consumer-protocol clients, which never join a classic generation). A conversion
+    into a classic group counts as a completed generation (``sim.migration``)."""
 
     # the events it reads (check_run hands it only these)
     KINDS = ("sync_received", "assignment_received", "member_added", "member_removed", "member_fenced",
-             "join_received", "join_complete")
+             "join_received", "join_complete", "group_converted")
 
     def __init__(self, events: list[tuple]):
         # (t, event index) orders events of one instant as they were recorded
@@ -60,7 +61,9 @@ class _Zombies:
                     (self.added if kind == "member_added" else self.removed)[mm.group(1)].append((t, i))
             elif kind == "join_received" and member:
                 self.joined[member].append((t, gen))
-            elif kind == "join_complete":
+            elif kind == "join_complete" or (kind == "group_converted" and "consumer->classic" in (detail or "")):
+                # a downgrade makes a classic generation (the group epoch) that no member joined:
+                # a classic member behind it gets ILLEGAL_GENERATION from now on
                 self.completed.append((t, gen))
 
     def zombie(self, client: str, t: float) -> bool:

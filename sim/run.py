@@ -249,19 +249,20 @@ class _Runner:
     # ---- settling (the end of an episode)
 
     def _is_settled(self, t: float) -> bool:
-        if self.host.group_type == "consumer":
-            self._quick = None
-            return self._is_settled_consumer(t)
         if self._quick is not None:
             still = self._still_settled()
             if still:
                 return True
         self._quick = None
+        if self.host.group_type == "consumer":
+            return self._is_settled_consumer(t)
         return self._scan_settled(t)
 
     def _coordinator_signature(self) -> tuple:
         c = self.coordinator
-        return (c.state, c.generation, c.members_version, len(c.pending_sync), len(c.pending_members))
+        if self.host.group_type == "consumer":
+            return (c, c.state, c.group_epoch, c.target_epoch, c.members_version, len(c.parked), c.busy_until)
+        return (c, c.state, c.generation, c.members_version, len(c.pending_sync), len(c.pending_members))
 
     def _still_settled(self) -> bool:
         """After a full scan found the group settled: is it still, judged only from what the last
@@ -387,7 +388,11 @@ class _Runner:
         total = sum(meta.get(tp, 0) for tp in topics)
         if len(self.world.times) == 1:
             # Metadata never changes in this run: every owned partition exists.
-            return sum(len(core.owned) for core in alive) == total
+            counts = {core.name: len(core.owned) for core in alive}
+            owned_total = sum(counts.values())
+            if owned_total == total:
+                self._quick = (self._coordinator_signature(), counts, owned_total, total)
+            return owned_total == total
         owned = 0
         for core in alive:
             for tp in core.owned:
