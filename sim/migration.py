@@ -202,7 +202,11 @@ class MigratingCoordinator:
             if mm.quiet:
                 g.woken[cm.member_id] = None
                 g.out.append(("control", mm.client, wake))
-        g._refresh_metadata()  # noqa: SLF001
+        # the converted group has no subscription metadata yet (createConsumerGroupRecords writes
+        # none): the heartbeat that converted it finds it changed and bumps the group epoch, so
+        # the assignor runs even when that member only replaces a static one
+        g.subscribed_partitions = {}
+        g._meta_version = -1  # noqa: SLF001
         g._update_state(now)  # noqa: SLF001
         g._event("group_converted", None, f"classic->consumer members={len(g.members)} "  # noqa: SLF001
                  f"generation={gen} state_was={c.state}")

@@ -126,6 +126,33 @@ def test_upgrade_when_the_first_consumer_member_joins():
     assert hb.error == m.REBALANCE_IN_PROGRESS
 
 
+def test_upgrade_by_a_static_replacement_still_bumps_the_epoch():
+    """A static classic member restarting with the consumer protocol converts the group and takes
+    its own place (replaceMember keeps the epoch), yet the epoch is bumped: the converted group
+    has no subscription metadata, so the heartbeat finds it changed and the assignor runs (here
+    giving out the partitions of a member the classic group had removed)."""
+    h = host()
+    for c in ("a", "b", "c"):
+        h.handle(0.0, c, join(instance=c))
+    while h.state == PREPARING_REBALANCE:
+        h.on_timer(h.timers[("join",)], ("join",), h.timers[("join",)])
+    ids = {c: h.static_members[c] for c in "abc"}
+    assignments = tuple((ids[c], Assignment([tp(p) for p in range(PARTITIONS) if p % 3 == i]))
+                        for i, c in enumerate("abc"))
+    for c in "abc":
+        h.handle(5.0, c, m.SyncGroupRequest(ids[c], h.generation, c, assignments if ids[c] == h.leader else ()))
+    gen = h.generation
+    h.on_timer(h.timers[("expire", ids["c"])], ("expire", ids["c"]), h.timers[("expire", ids["c"])])
+    assert ids["c"] not in h.members and h.state == PREPARING_REBALANCE
+    out = h.handle(60.0, "a", m.ConsumerGroupHeartbeatRequest("A", 0, "a", subscribed_topics=("t",),
+                                                              rebalance_timeout_s=30.0,
+                                                              owned_partitions=frozenset()))
+    assert h.group_type == CONSUMER and "A" in h.members and ids["a"] not in h.members
+    assert h.group_epoch == gen + 1 == h.target_epoch
+    assert set().union(*h.target.values()) == tps(*range(PARTITIONS))
+    assert [r.error for r in sends(out, "a")] == [m.NONE]
+
+
 def test_members_waiting_in_join_or_sync_are_told_to_rejoin():
     """convertToConsumerGroup completes pending JoinGroup and SyncGroup with REBALANCE_IN_PROGRESS."""
     h = host()

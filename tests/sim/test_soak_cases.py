@@ -22,6 +22,10 @@ SEEDS = {
     # the downgrade's targets while a member behind the group epoch still owned a partition (it
     # is fenced by the downgrade's generation: a zombie, soak --seed 0, schedule 281)
     "migration-downgrade-then-upgrade-281.toml": 61654,
+    # an upgrade by a static member replacing its classic self, while the classic group was
+    # rebalancing after a member left: the conversion must bump the epoch (the converted group
+    # has no subscription metadata), or the leaver's partition stays without an owner (681)
+    "migration-static-upgrade-681.toml": 27441,
 }
 
 
