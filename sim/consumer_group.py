@@ -877,7 +877,8 @@ class ConsumerGroupCoordinator:
         that computes a new target makes the rest wait again."""
         waiting, self.parked = self.parked, []
         for i, (client, req) in enumerate(waiting):
-            if self._blocked(now):
+            if self._blocked(now) or self.downgrade_to is not None:
+                # (after a downgrade the rest go to the classic group, sim.migration)
                 self.parked = waiting[i:]
                 break
             self.handle_now(now, client, req)

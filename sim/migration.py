@@ -253,7 +253,12 @@ class MigratingCoordinator:
         c._prepare_rebalance(now, "downgrade of the group from consumer to classic")  # noqa: SLF001
         self.group = c
         self.conversions += 1
-        return out + c._drain()  # noqa: SLF001
+        out += c._drain()  # noqa: SLF001
+        # requests that waited for the consumer group's assignor are the classic group's now
+        for client, req in g.parked:
+            out += self.handle(now, client, req)
+        g.parked = []
+        return out
 
 
 def _subscription(mm: MemberMeta, protocol: str | None):

@@ -10,7 +10,7 @@ import pytest
 from assignors import Assignment, Subscription, TopicPartition
 from sim import messages as m
 from sim.classic_bridge import ClassicBridgeCoordinator
-from sim.config import ConfigError, GroupConfig
+from sim.config import AssignorCost, ConfigError, GroupConfig
 from sim.consumer_group import UNREVOKED_PARTITIONS
 from sim.group import PREPARING_REBALANCE, STABLE, GroupCoordinator
 from sim.migration import CLASSIC, CONSUMER, MigratingCoordinator
@@ -242,6 +242,27 @@ def test_whole_migration_up_then_down_settles_with_every_partition_once():
     for cl, mid in ids.items():
         h.handle(now + 3, cl, join(mid, owned[cl]))
     assert h.state == "CompletingRebalance" and h.generation == epoch + 1
+
+
+def test_requests_waiting_for_the_assignor_go_to_the_classic_group_after_a_downgrade():
+    """While the consumer group's assignor runs, requests wait; when one of them (the last
+    consumer member's leave) converts the group, the rest are the classic group's."""
+    h = MigratingCoordinator(GroupConfig(), lambda: (0, {"t": PARTITIONS}), group_type=CLASSIC,
+                             assignor_cost=AssignorCost("fixed:1"))
+    ids = classic_group(h)
+    consumer_join(h, 7.0, "d", "D")                    # the assignor runs until 8.0
+    assert h.busy_until == 8.0
+    h.handle(7.5, "d", m.ConsumerGroupHeartbeatRequest("D", m.LEAVE_GROUP_MEMBER_EPOCH))
+    a = ids["a"]
+    h.handle(7.6, "a", m.HeartbeatRequest(a, h.members[a].epoch, None))
+    assert len(h.parked) == 2 and h.group_type == CONSUMER
+    out = h.on_timer(8.0, ("unblock",), 8.0)
+    assert h.group_type == CLASSIC and h.state == PREPARING_REBALANCE
+    # the classic group answers: "a" never rejoined after "D" joined, so its generation is behind
+    # the classic group's (the consumer group would have said REBALANCE_IN_PROGRESS)
+    (hb,) = sends(out, "a")
+    assert isinstance(hb, m.HeartbeatResponse) and hb.error == m.ILLEGAL_GENERATION
+    assert h.generation == 2
 
 
 def test_refused_upgrade_answers_group_id_not_found():
