@@ -63,7 +63,6 @@ class MigratingCoordinator:
         self._elide = elide_heartbeats
         self._id_rng = id_rng if id_rng is not None else np.random.default_rng(0)
         self._default_assignor = default_assignor
-        self.conversions = 0
         self.group: GroupCoordinator | ClassicBridgeCoordinator = (
             self._new_classic() if group_type == CLASSIC else self._new_consumer())
 
@@ -156,7 +155,6 @@ class MigratingCoordinator:
         else:
             new.generation = old.group_epoch
         self.group = new
-        self.conversions += 1
         frm = CONSUMER if to == CLASSIC else CLASSIC
         new._event("group_converted", None, f"{frm}->{to} empty")  # noqa: SLF001
         return out + new._drain()  # noqa: SLF001
@@ -211,7 +209,6 @@ class MigratingCoordinator:
         g._event("group_converted", None, f"classic->consumer members={len(g.members)} "  # noqa: SLF001
                  f"generation={gen} state_was={c.state}")
         self.group = g
-        self.conversions += 1
         return out + g._drain()  # noqa: SLF001
 
     # ------------------------------------------------------------------ downgrade
@@ -252,7 +249,6 @@ class MigratingCoordinator:
                  f"generation={c.generation} protocol={c.protocol}")
         c._prepare_rebalance(now, "downgrade of the group from consumer to classic")  # noqa: SLF001
         self.group = c
-        self.conversions += 1
         out += c._drain()  # noqa: SLF001
         # requests that waited for the consumer group's assignor are the classic group's now
         for client, req in g.parked:

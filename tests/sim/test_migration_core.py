@@ -365,8 +365,8 @@ def test_classic_member_session_and_join_timeouts():
     assert "reason=session_expired" in events(out, "member_removed")[0][4]
 
 
-def test_standalone_consumer_core_is_unchanged_by_the_hooks():
-    """The plain consumer group core never marks a downgrade (it has no classic members)."""
+def test_a_group_without_classic_members_never_converts():
+    """A consumer group whose last member leaves stays a consumer group (nothing to downgrade)."""
     g = MigratingCoordinator(GroupConfig(), lambda: (0, {"t": PARTITIONS}), group_type=CONSUMER)
     consumer_join(g, 0.0, "d", "D")
     g.handle(1.0, "d", m.ConsumerGroupHeartbeatRequest("D", m.LEAVE_GROUP_MEMBER_EPOCH))
