@@ -23,7 +23,7 @@ The actors know nothing of the protocols: they call the cores' common entry poin
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -44,6 +44,7 @@ from .scenario import (
     RemoveMembers,
     RollingRestart,
     action_to_dict,
+    resolved_name,
 )
 
 if TYPE_CHECKING:
@@ -211,23 +212,23 @@ class Director(Actor):
                 r.start_member(self, name, a.overrides, spread=True)
         elif isinstance(a, RemoveMembers):
             alive = r.member_names(alive_only=True)
-            names = list(a.members) if a.members is not None else (alive[-a.count:] if a.count else [])
+            names = [resolved_name(n) for n in a.members] if a.members is not None else (alive[-a.count:] if a.count else [])
             for name in names:
                 self._trigger(now, name, desc)
                 self._note(name, ("close",))
         elif isinstance(a, Crash):
-            self._trigger(now, a.member, desc)
-            self._note(a.member, ("crash",))
+            self._trigger(now, resolved_name(a.member), desc)
+            self._note(resolved_name(a.member), ("crash",))
         elif isinstance(a, CrashLeader):
             self.pending += 1  # until the watch fires or is dropped (see _Runner.watches)
             r.watches.append(a)
         elif isinstance(a, Pause):
-            self._trigger(now, a.member, desc)
-            self._note(a.member, ("pause",))
+            self._trigger(now, resolved_name(a.member), desc)
+            self._note(resolved_name(a.member), ("pause",))
             self._later(now + a.duration_s, ("resume", a.member))
         elif isinstance(a, RollingRestart):
-            names = list(a.members) if a.members is not None else r.member_names(alive_only=True)
-            extra = {}
+            names = [resolved_name(n) for n in a.members] if a.members is not None else r.member_names(alive_only=True)
+            extra: dict[str, Any] = {}
             if a.assignors is not None:
                 extra["partition_assignment_strategy"] = list(a.assignors)
             if a.static is not None:
@@ -243,6 +244,7 @@ class Director(Actor):
             for name in r.member_names(alive_only=True):
                 self._note(name, "metadata_changed")
         elif isinstance(a, NetworkPartition | DelaySpike | PacketLoss):
-            self._trigger(now, a.member, desc)
+            self._trigger(now, None if a.member is None else resolved_name(a.member), desc)
             self._later(now, ("link_fault", a.member))
             self._later(now + a.duration_s, ("link_fault", a.member))
+

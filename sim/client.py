@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -77,6 +77,7 @@ from . import messages as m
 from .config import ConsumerConfig
 from .group import IllegalTransition
 from .handoffs import Handoffs
+from .kernel import LazyGenerator
 
 OFFSET_TIMERS = ("fetch_timeout", "fetch_retry", "first_record")
 
@@ -106,7 +107,7 @@ class ConsumerClient(abc.ABC):
     def __init__(self, name: str, config: ConsumerConfig, topics: tuple[str, ...],
                  sample_latency: Callable[[], float], elide_heartbeats: bool, *,
                  rates: Mapping[str, float] | None, handoffs: Handoffs | None,
-                 poll_rng: np.random.Generator | None, rank: int, member_id: str = ""):
+                 poll_rng: np.random.Generator | LazyGenerator | None, rank: int, member_id: str = ""):
         self.name = name
         self.rank = rank                        # the client's rank in the kernel's tie order
         self.config = config
@@ -381,13 +382,14 @@ class ConsumerClient(abc.ABC):
             self._timer(("sync_commit", self.sync_commit[0]), None)
             self._timer(("sync_commit_retry", self.sync_commit[0]), None)
             self._end_sync_commit()
-        seq = self._send_commit(now, offsets, position_s)
+        seq = self._send_commit(now, offsets, cast(float, position_s))  # (given with ``offsets``)
         deadline = now + (self.config.default_api_timeout_s if timeout_s is None else timeout_s)
         self.sync_commit = [seq, then, deadline, offsets, position_s, label, 0]
         self._timer(("sync_commit", seq), now + self.config.request_timeout_s)
 
     def _sync_commit_answered(self, now: float, error: str) -> None:
         sc = self.sync_commit
+        assert sc is not None  # (answered or timed out: one is waiting)
         seq, then, deadline, _offsets, _pos, label, _retries = sc
         self._timer(("sync_commit", seq), None)
         if error in RETRIABLE_COMMIT_ERRORS and now + self.config.retry_backoff_s < deadline:
@@ -677,6 +679,7 @@ class ConsumerClient(abc.ABC):
 
     def _leave_pause(self, now: float) -> float:
         """Back from a pause; returns how long it lasted."""
+        assert self.paused_at is not None
         paused_for = now - self.paused_at
         self._advance(now)
         self.paused_at = None

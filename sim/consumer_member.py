@@ -60,6 +60,7 @@ only the latency draws of the elided messages differ.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import cast
 
 import numpy as np
 
@@ -67,6 +68,7 @@ from . import messages as m
 from .client import CLOSE_TIMEOUT_S, OFFSET_TIMERS, ConsumerClient, Effect
 from .config import AssignorCost, ConsumerConfig
 from .handoffs import Handoffs
+from .kernel import LazyGenerator
 
 # MemberState (clients consumer.internals)
 UNSUBSCRIBED = "UNSUBSCRIBED"
@@ -113,7 +115,7 @@ class ConsumerMember(ConsumerClient):
                  metadata: Callable[[], tuple[int, dict[str, int]]] | None = None,
                  sample_latency: Callable[[], float] | None = None, assignor_cost: AssignorCost | None = None,
                  elide_heartbeats: bool = False, *, rates: Mapping[str, float] | None = None,
-                 handoffs: Handoffs | None = None, poll_rng: np.random.Generator | None = None, rank: int = 0,
+                 handoffs: Handoffs | None = None, poll_rng: np.random.Generator | LazyGenerator | None = None, rank: int = 0,
                  heartbeat_interval_s: float = 5.0, link_faulty: Callable[[], bool] | None = None,
                  member_id: str = ""):
         # ``metadata`` and ``assignor_cost`` are the classic member's (its leader assigns); the
@@ -157,7 +159,7 @@ class ConsumerMember(ConsumerClient):
     # ------------------------------------------------------------------ what the runner reads
 
     @property
-    def generation(self) -> int:
+    def generation(self) -> int:  # type: ignore[override]  # (read-only here: the member epoch)
         return self.epoch
 
     @property
@@ -354,7 +356,7 @@ class ConsumerMember(ConsumerClient):
         if r.error == m.NONE:
             self._on_success(now, r, was_ack)
             if r.quiet_epoch is not None and self.elide:
-                self._maybe_go_quiet(now, r)
+                self._maybe_go_quiet(now, r, r.quiet_epoch)
         elif r.error in (m.FENCED_MEMBER_EPOCH, m.UNKNOWN_MEMBER_ID):
             self._event("fenced_learned", f"heartbeat: {r.error}")
             self._fenced(now)
@@ -399,9 +401,10 @@ class ConsumerMember(ConsumerClient):
 
     # ------------------------------------------------------------------ heartbeat elision
 
-    def _maybe_go_quiet(self, now: float, r: m.ConsumerGroupHeartbeatResponse) -> None:
-        """Take the coordinator's offer when nothing but the session depends on our heartbeats."""
-        if (r.quiet_epoch < self.quiet_epoch_seen or self.state != STABLE or self.hb_in_flight
+    def _maybe_go_quiet(self, now: float, r: m.ConsumerGroupHeartbeatResponse, quiet_epoch: int) -> None:
+        """Take the coordinator's offer (``quiet_epoch``) when nothing but the session depends on
+        our heartbeats."""
+        if (quiet_epoch < self.quiet_epoch_seen or self.state != STABLE or self.hb_in_flight
                 or self.hb_due or self.reconciling is not None or self.app_work is not None
                 or self.lost_pending or self.closing or self.close_requested or self.busy
                 or self.paused_at is not None or not self.commit_ok or self.rec_commit is not None
@@ -415,7 +418,7 @@ class ConsumerMember(ConsumerClient):
         self.commit_due = self.timers.get(("commit",))
         if self.commit_due is not None:
             self._timer(("commit",), None)
-        self.out.append(("control", m.COORDINATOR, m.Quiet(self.member_id, r.quiet_epoch)))
+        self.out.append(("control", m.COORDINATOR, m.Quiet(self.member_id, quiet_epoch)))
 
     def _arrival(self, sent_at: float, now: float, trigger_rank: int | None) -> float | None:
         """When a message sent at ``sent_at`` reached the coordinator, or None if it is still in
@@ -580,7 +583,8 @@ class ConsumerMember(ConsumerClient):
             offsets, position = tuple(sorted(self.owned.union(revoked))), self.revoking_at
         else:
             offsets, position = self._owned_tuple(), self._position_s(now)
-        self.rec_commit = self._send_commit(now, offsets, position)
+        # (revoking_at is set whenever partitions are being revoked)
+        self.rec_commit = self._send_commit(now, offsets, cast(float, position))
         self._timer(("rec_commit",), min(now + self.config.request_timeout_s, self.rec_commit_deadline))
 
     def _rec_commit_failed(self, now: float, error: str, retriable: bool) -> None:
@@ -615,6 +619,7 @@ class ConsumerMember(ConsumerClient):
         self._wake_poll(now)
 
     def _run_app_work(self, now: float) -> None:
+        assert self.app_work is not None  # (poll() runs it only when there is some)
         revoked, added = self.app_work
         self.app_work = None
         cfg = self.config
@@ -764,7 +769,10 @@ class ConsumerMember(ConsumerClient):
         if isinstance(msg, m.ConsumerGroupHeartbeatResponse):
             self._on_response(now, msg)
         elif isinstance(msg, m.OffsetFetchResponse):
-            return self._watch_settled(lambda: (self._on_offset_fetch(now, msg), self._drain())[1])
+            def offsets_fetched() -> list[Effect]:
+                self._on_offset_fetch(now, msg)
+                return self._drain()
+            return self._watch_settled(offsets_fetched)
         elif isinstance(msg, m.OffsetCommitResponse):
             if self.sync_commit is not None and msg.seq == self.sync_commit[0]:
                 self._sync_commit_answered(now, msg.error)

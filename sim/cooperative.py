@@ -87,9 +87,9 @@ class _RoundKeys:
             ranks = np.searchsorted(offsets, indices, side="right") - 1
             tids = np.array([self._topic_id(t) for t in topics], dtype=np.int64)
             assigned.append((member, tids[ranks], indices - offsets[ranks]))
-        assigned = tuple(np.concatenate(c) for c in zip(*assigned, strict=True))
-        self._width = int(max((c[2].max() for c in (owned, assigned) if c[2].size), default=-1)) + 1
-        return self._keys(*owned), self._keys(*assigned)
+        assigned_columns = tuple(np.concatenate(c) for c in zip(*assigned, strict=True))
+        self._width = int(max((c[2].max() for c in (owned, assigned_columns) if c[2].size), default=-1)) + 1
+        return self._keys(*owned), self._keys(*assigned_columns)
 
     def _columns(self, chunks: list[tuple]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         member = np.repeat(np.array([c[0] for c in chunks], dtype=np.int64), [len(c[1]) for c in chunks])

@@ -67,6 +67,7 @@ from .client import CLOSE_TIMEOUT_S, OFFSET_TIMERS, ConsumerClient, Effect
 from .config import AssignorCost, ConsumerConfig
 from .cooperative import cooperative_conflicts
 from .handoffs import Handoffs
+from .kernel import LazyGenerator
 
 UNJOINED = "UNJOINED"
 PREPARING_REBALANCE = "PREPARING_REBALANCE"
@@ -131,7 +132,7 @@ class Member(ConsumerClient):
                  metadata: Callable[[], tuple[int, dict[str, int]]],
                  sample_latency: Callable[[], float], assignor_cost: AssignorCost,
                  elide_heartbeats: bool = True, *, rates: Mapping[str, float] | None = None,
-                 handoffs: Handoffs | None = None, poll_rng: np.random.Generator | None = None,
+                 handoffs: Handoffs | None = None, poll_rng: np.random.Generator | LazyGenerator | None = None,
                  rank: int = 0):
         super().__init__(name, config, topics, sample_latency, elide_heartbeats, rates=rates,
                          handoffs=handoffs, poll_rng=poll_rng, rank=rank)
@@ -632,6 +633,7 @@ class Member(ConsumerClient):
         """ConsumerCoordinator.onLeaderElected: run the selected assignor, then SyncGroup."""
         version, meta = self._metadata()
         subs = dict(r.members)
+        assert r.protocol is not None  # (the coordinator selects one for every successful join)
         assignor = self.assignors[r.protocol]
         t0 = time.perf_counter() if self.assignor_cost.mode == "measured" else 0.0
         result = assignor.assign(meta, subs)
@@ -711,7 +713,7 @@ class Member(ConsumerClient):
             added = sorted(aset - self.owned)
         self._event("sync_received", f"member_id={self.member_id} assigned={len(assigned)} "
                     f"added={len(added)} revoked={len(revoked)}")
-        a = self.assignors.get(self.group_protocol)
+        a = self.assignors.get(self.group_protocol) if self.group_protocol is not None else None
         if a is not None:
             a.on_assignment(assignment, self.generation)
         self.last_assignment = assigned

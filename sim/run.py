@@ -39,6 +39,7 @@ from .scenario import (
     Scenario,
     action_to_dict,
     member_names,
+    resolved_name,
 )
 
 TAIL_S = 1.0
@@ -137,7 +138,7 @@ class _Runner:
         faults = []
         for a in self.timeline:
             if isinstance(a, NetworkPartition):
-                faults.append(LinkFault(a.at_s, a.at_s + a.duration_s, a.member, a.direction))
+                faults.append(LinkFault(a.at_s, a.at_s + a.duration_s, resolved_name(a.member), a.direction))
             elif isinstance(a, DelaySpike):
                 faults.append(LinkFault(a.at_s, a.at_s + a.duration_s, a.member, "both", a.extra_ms / 1000.0))
             elif isinstance(a, PacketLoss):
@@ -421,7 +422,7 @@ def _release(runner: _Runner) -> None:
     kernel = runner.kernel
     actors = list(kernel._ranks)  # noqa: SLF001 (the runner owns its kernel)
     world = [runner, kernel, runner.recorder, runner.network, runner.coordinator, runner.world, *actors]
-    world += [a.core for a in actors if getattr(a, "core", None) is not None]
+    world += [core for a in actors if (core := getattr(a, "core", None)) is not None]
     for obj in world:
         d = getattr(obj, "__dict__", None)
         if d is not None:
