@@ -139,6 +139,9 @@ class ConsumerClient(abc.ABC):
         self.started_at = 0.0
         # heartbeats (each protocol's own; these are what both read)
         self.hb_enabled = False                 # in the group: heartbeats and the poll timer apply
+        # heartbeats sent and not answered: the classic heartbeat thread pipelines them, the
+        # consumer protocol has one in flight at most
+        self.hb_in_flight = 0
         self.last_hb_sent = 0.0
         self.quiet = False                      # heartbeats elided (each protocol's docstring)
         self.quiet_epoch_seen = 0

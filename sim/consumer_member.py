@@ -138,7 +138,6 @@ class ConsumerMember(ConsumerClient):
         self.lost_pending = False
         self.rec_commit: int | None = None  # seq of the commit before a reconciliation; -1: retry due
         self.rec_commit_deadline = 0.0
-        self.hb_in_flight = False
         self.correlations = 0
         self.hb_correlation: tuple = ()
         self.leave_correlation: tuple = ()
@@ -304,7 +303,7 @@ class ConsumerMember(ConsumerClient):
         self.sent_owned = owned
         sent = now if sent_at is None else sent_at
         self.last_hb_sent = sent
-        self.hb_in_flight = True
+        self.hb_in_flight = 1
         self.ack_in_flight = self.state == ACKNOWLEDGING
         self.hb_due = False
         self._send(req, sent_at)
@@ -325,7 +324,7 @@ class ConsumerMember(ConsumerClient):
         self._event("leave_group", f"member_id={self.member_id} epoch={epoch} {reason}")
         self._timer(("hb",), None)
         self._timer(("hb_timeout",), None)
-        self.hb_in_flight = False
+        self.hb_in_flight = 0
         self.hb_enabled = False
         self.leave_in_flight = True
         self._timer(("leave_timeout",), now + self.config.request_timeout_s)
@@ -348,7 +347,7 @@ class ConsumerMember(ConsumerClient):
             return
         if not self.hb_in_flight or r.correlation != self.hb_correlation:
             return  # one that timed out already, or an answer to a crashed predecessor's request
-        self.hb_in_flight = False
+        self.hb_in_flight = 0
         was_ack, self.ack_in_flight = self.ack_in_flight, False
         self._timer(("hb_timeout",), None)
         if self.state not in IN_GROUP:
@@ -699,7 +698,7 @@ class ConsumerMember(ConsumerClient):
         elif kind == "leave_timeout":
             self._leave_answered(now)
         elif kind == "hb_timeout":
-            self.hb_in_flight = False
+            self.hb_in_flight = 0
             self.send_full = True
             self._event("heartbeat_failed", "request timed out")
             self._timer(("hb",), now + self.config.retry_backoff_s)

@@ -152,7 +152,6 @@ class Member(ConsumerClient):
         self.join_reason = ""
         self.metadata_version_assigned = -1
         # heartbeat thread
-        self.hb_in_flight = 0                   # heartbeats sent and not answered (pipelined)
         self.hb_anchor = 0.0
         self.hb_n = 1
         self.quiet_phase = 0.0
