@@ -17,7 +17,11 @@ new assignment; the member reconciles toward it, one reconciliation at a time
 
 Callbacks run on the application thread, inside poll(), so steps 2-3 wait for the member's next
 poll exactly as the classic member's callbacks do: the poll-loop model (batches, backlog, when a
-flag raised elsewhere is handled) is the classic member's, shared method for method.
+flag raised elsewhere is handled) is the consumer client's, shared with the classic member
+(``sim.client.ConsumerClient``, the base class of both).
+
+Member states: ``TRANSITIONS`` (Kafka's MemberState with its valid previous states), checked on
+every change.
 
 Errors: FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID fence the member (onPartitionsLost at its next
 poll, then it rejoins with epoch 0); UNRELEASED_INSTANCE_ID / FENCED_INSTANCE_ID are fatal. A
@@ -27,8 +31,8 @@ it loses its partitions at its next poll and rejoins. close() revokes (commits) 
 leaves with epoch -1 (a static member with -2, keeping its assignment on the coordinator for a
 restart within the session timeout).
 
-Manual commits (``commit_mode`` other than ``auto``): the classic member's poll-batch commits,
-commitSync() and commitAsync() (shared), with the new consumer's rules: no commit before a
+Manual commits (``commit_mode`` other than ``auto``): the consumer client's poll-batch commits,
+commitSync() and commitAsync() (``sim.client``), with the new consumer's rules: no commit before a
 reconciliation (CommitRequestManager.maybeAutoCommitSyncBeforeRevocation commits only with
 enable.auto.commit); the listener's commitSync() in onPartitionsRevoked commits the revoked
 partitions at the position where their fetching stopped; commits carry the member epoch the
