@@ -374,7 +374,8 @@ class JavaHashMap:
 
 
 def _partition(head: _Node, bit: int) -> tuple[list[_Node], list[_Node]]:
-    low, high = [], []
+    low: list[_Node] = []
+    high: list[_Node] = []
     node = head
     while node is not None:
         (high if node.hash & bit else low).append(node)

@@ -34,6 +34,11 @@ class PartitionList(Sequence[TopicPartition]):
     # base[_lo:_hi]. The caches _idx and _tps stay unset until first read (setting them per list
     # would cost as much as the rest of building it, thousands of lists per assignment).
     __slots__ = ("_src", "_lo", "_hi", "_idx", "_tps")
+    _src: tuple[Sequence[str], np.ndarray, np.ndarray]
+    _lo: int
+    _hi: int
+    _idx: np.ndarray
+    _tps: list[TopicPartition]
 
     def __init__(self, topics: Sequence[str], offsets: np.ndarray, indices: np.ndarray):
         self._src = (topics, offsets, indices)
@@ -120,7 +125,7 @@ def partition_lists(
     slicing ``base`` until a list's indices are read (thousands of members per assignment)."""
     new = object.__new__
     src = (topics, offsets, base)
-    out = []
+    out: list[PartitionList] = []
     append = out.append
     for lo, hi in zip(bounds, bounds[1:]):  # noqa: B905 (bounds[1:] is one shorter by design)
         pl = new(PartitionList)
@@ -217,7 +222,7 @@ class TopicLayout:
         rank = self.rank
         offsets = self.offsets.tolist()
         counts = self.counts.tolist()
-        out = []
+        out: list[int] = []
         append = out.append
         for tp in tps:
             r = rank.get(tp.topic)

@@ -503,7 +503,7 @@ class _PartitionMovements:
         return p if reverse is None else reverse.first(self.tp_hash)
 
 
-def _balance_score(sizes: Sequence[int]) -> int:
+def _balance_score(sizes: Sequence[int] | np.ndarray) -> int:
     """Sum over member pairs of |size difference| (``getBalanceScore``), in O(n log n)."""
     s = np.sort(np.asarray(sizes, dtype=np.int64))
     n = s.size
@@ -657,17 +657,20 @@ class _GeneralBuilder:
         self._balanced_cache = None
 
     def _held(self) -> list[dict[int, int]]:
-        if self.held is None:
-            self._rebuild_held()
-        return self.held
+        held = self.held
+        if held is None:
+            held = self._rebuild_held()
+        return held
 
-    def _rebuild_held(self) -> None:
-        self.held = held = [{} for _ in self.consumers_of]
+    def _rebuild_held(self) -> list[dict[int, int]]:
+        held: list[dict[int, int]] = [{} for _ in self.consumers_of]
+        self.held = held
         topic_of = self.topic_of
         for r, parts in enumerate(self.current):
             for p in parts:
                 holders = held[topic_of[p]]
                 holders[r] = holders.get(r, 0) + 1
+        return held
 
     # -- Kafka's steps ---------------------------------------------------------------------
     def build(self) -> dict[str, PartitionList]:
@@ -983,8 +986,8 @@ class CooperativeStickyAssignor(_AbstractStickyAssignor):
             kept = parts.indices[~mask[parts.indices]]
             kept.flags.writeable = False  # like every result array
             changed[members[i]] = PartitionList(parts.topics, parts.offsets, kept)
-        lists = {**result.assignment, **changed}
-        return assignments_of(subscriptions, map(lists.__getitem__, subscriptions))
+        merged = {**result.assignment, **changed}
+        return assignments_of(subscriptions, map(merged.__getitem__, subscriptions))
 
 
 def _partitions_transferring(result: StickyResult) -> np.ndarray:

@@ -216,7 +216,7 @@ class StreamJoinStickyAssignor(Assignor):
         epochs, claim_member, claim_unit = _claims(members, subscriptions, n_units)
         next_epoch = min(int(epochs.max()) + 1, _INT32_MAX)
         previous_owner = _resolve_claims(n_units, epochs, claim_member, claim_unit)
-        unit_owner = _assign_units(previous_owner, subscribes.any(axis=1))
+        unit_owner = _assign_units(previous_owner, np.asarray(subscribes.any(axis=1)))
 
         # Step 5: slot (member, partition k of topic) for every unit k and subscribed topic.
         units = np.flatnonzero(unit_owner >= 0)

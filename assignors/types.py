@@ -110,7 +110,7 @@ class Assignment:
     one per member (thousands per call) and a frozen instance costs twice as much to fill.
     """
 
-    partitions: list[TopicPartition] = attrs.field(factory=list)
+    partitions: Sequence[TopicPartition] = attrs.field(factory=list)  # a list, or a PartitionList
     user_data: bytes | None = None
 
 

@@ -277,11 +277,11 @@ def _topic_codes(blob: bytes, name_at: np.ndarray, name_len: np.ndarray) -> tupl
     codes = []
     for s, n in zip(name_at.tolist(), name_len.tolist(), strict=True):
         raw = blob[s:s + n]
-        c = code_of.get(raw)
-        if c is None:
-            c = code_of[raw] = len(names)
+        code = code_of.get(raw)
+        if code is None:
+            code = code_of[raw] = len(names)
             names.append(raw.decode("utf-8", errors="replace"))
-        codes.append(c)
+        codes.append(code)
     return np.asarray(codes, dtype=np.int64), names
 
 
@@ -407,7 +407,7 @@ def sticky_member_data_batch(datas: Sequence[bytes | None], scalar_below: int = 
         member, codes, run_at, counts = member[srt], codes[srt], run_at[srt], counts[srt]
 
     generation[failed] = DEFAULT_GENERATION
-    gens: list[int | None] = generation.tolist()
+    gens: list = generation.tolist()  # ints, or None where there is no generation
     if (generation == _NO_GENERATION).any():
         gens = [None if g == _NO_GENERATION else g for g in gens]
     total = int(counts.sum()) if counts.size else 0

@@ -6,14 +6,25 @@ handed its inputs through trio in virtual time (trio's ``MockClock``); the defau
 calls the same actors with the same inputs in the same order from one trio task, and is faster.
 Both give the same results (``kernel``).
 
+The protocol logic is in sans-I/O cores (state + input -> effects, no clock, no trio). A client
+core is a ``client.ConsumerClient`` (poll loop, positions, offsets and commits, callbacks,
+pauses) of one of two subclasses, one per group protocol: ``member.Member`` (classic) and
+``consumer_member.ConsumerMember`` (KIP-848). Which protocol a run uses is chosen once, when it is
+built, from a record per protocol (``protocols``): its coordinator core, member core, settled
+check and phases.
+
 Layout:
   config      SimConfig and its parts (Kafka's names and defaults), ConfigError
   scenario    Scenario = SimConfig + timeline of actions, from a dict or TOML file
+  protocols   one record per group.protocol (coordinator, member core factory, settled check)
   group       the coordinator's classic group state machine (sans-I/O core)
-  member      the consumer's ConsumerCoordinator logic (sans-I/O core)
+  client      ConsumerClient: what both protocols' client cores share (sans-I/O core)
+  member      Member: the classic ConsumerCoordinator logic (a ConsumerClient)
   consumer_group   the coordinator of the consumer group protocol, KIP-848 (sans-I/O core)
-  consumer_member  the new consumer's membership and reconciliation logic (sans-I/O core)
+  consumer_member  ConsumerMember: the new consumer's membership and reconciliation (a ConsumerClient)
   target_assignment  the server-side assignor call behind KIP-848's target assignment
+  handoffs    the partitions' hand-overs between owners, shared by the clients of a run
+  cooperative the cooperative-rebalance check of an assignment (arrays)
   kernel      the deterministic input queue and the two kernels that deliver it (tasks, inline)
   actors      the coordinator, client and director actors that drive the cores
   network     latency, drops, delay spikes, one-way partitions

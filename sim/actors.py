@@ -5,22 +5,31 @@ task of its own, handed its inputs through trio by the kernel; under the inline 
 default, ``sim.kernel.Kernel``) the kernel's one task calls the same ``deliver`` with the same
 inputs in the same order. ``deliver`` never awaits, so an actor is the same code either way.
 
-- ``CoordinatorActor`` drives the group coordinator (``sim.group.GroupCoordinator``, or
+- ``CoordinatorActor`` drives the group coordinator core the run's protocol record built
+  (``sim.protocols``: ``sim.group.GroupCoordinator``, or
   ``sim.consumer_group.ConsumerGroupCoordinator`` under the consumer group protocol).
-- ``MemberActor`` drives one client's ``sim.member.Member`` (or
-  ``sim.consumer_member.ConsumerMember``; a new core per process start, so a restart loses all
-  in-memory state, as a real restart does) and holds inputs back while the process is paused.
-- ``Director`` plays the scenario's timeline.
+- ``MemberActor`` drives one client's core, a ``sim.client.ConsumerClient`` (``sim.member.Member``
+  or ``sim.consumer_member.ConsumerMember``). It is handed a core factory
+  (``sim.protocols.core_factory``) and builds a new core at each process start, so a restart
+  loses all in-memory state, as a real restart does; it holds inputs back while the process is
+  paused.
+- ``Director`` plays the scenario's timeline (it asks the runner to start clients and reads the
+  coordinator's leader for ``crash_leader``).
+
+The actors know nothing of the protocols: they call the cores' common entry points
+(``ConsumerClient.start`` / ``handle`` / ``on_timer`` / ...; the coordinators' ``handle`` /
+``on_timer`` / ``on_control``) and carry out the effects they return (``sim.kernel.Actor.apply``).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import attrs
 
 from . import messages as m
-from .group import GroupCoordinator
-from .kernel import Actor
-from .member import Member
+from .client import ConsumerClient
+from .kernel import Actor, Kernel, LazyGenerator
 from .scenario import (
     AddMembers,
     AddPartitions,
@@ -35,11 +44,16 @@ from .scenario import (
     RemoveMembers,
     RollingRestart,
     action_to_dict,
+    resolved_name,
 )
+
+if TYPE_CHECKING:
+    from .protocols import Coordinator, CoreFactory
+    from .run import _Runner
 
 
 class CoordinatorActor(Actor):
-    def __init__(self, kernel, core: GroupCoordinator):
+    def __init__(self, kernel: Kernel, core: Coordinator):
         super().__init__(kernel, m.COORDINATOR)
         self.core = core
 
@@ -58,14 +72,14 @@ class MemberActor(Actor):
     """One client process. Lifecycle notes: ("start", config, topics), ("crash",), ("close",),
     ("pause",), ("resume",)."""
 
-    def __init__(self, kernel, name: str, runner):
+    def __init__(self, kernel: Kernel, name: str, new_core: CoreFactory):
         super().__init__(kernel, name)
-        self.runner = runner
-        self.core: Member | None = None
-        self.starting = False
+        self.new_core = new_core
+        self.core: ConsumerClient | None = None
+        self.starting = False  # a start is on its way (set by the runner, read by its settled scan)
         self.held: list[tuple] = []
-        self.poll_rng = None  # the client's poll-loop stream (see sim.member), made on first start
-        self.id_rng = None    # the stream its consumer-protocol member ids come from, made on first start
+        self.poll_rng: LazyGenerator | None = None  # the client's poll-loop stream (sim.client), made on first start
+        self.id_rng: LazyGenerator | None = None    # its consumer-protocol member ids' stream, made on first start
 
     def deliver(self, now, kind, sender, payload):
         core = self.core
@@ -77,7 +91,8 @@ class MemberActor(Actor):
                 if core is not None and core.alive:
                     self.apply(now, core.crash(now))
                 self.held.clear()
-                self.core = self.runner.new_core(self, payload[1], payload[2])
+                self.starting = False
+                self.core = self.new_core(self, payload[1], payload[2])
                 self.apply(now, self.core.start(now))
             elif core is None:
                 return
@@ -117,7 +132,7 @@ class Director(Actor):
     """Plays the timeline: each action is a timer of its own; rolling restarts and pauses
     schedule their later steps as further timers."""
 
-    def __init__(self, kernel, runner, timeline):
+    def __init__(self, kernel: Kernel, runner: _Runner, timeline: tuple):
         super().__init__(kernel, "director")
         self.runner = runner
         self.timeline = timeline
@@ -197,23 +212,23 @@ class Director(Actor):
                 r.start_member(self, name, a.overrides, spread=True)
         elif isinstance(a, RemoveMembers):
             alive = r.member_names(alive_only=True)
-            names = list(a.members) if a.members is not None else (alive[-a.count:] if a.count else [])
+            names = [resolved_name(n) for n in a.members] if a.members is not None else (alive[-a.count:] if a.count else [])
             for name in names:
                 self._trigger(now, name, desc)
                 self._note(name, ("close",))
         elif isinstance(a, Crash):
-            self._trigger(now, a.member, desc)
-            self._note(a.member, ("crash",))
+            self._trigger(now, resolved_name(a.member), desc)
+            self._note(resolved_name(a.member), ("crash",))
         elif isinstance(a, CrashLeader):
             self.pending += 1  # until the watch fires or is dropped (see _Runner.watches)
             r.watches.append(a)
         elif isinstance(a, Pause):
-            self._trigger(now, a.member, desc)
-            self._note(a.member, ("pause",))
+            self._trigger(now, resolved_name(a.member), desc)
+            self._note(resolved_name(a.member), ("pause",))
             self._later(now + a.duration_s, ("resume", a.member))
         elif isinstance(a, RollingRestart):
-            names = list(a.members) if a.members is not None else r.member_names(alive_only=True)
-            extra = {}
+            names = [resolved_name(n) for n in a.members] if a.members is not None else r.member_names(alive_only=True)
+            extra: dict[str, Any] = {}
             if a.assignors is not None:
                 extra["partition_assignment_strategy"] = list(a.assignors)
             if a.static is not None:
@@ -231,6 +246,7 @@ class Director(Actor):
             for name in r.member_names(alive_only=True):
                 self._note(name, "metadata_changed")
         elif isinstance(a, NetworkPartition | DelaySpike | PacketLoss):
-            self._trigger(now, a.member, desc)
+            self._trigger(now, None if a.member is None else resolved_name(a.member), desc)
             self._later(now, ("link_fault", a.member))
             self._later(now + a.duration_s, ("link_fault", a.member))
+

@@ -327,7 +327,7 @@ class ConsumerConfig:
     max_poll_records: int = attrs.field(default=500, validator=_positive_int)
     revoke_cost_ms: float = attrs.field(default=0.0, validator=_nonneg)
     assign_cost_ms: float = attrs.field(default=0.0, validator=_nonneg)
-    topics: tuple[str, ...] = attrs.field(default=(), converter=names_tuple("topics"))
+    topics: tuple[str, ...] = attrs.field(default=(), converter=names_tuple("topics"))  # type: ignore[misc]  # (mypy's attrs plugin reads only named converters)
     request_timeout_ms: float = attrs.field(default=30000, validator=_positive)
     retry_backoff_ms: float = attrs.field(default=100, validator=_nonneg)
     metadata_max_age_ms: float = attrs.field(default=300000, validator=_positive)

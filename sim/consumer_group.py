@@ -736,6 +736,7 @@ class ConsumerGroupCoordinator:
         old member under the new member id, at epoch 0 (previous epoch 0), with its partitions and
         its target (GroupMetadataManager.replaceMember); the group epoch stays."""
         iid = old.instance_id
+        assert iid is not None  # (a static member)
         new = ConsumerGroupMember(member_id, client, iid, old.rack, old.topics, old.rebalance_timeout_s,
                                   previous_epoch=0, state=old.state, last_heartbeat=now,
                                   server_assignor=old.server_assignor)

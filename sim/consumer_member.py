@@ -17,7 +17,11 @@ new assignment; the member reconciles toward it, one reconciliation at a time
 
 Callbacks run on the application thread, inside poll(), so steps 2-3 wait for the member's next
 poll exactly as the classic member's callbacks do: the poll-loop model (batches, backlog, when a
-flag raised elsewhere is handled) is the classic member's, shared method for method.
+flag raised elsewhere is handled) is the consumer client's, shared with the classic member
+(``sim.client.ConsumerClient``, the base class of both).
+
+Member states: ``TRANSITIONS`` (Kafka's MemberState with its valid previous states), checked on
+every change.
 
 Errors: FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID fence the member (onPartitionsLost at its next
 poll, then it rejoins with epoch 0); UNRELEASED_INSTANCE_ID / FENCED_INSTANCE_ID are fatal. A
@@ -27,8 +31,8 @@ it loses its partitions at its next poll and rejoins. close() revokes (commits) 
 leaves with epoch -1 (a static member with -2, keeping its assignment on the coordinator for a
 restart within the session timeout).
 
-Manual commits (``commit_mode`` other than ``auto``): the classic member's poll-batch commits,
-commitSync() and commitAsync() (shared), with the new consumer's rules: no commit before a
+Manual commits (``commit_mode`` other than ``auto``): the consumer client's poll-batch commits,
+commitSync() and commitAsync() (``sim.client``), with the new consumer's rules: no commit before a
 reconciliation (CommitRequestManager.maybeAutoCommitSyncBeforeRevocation commits only with
 enable.auto.commit); the listener's commitSync() in onPartitionsRevoked commits the revoked
 partitions at the position where their fetching stopped; commits carry the member epoch the
@@ -60,12 +64,15 @@ only the latency draws of the elided messages differ.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import cast
 
 import numpy as np
 
 from . import messages as m
+from .client import CLOSE_TIMEOUT_S, OFFSET_TIMERS, ConsumerClient, Effect
 from .config import AssignorCost, ConsumerConfig
-from .member import CLOSE_TIMEOUT_S, OFFSET_TIMERS, Handoffs, Member
+from .handoffs import Handoffs
+from .kernel import LazyGenerator
 
 CLASSIC_RESPONSES = (m.JoinGroupResponse, m.SyncGroupResponse, m.HeartbeatResponse, m.LeaveGroupResponse)
 
@@ -83,82 +90,53 @@ FATAL = "FATAL"
 
 IN_GROUP = (JOINING, RECONCILING, ACKNOWLEDGING, STABLE)
 
+# MemberState: each state with the states it may be entered from, as Kafka lists them, except
+# where the model is coarser than Kafka's client: the leave heartbeat is sent without a LEAVING
+# state of its own (Kafka: PREPARE_LEAVING -> LEAVING -> UNSUBSCRIBED on close, and LEAVING ->
+# STALE on a poll timeout), so STALE is entered from the states in the group, and FATAL is not
+# modelled as a state (a fatal error stops the client: ``failed``). A process that stops (crash,
+# close, fatal error) is not a transition: ``_die`` resets the state, and a restart is a new core.
+TRANSITIONS: dict[str, tuple[str, ...]] = {
+    STABLE: (JOINING, ACKNOWLEDGING, RECONCILING),
+    RECONCILING: (STABLE, JOINING, ACKNOWLEDGING, RECONCILING),
+    ACKNOWLEDGING: (RECONCILING,),
+    FENCED: (JOINING, STABLE, RECONCILING, ACKNOWLEDGING, PREPARE_LEAVING, LEAVING),
+    JOINING: (FENCED, UNSUBSCRIBED, STALE),
+    PREPARE_LEAVING: (JOINING, STABLE, RECONCILING, ACKNOWLEDGING, UNSUBSCRIBED),
+    LEAVING: (PREPARE_LEAVING,),
+    UNSUBSCRIBED: (PREPARE_LEAVING, LEAVING, FENCED),
+    STALE: (LEAVING, *IN_GROUP),
+}
 
-class ConsumerMember:
-    """A consumer client in a consumer-protocol group. See the module docstring."""
 
+class ConsumerMember(ConsumerClient):
+    """A consumer client in a consumer-protocol group. See the module docstring; what it shares
+    with the classic member is ``sim.client.ConsumerClient``'s."""
+
+    TRANSITIONS = TRANSITIONS
+    INITIAL_STATE = UNSUBSCRIBED
     protocol = "CONSUMER"
-
-    # The poll-loop model of the classic member (see sim.member), shared as is.
-    _advance = Member._advance
-    batch_s = Member.batch_s
-    _set_owned = Member._set_owned  # also forgets the sorted tuple and the last assignment's list
-    _wake_poll = Member._wake_poll
-    _run_callback = Member._run_callback
-    _callback_done = Member._callback_done
-    _timer = Member._timer
-    _send = Member._send
-    _event = Member._event
-    _drain = Member._drain
-    processing = Member.processing
-    # Committed offsets, OffsetFetch and positions work the same way under both protocols.
-    _position_s = Member._position_s
-    _release_reason = Member._release_reason
-    _fetch_offsets = Member._fetch_offsets
-    _send_fetch = Member._send_fetch
-    _on_offset_fetch = Member._on_offset_fetch
-    _offset_timer = Member._offset_timer
-    _record_progress = Member._record_progress
-    _floor = Member._floor
-    _ahead = Member._ahead
-    _ahead_through = Member._ahead_through
-    _raise_floors = Member._raise_floors
-    _enter_pause = Member._enter_pause
-    _leave_pause = Member._leave_pause
-    # Manual commits (commitSync / commitAsync per poll batch) work the same way too.
-    _commit_sync = Member._commit_sync
-    _sync_commit_answered = Member._sync_commit_answered
-    _sync_commit_timer = Member._sync_commit_timer
-    _commit_async = Member._commit_async
-    _arm_batch = Member._arm_batch
-    _batch_done = Member._batch_done
-    _after_batch_commit = Member._after_batch_commit
-    _revoke_callback = Member._revoke_callback
-    _commit_stuck = Member._commit_stuck
-    _end_sync_commit = Member._end_sync_commit
-    _stall_open = Member._stall_open
-    _stall_close = Member._stall_close
-
-    _owned_tuple = Member._owned_tuple  # the owned partitions sorted, kept until they change
 
     def __init__(self, name: str, config: ConsumerConfig, topics: tuple[str, ...],
                  metadata: Callable[[], tuple[int, dict[str, int]]] | None = None,
                  sample_latency: Callable[[], float] | None = None, assignor_cost: AssignorCost | None = None,
                  elide_heartbeats: bool = False, *, rates: Mapping[str, float] | None = None,
-                 handoffs: Handoffs | None = None, poll_rng: np.random.Generator | None = None, rank: int = 0,
+                 handoffs: Handoffs | None = None, poll_rng: np.random.Generator | LazyGenerator | None = None, rank: int = 0,
                  heartbeat_interval_s: float = 5.0, link_faulty: Callable[[], bool] | None = None,
                  member_id: str = ""):
-        self.name = name
-        self.rank = rank
-        self.elide = elide_heartbeats
-        # whether a network fault touches our links now (elided messages would not meet it)
-        self._link_faulty = link_faulty if link_faulty is not None else (lambda: False)
-        self.config = config
-        self.topics = tuple(topics)
-        self.instance_id = name if config.static else None
-        self._rates = rates or {}
-        self._handoffs = handoffs
-        self._poll_rng = poll_rng if poll_rng is not None else np.random.default_rng(0)
-        self._sample_latency = sample_latency if sample_latency is not None else (lambda: 0.0)
-
-        self.state = UNSUBSCRIBED
+        # ``metadata`` and ``assignor_cost`` are the classic member's (its leader assigns); the
+        # coordinator assigns here, so they are accepted for one constructor shape and unused.
         # The consumer's own member id, made once per consumer instance and sent from its first
         # heartbeat on (KIP-1082); "" leaves it to the coordinator, which answers with one.
-        self.member_id = member_id
+        super().__init__(name, config, topics,
+                         sample_latency if sample_latency is not None else (lambda: 0.0),
+                         elide_heartbeats, rates=rates, handoffs=handoffs, poll_rng=poll_rng, rank=rank,
+                         member_id=member_id)
+        # whether a network fault touches our links now (elided messages would not meet it)
+        self._link_faulty = link_faulty if link_faulty is not None else (lambda: False)
         self.epoch = 0
         self.epochs_seen: dict[str, int] = {}
         self.interval_s = heartbeat_interval_s   # until the first response says otherwise
-        self.owned: set = set()
         self.target: frozenset | None = None     # the latest assignment the coordinator sent
         self.current_assignment: frozenset = frozenset()  # reported as owned in heartbeats
         self.reconciling: tuple | None = None    # (target, revoked, added) of the one in progress
@@ -166,8 +144,6 @@ class ConsumerMember:
         self.lost_pending = False
         self.rec_commit: int | None = None  # seq of the commit before a reconciliation; -1: retry due
         self.rec_commit_deadline = 0.0
-        self.commit_seq = 0
-        self.hb_in_flight = False
         self.correlations = 0
         self.hb_correlation: tuple = ()
         self.leave_correlation: tuple = ()
@@ -176,42 +152,11 @@ class ConsumerMember:
         self.leave_in_flight = False             # a leave heartbeat not answered yet
         self.send_full = True
         self.sent_owned: frozenset | None = None
-        self.alive = False
-        self.failed = False
-        self.closing = False
-        self.close_requested = False
-        self.paused_at: float | None = None
-        self.busy = False
-        self._after_busy: Callable[[float], None] | None = None
-        self.hb_enabled = False                  # in the group: the poll timer applies
-        self.started_at = 0.0
-        self.rate_owned = 0.0
-        self.backlog = 0.0
-        self._floors: dict = {}                  # partitions' own positions (sim.member)
-        self._backlog_t = 0.0
-        self.commit_ok = True
-        self.sync_commit: list | None = None
-        self.commit_sent: dict[int, tuple[int, str]] = {}
         self.revoking_at: float | None = None    # position where revoked partitions stopped (manual commits)
-        self._release_cause: str | None = None
-        self.fetch_seq = 0
-        self.stalls = 0
-        self.fetches: dict[int, tuple] = {}
-        self.first_pending: set[int] = set()
-        self.timers: dict[tuple, float] = {}
-        self.out: list[tuple] = []
-        self._owned_sorted: tuple | None = None  # see Member._owned_tuple
-        self._owned_as = None  # (Member._set_owned keeps it; the classic SyncGroup path reads it)
-        self._owned_changes = 0
         # heartbeat elision (see the module docstring)
-        self.last_hb_sent = 0.0
-        self.quiet = False
-        self.quiet_epoch_seen = 0
         self.quiet_next = 0.0                    # when the first elided heartbeat was due
-        self.quiet_arrival = 0.0                 # arrival of the last heartbeat sent for real
         self.quiet_commits: list[tuple] = []     # the last two elided (tick, OffsetCommitRequest)
         self.commit_due: float | None = None     # next auto-commit while quiet (no timer then)
-        self.input_rank = -1                     # kernel rank of the input being handled (set by the actor)
 
     def _is_fenced(self) -> bool:
         return self.state in (FENCED, STALE) or self.lost_pending
@@ -219,7 +164,7 @@ class ConsumerMember:
     # ------------------------------------------------------------------ what the runner reads
 
     @property
-    def generation(self) -> int:
+    def generation(self) -> int:  # type: ignore[override]  # (read-only here: the member epoch)
         return self.epoch
 
     @property
@@ -230,7 +175,7 @@ class ConsumerMember:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self, now: float) -> list[tuple]:
+    def start(self, now: float) -> list[Effect]:
         self.alive = True
         self.started_at = now
         self._event("start", "group.protocol=consumer"
@@ -242,7 +187,7 @@ class ConsumerMember:
             self._timer(("commit",), now + self.config.auto_commit_interval_s)
         return self._drain()
 
-    def crash(self, now: float) -> list[tuple]:
+    def crash(self, now: float) -> list[Effect]:
         if not self.alive:
             return []
         self._event("crash")
@@ -251,7 +196,7 @@ class ConsumerMember:
         self._die(now)
         return self._drain()
 
-    def close(self, now: float) -> list[tuple]:
+    def close(self, now: float) -> list[Effect]:
         """KafkaConsumer.close: onPartitionsRevoked for everything (after a commit), then leave."""
         self._close(now)
         return self._drain()
@@ -268,7 +213,7 @@ class ConsumerMember:
         self.reconciling = None
         self.app_work = None
         if self.state in IN_GROUP and self.owned:
-            self.state = PREPARE_LEAVING
+            self._transition(PREPARE_LEAVING)
             revoked = tuple(sorted(self.owned))
             position = self._position_s(now)
             self._event("revoke", f"count={len(revoked)} leaving")
@@ -307,16 +252,16 @@ class ConsumerMember:
         self.first_pending.clear()
         self.alive = False
         self.hb_enabled = False
-        self.state = UNSUBSCRIBED
+        self.state = self.INITIAL_STATE  # not a transition: the process is gone (TRANSITIONS)
 
-    def pause(self, now: float) -> list[tuple]:
+    def pause(self, now: float) -> list[Effect]:
         if not self.alive or self.paused_at is not None:
             return []
         self._wake(now)
         self._enter_pause(now)
         return self._drain()
 
-    def resume(self, now: float) -> list[tuple]:
+    def resume(self, now: float) -> list[Effect]:
         if self.paused_at is None:
             return []
         paused_for = self._leave_pause(now)
@@ -331,7 +276,7 @@ class ConsumerMember:
 
     def _join(self, now: float) -> None:
         """transitionToJoining: epoch 0, a full request at once, under the member id it has."""
-        self.state = JOINING
+        self._transition(JOINING)
         self.epoch = m.JOIN_GROUP_MEMBER_EPOCH
         self.target = None
         self.current_assignment = frozenset()
@@ -364,7 +309,7 @@ class ConsumerMember:
         self.sent_owned = owned
         sent = now if sent_at is None else sent_at
         self.last_hb_sent = sent
-        self.hb_in_flight = True
+        self.hb_in_flight = 1
         self.ack_in_flight = self.state == ACKNOWLEDGING
         self.hb_due = False
         self._send(req, sent_at)
@@ -385,7 +330,7 @@ class ConsumerMember:
         self._event("leave_group", f"member_id={self.member_id} epoch={epoch} {reason}")
         self._timer(("hb",), None)
         self._timer(("hb_timeout",), None)
-        self.hb_in_flight = False
+        self.hb_in_flight = 0
         self.hb_enabled = False
         self.leave_in_flight = True
         self._timer(("leave_timeout",), now + self.config.request_timeout_s)
@@ -408,7 +353,7 @@ class ConsumerMember:
             return
         if not self.hb_in_flight or r.correlation != self.hb_correlation:
             return  # one that timed out already, or an answer to a crashed predecessor's request
-        self.hb_in_flight = False
+        self.hb_in_flight = 0
         was_ack, self.ack_in_flight = self.ack_in_flight, False
         self._timer(("hb_timeout",), None)
         if self.state not in IN_GROUP:
@@ -416,7 +361,7 @@ class ConsumerMember:
         if r.error == m.NONE:
             self._on_success(now, r, was_ack)
             if r.quiet_epoch is not None and self.elide:
-                self._maybe_go_quiet(now, r)
+                self._maybe_go_quiet(now, r, r.quiet_epoch)
         elif r.error in (m.FENCED_MEMBER_EPOCH, m.UNKNOWN_MEMBER_ID):
             self._event("fenced_learned", f"heartbeat: {r.error}")
             self._fenced(now)
@@ -453,20 +398,21 @@ class ConsumerMember:
                         f"assigned={len(self.target) if self.target is not None else 0}")
         before = self.state
         if self.state == ACKNOWLEDGING and was_ack:
-            self.state = RECONCILING if (self.target is not None and self.target != frozenset(self.owned)) else STABLE
+            self._transition(RECONCILING if (self.target is not None and self.target != frozenset(self.owned)) else STABLE)
         elif self.state == JOINING and self.target is not None:
-            self.state = RECONCILING if self.target != frozenset(self.owned) else STABLE
+            self._transition(RECONCILING if self.target != frozenset(self.owned) else STABLE)
         elif self.state == STABLE and changed and self.target != frozenset(self.owned):
-            self.state = RECONCILING
+            self._transition(RECONCILING)
         if self.state == STABLE and before != STABLE:
             self._event("member_stable", f"member_id={self.member_id} epoch={self.epoch} owned={len(self.owned)}")
         self._maybe_reconcile(now)
 
     # ------------------------------------------------------------------ heartbeat elision
 
-    def _maybe_go_quiet(self, now: float, r: m.ConsumerGroupHeartbeatResponse) -> None:
-        """Take the coordinator's offer when nothing but the session depends on our heartbeats."""
-        if (r.quiet_epoch < self.quiet_epoch_seen or self.state != STABLE or self.hb_in_flight
+    def _maybe_go_quiet(self, now: float, r: m.ConsumerGroupHeartbeatResponse, quiet_epoch: int) -> None:
+        """Take the coordinator's offer (``quiet_epoch``) when nothing but the session depends on
+        our heartbeats."""
+        if (quiet_epoch < self.quiet_epoch_seen or self.state != STABLE or self.hb_in_flight
                 or self.hb_due or self.reconciling is not None or self.app_work is not None
                 or self.lost_pending or self.closing or self.close_requested or self.busy
                 or self.paused_at is not None or not self.commit_ok or self.rec_commit is not None
@@ -480,7 +426,7 @@ class ConsumerMember:
         self.commit_due = self.timers.get(("commit",))
         if self.commit_due is not None:
             self._timer(("commit",), None)
-        self.out.append(("control", m.COORDINATOR, m.Quiet(self.member_id, r.quiet_epoch)))
+        self.out.append(("control", m.COORDINATOR, m.Quiet(self.member_id, quiet_epoch)))
 
     def _arrival(self, sent_at: float, now: float, trigger_rank: int | None) -> float | None:
         """When a message sent at ``sent_at`` reached the coordinator, or None if it is still in
@@ -565,7 +511,7 @@ class ConsumerMember:
 
     def _fenced(self, now: float) -> None:
         """transitionToFenced: onPartitionsLost at the next poll, then rejoin."""
-        self.state = FENCED
+        self._transition(FENCED)
         self.epoch = 0
         self.reconciling = None
         self.app_work = None
@@ -581,7 +527,7 @@ class ConsumerMember:
         self._event("poll_timeout", f"max.poll.interval.ms={self.config.max_poll_interval_ms:g}")
         if self.member_id:
             self._send_leave(now, "consumer poll timeout has expired")
-        self.state = STALE
+        self._transition(STALE)
         self.reconciling = None
         self.app_work = None
         self.rec_commit = None
@@ -645,7 +591,8 @@ class ConsumerMember:
             offsets, position = tuple(sorted(self.owned.union(revoked))), self.revoking_at
         else:
             offsets, position = self._owned_tuple(), self._position_s(now)
-        self.rec_commit = self._send_commit(now, offsets, position)
+        # (revoking_at is set whenever partitions are being revoked)
+        self.rec_commit = self._send_commit(now, offsets, cast(float, position))
         self._timer(("rec_commit",), min(now + self.config.request_timeout_s, self.rec_commit_deadline))
 
     def _rec_commit_failed(self, now: float, error: str, retriable: bool) -> None:
@@ -680,6 +627,7 @@ class ConsumerMember:
         self._wake_poll(now)
 
     def _run_app_work(self, now: float) -> None:
+        assert self.app_work is not None  # (poll() runs it only when there is some)
         revoked, added = self.app_work
         self.app_work = None
         cfg = self.config
@@ -702,7 +650,7 @@ class ConsumerMember:
             return
         self.current_assignment = frozenset(self.owned)
         self.reconciling = None
-        self.state = ACKNOWLEDGING
+        self._transition(ACKNOWLEDGING)
         self._heartbeat_now(now)
 
     # ------------------------------------------------------------------ the poll loop
@@ -731,7 +679,7 @@ class ConsumerMember:
 
     # ------------------------------------------------------------------ inputs
 
-    def on_timer(self, now: float, key: tuple, at: float) -> list[tuple]:
+    def on_timer(self, now: float, key: tuple, at: float) -> list[Effect]:
         if self.timers.get(key) != at or not self.alive:
             return []
         if self.commit_due is not None:
@@ -740,7 +688,7 @@ class ConsumerMember:
             return self._watch_settled(lambda: self._on_timer(now, key))
         return self._on_timer(now, key)
 
-    def _watch_settled(self, step) -> list[tuple]:
+    def _watch_settled(self, step) -> list[Effect]:
         """Run ``step``; if it changed whether this member is settled without recording anything
         (an offset fetch resolved quietly), say so: the run looks again only after recorded
         changes (soak seed 4, schedule 583 never ended)."""
@@ -750,7 +698,7 @@ class ConsumerMember:
             out.append(("settled_changed",))
         return out
 
-    def _on_timer(self, now: float, key: tuple) -> list[tuple]:
+    def _on_timer(self, now: float, key: tuple) -> list[Effect]:
         del self.timers[key]
         kind = key[0]
         if kind == "hb":
@@ -759,7 +707,7 @@ class ConsumerMember:
         elif kind == "leave_timeout":
             self._leave_answered(now)
         elif kind == "hb_timeout":
-            self.hb_in_flight = False
+            self.hb_in_flight = 0
             self.send_full = True
             self._event("heartbeat_failed", "request timed out")
             self._timer(("hb",), now + self.config.retry_backoff_s)
@@ -794,7 +742,7 @@ class ConsumerMember:
                 self._send_rec_commit(now)
         return self._drain()
 
-    def on_control(self, now: float, note) -> list[tuple]:
+    def on_control(self, now: float, note) -> list[Effect]:
         """Heartbeat elision: a ``Wake`` from the coordinator; a metadata change (the coordinator
         notices it at the next heartbeat, which may be one due right now) or a network fault
         (elided heartbeats would meet it) end the quiet too."""
@@ -811,7 +759,7 @@ class ConsumerMember:
             self._wake(now)
         return self._drain()
 
-    def handle(self, now: float, msg) -> list[tuple]:
+    def handle(self, now: float, msg) -> list[Effect]:
         if not self.alive:
             return []
         if self.commit_due is not None:
@@ -825,11 +773,14 @@ class ConsumerMember:
             return out
         return self._handle(now, msg)
 
-    def _handle(self, now: float, msg) -> list[tuple]:
+    def _handle(self, now: float, msg) -> list[Effect]:
         if isinstance(msg, m.ConsumerGroupHeartbeatResponse):
             self._on_response(now, msg)
         elif isinstance(msg, m.OffsetFetchResponse):
-            return self._watch_settled(lambda: (self._on_offset_fetch(now, msg), self._drain())[1])
+            def offsets_fetched() -> list[Effect]:
+                self._on_offset_fetch(now, msg)
+                return self._drain()
+            return self._watch_settled(offsets_fetched)
         elif isinstance(msg, m.OffsetCommitResponse):
             if self.sync_commit is not None and msg.seq == self.sync_commit[0]:
                 self._sync_commit_answered(now, msg.error)

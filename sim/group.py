@@ -421,6 +421,7 @@ class GroupCoordinator:
                     votes[name] = votes.get(name, 0) + 1
                     break
         best = max(votes.values())
+        assert self.leader is not None  # (chosen once the join completes)
         leader_pref = self.members[self.leader].names()
         return min((name for name, v in votes.items() if v == best), key=leader_pref.index)
 
@@ -472,7 +473,8 @@ class GroupCoordinator:
                 # Lost JoinGroup response: return the current generation again; the leader gets
                 # the member list again, since it still has to compute the assignment
                 # (GroupCoordinator.doJoinGroup, CompletingRebalance with unchanged metadata).
-                members = ()
+                members: tuple[tuple[str, Subscription], ...] = ()
+                assert self.leader is not None  # (a generation has its leader)
                 if existing.member_id == self.leader:
                     members = tuple((mm.member_id, self._subscription_of(mm)) for mm in self.members.values())
                 self._reply(existing, m.JoinGroupResponse(m.NONE, self.generation, self.protocol, self.leader,
@@ -509,8 +511,10 @@ class GroupCoordinator:
 
     def _static_join(self, now: float, client: str, req: m.JoinGroupRequest) -> None:
         """doStaticNewMemberJoin / updateStaticMemberAndRebalance (KIP-345)."""
-        old_id = self.static_members.get(req.group_instance_id)
-        new_id = self._new_member_id(req.group_instance_id)
+        iid = req.group_instance_id
+        assert iid is not None  # (called for static members only)
+        old_id = self.static_members.get(iid)
+        new_id = self._new_member_id(iid)
         if old_id is None:
             self._add_and_rebalance(now, client, req, new_id, "static member joined")
             return
@@ -529,7 +533,7 @@ class GroupCoordinator:
         old.last_heartbeat = now
         self.members[new_id] = old
         self.members_version += 1
-        self.static_members[req.group_instance_id] = new_id
+        self.static_members[iid] = new_id
         if self.leader == old_id:
             self.leader = new_id
         if self.state == STABLE and old.protocols == req.protocols:

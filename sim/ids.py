@@ -20,13 +20,17 @@ from __future__ import annotations
 
 import base64
 import uuid
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .kernel import LazyGenerator
 
 GROUP_ID = "group"  # the simulated group's group.id (one group per run)
 
 
-def _uuid4_bytes(rng: np.random.Generator) -> bytes:
+def _uuid4_bytes(rng: np.random.Generator | LazyGenerator) -> bytes:
     """16 random bytes with the version-4 and IETF variant bits, as ``java.util.UUID.randomUUID``."""
     b = bytearray(rng.bytes(16))
     b[6] = (b[6] & 0x0F) | 0x40
@@ -39,7 +43,7 @@ def java_uuid(rng: np.random.Generator) -> str:
     return str(uuid.UUID(bytes=_uuid4_bytes(rng)))
 
 
-def kafka_uuid(rng: np.random.Generator) -> str:
+def kafka_uuid(rng: np.random.Generator | LazyGenerator) -> str:
     """``org.apache.kafka.common.Uuid.randomUuid().toString()``: 22 URL-safe base64 characters;
     redrawn while it starts with ``-`` (Kafka does, so that it cannot be read as a command-line
     flag). The reserved values 0 and 1 cannot occur: the version bits are set."""

@@ -45,11 +45,15 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import outcome
 import trio
 import trio.testing
+
+if TYPE_CHECKING:
+    from .network import Network
 
 YIELD_EVERY = 4096  # batches between yields to trio's scheduler
 
@@ -191,8 +195,8 @@ class LazyGenerator:
     def _settle(self) -> None:
         """Leave the generator where scalar draws would have: after the normals served so far."""
         if self._next < len(self._normals):
-            g = self._generator
-            g.bit_generator.state = self._block_state
+            g = self._get()  # made already: normals were drawn from it
+            g.bit_generator.state = self._block_state  # type: ignore[assignment]  # (set with the normals)
             if self._next:
                 g.standard_normal(self._next)
         self._normals = []
@@ -278,7 +282,7 @@ def seed_states(entropy: int, keys: np.ndarray) -> np.ndarray:
         return value ^ (value >> np.uint32(16))
 
     def mix(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        result = np.uint32(_MIX_MULT_L) * x - np.uint32(_MIX_MULT_R) * y
+        result: np.ndarray = np.uint32(_MIX_MULT_L) * x - np.uint32(_MIX_MULT_R) * y
         return result ^ (result >> np.uint32(16))
 
     zero = np.zeros(rows, dtype=np.uint32)
@@ -344,8 +348,9 @@ class Kernel:
     def __init__(self, seed: int, recorder, max_time: float):
         self.recorder = recorder
         self.max_time = max_time
-        self.network = None  # set by the runner
+        self.network = cast("Network", None)  # set by the runner
         self._seed = np.random.SeedSequence(seed)
+        self._entropy = cast(int, self._seed.entropy)  # an int seed's entropy is that int
         self._seed_states: dict[tuple[int | None, int], np.ndarray] = {}  # see rng_for
         # The queue: a heap of the distinct times that have inputs, and each time's inputs (queue
         # entries, see ``push``) in a list, sorted by key only when they are delivered. Most
@@ -389,10 +394,10 @@ class Kernel:
             prefix = np.array(self._seed.spawn_key, dtype=np.uint64)
             keys = np.hstack([np.broadcast_to(prefix, (RNG_BLOCK, prefix.size)), ranks]
                              + ([] if stream is None else [np.full((RNG_BLOCK, 1), stream, dtype=np.uint64)]))
-            states = self._seed_states[(stream, block)] = seed_states(self._seed.entropy, keys)
+            states = self._seed_states[(stream, block)] = seed_states(self._entropy, keys)
         key = self._seed.spawn_key + (rank,) + (() if stream is None else (stream,))
-        return np.random.Generator(np.random.PCG64(
-            _SeedState(states[rank - block * RNG_BLOCK], self._seed.entropy, key)))
+        seed_seq = _SeedState(states[rank - block * RNG_BLOCK], self._entropy, key)
+        return np.random.Generator(np.random.PCG64(seed_seq))  # type: ignore[arg-type]  # (an ISeedSequence: PCG64 takes one)
 
     def lazy_rng(self, rank: int, stream: int | None = None) -> LazyGenerator:
         """``rng_for(rank, stream)``, built on its first draw."""
@@ -429,9 +434,9 @@ class Kernel:
         buckets = self._buckets
         heappop = heapq.heappop
         actors = self._actors
-        clock = trio.lowlevel.current_clock()
-        if not isinstance(clock, trio.testing.MockClock):
-            clock = None  # a real clock cannot be moved; simulated time is self.now either way
+        current = trio.lowlevel.current_clock()
+        # a real clock cannot be moved; simulated time is self.now either way
+        clock = current if isinstance(current, trio.testing.MockClock) else None
         clock_at = self.now  # where trio's clock stands (moved only when other tasks may look)
         after_batch = self.after_batch
         global _running, _started
@@ -490,7 +495,7 @@ class _Inbox:
     __slots__ = ("task", "parked", "pending")
 
     def __init__(self):
-        self.task: trio.lowlevel.Task | None = None
+        self.task = cast("trio.lowlevel.Task", None)  # set when the actor's task starts
         self.parked = False
         self.pending = None
 
@@ -516,7 +521,7 @@ class TaskKernel(Kernel):
         super().__init__(seed, recorder, max_time)
         self._nursery: trio.Nursery | None = None
         self._inboxes: dict[str, _Inbox] = {}
-        self._me: trio.lowlevel.Task | None = None  # the kernel's own task
+        self._me = cast("trio.lowlevel.Task", None)  # the kernel's own task, set when it starts
         self._waiting = False  # the kernel's task is parked until the run ends
         self._clock: trio.testing.MockClock | None = None
         self._clock_at = 0.0  # where trio's clock stands

@@ -81,7 +81,7 @@ def _episodes_windows(events, last_t: float) -> list[dict]:
     """
     episodes: list[dict] = [{"start": 0.0, "end": None, "triggers": ["formation"], "shaken": True,
                              "quiet_until": 0.0}]
-    open_ep = episodes[0]
+    open_ep: dict | None = episodes[0]
     i, n = 0, len(events)
     while i < n:
         t = events[i][0]

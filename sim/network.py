@@ -8,6 +8,8 @@ whether a link is cut at a given instant is a pure function of time.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import attrs
 
 from .config import NetworkConfig
@@ -43,7 +45,7 @@ class LinkFault:
 class Network:
     """Puts messages on the kernel's queue at ``sent_at + latency`` unless dropped."""
 
-    def __init__(self, kernel, config: NetworkConfig, faults: list[LinkFault] = ()):
+    def __init__(self, kernel, config: NetworkConfig, faults: Sequence[LinkFault] = ()):
         self.kernel = kernel
         self.config = config
         self.cuts = [f for f in faults if f.extra_s is None and f.loss is None]
@@ -87,7 +89,7 @@ class Network:
                 self._constant_s[member] = delay
         for f in self.spikes:
             if f.applies(member, to_coord, base):
-                delay += f.extra_s
+                delay += f.extra_s  # type: ignore[operator]  # (spikes have one)
         at = base + delay  # (base + delay, not base + latency + extra: float sums are not associative)
         if at < now:
             at = now

@@ -303,7 +303,7 @@ def derive(intervals, partitions_alive, spans: ProcessingSpans | None = None) ->
 
 def _derive_shared(tp, alive_start, alive_end, mine) -> list[tuple]:
     """The rows of one partition with two or more processing spans ``mine`` (member, start, end)."""
-    rows = []
+    rows: list[tuple] = []
     covered = _union([(s, e) for _, s, e in mine])
     for s, e in _subtract([(alive_start, alive_end)], covered):
         rows.append(("unassigned", None, tp[0], tp[1], s, e))

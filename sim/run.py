@@ -22,16 +22,19 @@ import trio.testing
 from . import messages as m
 from .actors import CoordinatorActor, Director, MemberActor
 from .config import ConfigError, to_flat_dict
-from .consumer_group import ASSIGNING, RECONCILING
-from .consumer_member import ConsumerMember
-from .group import COMPLETING_REBALANCE, EMPTY, PREPARING_REBALANCE, STABLE
-from .ids import kafka_uuid
+from .handoffs import Handoffs
 from .invariants import check_run
 from .kernel import DEFAULT_KERNEL, KERNELS
-from .member import Handoffs, Member
 from .metrics import compute_metrics
-from .migration import MigratingCoordinator
 from .network import LinkFault, Network
+from .protocols import (
+    COORDINATOR_RANK,
+    PROTOCOLS,
+    GroupProtocol,
+    RunWiring,
+    core_factory,
+    new_group,
+)
 from .recorder import Recorder, write_parquet_atomic
 from .scenario import (
     AddPartitions,
@@ -43,18 +46,13 @@ from .scenario import (
     Scenario,
     action_to_dict,
     member_names,
+    resolved_name,
 )
 
 TAIL_S = 1.0
-# Streams of sim.kernel.Kernel.rng_for beside each actor's own: the director's start instants, and
-# the member ids an actor makes (the classic coordinator's; a consumer-protocol client's own).
+# The director's stream of start instants (sim.kernel.Kernel.rng_for), beside its own; the
+# clients' streams are in sim.protocols.
 START_STREAM = 4
-ID_STREAM = 3
-COORDINATOR_RANK = 0  # the first actor registered
-# crash_leader phases: the classic group's states, and the consumer group's (which has no leader:
-# the member that joined first stands in, see ConsumerGroupCoordinator.leader)
-_PHASES = {PREPARING_REBALANCE: "join", COMPLETING_REBALANCE: "sync", STABLE: "stable",
-           RECONCILING: "join", ASSIGNING: "sync"}
 
 
 class InvariantViolation(AssertionError):
@@ -147,7 +145,7 @@ class _Runner:
         faults = []
         for a in self.timeline:
             if isinstance(a, NetworkPartition):
-                faults.append(LinkFault(a.at_s, a.at_s + a.duration_s, a.member, a.direction))
+                faults.append(LinkFault(a.at_s, a.at_s + a.duration_s, resolved_name(a.member), a.direction))
             elif isinstance(a, DelaySpike):
                 faults.append(LinkFault(a.at_s, a.at_s + a.duration_s, a.member, "both", a.extra_ms / 1000.0))
             elif isinstance(a, PacketLoss):
@@ -155,21 +153,22 @@ class _Runner:
         self.network = Network(self.kernel, self.config.network, faults)
         self.kernel.network = self.network
         self.elide = self.config.elide_heartbeats and not self.network.lossy()
-        if not scenario.uses_protocol("classic"):
-            # only consumer-protocol members: they say when the run should look at settling
-            self.kernel.dirty_on_io = False
-        # The group starts as the type of the base consumer config's group.protocol; members of
-        # the other protocol convert it (online migration, sim.migration).
-        self.host = MigratingCoordinator(self.config.group, lambda: self.world.at(self.kernel.now),
-                                         group_type=self.config.consumer.group_protocol,
-                                         assignor_cost=self.config.assignor_cost, elide_heartbeats=self.elide,
-                                         id_rng=self.kernel.rng_for(COORDINATOR_RANK, stream=ID_STREAM))
-        if CoordinatorActor(self.kernel, self.host).rank != COORDINATOR_RANK:
-            raise AssertionError("the coordinator must be the first actor")
-        initial, self.width = member_names(self.config, scenario.timeline)
-        self.members: dict[str, MemberActor] = {}
         created = self.world.created
         self.handoffs = Handoffs(lambda tp: created.get((tp.topic, tp.partition), 0.0))
+        kernel_ = self.kernel
+        self.wiring = RunWiring(kernel_, self.network, self.config, lambda: self.world.at(kernel_.now),
+                                self.world.rates, self.handoffs, self.elide)
+        # The group: it starts as the type of the base consumer config's group.protocol, and
+        # members of the other protocol convert it (online migration, sim.migration); its
+        # protocol record (settled check, phases) is the current type's (``protocol``).
+        self.host = new_group(self.wiring)
+        self.kernel.dirty_on_io = any(PROTOCOLS[name].dirty_on_io for name in PROTOCOLS
+                                      if scenario.uses_protocol(name))
+        if CoordinatorActor(self.kernel, self.host).rank != COORDINATOR_RANK:
+            raise AssertionError("the coordinator must be the first actor")
+        self.new_core = core_factory(self.wiring)
+        initial, self.width = member_names(self.config, scenario.timeline)
+        self.members: dict[str, MemberActor] = {}
         self.subscribed_topics: set[str] = set()
         self.watches: list = []  # CrashLeader actions waiting for their phase
         self.director = Director(self.kernel, self, self.timeline)
@@ -198,6 +197,18 @@ class _Runner:
         """The group's coordinator core now (a classic or a consumer group, ``sim.migration``)."""
         return self.host.group
 
+    @property
+    def protocol(self) -> GroupProtocol:
+        """The protocol record of the group's type now."""
+        return PROTOCOLS[self.host.group_type]
+
+    def _signature(self) -> tuple | None:
+        """What a settled group's quick re-check compares: the core itself (a conversion makes a
+        new one) and the protocol's signature of it."""
+        c = self.coordinator
+        sig = self.protocol.signature(c)
+        return None if sig is None else (c, sig)
+
     # ---- used by the director and actors
 
     def next_member_name(self) -> str:
@@ -211,7 +222,7 @@ class _Runner:
         """Start (or restart) client ``name`` now, or with ``spread`` at an instant drawn from
         ``[now, now + start_spread_s)``."""
         if name not in self.members:
-            self.members[name] = MemberActor(self.kernel, name, self)
+            self.members[name] = MemberActor(self.kernel, name, self.new_core)
         self.members[name].starting = True
         try:
             cfg = self.config.consumer_for(name, extra)
@@ -225,27 +236,6 @@ class _Runner:
         self.kernel.push(at, director, name, "control", ("start", cfg, topics))
         self.kernel.dirty = True
 
-    def new_core(self, actor: MemberActor, cfg, topics) -> Member:
-        actor.starting = False
-        rng = actor.rng
-        if actor.poll_rng is None:  # one stream per client, kept across restarts
-            actor.poll_rng = self.kernel.lazy_rng(actor.rank, stream=1)
-        lat = self.config.network.latency_of(actor.name)
-        if cfg.group_protocol == "consumer":
-            name, network, kernel = actor.name, self.network, self.kernel
-            if actor.id_rng is None:  # one stream per client, kept across restarts
-                actor.id_rng = self.kernel.lazy_rng(actor.rank, stream=ID_STREAM)
-            # a consumer instance makes its member id once (KIP-1082): a restart is a new one
-            return ConsumerMember(actor.name, cfg, topics, sample_latency=lambda: lat.sample_s(rng),
-                                  link_faulty=lambda: network.link_fault_active(name, kernel.now),
-                                  elide_heartbeats=self.elide, rates=self.world.rates, handoffs=self.handoffs,
-                                  poll_rng=actor.poll_rng, rank=actor.rank,
-                                  heartbeat_interval_s=self.config.group.consumer_heartbeat_interval_s,
-                                  member_id=kafka_uuid(actor.id_rng))
-        return Member(actor.name, cfg, topics, lambda: self.world.at(self.kernel.now),
-                      lambda: lat.sample_s(rng), self.config.assignor_cost, self.elide,
-                      rates=self.world.rates, handoffs=self.handoffs, poll_rng=actor.poll_rng, rank=actor.rank)
-
     # ---- settling (the end of an episode)
 
     def _is_settled(self, t: float) -> bool:
@@ -254,27 +244,23 @@ class _Runner:
             if still:
                 return True
         self._quick = None
-        if self.host.group_type == "consumer":
-            return self._is_settled_consumer(t)
         return self._scan_settled(t)
-
-    def _coordinator_signature(self) -> tuple:
-        c = self.coordinator
-        if self.host.group_type == "consumer":
-            return (c, c.state, c.group_epoch, c.target_epoch, c.members_version, len(c.parked), c.busy_until)
-        return (c, c.state, c.generation, c.members_version, len(c.pending_sync), len(c.pending_members))
 
     def _still_settled(self) -> bool:
         """After a full scan found the group settled: is it still, judged only from what the last
         batch could have changed? Inputs change only the actors they are delivered to, so with the
-        coordinator's membership, generation and state unchanged, only the members of the batch
-        need a look. Never concludes "unsettled": any doubt (another actor in the batch, a member
-        not settled, an owned count that no longer adds up) falls back to the full scan."""
+        coordinator's membership, generation and state unchanged (the protocol's ``signature``),
+        only the members of the batch need a look. Never concludes "unsettled": any doubt (another
+        actor in the batch, a member not settled, an owned count that no longer adds up) falls
+        back to the full scan."""
+        assert self._quick is not None
         sig, counts, owned_total, total = self._quick
         c = self.coordinator
-        if self._coordinator_signature() != sig:
+        p = self.protocol
+        if self._signature() != sig:
             return False
         members = self.members
+        in_group = p.in_group
         for name in self.kernel.batch_dests:
             a = members.get(name)
             if a is None:
@@ -282,8 +268,7 @@ class _Runner:
                     continue
                 return False  # the director or a controller acted: rescan
             core = a.core
-            if (a.starting or core is None or not core.alive or not core.settled
-                    or core.generation != c.generation or core.member_id not in c.members):
+            if a.starting or core is None or not core.alive or not core.settled or not in_group(c, core):
                 return False
             prev = counts.get(name)
             if prev is None:
@@ -296,13 +281,15 @@ class _Runner:
         return owned_total == total
 
     def _scan_settled(self, t: float) -> bool:
-        """The full check: every member the coordinator counts is a live client, settled in the
-        current generation, and every subscribed partition is owned."""
+        """The full check: the coordinator has nothing in progress, every member it counts is a
+        live client, settled and current in the group, and every subscribed partition is owned
+        (what each of these means is the protocol's: ``sim.protocols.GroupProtocol``)."""
         c = self.coordinator
-        if c.state == EMPTY and not c.members and not c.pending_members and not any(
-                a.starting or (a.core is not None and a.core.alive) for a in self.members.values()):
+        p = self.protocol
+        if p.group_empty(c) and not any(a.starting or (a.core is not None and a.core.alive)
+                                        for a in self.members.values()):
             return True  # nobody left: nothing can be owned
-        if c.state != STABLE or c.pending_sync or c.pending_members:
+        if not p.group_stable(c, t):
             return False
         probe = self._probe
         if probe is not None and (probe.starting or (probe.core is not None and probe.core.alive
@@ -317,6 +304,7 @@ class _Runner:
             if member_id in c.members and (core is None or not core.alive or core.member_id != member_id):
                 return False
             self._dead_probe = None
+        in_group = p.in_group
         alive = []
         for a in self.members.values():
             core = a.core
@@ -327,14 +315,14 @@ class _Runner:
                 if core is not None and core.member_id in c.members:
                     self._dead_probe = (a, core.member_id)
                 continue
-            if not core.settled or core.member_id not in c.members or core.generation != c.generation:
+            if not core.settled or not in_group(c, core):
                 self._probe = a
                 return False
             alive.append(core)
         if len(alive) != len(c.members):
             return False
         _, meta = self.world.at(t)
-        topics = set()
+        topics: set[str] = set()
         for core in alive:
             topics.update(core.topics)
         total = sum(meta.get(tp, 0) for tp in topics)
@@ -342,56 +330,9 @@ class _Runner:
             # Metadata never changes in this run: every owned partition exists.
             counts = {core.name: len(core.owned) for core in alive}
             owned_total = sum(counts.values())
-            if owned_total == total:
-                self._quick = (self._coordinator_signature(), counts, owned_total, total)
-            return owned_total == total
-        owned = 0
-        for core in alive:
-            for tp in core.owned:
-                if tp.partition < meta.get(tp.topic, 0):
-                    owned += 1
-        return owned == total
-
-    def _is_settled_consumer(self, t: float) -> bool:
-        """The consumer group protocol's episode end: the group is Stable (every member reconciled
-        to the target epoch, nothing waiting for the assignor), every live client is STABLE with
-        nothing in progress, and every subscribed partition is owned."""
-        c = self.coordinator
-        if not c.members and not any(a.starting or (a.core is not None and a.core.alive)
-                                     for a in self.members.values()):
-            return True
-        if c.state != "Stable" or c.parked or c.assign_pending or c.busy_until > t:
-            return False
-        probe = self._probe
-        if probe is not None and (probe.starting or (probe.core is not None and probe.core.alive
-                                                      and not probe.core.settled)):
-            return False
-        alive = []
-        for a in self.members.values():
-            core = a.core
-            if a.starting:
-                self._probe = a
-                return False
-            if core is None or not core.alive:
-                continue
-            mm = c.members.get(core.member_id)
-            if not core.settled or mm is None or core.generation != mm.epoch:
-                self._probe = a
-                return False
-            alive.append(core)
-        if len(alive) != len(c.members):
-            return False
-        _, meta = self.world.at(t)
-        topics = set()
-        for core in alive:
-            topics.update(core.topics)
-        total = sum(meta.get(tp, 0) for tp in topics)
-        if len(self.world.times) == 1:
-            # Metadata never changes in this run: every owned partition exists.
-            counts = {core.name: len(core.owned) for core in alive}
-            owned_total = sum(counts.values())
-            if owned_total == total:
-                self._quick = (self._coordinator_signature(), counts, owned_total, total)
+            sig = self._signature()
+            if owned_total == total and sig is not None:
+                self._quick = (sig, counts, owned_total, total)
             return owned_total == total
         owned = 0
         for core in alive:
@@ -403,7 +344,7 @@ class _Runner:
     def _after_batch(self, t: float) -> bool:
         k = self.kernel
         if self.watches:
-            phase = _PHASES.get(self.coordinator.state)
+            phase = self.protocol.phases.get(self.coordinator.state)
             for w in [w for w in self.watches if w.phase == phase]:
                 self.watches.remove(w)
                 self.director.crash_leader_at(t + w.delay_s, w.phase)
@@ -418,9 +359,8 @@ class _Runner:
         done = False
         if k.dirty:
             k.dirty = False
-            state = self.coordinator.state
-            if self.host.group_type == "classic" and (state == PREPARING_REBALANCE or state == COMPLETING_REBALANCE):
-                self._quick = None  # what _is_settled concludes at once in a classic rebalance
+            if self.protocol.rebalancing(self.coordinator):
+                self._quick = None  # what _is_settled concludes at once mid-rebalance
                 settled = False
             else:
                 settled = self._is_settled(t)
@@ -508,7 +448,7 @@ def _release(runner: _Runner) -> None:
     kernel = runner.kernel
     actors = list(kernel._ranks)  # noqa: SLF001 (the runner owns its kernel)
     world = [runner, kernel, runner.recorder, runner.network, runner.coordinator, runner.host, runner.world, *actors]
-    world += [a.core for a in actors if getattr(a, "core", None) is not None]
+    world += [core for a in actors if (core := getattr(a, "core", None)) is not None]
     for obj in world:
         d = getattr(obj, "__dict__", None)
         if d is not None:

@@ -177,7 +177,7 @@ class RemoveMembers:
 
     at_s: float = attrs.field(validator=_at)
     jitter_s: float = attrs.field(default=0.0, validator=_nonneg, kw_only=True)
-    members: tuple[str | int, ...] | None = attrs.field(default=None, converter=_targets("members"))
+    members: tuple[str | int, ...] | None = attrs.field(default=None, converter=_targets("members"))  # type: ignore[misc]  # (attrs plugin: named converters only)
     count: int = attrs.field(default=1, validator=_count(MAX_MEMBERS))
 
 
@@ -235,11 +235,11 @@ class RollingRestart:
 
     at_s: float = attrs.field(validator=_at)
     jitter_s: float = attrs.field(default=0.0, validator=_nonneg, kw_only=True)
-    members: tuple[str | int, ...] | None = attrs.field(default=None, converter=_targets("members"))
+    members: tuple[str | int, ...] | None = attrs.field(default=None, converter=_targets("members"))  # type: ignore[misc]  # (attrs plugin: named converters only)
     down_s: float = attrs.field(default=5.0, validator=_nonneg)
     gap_s: float = attrs.field(default=30.0, validator=_nonneg)
     graceful: bool = attrs.field(default=True, validator=boolean)
-    assignors: tuple[str, ...] | None = attrs.field(default=None, converter=_names("assignors"))
+    assignors: tuple[str, ...] | None = attrs.field(default=None, converter=_names("assignors"))  # type: ignore[misc]  # (attrs plugin: named converters only)
     static: bool | None = attrs.field(default=None, validator=_optional_bool)
     batch_size: int | str = attrs.field(default=1, validator=_batch_size)
     group_protocol: str | None = attrs.field(default=None, validator=_optional_protocol)
@@ -362,7 +362,7 @@ _OMIT_AT_DEFAULT = {"batch_size": 1, "jitter_s": 0.0}
 
 
 def action_to_dict(action) -> dict:
-    d = {"action": ACTION_NAMES[type(action)]}
+    d: dict[str, Any] = {"action": ACTION_NAMES[type(action)]}
     for a in attrs.fields(type(action)):
         v = getattr(action, a.name)
         if a.name in _OMIT_AT_DEFAULT and v == _OMIT_AT_DEFAULT[a.name]:
@@ -589,3 +589,10 @@ def member_names(config: SimConfig, timeline) -> tuple[list[str], int]:
     added = sum(a.count for a in timeline if isinstance(a, AddMembers))
     width = max(3, len(str(config.members + added - 1)))
     return [f"c{i:0{width}d}" for i in range(config.members)], width
+
+
+def resolved_name(target: str | int) -> str:
+    """A member of a resolved timeline's action: a name (``Scenario.resolved_timeline`` turns
+    indexes and roles into names; ``leader`` is looked up when the action runs)."""
+    assert isinstance(target, str), target
+    return target

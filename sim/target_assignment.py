@@ -33,6 +33,7 @@ cost of the members that the epoch touches rather than of the whole group:
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from typing import Literal
 
 import attrs
 import numpy as np
@@ -81,7 +82,7 @@ class TargetAssignment(Mapping[str, frozenset]):
         self._sets: dict[str, frozenset] = {}                    # built, or set explicitly
         self._previous = previous
         self._detached: dict[str, None] = {}  # set explicitly or popped: not read from ``_result``
-        self._same = None  # per member of ``_result``: same partitions as in the previous result
+        self._same: np.ndarray | Literal[False] | None = None  # per member of ``_result``: same partitions as in the previous result
         self._chain: UniformChain | None = None  # the chain this target is a step of
         self._step = -1
         self._snapshot: tuple | None = None  # (member ids, positions, owner slot per partition)
@@ -91,7 +92,7 @@ class TargetAssignment(Mapping[str, frozenset]):
         """The target a chain step computed: read from the chain while it is at this step."""
         t = cls.__new__(cls)
         index = members._member_index()  # noqa: SLF001
-        t._res = None
+        t._res = None  # type: ignore[assignment]  # (read from the chain until detached)
         t._base = index
         t._sets = {}
         t._previous = None

@@ -118,6 +118,7 @@ class GroupArrays:
         member ``theirs[k]`` of ``parent`` is our ``ours[k]``, or ``remap`` maps them all (a
         ``GroupSpec.from_members`` spec, one member id per position: no duplicates to look for)."""
         if remap is None:
+            assert ours is not None and theirs is not None  # (given when there is no remap)
             remap = self._remap(parent, ours, theirs)
         if member_topics is not None:
             # Heterogeneous rule: keep a claim only if the member subscribes to the topic.

@@ -48,8 +48,8 @@ class RangeAssignor:
         rank_of_member = np.empty(len(ids), dtype=np.int64)
         rank_of_member[order] = np.arange(len(ids))
         distinct: dict[frozenset[str], list[int]] = {}
-        for i, topics in enumerate(group_spec._member_topics()):  # noqa: SLF001
-            distinct.setdefault(topics, []).append(i)
+        for i, member_topics in enumerate(group_spec._member_topics()):  # noqa: SLF001
+            distinct.setdefault(member_topics, []).append(i)
         all_topics = set().union(*distinct)
         g = GroupArrays(group_spec, describer, all_topics, read_assignment=False)
         # Subscribers of each topic, in sorted-member order.
@@ -90,7 +90,7 @@ def _sorted_member_indices(member_ids: tuple[str, ...], instance_ids: list[str |
     id, both in ``String.compareTo`` order."""
     static = [i for i, inst in enumerate(instance_ids) if inst is not None]
     dynamic = [i for i, inst in enumerate(instance_ids) if inst is None]
-    static.sort(key=lambda i: (java_sort_key(instance_ids[i]), java_sort_key(member_ids[i])))
+    static.sort(key=lambda i: (java_sort_key(instance_ids[i] or ""), java_sort_key(member_ids[i])))  # (not None here)
     ids = [member_ids[i] for i in dynamic]
     joined = "".join(ids)
     if len(ids) > 64 and joined.isascii() and "\x00" not in joined:

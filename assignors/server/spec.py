@@ -34,6 +34,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from itertools import repeat
 from operator import itemgetter
+from typing import Any
 
 import attrs
 import numpy as np
@@ -293,6 +294,7 @@ class GroupSpec:
         if self._members is None:
             self._check_live()
             b = self._bulk
+            assert b is not None  # (a spec holds its members or its bulk form)
             views = b.target.views(self._member_ids)
             self._members = {
                 m: member_subscription_of(b.topics[m], v if v is not None and m in b.take else b.assigned.get(m, {}),
@@ -301,7 +303,7 @@ class GroupSpec:
             }
         return self._members
 
-    def _claims(self) -> tuple[list[int], list[Mapping[str, object]], dict[int, tuple]]:
+    def _claims(self) -> tuple[list[int], list[Mapping[str, Any]], dict[int, tuple]]:
         """The members' current target assignments, for ``_group``: the positions (in
         ``member_ids``) and mappings of those given as plain mappings (non-empty ones), and per
         earlier ``GroupAssignment`` whose views some members hand in: (it, their positions,
@@ -315,15 +317,17 @@ class GroupSpec:
             take, get = b.take, index.get
             theirs_all = [get(m, -1) if m in take else -1 for m in self._member_ids]
             ours = [i for i, j in enumerate(theirs_all) if j >= 0]
-            views = {id(b.target): (b.target, ours, [theirs_all[i] for i in ours], None)} if ours else {}
+            views: dict[int, tuple] = ({id(b.target): (b.target, ours, [theirs_all[i] for i in ours], None)}
+                                       if ours else {})
             assigned = b.assigned
             slow_at = [i for i, (m, j) in enumerate(zip(self._member_ids, theirs_all, strict=True))
                        if j < 0 and assigned.get(m)]
             return slow_at, [assigned[self._member_ids[i]] for i in slow_at], views
         members = self._member_map()
-        assigned_all = [members[m].assigned_partitions for m in self._member_ids]
+        # (Any: the views among them are read as MemberAssignment below)
+        assigned_all: list[Any] = [members[m].assigned_partitions for m in self._member_ids]
         view_at = [i for i, a in enumerate(assigned_all) if type(a) is MemberAssignment]
-        views: dict[int, tuple] = {}
+        views = {}
         if view_at:
             parents = [assigned_all[i]._parent for i in view_at]  # noqa: SLF001
             theirs = [assigned_all[i]._member_index for i in view_at]  # noqa: SLF001
@@ -338,11 +342,12 @@ class GroupSpec:
         slow_at = [i for i, a in enumerate(assigned_all) if type(a) is not MemberAssignment and a]
         return slow_at, [assigned_all[i] for i in slow_at], views
 
-    def _member_claims(self, b: _BulkMembers) -> tuple[list[int], list[Mapping[str, object]], dict[int, tuple]]:
+    def _member_claims(self, b: _BulkMembers) -> tuple[list[int], list[Mapping[str, Any]], dict[int, tuple]]:
         """``_claims`` of a ``from_members`` spec: the previous target's members map to their
         positions in one C-level pass over its member ids; only the members in ``assigned`` are
         visited one by one."""
         self._check_live()
+        assert b.source is not None
         index = b.source._member_index()  # noqa: SLF001
         target, assigned = b.target, b.assigned
         views: dict[int, tuple] = {}
@@ -377,6 +382,7 @@ class GroupSpec:
         """``subscribed_topic_names`` of every member, in ``member_ids`` order."""
         if self._members is None:
             self._check_live()
+            assert self._bulk is not None
             return list(map(self._bulk.topics.__getitem__, self._member_ids))
         members = self._members
         return [members[m].subscribed_topic_names for m in self._member_ids]
@@ -385,6 +391,7 @@ class GroupSpec:
         """``instance_id`` of every member, in ``member_ids`` order."""
         if self._members is None:
             self._check_live()
+            assert self._bulk is not None
             return list(map(self._bulk.instance_ids.get, self._member_ids))
         members = self._members
         return [members[m].instance_id for m in self._member_ids]
@@ -399,6 +406,7 @@ class GroupSpec:
         """``member_subscription(member_id).subscribed_topic_names``."""
         if self._members is None:
             self._check_live()
+            assert self._bulk is not None
             names = self._bulk.topics.get(member_id)
             if names is None:
                 raise AssignorError(f"member id {member_id!r} not found")
@@ -409,6 +417,7 @@ class GroupSpec:
         """``member_subscription(member_id).instance_id``."""
         if self._members is None:
             self._check_live()
+            assert self._bulk is not None
             if member_id not in self._bulk.topics:
                 raise AssignorError(f"member id {member_id!r} not found")
             return self._bulk.instance_ids.get(member_id)
@@ -577,7 +586,7 @@ class GroupMembers:
         # that leaves and comes back keeps it), so that one epoch's members find their position
         # at the next epoch with numpy: ``_order_slots`` lists the slots in HashMap order.
         self._slot_of: dict[str, int] = {}
-        self._order_slots = np.empty(0, dtype=np.int64)  # None with ``_keys``: rebuild
+        self._order_slots: np.ndarray | None = np.empty(0, dtype=np.int64)  # None with ``_keys``: rebuild
         self._generation = 0                             # bumped when slots are renumbered
         self._version = 0
         # (put order key, member id), sorted: the order the keys are put into the map (``tie``,
@@ -641,6 +650,7 @@ class GroupMembers:
                 at = bisect_left(keys, self._key_of.pop(member_id))
                 del keys[at]
                 del self._id_list[at]
+                assert self._order_slots is not None  # (None only with _keys)
                 self._order_slots = _without(self._order_slots, at)
         self._ids = self._index = None
 
@@ -686,6 +696,7 @@ class GroupMembers:
             return
         del keys[at]
         del self._id_list[at]
+        assert self._order_slots is not None  # (None only with _keys)
         slot = int(self._order_slots[at])
         order_slots = _without(self._order_slots, at)
         at = bisect_left(keys, new)
@@ -747,6 +758,7 @@ class GroupMembers:
                 at = bisect_left(keys, key)
                 keys.insert(at, key)
                 self._id_list.insert(at, member_id)
+                assert self._order_slots is not None  # (None only with _keys)
                 self._order_slots = _with(self._order_slots, at, slot)
         self._ids = self._index = None
 
@@ -778,6 +790,7 @@ class GroupMembers:
 
     def _member_index(self) -> _SlotIndex:
         self._order()
+        assert self._index is not None  # (made by _order)
         return self._index
 
     @property
@@ -867,7 +880,7 @@ class GroupAssignment(Mapping[str, MemberAssignment]):
 
     def __init__(self, member_ids: Sequence[str], topics: Mapping[str, int], owner: np.ndarray):
         self._member_ids = tuple(member_ids)
-        self._index: dict[str, int] | None = None
+        self._index: Mapping[str, int] | None = None
         names = sorted(topics, key=java_sort_key)
         self._topics = tuple(names)
         offsets = np.zeros(len(names) + 1, dtype=np.int64)
@@ -910,7 +923,7 @@ class GroupAssignment(Mapping[str, MemberAssignment]):
         counts = np.bincount(self._owner[self._owner >= 0], minlength=len(self._member_ids)).tolist()
         return dict(zip(self._member_ids, counts, strict=True))
 
-    def _member_runs(self) -> tuple[list[int], list[int], list[int], list[int]]:
+    def _member_runs(self) -> tuple[list[int], list[int], list[int], list[int], list[int]]:
         """Runs of (member, topic) over the partitions sorted by member, topic, partition:
         per run its topic rank and [start, end) in the partition list, and per member its first
         run. Built once, on first access."""
@@ -930,7 +943,7 @@ class GroupAssignment(Mapping[str, MemberAssignment]):
                             first_run.tolist())
         return self._slices
 
-    def _member_index(self) -> dict[str, int]:
+    def _member_index(self) -> Mapping[str, int]:
         if self._index is None:
             self._index = {m: i for i, m in enumerate(self._member_ids)}
         return self._index

@@ -188,6 +188,7 @@ class UniformChain:
             chunk = gids[a:b]
             ranks = np.searchsorted(offsets, chunk, side="right") - 1
             lists = chain.parts[s]
+            assert lists is not None  # (None: the slot of a member that left)
             for r in np.unique(ranks).tolist():
                 lists[r] = (chunk[ranks == r] - offsets[r]).tolist()
             chain.count[s] = b - a
@@ -225,6 +226,7 @@ class UniformChain:
         """The member left (or its target was dropped): its partitions are free."""
         slot = self.slot_of.pop(member_id)
         lists = self.parts[slot]
+        assert lists is not None  # (None: the slot of a member that left)
         offsets = self.offsets
         freed: list[int] = []
         for r, parts in enumerate(lists):
@@ -333,6 +335,7 @@ class UniformChain:
         partitions in HashSet order for the member's count in that topic), in walk order."""
         lists = self.parts[slot]
         marks = self.sorted_for[slot]
+        assert lists is not None and marks is not None  # (None: the slot of a member that left)
         offsets = self.offsets
         tails: list[list[int]] = []
         need = excess
@@ -391,6 +394,7 @@ class UniformChain:
                 tps = self._tps = [[TopicPartition(t, p) for p in range(n)]
                                    for t, n in zip(self.topics, self.counts, strict=True)]
             lists = self.parts[slot]
+            assert lists is not None  # (None: the slot of a member that left)
             if len(lists) == 1:
                 s = frozenset(map(tps[0].__getitem__, lists[0]))
             else:

@@ -11,7 +11,8 @@ from sim import messages as m
 from sim.config import AssignorCost, ConfigError, ConsumerConfig, GroupConfig
 from sim.consumer_member import ConsumerMember
 from sim.group import GroupCoordinator
-from sim.member import Handoffs, Member
+from sim.handoffs import Handoffs
+from sim.member import Member
 
 from .helpers import episode, events, intervals, run, scenario
 from .test_group_core import form, sends

@@ -11,7 +11,8 @@ from assignors import Assignment, TopicPartition
 from sim import messages as m
 from sim.config import AssignorCost, ConsumerConfig, GroupConfig
 from sim.group import GroupCoordinator
-from sim.member import Handoffs, Member
+from sim.handoffs import Handoffs
+from sim.member import Member
 from sim.offsets import OffsetStore
 
 from .helpers import episode, events, intervals, run, scenario

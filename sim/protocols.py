@@ -1,0 +1,216 @@
+"""The two group protocols as records, chosen once when a run is built: ``PROTOCOLS``.
+
+A ``GroupProtocol`` is everything a run needs to know about one of Kafka's ``group.protocol``
+values: how to build its coordinator core, how to build a member core for a client, what makes
+its group settled (the end of an episode), and which coordinator states are the phases a
+``crash_leader`` action waits for. ``sim.run`` looks the record up from the run's configuration
+and never branches on the protocol itself.
+
+- ``CLASSIC``: ``sim.group.GroupCoordinator`` and ``sim.member.Member`` (JoinGroup / SyncGroup).
+- ``CONSUMER``: ``sim.consumer_group.ConsumerGroupCoordinator`` and
+  ``sim.consumer_member.ConsumerMember`` (KIP-848).
+
+Member cores come from ``core_factory``, which picks the protocol from each client's own
+``ConsumerConfig.group_protocol`` at every start. The group (``new_group``) is a
+``sim.migration.MigratingCoordinator``: it starts as the type of the base consumer config's
+protocol and converts between the two as members of the other protocol join and leave (KIP-848's
+online migration); the run reads the record of its current type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from . import consumer_group as cg
+from . import group as classic_group
+from .client import ConsumerClient
+from .config import ConsumerConfig, SimConfig
+from .consumer_group import ConsumerGroupCoordinator
+from .consumer_member import ConsumerMember
+from .group import GroupCoordinator
+from .handoffs import Handoffs
+from .ids import kafka_uuid
+from .member import Member
+from .migration import MigratingCoordinator
+
+if TYPE_CHECKING:
+    from .actors import MemberActor
+    from .kernel import Kernel
+    from .network import Network
+
+# Streams of sim.kernel.Kernel.rng_for beside each actor's own: a client's poll loop, and the
+# member ids an actor makes (the classic coordinator's; a consumer-protocol client's own).
+POLL_STREAM = 1
+ID_STREAM = 3
+COORDINATOR_RANK = 0  # the first actor registered
+
+# what the coordinator actor drives: the group, of either type (sim.migration)
+Coordinator = MigratingCoordinator
+
+
+@attrs.define(eq=False)
+class RunWiring:
+    """What the cores of one run are built from: its kernel, network and configuration, the
+    topics' partition counts over time, production rates and the shared ``Handoffs``."""
+
+    kernel: Kernel
+    network: Network
+    config: SimConfig
+    metadata: Callable[[], tuple[int, dict[str, int]]]   # the partition counts now
+    rates: Mapping[str, float]
+    handoffs: Handoffs
+    elide: bool                                          # heartbeat elision on for this run
+
+
+@attrs.frozen
+class GroupProtocol:
+    """One ``group.protocol``: its member core, settled check and phases (its coordinator core
+    is the group's when it is of this type, ``new_group``).
+
+    The settled check is split the way the run's scan uses it (``sim.run``): ``group_empty``
+    (nobody is or is becoming a member), ``group_stable`` (the coordinator has nothing in
+    progress at ``t``), ``in_group`` (a settled client is a current member), ``rebalancing``
+    (a shortcut: the coordinator is mid-rebalance, so the group cannot be settled) and
+    ``signature`` (what of the coordinator a settled group's quick re-check compares; None: no
+    quick re-check, every check scans)."""
+
+    name: str
+    new_member: Callable[[RunWiring, MemberActor, ConsumerConfig, tuple[str, ...]], ConsumerClient]
+    group_empty: Callable[[Any], bool]
+    group_stable: Callable[[Any, float], bool]
+    in_group: Callable[[Any, ConsumerClient], bool]
+    rebalancing: Callable[[Any], bool]
+    signature: Callable[[Any], tuple | None]
+    # coordinator state -> crash_leader phase
+    phases: Mapping[str, str]
+    # whether the run re-checks for the settled state after every input that sends a message,
+    # or only after recorded changes (sim.kernel.Kernel.dirty_on_io)
+    dirty_on_io: bool
+
+
+def new_group(w: RunWiring) -> MigratingCoordinator:
+    """The run's group, as the type of the base consumer config's ``group.protocol`` (a classic
+    group's member ids, and classic members' ids in a consumer group, come from one stream)."""
+    return MigratingCoordinator(w.config.group, w.metadata, group_type=w.config.consumer.group_protocol,
+                                assignor_cost=w.config.assignor_cost, elide_heartbeats=w.elide,
+                                id_rng=w.kernel.rng_for(COORDINATOR_RANK, stream=ID_STREAM))
+
+
+# ---- the classic protocol
+
+
+def _classic_member(w: RunWiring, actor: MemberActor, cfg: ConsumerConfig, topics: tuple[str, ...]) -> Member:
+    rng = actor.rng
+    lat = w.config.network.latency_of(actor.name)
+    return Member(actor.name, cfg, topics, w.metadata, lambda: lat.sample_s(rng), w.config.assignor_cost,
+                  w.elide, rates=w.rates, handoffs=w.handoffs, poll_rng=actor.poll_rng, rank=actor.rank)
+
+
+def _classic_empty(c: GroupCoordinator) -> bool:
+    return c.state == classic_group.EMPTY and not c.members and not c.pending_members
+
+
+def _classic_stable(c: GroupCoordinator, t: float) -> bool:
+    return c.state == classic_group.STABLE and not c.pending_sync and not c.pending_members
+
+
+def _classic_in_group(c: GroupCoordinator, core: ConsumerClient) -> bool:
+    return core.member_id in c.members and core.generation == c.generation
+
+
+def _classic_rebalancing(c: GroupCoordinator) -> bool:
+    state = c.state
+    return state == classic_group.PREPARING_REBALANCE or state == classic_group.COMPLETING_REBALANCE
+
+
+def _classic_signature(c: GroupCoordinator) -> tuple:
+    return (c.state, c.generation, c.members_version, len(c.pending_sync), len(c.pending_members))
+
+
+CLASSIC = GroupProtocol(
+    name="classic",
+    new_member=_classic_member,
+    group_empty=_classic_empty,
+    group_stable=_classic_stable,
+    in_group=_classic_in_group,
+    rebalancing=_classic_rebalancing,
+    signature=_classic_signature,
+    phases={classic_group.PREPARING_REBALANCE: "join", classic_group.COMPLETING_REBALANCE: "sync",
+            classic_group.STABLE: "stable"},
+    dirty_on_io=True,
+)
+
+
+# ---- the consumer group protocol (KIP-848)
+
+
+def _consumer_member(w: RunWiring, actor: MemberActor, cfg: ConsumerConfig,
+                     topics: tuple[str, ...]) -> ConsumerMember:
+    rng = actor.rng
+    lat = w.config.network.latency_of(actor.name)
+    name, network, kernel = actor.name, w.network, w.kernel
+    if actor.id_rng is None:  # one stream per client, kept across restarts
+        actor.id_rng = kernel.lazy_rng(actor.rank, stream=ID_STREAM)
+    # a consumer instance makes its member id once (KIP-1082): a restart is a new one
+    return ConsumerMember(actor.name, cfg, topics, sample_latency=lambda: lat.sample_s(rng),
+                          link_faulty=lambda: network.link_fault_active(name, kernel.now),
+                          elide_heartbeats=w.elide, rates=w.rates, handoffs=w.handoffs,
+                          poll_rng=actor.poll_rng, rank=actor.rank,
+                          heartbeat_interval_s=w.config.group.consumer_heartbeat_interval_s,
+                          member_id=kafka_uuid(actor.id_rng))
+
+
+def _consumer_empty(c: ConsumerGroupCoordinator) -> bool:
+    return not c.members
+
+
+def _consumer_stable(c: ConsumerGroupCoordinator, t: float) -> bool:
+    return c.state == cg.GROUP_STABLE and not c.parked and not c.assign_pending and c.busy_until <= t
+
+
+def _consumer_in_group(c: ConsumerGroupCoordinator, core: ConsumerClient) -> bool:
+    mm = c.members.get(core.member_id)
+    return mm is not None and core.generation == mm.epoch
+
+
+def _never(c: Any) -> bool:
+    return False
+
+
+def _consumer_signature(c: ConsumerGroupCoordinator) -> tuple:
+    return (c.state, c.group_epoch, c.target_epoch, c.members_version, len(c.parked), c.busy_until)
+
+
+CONSUMER = GroupProtocol(
+    name="consumer",
+    new_member=_consumer_member,
+    group_empty=_consumer_empty,
+    group_stable=_consumer_stable,
+    in_group=_consumer_in_group,
+    rebalancing=_never,
+    signature=_consumer_signature,
+    # the consumer group has no leader: the member that joined first stands in for crash_leader
+    # (ConsumerGroupCoordinator.leader)
+    phases={cg.RECONCILING: "join", cg.ASSIGNING: "sync", cg.GROUP_STABLE: "stable"},
+    dirty_on_io=False,
+)
+
+PROTOCOLS: dict[str, GroupProtocol] = {p.name: p for p in (CLASSIC, CONSUMER)}
+
+# What a MemberActor is handed: it builds the core for one start of its client.
+CoreFactory = Callable[["MemberActor", ConsumerConfig, tuple[str, ...]], ConsumerClient]
+
+
+def core_factory(wiring: RunWiring) -> CoreFactory:
+    """The member core factory of one run: the protocol is each client's own
+    (``ConsumerConfig.group_protocol``), looked up at every start."""
+
+    def new_core(actor: MemberActor, cfg: ConsumerConfig, topics: tuple[str, ...]) -> ConsumerClient:
+        if actor.poll_rng is None:  # one stream per client, kept across restarts
+            actor.poll_rng = wiring.kernel.lazy_rng(actor.rank, stream=POLL_STREAM)
+        return PROTOCOLS[cfg.group_protocol].new_member(wiring, actor, cfg, topics)
+
+    return new_core

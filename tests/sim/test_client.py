@@ -1,0 +1,145 @@
+"""One consumer client (sim.client.ConsumerClient) with a subclass per group protocol, member
+states as data, and the protocol records (sim.protocols) a run is built from."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+
+import pytest
+
+from assignors import TopicPartition
+from sim import consumer_member as cm
+from sim import member as cl
+from sim import messages as m
+from sim.client import ConsumerClient
+from sim.config import GROUP_PROTOCOLS, ConsumerConfig
+from sim.consumer_group import ConsumerGroupCoordinator
+from sim.consumer_member import ConsumerMember
+from sim.group import GroupCoordinator, IllegalTransition
+from sim.member import Member
+from sim.protocols import PROTOCOLS
+from sim.run import _Runner
+from sim.scenario import Scenario
+
+
+def _self_attributes(cls: type) -> set[str]:
+    """The ``self.X`` names ``cls.__init__`` assigns."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls.__init__)))
+    names = set()
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, ast.AnnAssign) else [])
+        for t in targets:
+            for leaf in ast.walk(t):
+                if isinstance(leaf, ast.Attribute) and isinstance(leaf.value, ast.Name) and leaf.value.id == "self":
+                    names.add(leaf.attr)
+    return names
+
+
+def test_both_members_are_consumer_clients_and_borrow_no_methods():
+    assert issubclass(Member, ConsumerClient) and issubclass(ConsumerMember, ConsumerClient)
+    classic = vars(Member)
+    for name, value in vars(ConsumerMember).items():
+        if callable(value) or isinstance(value, property):
+            assert value is not classic.get(name), f"ConsumerMember.{name} is Member's"
+
+
+def test_no_attribute_is_initialised_in_two_inits():
+    base = _self_attributes(ConsumerClient)
+    classic = _self_attributes(Member)
+    consumer = _self_attributes(ConsumerMember)
+    assert len(base) > 30 and len(classic) > 10 and len(consumer) > 10
+    assert not classic & consumer, sorted(classic & consumer)
+    assert not base & classic, sorted(base & classic)
+    assert not base & consumer, sorted(base & consumer)
+
+
+def test_the_hooks_are_declared_on_the_base_and_filled_by_both():
+    hooks = ConsumerClient.__abstractmethods__
+    assert {"start", "crash", "close", "pause", "resume", "handle", "on_timer", "on_control", "settled",
+            "_poll", "_send_commit", "_commit_refused", "_commit_error", "_is_fenced"} <= hooks
+    with pytest.raises(TypeError):
+        ConsumerClient("c0", ConsumerConfig(), ("t",), lambda: 0.0, False, rates=None, handoffs=None,
+                       poll_rng=None, rank=0)
+    for cls in (Member, ConsumerMember):
+        assert not cls.__abstractmethods__
+
+
+@pytest.mark.parametrize("module", [cl, cm])
+def test_member_states_are_data(module):
+    """Every state constant of the module has its valid previous states, all of them states."""
+    states = {v for k, v in vars(module).items() if k.isupper() and isinstance(v, str) and v == k}
+    table = module.TRANSITIONS
+    assert set(table) <= states
+    for previous in table.values():
+        assert set(previous) <= states
+    # every state the member can be in is one it can enter (or the one it starts in)
+    cls = Member if module is cl else ConsumerMember
+    assert set(table) | {cls.INITIAL_STATE} >= {s for prev in table.values() for s in prev} - {cl.UNJOINED}
+
+
+def test_consumer_member_states_follow_kafkas_member_state():
+    """MemberState's valid previous states (clients consumer.internals), but for STALE, which the
+    simulator enters from the states in the group (it has no separate LEAVING step)."""
+    t = cm.TRANSITIONS
+    assert t[cm.STABLE] == (cm.JOINING, cm.ACKNOWLEDGING, cm.RECONCILING)
+    assert t[cm.ACKNOWLEDGING] == (cm.RECONCILING,)
+    assert t[cm.JOINING] == (cm.FENCED, cm.UNSUBSCRIBED, cm.STALE)
+    assert set(t[cm.STALE]) == {cm.LEAVING, *cm.IN_GROUP}
+
+
+def test_an_illegal_transition_is_refused():
+    mb = ConsumerMember("c0", ConsumerConfig(group_protocol="consumer"), ("t",))
+    assert mb.state == cm.UNSUBSCRIBED
+    with pytest.raises(IllegalTransition, match="UNSUBSCRIBED to STABLE"):
+        mb._transition(cm.STABLE)
+    classic = Member("c0", ConsumerConfig(), ("t",), lambda: (0, {"t": 4}), lambda: 0.0, None)
+    with pytest.raises(IllegalTransition, match="UNJOINED to STABLE"):
+        classic._transition(cl.STABLE)
+
+
+def test_every_state_change_goes_through_the_check():
+    """A consumer member that joins and takes an assignment moves UNSUBSCRIBED -> JOINING ->
+    RECONCILING -> ACKNOWLEDGING, each move through ``_transition``; from ACKNOWLEDGING it may not
+    go back to JOINING."""
+    seen = []
+
+    class Recording(ConsumerMember):
+        def _transition(self, new):
+            seen.append((self.state, new))
+            super()._transition(new)
+
+    mb = Recording("c0", ConsumerConfig(group_protocol="consumer"), ("t",))
+    mb.start(0.0)
+    resp = m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-1", 1, 5.0, frozenset({TopicPartition("t", 0)}),
+                                            correlation=mb.hb_correlation)
+    mb.handle(0.01, resp)
+    assert seen == [(cm.UNSUBSCRIBED, cm.JOINING), (cm.JOINING, cm.RECONCILING),
+                    (cm.RECONCILING, cm.ACKNOWLEDGING)]
+    assert mb.state == cm.ACKNOWLEDGING
+    with pytest.raises(IllegalTransition):
+        mb._transition(cm.JOINING)
+
+
+def test_one_record_per_group_protocol():
+    assert set(PROTOCOLS) == set(GROUP_PROTOCOLS)
+    for name, p in PROTOCOLS.items():
+        assert p.name == name
+        assert set(p.phases.values()) == {"join", "sync", "stable"}
+
+
+@pytest.mark.parametrize("protocol,coordinator,core", [("classic", GroupCoordinator, Member),
+                                                        ("consumer", ConsumerGroupCoordinator, ConsumerMember)])
+def test_a_run_is_built_from_its_protocols_record(protocol, coordinator, core):
+    sc = Scenario.from_dict({"name": "t", "members": 3, "max_duration_s": 30,
+                             "topics": [{"name": "t", "partitions": 6}],
+                             "consumer": {"group_protocol": protocol}})
+    runner = _Runner(sc, 0, False)
+    assert runner.protocol is PROTOCOLS[protocol]
+    assert type(runner.coordinator) is coordinator
+    runner.run()
+    cores = [a.core for a in runner.members.values()]
+    assert len(cores) == 3 and all(type(c) is core for c in cores)
+    assert runner.settled
