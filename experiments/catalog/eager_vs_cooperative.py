@@ -2,7 +2,7 @@
 static and dynamic members; scale-out, crash and a full rolling deploy; 10..1000 members; 20 seeds,
 6 at 1,000 members; medians with p10-p90 bands).
 
-A declaration for the generic pipeline (``experiments.pipeline``): ``grid`` says which runs,
+A declaration for the generic pipeline (``experiments.engine.pipeline``): ``grid`` says which runs,
 ``report`` turns the aggregated tables into the page.
 """
 
@@ -16,7 +16,9 @@ from pathlib import Path
 
 import attrs
 
-from ..headline import (
+from ..engine.pipeline import Experiment, Options, Page, Results, scenario_dir
+from ..engine.sweep import RunSpec, resolve
+from ..report.headline import (
     CONSUMER,
     HUMAN,
     best_eager,
@@ -28,8 +30,6 @@ from ..headline import (
     sentences,
     with_bands,
 )
-from ..pipeline import Experiment, Options, Page, Results, scenario_dir
-from ..sweep import RunSpec, resolve
 
 EAGER_VS_COOP_ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
 # The third protocol beside classic eager and cooperative: the consumer group protocol (KIP-848),
@@ -159,7 +159,7 @@ def to_toml(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-# The built-ins' fault time and its jitter (experiments.scenarios); later faults move by multiples
+# The built-ins' fault time and its jitter (sim.builtin_scenarios); later faults move by multiples
 # of the jitter's period.
 BUILTIN_FAULT_S = 60.0
 BUILTIN_JITTER_S = 15.0
@@ -185,7 +185,7 @@ def _scenario_dict(label: str, membership: str, members: int, partitions: int, d
                    consumer_protocol: bool = True) -> dict:
     """A built-in at this size with the experiment's consumer and network; when the consumer
     protocol runs it too, its fault moved past that protocol's formation (``formation_allowance_s``)."""
-    from ..scenarios import builtin_dict
+    from sim.builtin_scenarios import builtin_dict
 
     overrides = {"members": str(members), "partitions": str(partitions)}
     if label == "rolling-deploy":
@@ -233,7 +233,7 @@ def _time_assignors(assignors, shapes) -> list[dict]:
     """Wall time of one reassignment (after one member left) per assignor and (members, partitions)."""
     from assignors import get_assignor
 
-    from ..bench_assignors import Case, _fresh_subscriptions, _group, _next_round
+    from ..bench.assignors import Case, _fresh_subscriptions, _group, _next_round
 
     rows = []
     for members, partitions in shapes:
@@ -273,9 +273,9 @@ def grid(opts: Options) -> list[RunSpec]:
 def report(opts: Options, results: Results) -> Page:
     import pandas as pd
 
-    from .. import plots
     from ..atomic import atomic_write_bytes
-    from ..report import Figure, Table
+    from ..report import plots
+    from ..report.html import Figure, Table
 
     scale = SCALES[opts.scale]
     out = Path(opts.out)
@@ -522,9 +522,9 @@ def _text_table(df) -> str:
 
 
 def _eager_vs_coop_figures(out, results, specs, points, windows, scale):
-    from .. import plots
-    from ..report import Figure
-    from ..sweep import load_run_scenario
+    from ..engine.sweep import load_run_scenario
+    from ..report import plots
+    from ..report.html import Figure
 
     figs = []
     small = min(scale.sizes)

@@ -21,8 +21,8 @@ Every run uses the deterministic ``model`` assignment cost (the same formula for
 leader and the server-side assignor), so the time spent assigning is visible and reproducible.
 
 Metrics are the simulator's summary (``sim.metrics``), aggregated across seeds by
-``experiments.aggregate``; the time spent assigning is ``experiments.aggregate.assignment_time``.
-A declaration for the generic pipeline (``experiments.pipeline``).
+``experiments.engine.aggregate``; the time spent assigning is ``experiments.engine.aggregate.assignment_time``.
+A declaration for the generic pipeline (``experiments.engine.pipeline``).
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from pathlib import Path
 
 import attrs
 
-from ..headline import HUMAN, consumer_vs_classic, num, same, with_bands
-from ..pipeline import Experiment, Options, Page, Results, scenario_dir
-from ..sweep import RunSpec, resolve
+from ..engine.pipeline import Experiment, Options, Page, Results, scenario_dir
+from ..engine.sweep import RunSpec, resolve
+from ..report.headline import HUMAN, consumer_vs_classic, num, same, with_bands
 from .eager_vs_cooperative import (
     CONSUMER_PROFILE,
     CONSUMER_PROTOCOL,
@@ -355,10 +355,10 @@ def formation_sentence(table) -> str | None:
 
 def report(opts: Options, results: Results) -> Page:
 
-    from .. import plots
-    from ..aggregate import assignment_time
     from ..atomic import atomic_write_bytes
-    from ..report import Figure, Table
+    from ..engine.aggregate import assignment_time
+    from ..report import plots
+    from ..report.html import Figure, Table
 
     scale = SCALES[opts.scale]
     out = Path(opts.out)
@@ -469,7 +469,7 @@ def report(opts: Options, results: Results) -> Page:
 
 
 def _heartbeat_view(points):
-    from ..headline import human_columns
+    from ..report.headline import human_columns
 
     p = points[points["assignor"] == CONSUMER]
     hb = p.groupby(["scenario", "members", "partitions"])["heartbeat_ms"].transform("nunique")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.sweep import BATCHES, RunSpec, _batches
+from experiments.engine.sweep import BATCHES, RunSpec, _batches
 
 
 def _specs(costs):

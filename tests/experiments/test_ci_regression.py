@@ -7,7 +7,7 @@ import csv
 
 import pytest
 
-from experiments import ci_regression as ci
+from experiments.engine import regression as ci
 
 
 def _args(tmp_path, *argv):

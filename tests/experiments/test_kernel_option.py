@@ -10,8 +10,15 @@ import textwrap
 import pyarrow.parquet as pq
 import pytest
 
-from experiments.cli import main
-from experiments.sweep import RunSpec, expand, grid_from_dict, run_one, run_sweep, with_kernel
+from experiments.cli.main import main
+from experiments.engine.sweep import (
+    RunSpec,
+    expand,
+    grid_from_dict,
+    run_one,
+    run_sweep,
+    with_kernel,
+)
 
 
 @pytest.mark.parametrize("argv", [

@@ -16,9 +16,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from experiments import provenance
-from experiments.aggregate import aggregate
-from experiments.experiment_cmd import cmd_sweep
-from experiments.sweep import GridError, expand, load_grid, run_sweep
+from experiments.cli.experiment import cmd_sweep
+from experiments.engine.aggregate import aggregate
+from experiments.engine.sweep import GridError, expand, load_grid, run_sweep
 
 # 2 assignors x 2 group sizes x 2 seeds = 8 small runs (a crash 30 s in, 8 partitions).
 GRID = textwrap.dedent("""
@@ -129,7 +129,7 @@ def test_rerun_skips_complete_runs(reference):
 def test_commit_rows_are_read_again_only_when_a_batch_changes(spark, reference, tmp_path, monkeypatch):
     """An experiment reads the commit rows once per table; they are read from disk again only when
     a local OUT's commits directory changed (a batch removed, a batch added)."""
-    from experiments import store
+    from experiments.engine import store
 
     specs, ref_out, _ = reference
     out = tmp_path / "out"
@@ -170,7 +170,7 @@ def test_a_local_outputs_commit_rows_are_read_without_spark(spark, reference, tm
     leftover ``_temporary/``, hidden files): no commit rows. A local output's commit rows are
     read without Spark (an interrupted sweep counts them after its JVM may be gone), and they
     are the rows Spark reads."""
-    from experiments import store
+    from experiments.engine import store
 
     class NoSpark:
         @property
@@ -246,15 +246,15 @@ def test_model_change_forces_recomputation(spark, reference, tmp_path, monkeypat
 
 KILLED_SWEEP = """
 import sys, time
-from experiments import lock
-from experiments.sweep import expand, load_grid, run_sweep
+from experiments.engine import lock
+from experiments.engine.sweep import expand, load_grid, run_sweep
 
 grid, out, log = sys.argv[1:4]
 
 def runner(spec):
     import time as _time
 
-    from experiments.sweep import run_one
+    from experiments.engine.sweep import run_one
 
     result = run_one(spec)
     _time.sleep(1.0)  # every batch stays in flight a while: the kill finds some running
@@ -273,7 +273,7 @@ def test_a_sweep_killed_midway_keeps_every_batch_it_finished(spark, reference, t
     batches run keeps each batch whose runs had finished (committed as it went, whole or not at
     all) and loses at most the batches in flight; a second sweep into the same output meanwhile
     is refused naming the first; a rerun yields exactly the uninterrupted tables."""
-    from experiments.sweep import IN_FLIGHT
+    from experiments.engine.sweep import IN_FLIGHT
 
     specs, ref_out, _ = reference
     grid = _grid(tmp_path)
@@ -369,7 +369,7 @@ def test_damaged_batches_are_said_and_recomputed(spark, reference, tmp_path, how
 
 def test_a_file_beside_a_batchs_files_makes_it_damaged(spark, reference, tmp_path):
     """A data file the batch did not write (it would be read with it) counts as damage."""
-    from experiments import store
+    from experiments.engine import store
 
     specs, ref_out, _ = reference
     out = tmp_path / "out"
@@ -388,7 +388,7 @@ def test_runs_the_aggregate_cannot_read_fail_the_sweep_in_one_line(spark, refere
     """Should damage go unnoticed (a batch committed before commits listed their files), the
     aggregate's runs are checked against the grid: the sweep fails in one line, exit 1, instead
     of reporting a point with fewer seeds."""
-    from experiments import store
+    from experiments.engine import store
 
     specs, ref_out, _ = reference
     out = tmp_path / "out"
@@ -492,7 +492,7 @@ def _timed_runner(log: Path, pause_s: float, fail: str | None = None):
         import os as _os
         import time as _time
 
-        from experiments.sweep import run_one
+        from experiments.engine.sweep import run_one
 
         start = _time.time()
         _time.sleep(pause_s)
@@ -544,14 +544,14 @@ def test_a_long_batch_shows_runs_finishing_inside_it(spark, tmp_path, monkeypatc
     progress lines count the runs finished inside it instead of sitting at 0."""
     import io
 
-    from experiments import sweep
+    from experiments.engine import sweep
 
     monkeypatch.setattr(sweep, "PROGRESS_EVERY_S", 0.2)
 
     def slow(spec):
         import time as _time
 
-        from experiments.sweep import run_one
+        from experiments.engine.sweep import run_one
         _time.sleep(1.5)
         return run_one(spec)
 
@@ -572,8 +572,8 @@ def test_a_long_batch_shows_runs_finishing_inside_it(spark, tmp_path, monkeypatc
 def test_run_cost_orders_consumer_protocol_and_deploys_above_a_classic_crash():
     """The start order and the ETA use a run's estimated cost: a consumer-protocol run costs
     more than the same classic run, a dynamic deploy more than a crash."""
-    from experiments.scenarios import load_scenario
-    from experiments.sweep import _cost
+    from experiments.engine.sweep import _cost
+    from sim.builtin_scenarios import load_scenario
 
     def cost(name, **kv):
         return _cost(load_scenario(name, {"members": "100", **kv}))
@@ -587,7 +587,7 @@ def test_a_reused_spark_worker_freezes_what_it_imported_once(monkeypatch):
     worker's imports are frozen on its first task (never traced again), and only there."""
     import gc
 
-    import experiments.sweep as sweep
+    import experiments.engine.sweep as sweep
 
     calls = []
     monkeypatch.setattr(gc, "freeze", lambda: calls.append("freeze"))
@@ -640,8 +640,8 @@ def test_a_remote_outputs_batches_are_checked_by_listing_them(spark, reference, 
     """A Hadoop URI's batches are checked by listing their directories: through Hadoop's
     FileSystem on a classic session, as Spark lists files under Connect (here both on file://,
     as they would be on hdfs://)."""
-    import experiments.spark
-    from experiments import store
+    import experiments.engine.spark
+    from experiments.engine import store
 
     specs, ref_out, _ = reference
     out = tmp_path / "out"
@@ -654,7 +654,7 @@ def test_a_remote_outputs_batches_are_checked_by_listing_them(spark, reference, 
     remote = out.as_uri()
     monkeypatch.setattr(store, "local_path", lambda o: None if str(o).startswith(remote) else real(o))
     if lister == "spark":
-        monkeypatch.setattr(experiments.spark, "can_overlap_jobs", lambda: False)
+        monkeypatch.setattr(experiments.engine.spark, "can_overlap_jobs", lambda: False)
     listings = store.commits(spark, remote).groupby("batch")["files"].first().to_dict()
     assert store.local_path(remote) is None and len(listings) >= 2
     store._remote_checks.clear()

@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from experiments import bench_sim, run_cmd
-from experiments.scenarios import BUILTINS, load_scenario
+from experiments.bench import sim as bench_sim
+from experiments.cli import run as run_cmd
 from sim import ConfigError
+from sim.builtin_scenarios import BUILTINS, load_scenario
 
 
 def cli(argv):

@@ -8,10 +8,10 @@ import copy
 import pytest
 
 from assignors import TopicPartition
-from experiments import soak
-from experiments.scenarios import load_scenario
+from experiments.cli import soak
 from sim import Scenario, run_scenario
 from sim import messages as m
+from sim.builtin_scenarios import load_scenario
 from sim.config import AssignorCost, ConsumerConfig, GroupConfig
 from sim.consumer_group import ConsumerGroupCoordinator
 from sim.consumer_member import STABLE, ConsumerMember

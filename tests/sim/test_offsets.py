@@ -169,7 +169,7 @@ def test_graceful_rolling_deploy_reprocesses_nothing(assignor, static, elide):
     starts where the previous one stopped, whether idle heartbeats are elided or not. (With
     elision, a quiet member's older auto-commit used to reach the coordinator after its close
     commit: about 100 records per member of a static deploy were processed twice.)"""
-    from experiments.scenarios import load_scenario
+    from sim.builtin_scenarios import load_scenario
 
     sc = load_scenario("rolling-deploy", {"members": "30", "static": static, "assignor": assignor,
                                           "elide_heartbeats": elide,

@@ -12,7 +12,7 @@ from pathlib import Path
 import attrs
 import pandas as pd
 
-from .atomic import atomic_write_text
+from ..atomic import atomic_write_text
 
 
 @attrs.frozen

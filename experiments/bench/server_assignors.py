@@ -7,7 +7,7 @@ new member subscribes like the last one; the others hand back their ``MemberAssi
 fresh target). As in Kafka's JMH benchmark, the timed call is
 ``assign`` on a ``GroupSpec`` built beforehand; building the spec (member order, checks) is timed
 separately in ``spec_ms``. Wall time is the median of ``repeat`` runs or more
-(``experiments.benchtime.timed_median``).
+(``experiments.bench.timing.timed_median``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from assignors.server import (
     get_server_assignor,
 )
 
-from .benchtime import timed_median
+from .timing import timed_median
 
 PREFIX = "server:"
 

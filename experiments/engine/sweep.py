@@ -26,8 +26,8 @@ Output of ``rebalance-sim sweep GRID --out OUT`` (OUT: a local path or any Hadoo
     OUT/grid.toml                  the grid as given (local OUT only)
     OUT/events/ intervals/ episodes/ runs/ points/ commits/
                                    the runs' rows, written by Spark in committed batches
-                                   (``experiments.store``)
-    OUT/aggregate/                 see ``experiments.aggregate``
+                                   (``experiments.engine.store``)
+    OUT/aggregate/                 see ``experiments.engine.aggregate``
 
 Each task runs one simulation in memory and returns its rows; Spark writes them. A run is
 complete when a commit row names it with the current model (``experiments.provenance``): a rerun
@@ -51,7 +51,7 @@ from typing import Any
 
 import attrs
 
-from experiments.store import TABLES, local_path, new_batch_id, read_table  # noqa: F401
+from experiments.engine.store import TABLES, local_path, new_batch_id, read_table  # noqa: F401
 
 GRID_KEYS = ("name", "scenarios", "assignors", "seeds", "set", "vary")
 
@@ -205,7 +205,7 @@ def grid_from_dict(data: Mapping[str, Any], where: str = "<grid>", base_dir: Pat
         raise fail("seeds", f"{seeds!r} is not a count >= 1 or a non-empty list of integers >= 0")
     if len(set(seeds)) != len(seeds):
         raise fail("seeds", f"{seeds!r} repeats a seed")
-    from experiments.scenarios import MAX_SEED
+    from sim.builtin_scenarios import MAX_SEED
 
     if max(seeds) > MAX_SEED:
         raise fail("seeds", f"{max(seeds)} is above the largest seed, {MAX_SEED}")
@@ -318,7 +318,7 @@ def load_run_scenario(spec: RunSpec):
     """The scenario object of ``spec`` (built-in name or TOML file, plus overrides). A file's text
     travels in ``spec.source``: on an executor it is loaded from a private copy of the same name
     (the name is the scenario's default name)."""
-    from experiments.scenarios import load_scenario
+    from sim.builtin_scenarios import load_scenario
 
     if not spec.source:
         return load_scenario(spec.scenario, list(spec.overrides))
@@ -419,7 +419,7 @@ def episodes_table(run_id: str, episodes: list[dict]):
 
 BLOB_SCHEMA = ("slot long, run_id string, status string, wall_s double, error string, "
                + ", ".join(f"{t} binary, {t}_schema binary" for t in TABLES))
-# What a task returns when it writes its runs' files itself (experiments.table_sink): its runs'
+# What a task returns when it writes its runs' files itself (experiments.engine.table_sink): its runs'
 # status rows, and on its first row the files it wrote (JSON: [[table, path], ...]).
 WRITTEN_SCHEMA = "slot long, run_id string, status string, wall_s double, error string, files string"
 
@@ -430,7 +430,7 @@ class SweepInterrupted(Exception):
 
 @attrs.frozen
 class _Files:
-    """Where a task writes its runs' tables (``experiments.table_sink.TaskTables``): the local
+    """Where a task writes its runs' tables (``experiments.engine.table_sink.TaskTables``): the local
     output, the batch, and the fixed schemas (serialized Arrow; the others are the union of the
     task's runs)."""
 
@@ -442,7 +442,7 @@ class _Files:
 class _Task:
     """The mapInPandas function: each input row is one Spark task's runs. Out come, per run, its
     status, and either its tables as Arrow IPC blobs (Spark writes them, see
-    ``experiments.store``) or, with ``files``, nothing more: the task writes them itself."""
+    ``experiments.engine.store``) or, with ``files``, nothing more: the task writes them itself."""
 
     def __init__(self, model: str, runner: Callable[[RunSpec], tuple[str, str, dict]] | None = None,
                  files: _Files | None = None):
@@ -476,7 +476,7 @@ class _Task:
     def __call__(self, batches: Iterator) -> Iterator:
         import pandas as pd
 
-        from experiments.store import COMPLETE_STATUSES, to_blob
+        from experiments.engine.store import COMPLETE_STATUSES, to_blob
 
         _freeze_worker_heap()
         if self.files is not None:
@@ -497,8 +497,8 @@ class _Task:
         import pyarrow as pa
         from pyspark import TaskContext
 
-        from experiments.store import COMPLETE_STATUSES
-        from experiments.table_sink import TaskTables
+        from experiments.engine.store import COMPLETE_STATUSES
+        from experiments.engine.table_sink import TaskTables
 
         ctx = TaskContext.get()
         schemas = {t: None if b is None else pa.ipc.read_schema(pa.py_buffer(b)) for t, b in self.files.schemas}
@@ -611,14 +611,14 @@ COMMIT_WAIT_S = 120.0  # how long a failed sweep waits for a commit under way
 # How long an interrupted or failed sweep waits for its batches' threads: a cancelled job's
 # thread returns once Spark has cancelled it, a commit under way lands or fails.
 INTERRUPT_WAIT_S = 10.0
-COMMIT_POOL = "commit"  # the scheduler pool of the commits' jobs (experiments.spark FAIR mode)
+COMMIT_POOL = "commit"  # the scheduler pool of the commits' jobs (experiments.engine.spark FAIR mode)
 
 
 @attrs.define(eq=False)
 class _Batch:
     """One batch of runs on its way through the sweep: computed and committed by its own thread
-    when its tasks write their files (``experiments.table_sink``); else computed (its rows
-    persisted in Spark), then committed (``experiments.store.write_batch``)."""
+    when its tasks write their files (``experiments.engine.table_sink``); else computed (its rows
+    persisted in Spark), then committed (``experiments.engine.store.write_batch``)."""
 
     specs: list[RunSpec]
     tasks: list[list[int]]  # positions of ``specs`` per Spark task
@@ -668,7 +668,7 @@ class _Progress:
             self.done_runs -= len(batch.specs)
 
     def _count(self) -> tuple[int, float]:
-        from experiments.spark import finished_tasks
+        from experiments.engine.spark import finished_tasks
 
         with self._lock:
             runs, cost, batches = self.kept + self.done_runs, self.done_cost, list(self.batches)
@@ -711,11 +711,11 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
               runner: Callable[[RunSpec], tuple[str, str, dict]] | None = None,
               batch_runs: int | None = None):
     """Run every spec not yet complete under ``out`` (for the current model) as Spark tasks, and
-    write their rows batch by batch (``experiments.store``).
+    write their rows batch by batch (``experiments.engine.store``).
 
     A batch counts once committed, and commits as soon as its runs are done: with a local output
     on a local master its tasks write its files and the driver commits them right away
-    (``experiments.table_sink``); elsewhere Spark's Parquet writer writes them, in jobs of their
+    (``experiments.engine.table_sink``); elsewhere Spark's Parquet writer writes them, in jobs of their
     own scheduler pool while the next batch's runs keep the other cores busy. A killed sweep
     keeps every committed batch and reruns the rest. A committed batch whose files no longer
     match its commit rows is said so in one line and its runs are recomputed.
@@ -729,8 +729,7 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
     import pandas as pd
     import pyarrow as pa
 
-    from experiments.provenance import model_id
-    from experiments.spark import (
+    from experiments.engine.spark import (
         can_overlap_jobs,
         cancel_group,
         get_spark,
@@ -738,7 +737,7 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
         interrupt_all,
         tag_thread,
     )
-    from experiments.store import (
+    from experiments.engine.store import (
         COMPLETE_STATUSES,
         commit_local,
         complete_runs,
@@ -747,6 +746,7 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
         unify,
         write_batch,
     )
+    from experiments.provenance import model_id
 
     stream = stream or sys.stderr
     spark = get_spark(master)
@@ -928,7 +928,7 @@ def check_aggregate(specs: Sequence[RunSpec], status, runs) -> None:
     could not be read must not silently leave its point with fewer seeds."""
     from collections import Counter
 
-    from experiments.store import COMPLETE_STATUSES
+    from experiments.engine.store import COMPLETE_STATUSES
 
     complete = set(status.loc[status["status"].isin([*COMPLETE_STATUSES, "skipped"]), "run_id"])
     held = Counter(runs.column("run_id").to_pylist())

@@ -118,11 +118,11 @@ def say(opts: Options, text: str) -> None:
 
 def run_experiment(exp: Experiment, opts: Options) -> int:
     """Run ``exp``: its grid on Spark (resuming), aggregation, its report recipe, the report."""
+    from ..atomic import atomic_write_bytes
+    from ..provenance import produced_by
+    from ..report.html import write_report
     from .aggregate import aggregate
-    from .atomic import atomic_write_bytes
     from .lock import hold
-    from .provenance import produced_by
-    from .report import write_report
     from .spark import current_master, get_spark
     from .sweep import check_aggregate, report_failures, run_sweep, with_kernel
 

@@ -2,7 +2,7 @@
 simulator and TigerBeetle's VOPR.
 
 ``rebalance-sim soak --schedules N --seed S`` draws N random scenarios with fault schedules
-(``experiments.schedules``: crashes, pauses, partitions, drops, delays, joins and leaves, leader
+(``experiments.engine.schedules``: crashes, pauses, partitions, drops, delays, joins and leaves, leader
 crashes mid-rebalance; every assignor, eager and cooperative, static and dynamic members), runs
 each one, and checks it: the simulator's invariants (checked inside every run), liveness (the
 group settles once the faults are over, within the scenario's time limit) and that every
@@ -33,7 +33,7 @@ MAX_FAULTS = 8
 
 def schedule(seed: int, index: int, max_faults: int = MAX_FAULTS) -> tuple[dict, int]:
     """Schedule ``index`` of soak seed ``seed``: (scenario table, simulation seed)."""
-    from .schedules import RandomChooser, faulty_scenario
+    from ..engine.schedules import RandomChooser, faulty_scenario
 
     rng = random.Random(f"rebalance-sim soak {seed} {index}")
     data = faulty_scenario(RandomChooser(rng), max_faults=max_faults, name=f"soak-{seed}-{index}")
@@ -76,8 +76,8 @@ def check(seed: int, index: int, max_faults: int = MAX_FAULTS,
 
 def write_replay(out: Path, seed: int, index: int, max_faults: int) -> Path:
     """Write schedule ``index`` as a scenario TOML file under ``out``; return its path."""
-    from .atomic import atomic_write_text
-    from .experiment_cmd import to_toml
+    from ..atomic import atomic_write_text
+    from .experiment import to_toml
 
     data, sim_seed = schedule(seed, index, max_faults)
     path = out / f"soak-{seed}-{index}.toml"
@@ -108,7 +108,7 @@ class _SoakTask:
 def _run_spark(args, indices: list[int]) -> dict[int, list[str]]:
     import pandas as pd
 
-    from .spark import get_spark
+    from ..engine.spark import get_spark
 
     spark = get_spark(args.master)
     slices = max(1, min(len(indices), 64))
@@ -128,8 +128,8 @@ def _report_failure(out: Path, args, index: int, found: list[str]) -> None:
 
 
 def cmd_soak(args) -> int:
-    from .kernel_option import kernel_error
-    from .outputs import OutputError, check_output_dir
+    from ..outputs import OutputError, check_output_dir
+    from .options import kernel_error
 
     for flag, value, low in (("--schedules", args.schedules, 1), ("--seed", args.seed, 0),
                              ("--first", args.first, 0), ("--max-faults", args.max_faults, 0)):
@@ -140,7 +140,7 @@ def cmd_soak(args) -> int:
         print("rebalance-sim soak: --master: applies only with --spark", file=sys.stderr)
         return 2
     if args.master is not None:
-        from .spark import SparkUnavailable, check_master
+        from ..engine.spark import SparkUnavailable, check_master
 
         try:
             check_master(args.master)
@@ -162,7 +162,7 @@ def cmd_soak(args) -> int:
     done = 0
     interrupted = False
     if args.spark:
-        from .spark import SparkUnavailable
+        from ..engine.spark import SparkUnavailable
 
         print(f"soak: {total} schedules (seed {args.seed}) as Spark tasks "
               f"({args.master or 'local[*]'}) ...", file=sys.stderr, flush=True)
@@ -202,7 +202,7 @@ def cmd_soak(args) -> int:
 
 
 def register(subparsers) -> None:
-    from .kernel_option import add_kernel_option
+    from .options import add_kernel_option
 
     p = subparsers.add_parser(
         "soak", help="run many random fault schedules and check every invariant and liveness",

@@ -66,7 +66,7 @@ def cases(quick: bool) -> list[tuple[str, Scenario, float | None]]:
 def _builtin(name: str, **overrides) -> Scenario:
     """A built-in scenario with ``--set`` overrides (its defaults otherwise: for rolling-deploy,
     dynamic cooperative-sticky members restarting 10% of the group at a time)."""
-    from .scenarios import load_scenario
+    from sim.builtin_scenarios import load_scenario
 
     return load_scenario(name, {k: str(v) for k, v in overrides.items()})
 
@@ -95,7 +95,7 @@ def measure(index: int, quick: bool, kernel: str = DEFAULT_KERNEL) -> dict:
 def _measure_in_subprocess(index: int, quick: bool, kernel: str = DEFAULT_KERNEL) -> dict:
     """Each case in a fresh interpreter: a process's peak RSS never goes down, so measuring the
     100-member case after the 10,000-member one in the same process would report the latter."""
-    argv = ([sys.executable, "-m", "experiments.bench_sim", "--case", str(index), "--kernel", kernel]
+    argv = ([sys.executable, "-m", "experiments.bench.sim", "--case", str(index), "--kernel", kernel]
             + (["--quick"] if quick else []))
     p = subprocess.run(argv, capture_output=True, text=True)
     if p.returncode != 0:

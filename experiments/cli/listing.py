@@ -12,7 +12,7 @@ import sys
 
 
 def _experiments() -> dict:
-    from .experiment_cmd import EXPERIMENTS
+    from .experiment import EXPERIMENTS
 
     return EXPERIMENTS
 
@@ -26,7 +26,7 @@ def _param_text(value) -> str:
 
 
 def cmd_list(args) -> int:
-    from .scenarios import BUILTINS
+    from sim.builtin_scenarios import BUILTINS
 
     experiments = _experiments()
     if args.json:
@@ -71,10 +71,10 @@ def scenario_toml(name_or_path: str, overrides: list[str]) -> str:
     import attrs
 
     from sim import Scenario
+    from sim.builtin_scenarios import BUILTINS, load_scenario, parse_overrides
     from sim.scenario import action_to_dict
 
-    from .experiment_cmd import to_toml
-    from .scenarios import BUILTINS, load_scenario, parse_overrides
+    from .experiment import to_toml
 
     scenario = load_scenario(name_or_path, overrides)  # validates, with the loader's errors
     what = f"built-in scenario {name_or_path}" if name_or_path in BUILTINS else f"scenario file {name_or_path}"

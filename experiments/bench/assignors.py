@@ -4,7 +4,7 @@ Each case is a group shape (members x partitions, uniform or two subscription gr
 per assignor: a fresh assignment (nobody owns anything) and a reassignment after one member left
 (everyone else reports what the fresh assignment gave it, one generation later, the way each
 assignor's member side reports it). Wall time is the median of ``--repeat`` runs, or of more when
-those add up to under half a second (``experiments.benchtime``); peak memory is
+those add up to under half a second (``experiments.bench.timing``); peak memory is
 measured in one extra run under ``tracemalloc`` (Python and numpy allocations) so that tracing
 does not slow the timed runs. ``moved`` counts partitions whose owner changed from the previous
 assignment (the leaver's partitions and cooperatively withheld ones included). The KIP-848
@@ -26,14 +26,14 @@ from assignors import ASSIGNORS, Assignment, Subscription, get_assignor
 from assignors.quality import assignment_quality
 from assignors.stream_join import decode_assignment_user_data, encode_assignment_user_data
 
-from .atomic import atomic_write_text
-from .bench_server_assignors import (
+from ..atomic import atomic_write_text
+from .server_assignors import (
     QUICK_SERVER_CASES,
     SERVER_CASES,
     bench_server_case,
     server_names,
 )
-from .benchtime import MIN_TIMED_S, timed_median
+from .timing import MIN_TIMED_S, timed_median
 
 
 @attrs.frozen
@@ -218,7 +218,7 @@ def run(args) -> int:
         print(f"rebalance-sim bench assignors: unknown assignor {unknown[0]!r}; known: {', '.join(known)}", file=sys.stderr)
         return 2
     if args.out:
-        from .outputs import OutputError, check_output_file
+        from ..outputs import OutputError, check_output_file
 
         try:
             check_output_file(args.out)

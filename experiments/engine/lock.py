@@ -104,7 +104,7 @@ class _LocalLock:
     def acquire(self) -> None:
         import fcntl
 
-        from .atomic import file_mode
+        from ..atomic import file_mode
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, file_mode())

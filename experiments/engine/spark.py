@@ -108,7 +108,7 @@ def exit_now(code: int) -> None:
 
 def _quiet_log4j_conf() -> str:
     """A log4j2 properties file that sends only errors to stderr (no startup banner noise)."""
-    from .atomic import atomic_write_text
+    from ..atomic import atomic_write_text
 
     path = Path(tempfile.gettempdir()) / f"rebalance-sim-log4j2-{os.getuid()}.properties"
     if not path.exists() or path.read_text() != _QUIET_LOG4J:
@@ -434,7 +434,7 @@ def get_spark(master: str | None = None, conf: Sequence[str] = (), ship: bool = 
                 .config("spark.sql.execution.arrow.pyspark.enabled", "true")
                 .config("spark.sql.session.timeZone", "UTC")
                 .config("spark.executorEnv.PYTHONWARNINGS", warn_spec)
-                # A sweep commits one batch while the next ones run (experiments.sweep): the
+                # A sweep commits one batch while the next ones run (experiments.engine.sweep): the
                 # commit's jobs go to their own pool, which gets the next free core instead of
                 # waiting behind every queued run (Spark's job scheduling, FAIR between pools).
                 .config("spark.scheduler.mode", "FAIR")

@@ -1,6 +1,6 @@
 """A sweep batch's tables written by its own Spark tasks, committed by the driver (local outputs).
 
-``experiments.store`` writes a batch's tables through Spark's Parquet writer: a second Spark job
+``experiments.engine.store`` writes a batch's tables through Spark's Parquet writer: a second Spark job
 after the batch's runs, which needs free executor cores and, on a busy local machine, waited
 behind the next batches' runs (a sweep could finish every run before its first commit landed).
 Where the driver and every task see the same local filesystem (a local master and a local
@@ -14,7 +14,7 @@ and the driver commits the batch as soon as its job returns, without Spark:
   attempts whose results Spark returned and swaps it in whole
   (``experiments.atomic.atomic_directory``), then does the same with the batch's commit rows
   (``OUT/commits/batch=B/``), which list every file of the batch with its size: the batch
-  becomes visible to readers exactly then (the protocol of ``experiments.store``).
+  becomes visible to readers exactly then (the protocol of ``experiments.engine.store``).
 
 A killed task, job or driver leaves files only under ``_temporary/`` or in ``.``-prefixed
 directories, which every reader skips.
@@ -45,7 +45,7 @@ class TaskTables:
     """One Spark task's share of a batch: its runs' tables appended table by table (a row group
     per ``ROW_GROUP_ROWS`` rows), each table's rows in one file under the batch's temporary
     directory. ``schemas``: every table's Arrow schema, or None for a table whose schema is the
-    union of its runs' (``experiments.store.unify``: the simulator's runs and episodes)."""
+    union of its runs' (``experiments.engine.store.unify``: the simulator's runs and episodes)."""
 
     def __init__(self, out_dir: str, batch: str, schemas: Mapping[str, object | None], part: int,
                  attempt: int):
@@ -128,7 +128,7 @@ def commit(out_dir: str | os.PathLike, batch: str, landed: Iterable[tuple[str, s
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from .atomic import atomic_directory
+    from ..atomic import atomic_directory
 
     out_dir = Path(out_dir)
     by_table: dict[str, list[str]] = {t: [] for t in empty_schemas}

@@ -13,7 +13,7 @@ Layout of ``OUT`` (``file://``, a plain path, ``s3a://``, ``hdfs://``, ``abfss:/
 A batch's table directories are written first; its ``commits`` directory last. Spark's file
 committer moves a job's files into place only when the job succeeds (for a local output on a
 local master the batch's own tasks write its files and the driver moves them into place,
-``experiments.table_sink``), so a batch whose ``commits`` rows are readable has every table
+``experiments.engine.table_sink``), so a batch whose ``commits`` rows are readable has every table
 complete, and a batch without them (a sweep killed at any instant) is ignored by every reader
 and recomputed by the next run: nothing is lost, nothing is counted twice. A run is *complete*
 for the current model when a commit row names it with the current ``model``
@@ -25,7 +25,7 @@ is reused, its files are checked against that list (present, of that size, no ot
 beside them, and, for a local output, Parquet's magic number at both ends). A damaged batch
 (a file deleted, truncated or overwritten) is left out, so its runs are recomputed
 (``damaged_batches`` says which and why). Writers never delete: stale batches stay on disk,
-invisible. One writer at a time (``experiments.lock``).
+invisible. One writer at a time (``experiments.engine.lock``).
 """
 
 from __future__ import annotations
@@ -411,7 +411,7 @@ def read_table(spark, out, name: str, run_ids: Sequence[str] | None = None, mode
     a Spark DataFrame without the ``batch`` column; only ``run_ids`` if given."""
     from pyspark.sql import functions as F
 
-    from .provenance import model_id
+    from ..provenance import model_id
 
     chosen = complete_runs(spark, out, model or model_id())
     if run_ids is not None:
@@ -554,7 +554,7 @@ def commit_arrow_schema():
 
 def tasks_write(out) -> bool:
     """Whether a batch's tasks write its files themselves and the driver commits them
-    (``experiments.table_sink``): a local output on a classic session with a local master (the
+    (``experiments.engine.table_sink``): a local output on a classic session with a local master (the
     tasks and the driver see the same files and run this interpreter)."""
     from .spark import can_overlap_jobs, current_master, is_local
 
@@ -562,7 +562,7 @@ def tasks_write(out) -> bool:
 
 
 def commit_local(out, batch: str, landed, empty_schemas: dict, commit_rows) -> dict[str, int]:
-    """Commit a batch its tasks wrote (``experiments.table_sink.commit``); ``commit_rows``:
+    """Commit a batch its tasks wrote (``experiments.engine.table_sink.commit``); ``commit_rows``:
     pandas run_id, model, status, wall_s, error. Returns the batch's files and sizes."""
     import pyarrow as pa
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from . import ci_regression
-from .catalog import EXPERIMENTS
-from .catalog.eager_vs_cooperative import to_toml  # noqa: F401  (list_cmd's ``show`` uses it)
-from .kernel_option import add_kernel_option, kernel_error
-from .outputs import OutputError, check_output_dir
-from .sweep import GridError, column_name, expand, load_grid, report_failures, run_sweep
+from ..catalog import EXPERIMENTS
+from ..catalog.eager_vs_cooperative import to_toml  # noqa: F401  (list_cmd's ``show`` uses it)
+from ..engine import regression as ci_regression
+from ..engine.sweep import GridError, column_name, expand, load_grid, report_failures, run_sweep
+from ..outputs import OutputError, check_output_dir
+from .options import add_kernel_option, kernel_error
 
 
 def register(subparsers) -> None:
@@ -75,7 +75,7 @@ def _failed(cmd: str, message: str) -> int:
 
 
 def _spark_err(cmd: str, e: Exception) -> int:
-    from .spark import SparkHung, exit_now
+    from ..engine.spark import SparkHung, exit_now
 
     code = _err(cmd, str(e))
     if isinstance(e, SparkHung):
@@ -97,7 +97,7 @@ def _spark_options(p) -> None:
 
 
 def _check_spark_options(cmd: str, args) -> int | None:
-    from .spark import SparkUnavailable, check_master, parse_conf
+    from ..engine.spark import SparkUnavailable, check_master, parse_conf
 
     try:
         parse_conf(getattr(args, "conf", None) or [])
@@ -112,8 +112,8 @@ def _check_spark_options(cmd: str, args) -> int | None:
 
 def _check_out(flag: str, where: str):
     """A local output directory is created and probed now; a URI is checked by Spark itself
-    (``experiments.store``) before any run starts."""
-    from .store import local_path
+    (``experiments.engine.store``) before any run starts."""
+    from ..engine.store import local_path
 
     local = local_path(where)
     if local is None:
@@ -160,10 +160,10 @@ class _SigintSeen:
 
 
 def cmd_sweep(args) -> int:
-    from . import lock
-    from .spark import SparkUnavailable, is_spark_error, spark_error_line
-    from .store import OutputError as StoreError
-    from .sweep import AggregateIncomplete, SweepInterrupted, with_kernel
+    from ..engine import lock
+    from ..engine.spark import SparkUnavailable, is_spark_error, spark_error_line
+    from ..engine.store import OutputError as StoreError
+    from ..engine.sweep import AggregateIncomplete, SweepInterrupted, with_kernel
 
     bad = _check_spark_options("sweep", args) or kernel_error("sweep", args)
     if bad is not None:
@@ -203,7 +203,7 @@ def cmd_sweep(args) -> int:
 
 
 def _sweep_interrupted(out, phase: str) -> int:
-    from .spark import interrupt_all
+    from ..engine.spark import interrupt_all
 
     interrupt_all()
     if phase == "aggregating":
@@ -214,12 +214,12 @@ def _sweep_interrupted(out, phase: str) -> int:
 
 
 def _sweep(args, grid, specs, out, phase: list[str]) -> int:
-    from . import lock
-    from .aggregate import aggregate
-    from .atomic import atomic_write_bytes
-    from .spark import get_spark
-    from .store import local_path
-    from .sweep import check_aggregate
+    from ..atomic import atomic_write_bytes
+    from ..engine import lock
+    from ..engine.aggregate import aggregate
+    from ..engine.spark import get_spark
+    from ..engine.store import local_path
+    from ..engine.sweep import check_aggregate
 
     if local_path(out) is not None:
         atomic_write_bytes(local_path(out) / "grid.toml", Path(args.grid).read_bytes())
@@ -262,11 +262,11 @@ REFERENCE_DIRS = {"ci-regression": Path("results/ci")}
 
 
 def cmd_experiment(args) -> int:
-    from . import lock
-    from .pipeline import Options, run_experiment
-    from .spark import SparkUnavailable, interrupt_all, is_spark_error, spark_error_line
-    from .store import OutputError as StoreError
-    from .sweep import AggregateIncomplete, SweepInterrupted
+    from ..engine import lock
+    from ..engine.pipeline import Options, run_experiment
+    from ..engine.spark import SparkUnavailable, interrupt_all, is_spark_error, spark_error_line
+    from ..engine.store import OutputError as StoreError
+    from ..engine.sweep import AggregateIncomplete, SweepInterrupted
 
     # A user's run writes under out/ (ignored by git); the committed reference results under
     # results/ change only when asked (--update-reference), never as a side effect of a run.

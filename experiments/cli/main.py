@@ -9,9 +9,9 @@ import sys
 import time
 
 # Modules that add top-level subcommands, and those that add `bench` targets.
-COMMAND_MODULES = ["experiments.run_cmd", "experiments.list_cmd", "experiments.experiment_cmd", "experiments.soak",
-                   "experiments.assign_cmd"]
-BENCH_MODULES = ["experiments.bench_assignors", "experiments.bench_sim"]
+COMMAND_MODULES = ["experiments.cli.run", "experiments.cli.listing", "experiments.cli.experiment", "experiments.cli.soak",
+                   "experiments.cli.assign"]
+BENCH_MODULES = ["experiments.bench.assignors", "experiments.bench.sim"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    from .provenance import model_digest, version
+    from ..provenance import model_digest, version
 
     return f"rebalance-sim {version()} (model digest {model_digest()})"
 
@@ -60,10 +60,10 @@ def main(argv: list[str] | None = None) -> int:
         rc = _main(argv)
     finally:
         _started_at = None
-    spark = sys.modules.get("experiments.spark")
+    spark = sys.modules.get("experiments.engine.spark")
     if argv is None and spark is not None and spark.threads_busy():  # (the process's own command)
         # A thread still in a Spark call would abort the interpreter's finalization (see
-        # experiments.spark.threads_busy): leave without it, output flushed.
+        # experiments.engine.spark.threads_busy): leave without it, output flushed.
         spark.exit_now(rc)
     return rc
 

@@ -19,10 +19,10 @@ import time
 
 from assignors import AssignorError
 from sim import ConfigError, run_scenario
+from sim.builtin_scenarios import BUILTINS, load_scenario
 
-from .kernel_option import add_kernel_option, kernel_error
-from .outputs import OutputError, check_output_dir, check_output_file
-from .scenarios import BUILTINS, load_scenario
+from ..outputs import OutputError, check_output_dir, check_output_file
+from .options import add_kernel_option, kernel_error
 
 EPISODE_COLUMNS = [
     ("episode", "#"),
@@ -93,8 +93,8 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
 
 def command_elapsed(since: float) -> float:
     """Wall time since the command started: since ``rebalance-sim`` was entered
-    (``experiments.cli.main``: its imports and the parsing count), else since ``since``."""
-    from . import cli
+    (``experiments.cli.main.main``: its imports and the parsing count), else since ``since``."""
+    from . import main as cli
 
     start = cli.started_at() if cli.started_at() is not None else since
     return time.monotonic() - start
@@ -219,7 +219,7 @@ def write_run_dir(out: str, result) -> None:
 
     from sim.recorder import write_parquet_atomic
 
-    from .atomic import atomic_directory
+    from ..atomic import atomic_directory
 
     with atomic_directory(Path(out)) as tmp:
         for name, table in zip(RUN_FILES, (result.events, result.intervals, result.runs), strict=True):
@@ -231,7 +231,7 @@ def cmd_run(args) -> int:
     (one line on stderr); 3: stopped by --max-wall or --max-events (partial results); 4: an
     internal error (one line, a bug); 130: Ctrl-C (the partial result is printed and written,
     as with --max-wall)."""
-    from .scenarios import MAX_SEED
+    from sim.builtin_scenarios import MAX_SEED
 
     for flag, value in (("--max-wall", args.max_wall), ("--max-events", args.max_events)):
         if value is not None and not value > 0:
@@ -377,7 +377,7 @@ def draw_timeline(run_dir: str, out: str, max_partitions: int = 200, fmt: str = 
     parts = parts[:max_partitions]
     index = {tp: i for i, tp in enumerate(parts)}
     members = sorted({r["member"] for r in rows if r["kind"] == "owned"})
-    from .plots import member_colours
+    from ..report.plots import member_colours
 
     colour = member_colours(members)  # red is kept for gaps
     t_end = max(r["end"] for r in rows)
@@ -418,7 +418,7 @@ def draw_timeline(run_dir: str, out: str, max_partitions: int = 200, fmt: str = 
     fig.tight_layout()
     import io
 
-    from .atomic import atomic_write_bytes
+    from ..atomic import atomic_write_bytes
 
     buf = io.BytesIO()
     fig.savefig(buf, format=fmt, dpi=110)
