@@ -9,6 +9,7 @@ Both give the same results (``kernel``).
 Layout:
   config      SimConfig and its parts (Kafka's names and defaults), ConfigError
   scenario    Scenario = SimConfig + timeline of actions, from a dict or TOML file
+  builtin_scenarios  the named built-in scenarios; load_scenario (a built-in or a TOML file)
   group       the coordinator's classic group state machine (sans-I/O core)
   member      the consumer's ConsumerCoordinator logic (sans-I/O core)
   consumer_group   the coordinator of the consumer group protocol, KIP-848 (sans-I/O core)
