@@ -10,9 +10,9 @@ import sys
 import time
 from pathlib import Path
 
+from ..engine.grid import RunSpec, resolve
 from ..engine.pipeline import Experiment, Options, Page, Results
-from ..engine.sweep import RunSpec, resolve
-from .eager_vs_cooperative import EAGER_VS_COOP_ASSIGNORS, _time_assignors
+from .common import EAGER_VS_COOP_ASSIGNORS, time_assignors
 
 ASSIGNORS = EAGER_VS_COOP_ASSIGNORS
 MEMBERS = (100, 1000, 10_000)
@@ -48,7 +48,7 @@ def report(opts: Options, results: Results) -> Page:
     rows = []
     for shape in shapes:
         t0 = time.monotonic()
-        rows += _time_assignors(ASSIGNORS, [shape])
+        rows += time_assignors(ASSIGNORS, [shape])
         print(f"  {shape[0]:>6,} members x {shape[1]:>9,} partitions: {time.monotonic() - t0:5.1f} s",
               file=sys.stderr)
     timings = pd.DataFrame(rows)

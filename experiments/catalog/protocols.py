@@ -31,17 +31,18 @@ from pathlib import Path
 
 import attrs
 
+from sim.builtin_scenarios import to_toml
+
+from ..engine.grid import RunSpec, resolve
 from ..engine.pipeline import Experiment, Options, Page, Results, scenario_dir
-from ..engine.sweep import RunSpec, resolve
 from ..report.headline import HUMAN, consumer_vs_classic, num, same, with_bands
-from .eager_vs_cooperative import (
+from .common import (
     CONSUMER_PROFILE,
     CONSUMER_PROTOCOL,
     DEPLOY_BATCH,
-    _scenario_dict,
+    scenario_dict,
     seeds_for,
     seeds_text,
-    to_toml,
     variant_overrides,
 )
 
@@ -102,7 +103,7 @@ def _slow_member_dict(members: int, partitions: int) -> dict:
     from sim import Scenario
     from sim.scenario import member_names
 
-    data = _scenario_dict("scale-out", "dynamic", members, partitions, DEPLOY_BATCH)
+    data = scenario_dict("scale-out", "dynamic", members, partitions, DEPLOY_BATCH)
     sc = Scenario.from_dict(data)
     names, _ = member_names(sc.config, sc.timeline)
     slow = names[1] if len(names) > 1 else names[0]
@@ -118,7 +119,7 @@ def _scenario(label: str, members: int, partitions: int) -> dict:
     if label == "slow-member":
         data = _slow_member_dict(members, partitions)
     else:
-        data = _scenario_dict(label, "dynamic", members, partitions, DEPLOY_BATCH)
+        data = scenario_dict(label, "dynamic", members, partitions, DEPLOY_BATCH)
         data["description"] = f"{label}, dynamic members (protocols experiment)"
     return data
 

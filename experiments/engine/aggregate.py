@@ -245,9 +245,9 @@ def aggregate(spark, sweep_dir, out_dir=None, run_ids: Sequence[str] | None = No
     order = [*cols, "seed", "episode", "topic", "partition", "window_s"]
     if local is not None and (collect_windows or windows_df.count() <= DRIVER_WINDOWS_MAX):
         # Collected as Spark computed them and sorted here: Spark's global sort (a sampling job,
-        # then the sort) and one task writing its result took 7-10 s of the main job's 25 s of
-        # aggregation, for a table the driver holds anyway (or could: up to DRIVER_WINDOWS_MAX
-        # rows). Written from that table, as the CSVs.
+        # then the sort) and one task writing its result cost a large share of the aggregation,
+        # for a table the driver holds anyway (or could: up to DRIVER_WINDOWS_MAX rows). Written
+        # from that table, as the CSVs.
         table = sort_like_spark(windows.toArrow(), order)
         _write_local_parquet(table, local / "windows")
         if collect_windows:

@@ -178,9 +178,9 @@ class _HadoopLock:
         try:
             rows = self.spark.read.text(self.path).collect()
         except Exception as e:  # noqa: BLE001 - Spark Connect raises several classes for a missing path
-            from .store import _missing
+            from .store import is_missing
 
-            if _missing(e):
+            if is_missing(e):
                 return None
             raise
         return "\n".join(r[0] for r in rows).encode()

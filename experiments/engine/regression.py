@@ -271,7 +271,7 @@ def add_arguments(p, with_out: bool = True) -> None:
     """The suite's options (``--out`` too unless the caller's parser already has one)."""
     if with_out:
         p.add_argument("--out", default=str(DEFAULT_OUT), help="where metrics, comparison and plots go")
-    # defaults are applied in run(): None says the option was not given (experiment_cmd refuses
+    # defaults are applied in run(): None says the option was not given (``experiments.cli.experiment`` refuses
     # these options for the other experiments)
     p.add_argument("--baseline", help=f"ci-regression: baseline CSV to compare with (default {DEFAULT_BASELINE})")
     p.add_argument("--update-baseline", action="store_true", help="ci-regression: rewrite the baseline with this run")

@@ -294,10 +294,9 @@ class _JvmOutputToLog:
 # setting them changes nothing): they go to the launch as well as to the session.
 LAUNCH_KEYS = ("spark.driver.memory", "spark.driver.extraJavaOptions", "spark.driver.defaultJavaOptions",
                "spark.driver.extraClassPath", "spark.driver.extraLibraryPath")
-# The local driver JVM compiles with C1 only: a run of the main job makes Spark generate and
-# compile new classes for every query, and C2 recompiling them cost about half the JVM's CPU for
-# no gain in wall time (C2 makes the Parquet writes cheaper, not the job faster; the measurements
-# are in CHANGELOG.md). A user's -XX:TieredStopAtLevel=4 in spark.driver.extraJavaOptions brings C2
+# The local driver JVM compiles with C1 only: Spark generates and compiles new classes for every
+# query, and C2 recompiling them costs much of the JVM's CPU for no gain in wall time (C2 makes
+# the Parquet writes cheaper, not the job faster; docs/performance.md). A user's -XX:TieredStopAtLevel=4 in spark.driver.extraJavaOptions brings C2
 # back.
 LOCAL_JIT = "-XX:TieredStopAtLevel=1"
 EXIT_ON_OOM = "-XX:+ExitOnOutOfMemoryError"

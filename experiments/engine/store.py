@@ -37,6 +37,8 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..outputs import OutputError
+
 TABLES = ("events", "intervals", "episodes", "runs", "points")
 COMPLETE_STATUSES = ("ok", "violations")
 COMMIT_SCHEMA = ("run_id string, model string, status string, wall_s double, error string, "
@@ -48,10 +50,6 @@ READ_SCHEMAS = {
                  "start double, `end` double",
 }
 
-
-
-class OutputError(RuntimeError):
-    """The output location cannot be used (a one-line reason naming it)."""
 
 
 def local_path(uri: str | os.PathLike) -> Path | None:
@@ -87,7 +85,8 @@ def table_path(out: str, name: str, batch: str | None = None) -> str:
     return f"{base}/batch={batch}" if batch else base
 
 
-def _missing(e: Exception) -> bool:
+def is_missing(e: Exception) -> bool:
+    """Whether Spark's or Hadoop's error ``e`` says that the path it read does not exist."""
     text = str(e)
     return any(s in text for s in ("PATH_NOT_FOUND", "Path does not exist", "UNABLE_TO_INFER_SCHEMA",
                                    "Unable to infer schema", "FileNotFoundException"))
@@ -186,7 +185,7 @@ def _commits_and_problems(spark, out) -> tuple[pd.DataFrame, dict[str, str]]:  #
                 .toArrow().to_pandas())
         return rows, {}
     except Exception as e:  # pyspark raises several classes (classic, Connect) for the same thing
-        if _missing(e):
+        if is_missing(e):
             return _no_commits_frame(), {}
         raise OutputError(f"cannot read {table_path(out, 'commits')}: {_first_line(e)}") from None
 
@@ -298,14 +297,14 @@ def list_files(spark, out, dirs: Sequence[str]) -> dict[str, int]:
     try:
         rows = listed(list(dirs))
     except Exception as e:
-        if not _missing(e):
+        if not is_missing(e):
             raise
         rows = []
         for d in dirs:
             try:
                 rows += listed([d])
             except Exception as e2:
-                if not _missing(e2):
+                if not is_missing(e2):
                     raise
     wanted = set(dirs)
     for r in rows:
@@ -527,12 +526,12 @@ def write_batch(spark, out, batch: str, blobs, schemas: dict, commit_rows, parti
                 f.result()  # the first failure is raised; the commit rows are not written
         files = list_files(spark, out, [f"{t}/batch={batch}" for t in TABLES])
     schema = COMMIT_SCHEMA.rsplit(", batch string", 1)[0]
-    rows = _stamped(commit_rows).assign(files=json.dumps(files, sort_keys=True))
+    rows = stamped_commit_rows(commit_rows).assign(files=json.dumps(files, sort_keys=True))
     (spark.createDataFrame(rows[_columns()[:-1]], schema)
      .coalesce(1).write.mode("overwrite").parquet(table_path(out, "commits", batch)))
 
 
-def _stamped(commit_rows):
+def stamped_commit_rows(commit_rows):
     """The commit rows (pandas) with ``committed_at``, in COMMIT_SCHEMA's order, without
     ``files`` and ``batch`` (the directory names it)."""
     rows = commit_rows.assign(committed_at=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
@@ -559,14 +558,3 @@ def tasks_write(out) -> bool:
     from .spark import can_overlap_jobs, current_master, is_local
 
     return local_path(out) is not None and can_overlap_jobs() and is_local(current_master())
-
-
-def commit_local(out, batch: str, landed, empty_schemas: dict, commit_rows) -> dict[str, int]:
-    """Commit a batch its tasks wrote (``experiments.engine.table_sink.commit``); ``commit_rows``:
-    pandas run_id, model, status, wall_s, error. Returns the batch's files and sizes."""
-    import pyarrow as pa
-
-    from . import table_sink
-
-    rows = pa.Table.from_pandas(_stamped(commit_rows), schema=commit_arrow_schema(), preserve_index=False)
-    return table_sink.commit(str(local_path(out).resolve()), batch, landed, empty_schemas, rows)

@@ -155,3 +155,16 @@ def commit(out_dir: str | os.PathLike, batch: str, landed: Iterable[tuple[str, s
             os.fsync(f.fileno())
         (tmp / "_SUCCESS").touch()
     return files
+
+
+def commit_local(out, batch: str, landed, empty_schemas: dict, commit_rows) -> dict[str, int]:
+    """Commit a batch its tasks wrote (``commit``) under the output ``out`` (a local path or
+    ``file:`` URI); ``commit_rows``: pandas run_id, model, status, wall_s, error. Returns the
+    batch's files and sizes."""
+    import pyarrow as pa
+
+    from .store import commit_arrow_schema, local_path, stamped_commit_rows
+
+    rows = pa.Table.from_pandas(stamped_commit_rows(commit_rows), schema=commit_arrow_schema(),
+                                preserve_index=False)
+    return commit(str(local_path(out).resolve()), batch, landed, empty_schemas, rows)

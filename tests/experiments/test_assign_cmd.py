@@ -81,10 +81,10 @@ def test_bench_rows_measure_both_modes(name):
     if name in ("sticky", "cooperative-sticky", "stream-join-sticky"):
         # survivors keep what they had: only the leaver's partitions move
         from assignors import get_assignor
-        from experiments.bench.assignors import _fresh_subscriptions, _group
+        from experiments.bench.assignors import fresh_subscriptions, group_of
 
-        metadata, topics_of = _group(Case("tiny", 6, 3, 4))
-        fresh = get_assignor(name).assign(metadata, _fresh_subscriptions(topics_of))
+        metadata, topics_of = group_of(Case("tiny", 6, 3, 4))
+        fresh = get_assignor(name).assign(metadata, fresh_subscriptions(topics_of))
         assert rows[1]["moved"] == len(fresh[next(iter(topics_of))].partitions)
 
 

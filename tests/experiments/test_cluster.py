@@ -25,8 +25,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from experiments.engine.aggregate import aggregate
+from experiments.engine.grid import expand, load_grid
 from experiments.engine.spark import cache_dir
-from experiments.engine.sweep import expand, load_grid, run_sweep
+from experiments.engine.sweep import run_sweep
 
 pytestmark = pytest.mark.cluster
 

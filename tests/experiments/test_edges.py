@@ -213,7 +213,7 @@ def test_show_prints_toml_that_runs_the_same_simulation(tmp_path, capsys):
 
 def test_assignor_key_works_for_scenario_files(tmp_path):
     """`run deploy.toml --set assignor=range` and a sweep's assignors = [...] over a TOML file."""
-    from experiments.engine.sweep import expand, grid_from_dict
+    from experiments.engine.grid import expand, grid_from_dict
     from sim.builtin_scenarios import load_scenario
 
     deploy = Path(__file__).parents[2] / "examples" / "deploy.toml"
@@ -268,12 +268,12 @@ def test_progress_to_a_file_is_plain_lines(monkeypatch):
 def test_the_report_names_the_command_that_wrote_it_to_the_reference_results():
     import argparse
 
-    from experiments.cli.experiment import _command_line
+    from experiments.cli.experiment import command_line
 
     ns = argparse.Namespace(name="eager-vs-cooperative", scale="smoke", master=None, update_reference=True)
-    assert _command_line(ns) == "rebalance-sim experiment eager-vs-cooperative --scale smoke --update-reference"
+    assert command_line(ns) == "rebalance-sim experiment eager-vs-cooperative --scale smoke --update-reference"
     ns.update_reference = False
-    assert "--update-reference" not in _command_line(ns)
+    assert "--update-reference" not in command_line(ns)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -538,7 +538,7 @@ from experiments.engine import spark
 
 spark.in_daemon_thread(read_answer, "sweep-batch")
 time.sleep(0.3)
-cli._main = lambda argv: 130  # a command that ends (interrupted) with that thread still waiting
+cli._main = lambda argv, started_at: 130  # a command that ends (interrupted) with that thread still waiting
 sys.exit(cli.main())
 """
 

@@ -200,12 +200,8 @@ def test_main_job_runs_the_consumer_protocol_at_every_size_after_it_formed(tmp_p
     import tomllib
     from pathlib import Path
 
-    from experiments.catalog.eager_vs_cooperative import (
-        CONSUMER_PROFILE,
-        CONSUMER_PROTOCOL,
-        SCALES,
-        eager_vs_coop_specs,
-    )
+    from experiments.catalog.common import CONSUMER_PROFILE, CONSUMER_PROTOCOL
+    from experiments.catalog.eager_vs_cooperative import SCALES, eager_vs_coop_specs
 
     scale = SCALES["default"]
     specs = eager_vs_coop_specs(scale, tmp_path)

@@ -9,9 +9,8 @@ import shlex
 
 import pytest
 
-from experiments.cli import soak
 from experiments.cli.main import main
-from experiments.engine import schedules
+from experiments.engine import schedules, soak
 from sim import Scenario, run_scenario
 from sim.builtin_scenarios import load_scenario
 

@@ -16,11 +16,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from experiments import provenance
-from experiments.cli.experiment import cmd_sweep
+from experiments.cli.sweep import cmd_sweep
 from experiments.engine.aggregate import aggregate
-from experiments.engine.sweep import GridError, expand, load_grid, run_sweep
+from experiments.engine.grid import GridError, expand, load_grid
 
 # 2 assignors x 2 group sizes x 2 seeds = 8 small runs (a crash 30 s in, 8 partitions).
+from experiments.engine.sweep import run_sweep
+
 GRID = textwrap.dedent("""
     name = "tiny"
     scenarios = ["crash"]
@@ -247,14 +249,15 @@ def test_model_change_forces_recomputation(spark, reference, tmp_path, monkeypat
 KILLED_SWEEP = """
 import sys, time
 from experiments.engine import lock
-from experiments.engine.sweep import expand, load_grid, run_sweep
+from experiments.engine.grid import expand, load_grid
+from experiments.engine.sweep import run_sweep
 
 grid, out, log = sys.argv[1:4]
 
 def runner(spec):
     import time as _time
 
-    from experiments.engine.sweep import run_one
+    from experiments.engine.task import run_one
 
     result = run_one(spec)
     _time.sleep(1.0)  # every batch stays in flight a while: the kill finds some running
@@ -492,7 +495,7 @@ def _timed_runner(log: Path, pause_s: float, fail: str | None = None):
         import os as _os
         import time as _time
 
-        from experiments.engine.sweep import run_one
+        from experiments.engine.task import run_one
 
         start = _time.time()
         _time.sleep(pause_s)
@@ -551,7 +554,7 @@ def test_a_long_batch_shows_runs_finishing_inside_it(spark, tmp_path, monkeypatc
     def slow(spec):
         import time as _time
 
-        from experiments.engine.sweep import run_one
+        from experiments.engine.task import run_one
         _time.sleep(1.5)
         return run_one(spec)
 
@@ -572,11 +575,11 @@ def test_a_long_batch_shows_runs_finishing_inside_it(spark, tmp_path, monkeypatc
 def test_run_cost_orders_consumer_protocol_and_deploys_above_a_classic_crash():
     """The start order and the ETA use a run's estimated cost: a consumer-protocol run costs
     more than the same classic run, a dynamic deploy more than a crash."""
-    from experiments.engine.sweep import _cost
+    from experiments.engine.grid import estimated_cost
     from sim.builtin_scenarios import load_scenario
 
     def cost(name, **kv):
-        return _cost(load_scenario(name, {"members": "100", **kv}))
+        return estimated_cost(load_scenario(name, {"members": "100", **kv}))
 
     assert cost("crash", **{"consumer.group_protocol": "consumer"}) > cost("crash")
     assert cost("rolling-deploy") > cost("crash")
@@ -587,18 +590,18 @@ def test_a_reused_spark_worker_freezes_what_it_imported_once(monkeypatch):
     worker's imports are frozen on its first task (never traced again), and only there."""
     import gc
 
-    import experiments.engine.sweep as sweep
+    from experiments.engine import task
 
     calls = []
     monkeypatch.setattr(gc, "freeze", lambda: calls.append("freeze"))
-    monkeypatch.setattr(sweep, "_worker_heap_frozen", False)
+    monkeypatch.setattr(task, "_worker_heap_frozen", False)
     monkeypatch.delenv("SPARK_REUSE_WORKER", raising=False)
-    sweep._freeze_worker_heap()  # not a reused worker (the driver, a test): nothing frozen
-    assert calls == [] and not sweep._worker_heap_frozen
+    task._freeze_worker_heap()  # not a reused worker (the driver, a test): nothing frozen
+    assert calls == [] and not task._worker_heap_frozen
     monkeypatch.setenv("SPARK_REUSE_WORKER", "1")
-    sweep._freeze_worker_heap()
-    assert calls == ["freeze"] and sweep._worker_heap_frozen
-    sweep._freeze_worker_heap()  # once per worker
+    task._freeze_worker_heap()
+    assert calls == ["freeze"] and task._worker_heap_frozen
+    task._freeze_worker_heap()  # once per worker
     assert calls == ["freeze"]
 
 

@@ -14,8 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from experiments.engine import store
+from experiments.engine.grid import expand, load_grid
 from experiments.engine.store import TABLES, commit_arrow_schema, read_table
-from experiments.engine.sweep import expand, load_grid, run_sweep
+from experiments.engine.sweep import run_sweep
 from experiments.engine.table_sink import TaskTables, commit
 from experiments.provenance import model_id
 from sim.recorder import EVENTS_SCHEMA

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from experiments.bench import sim as bench_sim
+from experiments.cli import bench, timeline
 from experiments.cli import run as run_cmd
 from sim import ConfigError
 from sim.builtin_scenarios import BUILTINS, load_scenario
@@ -17,8 +18,8 @@ def cli(argv):
     parser = argparse.ArgumentParser(prog="rebalance-sim")
     sub = parser.add_subparsers(dest="cmd", required=True)
     run_cmd.register(sub)
-    bench = sub.add_parser("bench")
-    bench_sim.register(bench.add_subparsers(dest="target", required=True))
+    timeline.register(sub)
+    bench.register(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

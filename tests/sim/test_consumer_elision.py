@@ -8,7 +8,7 @@ import copy
 import pytest
 
 from assignors import TopicPartition
-from experiments.cli import soak
+from experiments.engine import soak
 from sim import Scenario, run_scenario
 from sim import messages as m
 from sim.builtin_scenarios import load_scenario

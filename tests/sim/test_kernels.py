@@ -11,7 +11,7 @@ import pytest
 import trio
 import trio.testing
 
-from experiments.cli import soak
+from experiments.engine import soak
 from sim import ConfigError, Scenario, run_scenario
 from sim.builtin_scenarios import BUILTINS, load_scenario
 from sim.kernel import DEFAULT_KERNEL, KERNELS, Actor, Kernel, TaskKernel
