@@ -738,7 +738,8 @@ class ConsumerMember:
     def _watch_settled(self, step) -> list[tuple]:
         """Run ``step``; if it changed whether this member is settled without recording anything
         (an offset fetch resolved quietly), say so: the run looks again only after recorded
-        changes (soak seed 4, schedule 583 never ended)."""
+        changes, so a change it never hears of would leave the run waiting for a settled group
+        until its time limit."""
         before = self.settled
         out = step()
         if self.settled != before and not any(e[0] not in ("send", "timer", "control") for e in out):
