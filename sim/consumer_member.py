@@ -782,12 +782,11 @@ class ConsumerMember:
                     self._wake(now)
                     self._commit(now)
             self._timer(("commit",), now + self.config.auto_commit_interval_s)
-        elif kind == "rec_commit":
-            if self.rec_commit is not None and self.rec_commit >= 0:
-                self._rec_commit_failed(now, "request timed out", retriable=True)
-        elif kind == "rec_commit_retry":
-            if self.rec_commit == -1 and self.state == RECONCILING and self.reconciling is not None:
-                self._send_rec_commit(now)
+        elif kind == "rec_commit" and self.rec_commit is not None and self.rec_commit >= 0:
+            self._rec_commit_failed(now, "request timed out", retriable=True)
+        elif (kind == "rec_commit_retry" and self.rec_commit == -1 and self.state == RECONCILING
+              and self.reconciling is not None):
+            self._send_rec_commit(now)
         return self._drain()
 
     def on_control(self, now: float, note) -> list[tuple]:

@@ -406,7 +406,7 @@ class _Runner:
         if k.dirty:
             k.dirty = False
             state = self.coordinator.state
-            if not self.consumer_protocol and (state == PREPARING_REBALANCE or state == COMPLETING_REBALANCE):
+            if not self.consumer_protocol and state in (PREPARING_REBALANCE, COMPLETING_REBALANCE):
                 self._quick = None  # what _is_settled concludes at once in a classic rebalance
                 settled = False
             else:
@@ -493,7 +493,7 @@ def _release(runner: _Runner) -> None:
     100,000 objects to trace, and Spark's Python workers run a full collection after every task
     (pyspark's daemon). Only the results outlive this."""
     kernel = runner.kernel
-    actors = list(kernel._ranks)  # noqa: SLF001 (the runner owns its kernel)
+    actors = list(kernel._ranks)  # the runner owns its kernel
     world = [runner, kernel, runner.recorder, runner.network, runner.coordinator, runner.world, *actors]
     world += [a.core for a in actors if getattr(a, "core", None) is not None]
     for obj in world:

@@ -594,7 +594,7 @@ def set_field(data: dict, key: str, value: Any) -> None:
             where = ".".join(parts[:i])
             try:
                 index = int(part)
-                cur[index]  # noqa: B018 - the bounds check
+                cur[index]  # the bounds check
             except (ValueError, IndexError):
                 raise ConfigError(key, f"{part!r} is not an index of {where} (it has {len(cur)} "
                                   f"entr{'y' if len(cur) == 1 else 'ies'}: 0 to {len(cur) - 1})") from None

@@ -226,9 +226,8 @@ def heartbeat_sequences(draw, max_clients: int = 8, max_steps: int = 40) -> dict
     for i in range(n):
         subscribed = tuple(sorted(draw(st.lists(st.sampled_from(names), min_size=1, unique=True))))
         clients[f"c{i}"] = (subscribed, draw(st.integers(0, 4)) == 0)
-    steps = []
-    for _ in range(draw(st.integers(1, max_steps))):
-        steps.append((draw(st.sampled_from(HEARTBEAT_ACTIONS)), draw(st.sampled_from(sorted(clients))),
-                      draw(st.integers(0, 3)) == 0, draw(st.sampled_from(names))))
+    steps = [(draw(st.sampled_from(HEARTBEAT_ACTIONS)), draw(st.sampled_from(sorted(clients))),
+              draw(st.integers(0, 3)) == 0, draw(st.sampled_from(names)))
+             for _ in range(draw(st.integers(1, max_steps)))]
     return {"topics": topics, "clients": clients, "salt": draw(st.integers(0, 10**6)),
             "rebalance_timeout_s": draw(st.sampled_from([20.0, 300.0])), "steps": steps}

@@ -79,7 +79,7 @@ def bench_server_case(name: str, case: ServerCase, repeat: int, peak_mib=None) -
 
     # Everyone hands back its part of the fresh target, as the coordinator keeps it (Kafka's
     # benchmark likewise passes the MemberAssignment objects of its first run).
-    joined = {m: MemberSubscriptionAndAssignment(ts, fresh[m] if m in fresh else {}) for m, ts in subs.items()}
+    joined = {m: MemberSubscriptionAndAssignment(ts, fresh.get(m, {})) for m, ts in subs.items()}
     joined["member-new"] = MemberSubscriptionAndAssignment(subs[next(reversed(subs))])
     spec_s, spec2, _ = timed_median(lambda: GroupSpec(joined), repeat)
     wall, again, _ = timed_median(lambda: assignor.assign(spec2, meta), repeat)

@@ -115,8 +115,8 @@ def eager_vs_coop_specs(scale: Scale, scenarios: Path) -> list[RunSpec]:
                 for assignor in scale.variants_for(members):
                     point = (("scenario", label), ("assignor", assignor), ("membership", membership),
                              ("members", members), ("partitions", partitions))
-                    for seed in scale.seeds_for(members):
-                        specs.append(RunSpec(str(path.resolve()), variant_overrides(assignor), seed, point))
+                    specs.extend(RunSpec(str(path.resolve()), variant_overrides(assignor), seed, point)
+                                 for seed in scale.seeds_for(members))
     return resolve(specs, "eager-vs-cooperative")
 
 
@@ -380,8 +380,8 @@ def _text_table(df) -> str:
     text = [df[c].dtype == object for c in headers]  # text columns left, numbers right
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
     lines = ["  ".join(h.ljust(w) if t else h.rjust(w) for h, w, t in zip(headers, widths, text, strict=True))]
-    for r in rows:
-        lines.append("  ".join(c.ljust(w) if t else c.rjust(w) for c, w, t in zip(r, widths, text, strict=True)))
+    lines += ["  ".join(c.ljust(w) if t else c.rjust(w) for c, w, t in zip(r, widths, text, strict=True))
+              for r in rows]
     return "\n".join(lines)
 
 

@@ -149,20 +149,19 @@ def protocol_specs(scale: Scale, scenarios: Path) -> list[RunSpec]:
             path = scenario_file(label, members, partitions)
             for assignor in PROTOCOLS:
                 hb = CONSUMER_HEARTBEAT_MS if assignor == CONSUMER else CLASSIC_HEARTBEAT_MS
-                for seed in scale.seeds_for(members):
-                    specs.append(RunSpec(path, (*variant_overrides(assignor), *COMMON), seed,
-                                         _point(label, assignor, members, partitions, hb)))
+                specs.extend(RunSpec(path, (*variant_overrides(assignor), *COMMON), seed,
+                                     _point(label, assignor, members, partitions, hb))
+                             for seed in scale.seeds_for(members))
     members = scale.heartbeat_size
     partitions = members * scale.partitions_per_member[0]
     for label in ("scale-out", "rolling-deploy"):
         path = scenario_file(label, members, partitions)
         for hb in scale.heartbeat_ms:
-            for seed in scale.seeds_for(members):
-                specs.append(RunSpec(path, (*variant_overrides(CONSUMER), *COMMON,
-                                            f"group.consumer_heartbeat_interval_ms={hb}",
-                                            # below group.consumer.min.heartbeat.interval.ms
-                                            f"group.consumer_min_heartbeat_interval_ms={hb}"), seed,
-                                     _point(label, CONSUMER, members, partitions, hb)))
+            overrides = (*variant_overrides(CONSUMER), *COMMON, f"group.consumer_heartbeat_interval_ms={hb}",
+                         # below group.consumer.min.heartbeat.interval.ms
+                         f"group.consumer_min_heartbeat_interval_ms={hb}")
+            specs.extend(RunSpec(path, overrides, seed, _point(label, CONSUMER, members, partitions, hb))
+                         for seed in scale.seeds_for(members))
     return resolve(specs, "protocols")
 
 

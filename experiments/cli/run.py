@@ -62,8 +62,7 @@ def format_table(rows: list[list[str]], headers: list[str]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
     line = "  ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True))
     out = [line, "  ".join("-" * w for w in widths)]
-    for r in rows:
-        out.append("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)))
+    out += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
     return "\n".join(out)
 
 
@@ -73,9 +72,8 @@ def format_result(result, scenario) -> str:
     rows = [[_fmt(ep[k]) for k, _ in EPISODE_COLUMNS] for ep in result.episodes]
     parts.append(format_table(rows, [h for _, h in EPISODE_COLUMNS]))
     parts.append("")
-    for ep in result.episodes:
-        parts.append(f"  episode {ep['episode']}: {ep['triggers']}"
-                     + ("" if ep["settled"] else "  (did not settle)"))
+    parts += [f"  episode {ep['episode']}: {ep['triggers']}" + ("" if ep["settled"] else "  (did not settle)")
+              for ep in result.episodes]
     parts.append("")
     width = max(len(k) for k in result.summary)
     for k, v in result.summary.items():

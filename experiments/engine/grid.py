@@ -253,8 +253,7 @@ def expand(grid: Grid) -> list[RunSpec]:
                     overrides.append(_override("assignor", assignor))
                 point = [("scenario", _scenario_label(scenario)), ("assignor", assignor or "")]
                 point += [(column_name(k), v) for k, v in zip(keys, values, strict=True)]
-                for seed in grid.seeds:
-                    specs.append(RunSpec(scenario, tuple(overrides), seed, tuple(point)))
+                specs.extend(RunSpec(scenario, tuple(overrides), seed, tuple(point)) for seed in grid.seeds)
     return resolve(specs, grid.source)
 
 

@@ -574,7 +574,7 @@ def finished_tasks(num_tasks: int, group: str) -> int | None:
                 if info is not None and info.numTasks == num_tasks:
                     best = max(best or 0, info.numCompletedTasks)
         return best
-    except Exception:  # noqa: BLE001 - progress is best effort; the job itself reports errors
+    except Exception:  # progress is best effort; the job itself reports errors
         return None
 
 
@@ -615,7 +615,7 @@ def in_daemon_thread(fn: Callable[[], Any], name: str, before_start: Callable[[A
     def target() -> None:
         try:
             future.set_result(fn())
-        except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
+        except BaseException as e:  # handed to the waiting thread
             future.set_exception(e)
         finally:
             _live_threads.discard(future)
@@ -645,7 +645,7 @@ def cancel_group(group: str) -> None:
         return
     try:
         _session.sparkContext.cancelJobGroup(group)
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
 
 

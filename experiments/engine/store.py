@@ -157,7 +157,7 @@ def _read_local_commits(out, signature: tuple) -> tuple[pd.DataFrame, dict[str, 
         for name in sorted(names):
             try:
                 rows = pq.read_table(root / f"batch={batch}" / name).to_pandas()
-            except Exception as e:  # noqa: BLE001 - a damaged commit file: that batch is not committed
+            except Exception as e:  # a damaged commit file: that batch is not committed
                 unreadable[batch] = f"commits/batch={batch}/{name}: unreadable ({_first_line(e)[:120]})"
                 continue
             for c in _columns():

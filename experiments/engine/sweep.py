@@ -381,7 +381,7 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
         cf.wait([*computing, *committing], timeout=INTERRUPT_WAIT_S)
         try:
             kept = len(wanted & set(complete_runs(spark, out, model)))
-        except BaseException:  # noqa: BLE001 - a second Ctrl-C, a lost session: keep the count
+        except BaseException:  # a second Ctrl-C, a lost session: keep the count
             kept = progress.kept
         raise SweepInterrupted(f"interrupted; {kept} of {len(specs)} runs are complete in {out} "
                                "(rerun the same command to finish the rest)") from None
@@ -393,7 +393,7 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
         for batch in waiting:  # (in threads of their own, as always: see tag_thread)
             try:
                 in_daemon_thread(lambda b=batch: commit(b), f"commit-{batch.id}").result()
-            except Exception:  # noqa: BLE001 - the first failure is the one reported
+            except Exception:  # the first failure is the one reported
                 pass
         cf.wait(list(computing), timeout=INTERRUPT_WAIT_S)
         raise

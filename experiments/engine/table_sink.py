@@ -108,7 +108,7 @@ class TaskTables:
         for w in self.writers.values():
             try:
                 w.close()
-            except Exception:  # noqa: BLE001 - removing what it wrote is all that matters
+            except Exception:  # removing what it wrote is all that matters
                 pass
         for _, path in self.files:
             try:

@@ -187,7 +187,7 @@ def test_report_puts_the_three_protocols_side_by_side(smoke_report):
             assert (f"{quoted(p, 'consumer-uniform')} vs {quoted(p, 'cooperative-sticky')} vs "
                     f"{quoted(p, eager)} unassigned partition-seconds") in sentence, sentence
             assert (f"the best classic eager assignor ({eager})" in sentence
-                    or "classic eager (" in sentence and "alike)" in sentence), sentence
+                    or ("classic eager (" in sentence and "alike)" in sentence)), sentence
             settle = p.loc["consumer-uniform", "rebalance_time_total_s_median"]
             assert f"settles in {settle:.1f} s" in sentence
 

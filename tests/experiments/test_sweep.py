@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import shutil
 import signal
@@ -133,7 +134,7 @@ def test_commit_rows_are_read_again_only_when_a_batch_changes(spark, reference, 
     a local OUT's commits directory changed (a batch removed, a batch added)."""
     from experiments.engine import store
 
-    specs, ref_out, _ = reference
+    _specs, ref_out, _ = reference
     out = tmp_path / "out"
     shutil.copytree(ref_out, out)
     first = store.commits(spark, out)
@@ -374,7 +375,7 @@ def test_a_file_beside_a_batchs_files_makes_it_damaged(spark, reference, tmp_pat
     """A data file the batch did not write (it would be read with it) counts as damage."""
     from experiments.engine import store
 
-    specs, ref_out, _ = reference
+    _specs, ref_out, _ = reference
     out = tmp_path / "out"
     shutil.copytree(ref_out, out)
     batch = sorted({c["batch"] for c in _commits(out)})[0]
@@ -393,7 +394,7 @@ def test_runs_the_aggregate_cannot_read_fail_the_sweep_in_one_line(spark, refere
     of reporting a point with fewer seeds."""
     from experiments.engine import store
 
-    specs, ref_out, _ = reference
+    _specs, ref_out, _ = reference
     out = tmp_path / "out"
     shutil.copytree(ref_out, out)
     batch = sorted({c["batch"] for c in _commits(out)})[0]
@@ -519,7 +520,7 @@ def test_the_next_batch_runs_while_a_batch_finishes_and_commits(spark, reference
     assert set(status["status"]) == {"ok"} and len(status) == len(specs)
     spans = sorted((float(a), float(b)) for _, a, b in (ln.split() for ln in log.read_text().splitlines()))
     assert len(spans) == len(specs)
-    assert any(later[0] < earlier[1] for earlier, later in zip(spans, spans[1:], strict=False)), spans
+    assert any(later[0] < earlier[1] for earlier, later in itertools.pairwise(spans)), spans
     assert len({c["batch"] for c in _commits(out)}) == len(specs)
     aggregate(spark, out)
     ref, got = _tables(ref_out), _tables(out)
@@ -646,7 +647,7 @@ def test_a_remote_outputs_batches_are_checked_by_listing_them(spark, reference, 
     import experiments.engine.spark
     from experiments.engine import store
 
-    specs, ref_out, _ = reference
+    _specs, ref_out, _ = reference
     out = tmp_path / "out"
     shutil.copytree(ref_out, out)
     first, second = sorted({c["batch"] for c in _commits(out)})[:2]

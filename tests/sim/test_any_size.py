@@ -87,7 +87,7 @@ def test_leader_role_crashes_the_current_leader():
     sc = Scenario.from_dict(_base(4, [{"action": "crash", "at_s": 30, "member": "leader"}]))
     result = run_scenario(sc, seed=1)
     ev = result.events.to_pylist()
-    trigger = [e for e in ev if e["kind"] == "trigger"][0]
+    trigger = next(e for e in ev if e["kind"] == "trigger")
     leader_before = [e for e in ev if e["kind"] == "sync_received" and e["t"] < 30]
     assert trigger["member"] is not None and "leader" in trigger["detail"]
     assert any(e["kind"] == "member_removed" and e["member"] == trigger["member"] for e in ev) or \
