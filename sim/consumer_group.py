@@ -423,9 +423,8 @@ class ConsumerGroupCoordinator:
                     self._update_state(now)
                 else:
                     self._timer(("session", mid), expiry)
-        elif isinstance(note, m.ElidedCommits):
-            if note.generation == mm.epoch:
-                self.offsets.commit(note.offsets, note.position_s, note.ahead)
+        elif isinstance(note, m.ElidedCommits) and note.generation == mm.epoch:
+            self.offsets.commit(note.offsets, note.position_s, note.ahead)
         return self._drain()
 
     def _idle(self, now: float, mm: ConsumerGroupMember) -> bool:
