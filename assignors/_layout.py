@@ -8,7 +8,7 @@ of those indices and convert to ``TopicPartition`` only at the edges.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from itertools import count
+from itertools import count, pairwise
 from operator import attrgetter
 
 import numpy as np
@@ -127,7 +127,7 @@ def partition_lists(
     src = (topics, offsets, base)
     out: list[PartitionList] = []
     append = out.append
-    for lo, hi in zip(bounds, bounds[1:]):  # noqa: B905 (bounds[1:] is one shorter by design)
+    for lo, hi in pairwise(bounds):
         pl = new(PartitionList)
         pl._src = src
         pl._lo = lo

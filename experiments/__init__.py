@@ -1,0 +1,17 @@
+"""The product around the simulator: the ``rebalance-sim`` command, sweeps and experiments on
+Spark, and their reports. It imports ``sim`` and ``assignors``; they never import it.
+
+Layout, one folder per role:
+  cli/        the command: ``main`` builds the parser, one module per subcommand
+  engine/     many simulations on Spark: the session and code shipping (``spark``), grid files
+              (``grid``), the executor-side task (``task``), the sweep driver (``sweep``), storage
+              and commits (``store``, ``table_sink``, ``lock``), aggregation (``aggregate``), the
+              generic experiment pipeline (``pipeline``), the regression suite (``regression``)
+              and soak (``soak``, ``schedules``)
+  report/     figures, headline sentences, the HTML page, a run's timeline
+  catalog/    the experiments as declarations (a grid and a report recipe each), ``common`` for
+              what they share
+  bench/      the benchmarks behind ``rebalance-sim bench``
+  atomic, outputs, provenance   file writes that never leave half a file, output checks
+              (``OutputError``), the model's version and digest: shared by all of the above
+"""

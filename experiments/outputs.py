@@ -9,7 +9,9 @@ from pathlib import Path
 
 
 class OutputError(ValueError):
-    """An output location that cannot be written; the message names it and says why."""
+    """An output location that cannot be written or read (a local path checked here, or a
+    sweep's output read through Spark, ``experiments.engine.store``); the message names it and
+    says why, in one line."""
 
 
 def _why(e: OSError) -> str:

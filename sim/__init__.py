@@ -17,6 +17,7 @@ Layout:
   config      SimConfig and its parts (Kafka's names and defaults), ConfigError
   scenario    Scenario = SimConfig + timeline of actions, from a dict or TOML file
   protocols   one record per group.protocol (coordinator, member core factory, settled check)
+  builtin_scenarios  the named built-in scenarios; load_scenario (a built-in or a TOML file)
   group       the coordinator's classic group state machine (sans-I/O core)
   client      ConsumerClient: what both protocols' client cores share (sans-I/O core)
   member      Member: the classic ConsumerCoordinator logic (a ConsumerClient)

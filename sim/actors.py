@@ -23,13 +23,16 @@ The actors know nothing of the protocols: they call the cores' common entry poin
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 
 from . import messages as m
 from .client import ConsumerClient
+from .config import ConsumerConfig
 from .kernel import Actor, Kernel, LazyGenerator
+from .migration import MigratingCoordinator
 from .scenario import (
     AddMembers,
     AddPartitions,
@@ -47,13 +50,13 @@ from .scenario import (
     resolved_name,
 )
 
-if TYPE_CHECKING:
-    from .protocols import Coordinator, CoreFactory
-    from .run import _Runner
+# What a MemberActor is handed (``sim.protocols.core_factory``): it builds the core for one start
+# of its client. (Named here, not imported: sim.protocols and sim.run import this module.)
+CoreFactory = Callable[["MemberActor", ConsumerConfig, tuple[str, ...]], ConsumerClient]
 
 
 class CoordinatorActor(Actor):
-    def __init__(self, kernel: Kernel, core: Coordinator):
+    def __init__(self, kernel: Kernel, core: MigratingCoordinator):
         super().__init__(kernel, m.COORDINATOR)
         self.core = core
 
@@ -132,7 +135,8 @@ class Director(Actor):
     """Plays the timeline: each action is a timer of its own; rolling restarts and pauses
     schedule their later steps as further timers."""
 
-    def __init__(self, kernel: Kernel, runner: _Runner, timeline: tuple):
+    def __init__(self, kernel: Kernel, runner: Any, timeline: tuple):
+        # ``runner``: the run's ``sim.run`` runner (not imported: sim.run imports this module)
         super().__init__(kernel, "director")
         self.runner = runner
         self.timeline = timeline

@@ -45,7 +45,6 @@ protocol-name checks (every client here uses the ``consumer`` protocol type).
 
 from __future__ import annotations
 
-import attrs
 import numpy as np
 
 from assignors import Assignment, Subscription
@@ -55,6 +54,7 @@ from .config import AssignorCost, GroupConfig
 from .consumer_group import (
     UNRELEASED_PARTITIONS,
     UNREVOKED_PARTITIONS,
+    ClassicMemberMeta,
     ConsumerGroupCoordinator,
     ConsumerGroupMember,
 )
@@ -62,18 +62,6 @@ from .ids import kafka_uuid
 
 _EMPTY: frozenset = frozenset()
 _CLASSIC_REQUESTS = (m.JoinGroupRequest, m.SyncGroupRequest, m.HeartbeatRequest, m.LeaveGroupRequest)
-
-
-@attrs.define(slots=True, eq=False)
-class ClassicMemberMeta:
-    """ConsumerGroupMemberMetadataValue.ClassicMemberMetadata: what a classic member's JoinGroup
-    said beyond its subscription."""
-
-    session_timeout_s: float
-    protocols: tuple[tuple[str, Subscription], ...]
-
-    def names(self) -> tuple[str, ...]:
-        return tuple(n for n, _ in self.protocols)
 
 
 class ClassicBridgeCoordinator(ConsumerGroupCoordinator):
@@ -134,7 +122,8 @@ class ClassicBridgeCoordinator(ConsumerGroupCoordinator):
                 del self.classic_protocols[name]
 
     def _forget_classic(self, mm: ConsumerGroupMember) -> None:
-        self._uncount(mm.classic)
+        if mm.classic is not None:
+            self._uncount(mm.classic)
         mm.classic = None
         self._timer(("classic_join", mm.member_id), None)
         self._timer(("classic_sync", mm.member_id), None)
@@ -201,7 +190,7 @@ class ClassicBridgeCoordinator(ConsumerGroupCoordinator):
     def _keep_alive(self, now: float, mm: ConsumerGroupMember, client: str) -> None:
         mm.client = client
         mm.last_heartbeat = now
-        self._timer(("session", mm.member_id), now + mm.classic.session_timeout_s)
+        self._timer(("session", mm.member_id), now + self._session_s(mm))
 
     # ------------------------------------------------------------------ JoinGroup
 
@@ -254,12 +243,12 @@ class ClassicBridgeCoordinator(ConsumerGroupCoordinator):
         mm.rebalance_timeout_s = req.rebalance_timeout_s
         if sub.rack_id is not None and sub.rack_id != mm.rack:
             mm.rack = sub.rack_id
-            mm._spec = None  # noqa: SLF001
+            mm._spec = None
             self._changed[mm.member_id] = None
         if tuple(sub.topics) != mm.topics:
             self._subscribe(mm.topics, -1)
             mm.topics = tuple(sub.topics)
-            mm._spec = None  # noqa: SLF001
+            mm._spec = None
             self._changed[mm.member_id] = None
             self._subscribe(mm.topics, +1)
             bump = bump or f"member {client} changed its subscription"
@@ -324,7 +313,7 @@ class ClassicBridgeCoordinator(ConsumerGroupCoordinator):
             # throwIfRebalanceInProgress
             self._join_timer_if_absent(now, mm)
             err = m.REBALANCE_IN_PROGRESS
-        if err != m.NONE:
+        if mm is None or err != m.NONE:
             self._reply(client, m.SyncGroupResponse(err))
             return
         self._timer(("classic_sync", mm.member_id), None)
@@ -362,7 +351,7 @@ class ClassicBridgeCoordinator(ConsumerGroupCoordinator):
         if mm is not None and err == m.NONE and mm.classic is None:
             err = m.UNKNOWN_MEMBER_ID
         self._reply(client, m.LeaveGroupResponse(err))
-        if err != m.NONE:
+        if mm is None or err != m.NONE:
             return
         self._remove(now, mm)
         self._event("member_removed", client, f"member_id={mm.member_id} reason=left")

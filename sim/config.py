@@ -69,7 +69,7 @@ class Latency:
     """One-way latency of a link, in milliseconds.
 
     ``constant``: always ``ms``; ``uniform``: between ``low_ms`` and ``high_ms``; ``lognormal``:
-    median ``ms`` with shape ``sigma`` (heavy right tail, as measured latencies have).
+    median ``ms`` with shape ``sigma`` (heavy right tail, as real network latencies have).
     """
 
     kind: str = "constant"
@@ -580,7 +580,9 @@ class SimConfig:
 # Building from plain dicts (TOML)
 
 
-def _key(k: str) -> str:
+def field_key(k: str) -> str:
+    """A scenario key as a file may spell it (dots or dashes, as Kafka's config names) as the
+    Python field name (underscores)."""
     return k.replace(".", "_").replace("-", "_")
 
 
@@ -592,7 +594,7 @@ def _evolve(cfg, changes: Mapping[str, Any]):
     fields = _fields_of(type(cfg))
     clean = {}
     for k, v in changes.items():
-        name = _key(k)
+        name = field_key(k)
         if name not in fields:
             raise ConfigError(k, f"unknown key; allowed: {', '.join(fields)}")
         clean[name] = v
@@ -613,7 +615,7 @@ def build(cls, data: Mapping[str, Any] | Any, where: str):
     fields = _fields_of(cls)
     kwargs = {}
     for k, v in data.items():
-        name = _key(k)
+        name = field_key(k)
         if name not in fields:
             raise ConfigError(f"{where}.{k}" if where else k, f"unknown key; allowed: {', '.join(fields)}")
         kwargs[name] = v
@@ -638,9 +640,9 @@ def sim_config_from_dict(data: Mapping[str, Any], where: str = "") -> SimConfig:
 
     allowed = _fields_of(SimConfig)
     for k in data:
-        if _key(k) not in allowed:
+        if field_key(k) not in allowed:
             raise ConfigError(at(k), f"unknown key; allowed: {', '.join(allowed)}")
-    d = {_key(k): v for k, v in data.items()}
+    d = {field_key(k): v for k, v in data.items()}
     kwargs: dict[str, Any] = {}
     if "topics" in d:
         topics = d["topics"]
@@ -668,7 +670,7 @@ def sim_config_from_dict(data: Mapping[str, Any], where: str = "") -> SimConfig:
         nallowed = _fields_of(NetworkConfig)
         nkw: dict[str, Any] = {}
         for k, v in net.items():
-            name = _key(k)
+            name = field_key(k)
             if name not in nallowed:
                 raise ConfigError(at(f"network.{k}"), f"unknown key; allowed: {', '.join(nallowed)}")
             if name == "latency":

@@ -65,6 +65,7 @@ from collections.abc import Callable
 
 import attrs
 
+from assignors import Subscription
 from assignors._java import java_string_hash
 
 from . import messages as m
@@ -151,6 +152,18 @@ def _compute_next(member_epoch, assigned, target_epoch, target, partition_epoch,
 
 
 @attrs.define(slots=True, eq=False)
+class ClassicMemberMeta:
+    """ConsumerGroupMemberMetadataValue.ClassicMemberMetadata: what a classic member's JoinGroup
+    said beyond its subscription (``sim.classic_bridge``)."""
+
+    session_timeout_s: float
+    protocols: tuple[tuple[str, Subscription], ...]
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(n for n, _ in self.protocols)
+
+
+@attrs.define(slots=True, eq=False)
 class ConsumerGroupMember:
     """What the coordinator knows of one member (Kafka's ConsumerGroupMember)."""
 
@@ -171,7 +184,7 @@ class ConsumerGroupMember:
     # a member that speaks the classic protocol (JoinGroup/SyncGroup/Heartbeat/LeaveGroup) inside
     # this group: its session timeout and protocols (ConsumerGroupMember.classicMemberMetadata,
     # ``sim.classic_bridge``); None for a consumer-protocol member
-    classic: object | None = None
+    classic: ClassicMemberMeta | None = None
     _spec: MemberSpec | None = None
 
     def reconciled_to(self, target_epoch: int) -> bool:
@@ -435,9 +448,8 @@ class ConsumerGroupCoordinator:
                     self._update_state(now)
                 else:
                     self._timer(("session", mid), expiry)
-        elif isinstance(note, m.ElidedCommits):
-            if note.generation == mm.epoch:
-                self.offsets.commit(note.offsets, note.position_s, note.ahead)
+        elif isinstance(note, m.ElidedCommits) and note.generation == mm.epoch:
+            self.offsets.commit(note.offsets, note.position_s, note.ahead)
         return self._drain()
 
     def _idle(self, now: float, mm: ConsumerGroupMember) -> bool:

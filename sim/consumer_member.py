@@ -691,7 +691,8 @@ class ConsumerMember(ConsumerClient):
     def _watch_settled(self, step) -> list[Effect]:
         """Run ``step``; if it changed whether this member is settled without recording anything
         (an offset fetch resolved quietly), say so: the run looks again only after recorded
-        changes (soak seed 4, schedule 583 never ended)."""
+        changes, so a change it never hears of would leave the run waiting for a settled group
+        until its time limit."""
         before = self.settled
         out = step()
         if self.settled != before and not any(e[0] not in ("send", "timer", "control") for e in out):
@@ -734,12 +735,11 @@ class ConsumerMember(ConsumerClient):
                     self._wake(now)
                     self._commit(now)
             self._timer(("commit",), now + self.config.auto_commit_interval_s)
-        elif kind == "rec_commit":
-            if self.rec_commit is not None and self.rec_commit >= 0:
-                self._rec_commit_failed(now, "request timed out", retriable=True)
-        elif kind == "rec_commit_retry":
-            if self.rec_commit == -1 and self.state == RECONCILING and self.reconciling is not None:
-                self._send_rec_commit(now)
+        elif kind == "rec_commit" and self.rec_commit is not None and self.rec_commit >= 0:
+            self._rec_commit_failed(now, "request timed out", retriable=True)
+        elif (kind == "rec_commit_retry" and self.rec_commit == -1 and self.state == RECONCILING
+              and self.reconciling is not None):
+            self._send_rec_commit(now)
         return self._drain()
 
     def on_control(self, now: float, note) -> list[Effect]:

@@ -200,12 +200,11 @@ class GroupCoordinator:
             self._on_join_timer(now)
         elif kind == "sync":
             self._on_sync_expiry(now)
-        elif kind == "pending":
-            if key[1] in self.pending_members:
-                self.pending_members.discard(key[1])
-                self._event("member_removed", None, f"member_id={key[1]} reason=pending_expired")
-                if self.state == PREPARING_REBALANCE:
-                    self._maybe_complete_join(now)
+        elif kind == "pending" and key[1] in self.pending_members:
+            self.pending_members.discard(key[1])
+            self._event("member_removed", None, f"member_id={key[1]} reason=pending_expired")
+            if self.state == PREPARING_REBALANCE:
+                self._maybe_complete_join(now)
         return self._drain()
 
     def on_control(self, now: float, sender: str, note) -> list[tuple]:

@@ -29,8 +29,7 @@ on soak schedules):
 Handing inputs to another task costs one of trio's scheduling rounds (an I/O poll, the run queue,
 a coroutine switch) per change of actor, and most inputs go to another actor than the one before
 (a coordinator's replies go to one member each); the inline kernel pays a method call instead,
-which is why it is the default (README, "Kernels: what runs as a trio task", has the measured
-cost). Handing the actors of one batch to their tasks all at once would save rounds but not keep
+which is why it is the default (docs/performance.md has the cost). Handing the actors of one batch to their tasks all at once would save rounds but not keep
 results: trio runs the tasks of one round in an order of its own, and the actors of a batch are
 not independent (the director reads the coordinator's leader and the members' liveness; members
 share the partitions' hand-off record).

@@ -275,7 +275,7 @@ class Member(ConsumerClient):
 
     def _finish_close(self, now: float) -> None:
         self._stop_heartbeats(now)
-        if self.instance_id is None and self.member_id and self.state != UNJOINED or (
+        if (self.instance_id is None and self.member_id and self.state != UNJOINED) or (
                 self.instance_id is None and self.member_id and self.state == UNJOINED and self.generation >= 0):
             self._send(m.LeaveGroupRequest(self.member_id, None, "the consumer is being closed"))
             self._event("leave_group", f"member_id={self.member_id}")
@@ -453,7 +453,7 @@ class Member(ConsumerClient):
                 self._send_join(t)
             self._run_callback(now, "revoke", cost, done)
         else:
-            version, meta = self._metadata()
+            _version, meta = self._metadata()
             gone = sorted(tp for tp in self.owned if tp.topic not in meta or tp.partition >= meta[tp.topic])
             if gone:
                 self._event("revoke", f"count={len(gone)} topic deleted")
@@ -545,9 +545,8 @@ class Member(ConsumerClient):
             self._sync_commit_timer(now, key)
         elif kind == "poll":
             self._poll(now)
-        elif kind == "prepare_commit":
-            if self.prepare_commit is not None:
-                self._prepare_commit_done(now, "request timed out")
+        elif kind == "prepare_commit" and self.prepare_commit is not None:
+            self._prepare_commit_done(now, "request timed out")
         return self._drain()
 
     def on_control(self, now: float, note) -> list[Effect]:
@@ -561,9 +560,8 @@ class Member(ConsumerClient):
             age = self.config.metadata_max_age_s
             k = math.floor((now - self.started_at) / age) + 1
             self._timer(("metadata",), self.started_at + k * age)
-        elif note == "link_fault":
-            if self.quiet:
-                self._unquiet(now)
+        elif note == "link_fault" and self.quiet:
+            self._unquiet(now)
         return self._drain()
 
     def handle(self, now: float, msg) -> list[Effect]:

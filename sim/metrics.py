@@ -106,10 +106,9 @@ def _episodes_windows(events, last_t: float) -> list[dict]:
             elif kind == "unsettled":
                 if open_ep is not None:
                     open_ep["shaken"] = True
-            elif kind == "settled":
-                if open_ep is not None and open_ep["shaken"]:
-                    open_ep["end"] = t
-                    open_ep = None
+            elif kind == "settled" and open_ep is not None and open_ep["shaken"]:
+                open_ep["end"] = t
+                open_ep = None
         i = j
     if open_ep is not None and not open_ep["shaken"]:
         open_ep["end"] = open_ep["start"]

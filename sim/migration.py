@@ -39,10 +39,10 @@ import numpy as np
 from assignors import Assignment
 
 from . import messages as m
-from .classic_bridge import ClassicBridgeCoordinator, ClassicMemberMeta
+from .classic_bridge import ClassicBridgeCoordinator
 from .config import AssignorCost, GroupConfig
 from .consumer_group import STABLE as MEMBER_STABLE
-from .consumer_group import ConsumerGroupMember
+from .consumer_group import ClassicMemberMeta, ConsumerGroupMember
 from .group import EMPTY, STABLE, GroupCoordinator, MemberMeta
 
 CLASSIC = "classic"
@@ -122,14 +122,15 @@ class MigratingCoordinator:
 
     def _consumer_heartbeat_to_classic(self, now: float, sender: str, req) -> list[tuple]:
         c = self.group
+        assert isinstance(c, GroupCoordinator)
         if req.member_epoch == m.JOIN_GROUP_MEMBER_EPOCH:
             if not c.members and c.state == EMPTY:
                 return self._replace_empty(now, CONSUMER, c) + self.group.handle(now, sender, req)
             refusal = self._upgrade_refusal(c)
             if refusal is None:
                 return self._to_consumer(now, c) + self.group.handle(now, sender, req)
-            c._event("conversion_refused", sender, f"classic->consumer: {refusal}")  # noqa: SLF001
-        out = c._drain()  # noqa: SLF001
+            c._event("conversion_refused", sender, f"classic->consumer: {refusal}")
+        out = c._drain()
         out.append(("send", sender, m.ConsumerGroupHeartbeatResponse(m.GROUP_ID_NOT_FOUND, req.member_id,
                                                                       req.member_epoch,
                                                                       correlation=req.correlation)))
@@ -146,18 +147,22 @@ class MigratingCoordinator:
 
     def _replace_empty(self, now: float, to: str, old) -> list[tuple]:
         """An empty group of the other type is deleted and a new one made (its offsets stay)."""
-        out = old._drain()  # noqa: SLF001
-        new = self._new_classic() if to == CLASSIC else self._new_consumer()
+        out = old._drain()
+        new: GroupCoordinator | ClassicBridgeCoordinator
+        if to == CONSUMER:
+            g = self._new_consumer()
+            g.group_epoch = g.target_epoch = old.generation
+            new = g
+        else:
+            c = self._new_classic()
+            c.generation = old.group_epoch
+            new = c
         new.offsets = old.offsets
         new.input_rank = old.input_rank
-        if to == CONSUMER:
-            new.group_epoch = new.target_epoch = old.generation
-        else:
-            new.generation = old.group_epoch
         self.group = new
         frm = CONSUMER if to == CLASSIC else CLASSIC
-        new._event("group_converted", None, f"{frm}->{to} empty")  # noqa: SLF001
-        return out + new._drain()  # noqa: SLF001
+        new._event("group_converted", None, f"{frm}->{to} empty")
+        return out + new._drain()
 
     def _to_consumer(self, now: float, c: GroupCoordinator) -> list[tuple]:
         """convertToConsumerGroup (ConsumerGroup.fromClassicGroup)."""
@@ -165,19 +170,19 @@ class MigratingCoordinator:
             # completeAllJoinFutures / completeAllSyncFutures(REBALANCE_IN_PROGRESS)
             if mm.awaiting_join:
                 mm.awaiting_join = False
-                c._reply(mm, m.JoinGroupResponse(m.REBALANCE_IN_PROGRESS, member_id=mm.member_id))  # noqa: SLF001
+                c._reply(mm, m.JoinGroupResponse(m.REBALANCE_IN_PROGRESS, member_id=mm.member_id))
             if mm.awaiting_sync:
                 mm.awaiting_sync = False
-                c._reply(mm, m.SyncGroupResponse(m.REBALANCE_IN_PROGRESS))  # noqa: SLF001
-        out = c._drain()  # noqa: SLF001
+                c._reply(mm, m.SyncGroupResponse(m.REBALANCE_IN_PROGRESS))
+        out = c._drain()
         g = self._new_consumer()
         g.offsets = c.offsets
         g.input_rank = c.input_rank
         gen = c.generation
         g.group_epoch = g.target_epoch = gen
-        g._max_member_epoch = gen  # noqa: SLF001
+        g._max_member_epoch = gen
         g.quiet_epoch = c.quiet_epoch + 1
-        g._rebalance_open = c._rebalance_open  # noqa: SLF001  (an open rebalance interval goes on)
+        g._rebalance_open = c._rebalance_open
         wake = m.Wake(g.quiet_epoch, c.input_rank)
         for mm in c.members.values():
             sub = _subscription(mm, c.protocol)
@@ -185,18 +190,18 @@ class MigratingCoordinator:
                                      mm.rebalance_timeout_s, epoch=gen, previous_epoch=gen, state=MEMBER_STABLE,
                                      last_heartbeat=now)
             g.members[cm.member_id] = cm
-            g._changed[cm.member_id] = None  # noqa: SLF001
+            g._changed[cm.member_id] = None
             if cm.instance_id is not None:
                 g.static_members[cm.instance_id] = cm.member_id
-            g._subscribe(cm.topics, +1)  # noqa: SLF001
+            g._subscribe(cm.topics, +1)
             g.set_classic(cm, ClassicMemberMeta(mm.session_timeout_s, mm.protocols))
             assigned = frozenset(mm.assignment.partitions)
-            g._set_holdings(now, cm, assigned, frozenset())  # noqa: SLF001
+            g._set_holdings(now, cm, assigned, frozenset())
             g.target[cm.member_id] = assigned
             if g.map_order.add(cm.member_id):
                 g.assignor_members.retie()
-            g._touch(cm)  # noqa: SLF001
-            g._timer(("session", cm.member_id), now + mm.session_timeout_s)  # noqa: SLF001
+            g._touch(cm)
+            g._timer(("session", cm.member_id), now + mm.session_timeout_s)
             if mm.quiet:
                 g.woken[cm.member_id] = None
                 g.out.append(("control", mm.client, wake))
@@ -204,33 +209,36 @@ class MigratingCoordinator:
         # none): the heartbeat that converted it finds it changed and bumps the group epoch, so
         # the assignor runs even when that member only replaces a static one
         g.subscribed_partitions = {}
-        g._meta_version = -1  # noqa: SLF001
-        g._update_state(now)  # noqa: SLF001
-        g._event("group_converted", None, f"classic->consumer members={len(g.members)} "  # noqa: SLF001
+        g._meta_version = -1
+        g._update_state(now)
+        g._event("group_converted", None, f"classic->consumer members={len(g.members)} "
                  f"generation={gen} state_was={c.state}")
         self.group = g
-        return out + g._drain()  # noqa: SLF001
+        return out + g._drain()
 
     # ------------------------------------------------------------------ downgrade
 
     def _to_classic(self, now: float, g: ClassicBridgeCoordinator) -> list[tuple]:
         """convertToClassicGroup (ClassicGroup.fromConsumerGroup), then prepareRebalance."""
+        assert g.downgrade_to is not None
         leaving = g.members[g.downgrade_to]
         reason = g.downgrade_reason
         g.downgrade_to = None
-        g._event("member_removed", leaving.client, f"member_id={leaving.member_id} reason={reason}")  # noqa: SLF001
-        out = g._drain()  # noqa: SLF001
+        g._event("member_removed", leaving.client, f"member_id={leaving.member_id} reason={reason}")
+        out = g._drain()
         c = self._new_classic()
         c.offsets = g.offsets
         c.input_rank = g.input_rank
         c.generation = g.group_epoch
         c.quiet_epoch = g.quiet_epoch + 1
         c.state = STABLE
-        c._rebalance_open = g._rebalance_open  # noqa: SLF001
+        c._rebalance_open = g._rebalance_open
         for mid, mm in g.members.items():
             if mid == leaving.member_id:
                 continue
-            meta = MemberMeta(mid, mm.client, mm.instance_id, mm.classic.protocols, mm.classic.session_timeout_s,
+            classic = mm.classic
+            assert classic is not None  # every other member is classic (the downgrade check)
+            meta = MemberMeta(mid, mm.client, mm.instance_id, classic.protocols, classic.session_timeout_s,
                               mm.rebalance_timeout_s,
                               assignment=Assignment(sorted(g.target.get(mid, frozenset()))), last_heartbeat=now)
             c.members[mid] = meta
@@ -241,15 +249,15 @@ class MigratingCoordinator:
             if c.leader is None:
                 c.leader = mid
         c.members_version += 1
-        c.protocol = c._select_protocol()  # noqa: SLF001
+        c.protocol = c._select_protocol()
         c.last_assigned_generation = c.generation
         for meta in c.members.values():
-            c._schedule_expiry(meta)  # noqa: SLF001
-        c._event("group_converted", None, f"consumer->classic members={len(c.members)} "  # noqa: SLF001
+            c._schedule_expiry(meta)
+        c._event("group_converted", None, f"consumer->classic members={len(c.members)} "
                  f"generation={c.generation} protocol={c.protocol}")
-        c._prepare_rebalance(now, "downgrade of the group from consumer to classic")  # noqa: SLF001
+        c._prepare_rebalance(now, "downgrade of the group from consumer to classic")
         self.group = c
-        out += c._drain()  # noqa: SLF001
+        out += c._drain()
         # requests that waited for the consumer group's assignor are the classic group's now
         for client, req in g.parked:
             out += self.handle(now, client, req)

@@ -37,7 +37,7 @@ from .member import Member
 from .migration import MigratingCoordinator
 
 if TYPE_CHECKING:
-    from .actors import MemberActor
+    from .actors import CoreFactory, MemberActor
     from .kernel import Kernel
     from .network import Network
 
@@ -47,8 +47,6 @@ POLL_STREAM = 1
 ID_STREAM = 3
 COORDINATOR_RANK = 0  # the first actor registered
 
-# what the coordinator actor drives: the group, of either type (sim.migration)
-Coordinator = MigratingCoordinator
 
 
 @attrs.define(eq=False)
@@ -199,9 +197,6 @@ CONSUMER = GroupProtocol(
 )
 
 PROTOCOLS: dict[str, GroupProtocol] = {p.name: p for p in (CLASSIC, CONSUMER)}
-
-# What a MemberActor is handed: it builds the core for one start of its client.
-CoreFactory = Callable[["MemberActor", ConsumerConfig, tuple[str, ...]], ConsumerClient]
 
 
 def core_factory(wiring: RunWiring) -> CoreFactory:

@@ -444,9 +444,9 @@ def _release(runner: _Runner) -> None:
     callbacks, trio's finished task still holding the kernel), so reference counting frees it
     as soon as the run returns. Left to the cyclic collector, a 1,000-member world is about
     100,000 objects to trace, and Spark's Python workers run a full collection after every task
-    (pyspark's daemon): a tenth of the main job's Python CPU. Only the results outlive this."""
+    (pyspark's daemon). Only the results outlive this."""
     kernel = runner.kernel
-    actors = list(kernel._ranks)  # noqa: SLF001 (the runner owns its kernel)
+    actors = list(kernel._ranks)  # the runner owns its kernel
     world = [runner, kernel, runner.recorder, runner.network, runner.coordinator, runner.host, runner.world, *actors]
     world += [core for a in actors if (core := getattr(a, "core", None)) is not None]
     for obj in world:

@@ -40,6 +40,7 @@ to detect a crash after it) ends later is rejected before the run, naming the ti
 from __future__ import annotations
 
 import math
+import os
 import tomllib
 from collections.abc import Mapping
 from typing import Any
@@ -53,9 +54,9 @@ from .config import (
     MAX_PARTITIONS_PER_TOPIC,
     ConfigError,
     SimConfig,
-    _key,
     boolean,
     build,
+    field_key,
     names_tuple,
     sim_config_from_dict,
 )
@@ -92,7 +93,7 @@ ROLES = ("first", "middle", "last", "leader")
 # The seed-sequence spawn key of the timeline's jitter draws: apart from every actor's stream
 # (the kernel's keys are (rank,) and (rank, stream), ranks counting actors from 0).
 JITTER_STREAM = 0xFFFF_FFFF
-_UNBOUNDED_S = 1e15  # a max_duration_s no timeline reaches (used to measure what one needs)
+_UNBOUNDED_S = 1e15  # a max_duration_s no timeline reaches (to find the duration one needs)
 
 
 def _target(value) -> bool:
@@ -351,7 +352,7 @@ def action_from_dict(data: Mapping[str, Any], where: str):
     if kind not in ACTIONS:
         raise ConfigError(f"{where}.action", f"{kind!r} is not one of {', '.join(ACTIONS)}")
     rest = {k: v for k, v in data.items() if k != "action"}
-    if "at_s" not in {_key(k) for k in rest}:
+    if "at_s" not in {field_key(k) for k in rest}:
         raise ConfigError(f"{where}.at_s", "missing (seconds of simulated time)")
     return build(ACTIONS[kind], rest, where)
 
@@ -550,7 +551,7 @@ class Scenario:
         config = sim_config_from_dict(d, where)
         actions = [action_from_dict(a, f"{where + '.' if where else ''}timeline[{i}]")
                    for i, a in enumerate(timeline)]
-        if "max_duration_s" in {_key(k) for k in d}:
+        if "max_duration_s" in {field_key(k) for k in d}:
             return cls(config=config, timeline=actions, name=str(name), description=str(description))
         # Not given: the default (SimConfig's), or longer if the timeline needs it, with room for
         # one more rebalance after it (the rebalance timeout, max.poll.interval.ms).
@@ -563,16 +564,27 @@ class Scenario:
         return attrs.evolve(free, config=attrs.evolve(config, max_duration_s=grown))
 
     @classmethod
-    def from_toml(cls, path: str) -> Scenario:
-        with open(path, "rb") as f:
-            try:
-                data = tomllib.load(f)
-            except tomllib.TOMLDecodeError as e:
-                raise ConfigError(str(path), f"not valid TOML: {e}") from None
+    def from_toml(cls, path: str, fields: Mapping[str, Any] | None = None) -> Scenario:
+        """The scenario of a TOML file, with ``fields`` (dotted keys, see ``set_field``) set
+        first; its name defaults to the file's. Errors are ``ConfigError`` naming the file and
+        the field."""
+        path = str(path)
         try:
+            with open(path, "rb") as f:
+                data = tomllib.load(f)
+        except FileNotFoundError:
+            raise ConfigError(path, "no such scenario file") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            raise ConfigError(path, f"not valid TOML: {' '.join(str(e).split())}") from None
+        except OSError as e:
+            raise ConfigError(path, f"cannot read: {e.strerror or e}") from None
+        data.setdefault("name", os.path.splitext(os.path.basename(path))[0])
+        try:
+            for key, value in (fields or {}).items():
+                set_field(data, key, value)
             return cls.from_dict(data)
         except ConfigError as e:
-            raise ConfigError(f"{path}: {e.field}" if e.field else str(path), e.reason) from None
+            raise ConfigError(f"{path}: {e.field}" if e.field else path, e.reason) from None
 
     def with_config(self, config: SimConfig) -> Scenario:
         return attrs.evolve(self, config=config)
@@ -596,3 +608,37 @@ def resolved_name(target: str | int) -> str:
     indexes and roles into names; ``leader`` is looked up when the action runs)."""
     assert isinstance(target, str), target
     return target
+def set_field(data: dict, key: str, value: Any) -> None:
+    """Set the dotted ``key`` of a scenario table: tables by name, arrays of tables by index
+    (``timeline.0.at_s``, ``topics.1.partitions``; negative indexes count from the end)."""
+    parts = key.split(".")
+    cur: Any = data
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if isinstance(cur, list):
+            where = ".".join(parts[:i])
+            try:
+                index = int(part)
+                cur[index]  # the bounds check
+            except (ValueError, IndexError):
+                raise ConfigError(key, f"{part!r} is not an index of {where} (it has {len(cur)} "
+                                  f"entr{'y' if len(cur) == 1 else 'ies'}: 0 to {len(cur) - 1})") from None
+            if last:
+                cur[index] = value
+                return
+            if not isinstance(cur[index], dict):
+                raise ConfigError(key, f"{where}.{part} is not a table")
+            cur = cur[index]
+            continue
+        if last:
+            break
+        nxt = cur.get(part)
+        if nxt is None:
+            nxt = cur[part] = {}
+        if not isinstance(nxt, dict | list):
+            raise ConfigError(key, f"{part!r} is not a table")
+        cur = nxt
+    name = parts[-1]
+    if name in ("partition_assignment_strategy", "partition.assignment.strategy") and isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    cur[name] = value

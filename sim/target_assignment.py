@@ -91,7 +91,7 @@ class TargetAssignment(Mapping[str, frozenset]):
     def _of_chain(cls, chain: UniformChain, members: GroupMembers) -> TargetAssignment:
         """The target a chain step computed: read from the chain while it is at this step."""
         t = cls.__new__(cls)
-        index = members._member_index()  # noqa: SLF001
+        index = members._member_index()
         t._res = None  # type: ignore[assignment]  # (read from the chain until detached)
         t._base = index
         t._sets = {}
@@ -114,12 +114,12 @@ class TargetAssignment(Mapping[str, frozenset]):
         if res is None:
             ids, index, owner = self._snapshot
             chain = self._chain
-            positions = index._positions  # noqa: SLF001 (slot -> position at this step)
+            positions = index._positions  # slot -> position at this step
             held = owner >= 0
             by_position = np.full(owner.size, -1, dtype=np.int32)
             by_position[held] = positions[owner[held]]
             res = GroupAssignment(ids, dict(zip(chain.topics, chain.counts, strict=True)), by_position)
-            res._index = index  # noqa: SLF001
+            res._index = index
             self._res = res
         return res
     def _in_base(self, member_id: object) -> bool:
@@ -135,7 +135,7 @@ class TargetAssignment(Mapping[str, frozenset]):
 
     def _view(self, member_id: str) -> Mapping[str, tuple[int, ...]]:
         # a member the assignor left out gets nothing (TargetAssignmentBuilder)
-        return self._result[member_id] if member_id in self._result else {}
+        return self._result.get(member_id, {})
 
     def _build(self, member_id: str) -> frozenset:
         chain = self._live_chain()
@@ -164,7 +164,7 @@ class TargetAssignment(Mapping[str, frozenset]):
                 same = self._same = False  # different topics: compare member by member
         if same is False or member_id not in self._result or member_id not in prev._result:
             return None
-        return bool(same[self._result._member_index()[member_id]])  # noqa: SLF001
+        return bool(same[self._result._member_index()[member_id]])
 
     def __iter__(self) -> Iterator[str]:
         for mid in self._base:
@@ -220,12 +220,12 @@ def compute_target(name: str, partitions_per_topic: Mapping[str, int],
         return stepped
     # TargetAssignmentBuilder: a member's current target is the last result's, unless it was set
     # or dropped since (then it is what was set, or nothing)
-    assigned = {mid: current.current_for(mid) for mid in current._detached if mid in members}  # noqa: SLF001
-    spec = GroupSpec.from_members(members, current._result, assigned)  # noqa: SLF001
+    assigned = {mid: current.current_for(mid) for mid in current._detached if mid in members}
+    spec = GroupSpec.from_members(members, current._result, assigned)
     result = get_server_assignor(name).assign(spec, dict(partitions_per_topic))
     current._previous = None  # keep one epoch back, not the whole history
     # the members as of this epoch: their positions in its order (the GroupMembers' snapshot)
-    return TargetAssignment(result, members._member_index(), current)  # noqa: SLF001
+    return TargetAssignment(result, members._member_index(), current)
 
 
 def _step_chain(name: str, partitions_per_topic: Mapping[str, int], members: GroupMembers,
@@ -235,18 +235,18 @@ def _step_chain(name: str, partitions_per_topic: Mapping[str, int], members: Gro
     an explicit target)."""
     if name != "uniform" or not len(members) or members.subscription_type is not SubscriptionType.HOMOGENEOUS:
         return None
-    (subscribed,) = members._distinct  # noqa: SLF001 (homogeneous: one subscription)
+    (subscribed,) = members._distinct  # homogeneous: one subscription
     topics = sorted((t for t in subscribed if t in partitions_per_topic), key=java_sort_key)
     if not topics:
         return None
     counts = [int(partitions_per_topic[t]) for t in topics]
-    detached = current._detached  # noqa: SLF001
-    sets = current._sets  # noqa: SLF001
+    detached = current._detached
+    sets = current._sets
     if any(sets.get(mid) for mid in detached if mid in members):
         return None
-    chain = current._live_chain()  # noqa: SLF001
+    chain = current._live_chain()
     if chain is None or not chain.matches(members, topics, counts):
-        res = current._result  # noqa: SLF001
+        res = current._result
         if res.topics != tuple(topics) or [res.num_partitions(t) for t in topics] != counts:
             return None
         chain = UniformChain.from_assignment(members, res)
@@ -269,7 +269,7 @@ def _step_chain(name: str, partitions_per_topic: Mapping[str, int], members: Gro
         chain.dead = True  # not the group's members (a caller's ``changed`` missed one)
         return None
     chain.step()
-    return TargetAssignment._of_chain(chain, members)  # noqa: SLF001
+    return TargetAssignment._of_chain(chain, members)
 
 
 def group_members_of(specs: Mapping[str, MemberSpec]) -> GroupMembers:

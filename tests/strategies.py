@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from assignors.types import Subscription, TopicPartition
-from experiments import schedules
+from experiments.engine import schedules
 
 topic_names = st.sampled_from([f"t{i}" for i in range(6)])
 member_ids = st.sampled_from([f"m{i:02d}" for i in range(24)] + ["consumer-a", "consumer-b", "zz"])
@@ -135,7 +135,7 @@ def shuffled(mapping: dict, permutation: list[int]) -> dict:
 
 
 # ---- simulator: scenarios with randomized fault schedules ----
-# One definition (experiments.schedules) drawn two ways: here through Hypothesis, which shrinks a
+# One definition (experiments.engine.schedules) drawn two ways: here through Hypothesis, which shrinks a
 # failing schedule; in `rebalance-sim soak` through a seeded random.Random.
 
 SIM_STRATEGIES = [list(s) for s in schedules.CLASSIC_STRATEGIES]
@@ -143,7 +143,7 @@ FAULT_KINDS = list(schedules.FAULT_KINDS)
 
 
 class _HypothesisChooser:
-    """``experiments.schedules.Chooser`` over Hypothesis's ``draw``."""
+    """``experiments.engine.schedules.Chooser`` over Hypothesis's ``draw``."""
 
     def __init__(self, draw):
         self._draw = draw
@@ -161,7 +161,7 @@ class _HypothesisChooser:
 @st.composite
 def fault_schedules(draw, members: int, session_s: float, poll_s: float, max_faults: int = 6,
                     start_s: float = 10.0, end_s: float = 200.0) -> list[dict]:
-    """Timeline actions on the initial members c000.. (``experiments.schedules.fault_schedule``)."""
+    """Timeline actions on the initial members c000.. (``experiments.engine.schedules.fault_schedule``)."""
     return schedules.fault_schedule(_HypothesisChooser(draw), members, session_s, poll_s, max_faults,
                                     start_s, end_s)
 
@@ -169,7 +169,7 @@ def fault_schedules(draw, members: int, session_s: float, poll_s: float, max_fau
 @st.composite
 def faulty_scenarios(draw, max_faults: int = 6) -> dict:
     """A small group (2-5 members, 1-2 topics) with random client settings, network and faults
-    (``experiments.schedules.faulty_scenario``)."""
+    (``experiments.engine.schedules.faulty_scenario``)."""
     return schedules.faulty_scenario(_HypothesisChooser(draw), max_faults=max_faults)
 
 
@@ -226,9 +226,8 @@ def heartbeat_sequences(draw, max_clients: int = 8, max_steps: int = 40) -> dict
     for i in range(n):
         subscribed = tuple(sorted(draw(st.lists(st.sampled_from(names), min_size=1, unique=True))))
         clients[f"c{i}"] = (subscribed, draw(st.integers(0, 4)) == 0)
-    steps = []
-    for _ in range(draw(st.integers(1, max_steps))):
-        steps.append((draw(st.sampled_from(HEARTBEAT_ACTIONS)), draw(st.sampled_from(sorted(clients))),
-                      draw(st.integers(0, 3)) == 0, draw(st.sampled_from(names))))
+    steps = [(draw(st.sampled_from(HEARTBEAT_ACTIONS)), draw(st.sampled_from(sorted(clients))),
+              draw(st.integers(0, 3)) == 0, draw(st.sampled_from(names)))
+             for _ in range(draw(st.integers(1, max_steps)))]
     return {"topics": topics, "clients": clients, "salt": draw(st.integers(0, 10**6)),
             "rebalance_timeout_s": draw(st.sampled_from([20.0, 300.0])), "steps": steps}

@@ -111,10 +111,10 @@ __all__ = [
     "GroupSpec",
     "MemberAssignment",
     "MemberSubscriptionAndAssignment",
-    "member_subscription_of",
     "ServerAssignor",
     "SubscribedTopicDescriber",
     "SubscriptionType",
     "get_server_assignor",
+    "member_subscription_of",
     "subscription_type_of",
 ]

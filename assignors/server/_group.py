@@ -28,7 +28,7 @@ class GroupArrays:
     def __init__(self, spec: GroupSpec, describer: SubscribedTopicDescriber, topics: Collection[str],
                  member_topics: list[frozenset[str]] | None = None, read_assignment: bool = True):
         self.member_ids = spec.member_ids
-        self._member_index = spec._member_index()  # noqa: SLF001 (same package; None: not known)
+        self._member_index = spec._member_index()  # None: not known
         names = sorted((t for t in topics if describer.num_partitions(t) >= 0), key=java_sort_key)
         self.topics: list[str] = names
         self.rank = {t: r for r, t in enumerate(names)}
@@ -38,7 +38,7 @@ class GroupArrays:
         self.total = int(self.offsets[-1])
         self.owner = (self._owners(spec, member_topics) if read_assignment
                       else np.full(self.total, -1, dtype=np.int32))
-        self._previous_positions = spec._previous_positions  # noqa: SLF001 (same package)
+        self._previous_positions = spec._previous_positions
 
     def _owners(self, spec: GroupSpec, member_topics: list[frozenset[str]] | None) -> np.ndarray:
         # One flat list of partition ids plus one (member, topic, length) row per claim: a Python
@@ -53,7 +53,7 @@ class GroupArrays:
         get_rank = rank.get
         # Members whose current target is a view of an earlier GroupAssignment are read from
         # that assignment's arrays (below); the others' mappings claim by claim.
-        slow_at, slow_assigned, views = spec._claims()  # noqa: SLF001 (same package)
+        slow_at, slow_assigned, views = spec._claims()
         for i, assigned in zip(slow_at, slow_assigned, strict=True):
             member_id = self.member_ids[i]
             allowed = member_topics[i] if member_topics is not None else None
@@ -77,10 +77,10 @@ class GroupArrays:
             # counts: each partition goes to its earlier member's new position (one member per
             # position, so no partition can be claimed twice).
             ((parent, ours, theirs, remap),) = views.values()
-            if parent.topics == tuple(self.topics) and np.array_equal(parent._offsets, self.offsets):  # noqa: SLF001
+            if parent.topics == tuple(self.topics) and np.array_equal(parent._offsets, self.offsets):
                 if remap is None:
                     remap = self._remap(parent, ours, theirs)
-                return remap[parent._owner].astype(np.int32)  # noqa: SLF001
+                return remap[parent._owner].astype(np.int32)
         gid_chunks: list[np.ndarray] = []
         member_chunks: list[np.ndarray] = []
         if flat:
@@ -162,8 +162,8 @@ class GroupArrays:
         index when the spec had one, for the next epoch's claims)."""
         out = GroupAssignment(self.member_ids, dict(zip(self.topics, self.counts.tolist(), strict=True)), owner)
         if self._member_index is not None:
-            out._index = self._member_index  # noqa: SLF001 (same package)
-        out._previous_positions = self._previous_positions  # noqa: SLF001
+            out._index = self._member_index
+        out._previous_positions = self._previous_positions
         return out
 
     def _raise_bad(self, spec, claim_member, claim_rank, lengths, parts) -> None:

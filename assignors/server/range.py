@@ -44,11 +44,11 @@ class RangeAssignor:
         if len(group_spec) == 0:
             return GroupAssignment.empty()
         ids = group_spec.member_ids
-        order = _sorted_member_indices(ids, group_spec._instance_ids())  # noqa: SLF001 (same package)
+        order = _sorted_member_indices(ids, group_spec._instance_ids())
         rank_of_member = np.empty(len(ids), dtype=np.int64)
         rank_of_member[order] = np.arange(len(ids))
         distinct: dict[frozenset[str], list[int]] = {}
-        for i, member_topics in enumerate(group_spec._member_topics()):  # noqa: SLF001
+        for i, member_topics in enumerate(group_spec._member_topics()):
             distinct.setdefault(member_topics, []).append(i)
         all_topics = set().union(*distinct)
         g = GroupArrays(group_spec, describer, all_topics, read_assignment=False)

@@ -272,14 +272,14 @@ class GroupSpec:
         spec._members = None
         spec._member_ids = members.member_ids
         spec._subscription_type = members.subscription_type
-        spec._bulk = _BulkMembers(members._topics, target, _Except(assigned), assigned,  # noqa: SLF001
-                                  members._instance_ids, members._racks, members, members._version)  # noqa: SLF001
+        spec._bulk = _BulkMembers(members._topics, target, _Except(assigned), assigned,
+                                  members._instance_ids, members._racks, members, members._version)
         spec._previous_positions = None
         return spec
 
     def _check_live(self) -> None:
         b = self._bulk
-        if b is not None and b.source is not None and b.source._version != b.version:  # noqa: SLF001
+        if b is not None and b.source is not None and b.source._version != b.version:
             raise AssignorError("members: changed since this GroupSpec was built (GroupSpec.from_members)")
 
     def _member_index(self) -> Mapping[str, int] | None:
@@ -287,7 +287,7 @@ class GroupSpec:
         b = self._bulk
         if b is not None and b.source is not None:
             self._check_live()
-            return b.source._member_index()  # noqa: SLF001
+            return b.source._member_index()
         return None
 
     def _member_map(self) -> dict[str, MemberSubscriptionAndAssignment]:
@@ -313,7 +313,7 @@ class GroupSpec:
         if b is not None and b.source is not None and self._members is None:
             return self._member_claims(b)
         if b is not None and self._members is None:
-            index = b.target._member_index()  # noqa: SLF001 (same module)
+            index = b.target._member_index()
             take, get = b.take, index.get
             theirs_all = [get(m, -1) if m in take else -1 for m in self._member_ids]
             ours = [i for i, j in enumerate(theirs_all) if j >= 0]
@@ -329,8 +329,8 @@ class GroupSpec:
         view_at = [i for i, a in enumerate(assigned_all) if type(a) is MemberAssignment]
         views = {}
         if view_at:
-            parents = [assigned_all[i]._parent for i in view_at]  # noqa: SLF001
-            theirs = [assigned_all[i]._member_index for i in view_at]  # noqa: SLF001
+            parents = [assigned_all[i]._parent for i in view_at]
+            theirs = [assigned_all[i]._member_index for i in view_at]
             if all(p is parents[0] for p in parents):
                 views[id(parents[0])] = (parents[0], view_at, theirs, None)
             else:
@@ -348,12 +348,12 @@ class GroupSpec:
         visited one by one."""
         self._check_live()
         assert b.source is not None
-        index = b.source._member_index()  # noqa: SLF001
+        index = b.source._member_index()
         target, assigned = b.target, b.assigned
         views: dict[int, tuple] = {}
         old_ids = target.member_ids
         if old_ids:
-            old_index = target._member_index()  # noqa: SLF001
+            old_index = target._member_index()
             remap = index.positions_of(old_index) if isinstance(old_index, _SlotIndex) else None
             if remap is None:
                 remap = np.full(len(old_ids) + 1, -1, dtype=np.int64)
@@ -479,10 +479,10 @@ class _SlotIndex(Mapping[str, int]):
 
     def __init__(self, source: GroupMembers, ids: tuple[str, ...], slots: np.ndarray):
         self._source = source
-        self._generation = source._generation  # noqa: SLF001
+        self._generation = source._generation
         self._ids = ids
         self._slots = slots  # slot of each position (never written to once here)
-        positions = np.full(len(source._slot_of), -1, dtype=np.int64)  # noqa: SLF001
+        positions = np.full(len(source._slot_of), -1, dtype=np.int64)
         positions[slots] = np.arange(len(ids), dtype=np.int64)
         self._positions = positions
         self._dict: dict[str, int] | None = None
@@ -499,8 +499,8 @@ class _SlotIndex(Mapping[str, int]):
 
     def get(self, member_id, default=None):
         if self._dict is None:
-            if self._source._generation == self._generation:  # noqa: SLF001
-                slot = self._source._slot_of.get(member_id)  # noqa: SLF001
+            if self._source._generation == self._generation:
+                slot = self._source._slot_of.get(member_id)
                 if slot is None or slot >= len(self._positions):
                     return default
                 p = int(self._positions[slot])
@@ -845,7 +845,7 @@ class MemberAssignment(Mapping[str, tuple[int, ...]]):
 
     def _dict(self) -> dict[str, tuple[int, ...]]:
         if self._data is None:
-            self._data = self._parent._member_dict(self._member_index)  # noqa: SLF001
+            self._data = self._parent._member_dict(self._member_index)
         return self._data
 
     def __getitem__(self, topic: str) -> tuple[int, ...]:

@@ -178,7 +178,7 @@ def _homogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupA
 
 
 def _heterogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupAssignment:
-    member_topics = spec._member_topics()  # noqa: SLF001 (same package)
+    member_topics = spec._member_topics()
     # Names that do not exist are dropped, as in the homogeneous case.
     distinct: dict[frozenset[str], list[int]] = {}
     for i, topics in enumerate(member_topics):
@@ -204,10 +204,7 @@ def _subscribers(g: GroupArrays, distinct: dict[frozenset[str], list[int]]) -> l
             r = g.rank.get(t)
             if r is not None:
                 parts[r].append(arr)
-    out = []
-    for chunks in parts:
-        out.append(chunks[0] if len(chunks) == 1 else np.sort(np.concatenate(chunks)))
-    return out
+    return [chunks[0] if len(chunks) == 1 else np.sort(np.concatenate(chunks)) for chunks in parts]
 
 
 class _HeterogeneousBuilder:

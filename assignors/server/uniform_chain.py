@@ -137,7 +137,7 @@ class UniformChain:
             offsets.append(offsets[-1] + c)
         self.offsets = offsets
         self.total = offsets[-1]
-        self.generation = members._generation  # noqa: SLF001 (same package)
+        self.generation = members._generation
         self.slot_of: dict[str, int] = {}         # member id -> slot (the GroupMembers' slot)
         self.owner = np.full(self.total, -1, dtype=np.int32)   # slot holding each partition
         self.count = np.zeros(0, dtype=np.int64)                # partitions per slot
@@ -160,12 +160,12 @@ class UniformChain:
         topics), or None when a member of ``result`` has no slot in ``members`` any more."""
         topics = result.topics
         chain = cls(members, topics, [result.num_partitions(t) for t in topics])
-        slot_of = members._slot_of  # noqa: SLF001
+        slot_of = members._slot_of
         ids = result.member_ids
         if any(m not in slot_of for m in ids):
             return None
         slots = np.fromiter(map(slot_of.__getitem__, ids), dtype=np.int64, count=len(ids))
-        owner_pos = result._owner  # noqa: SLF001
+        owner_pos = result._owner
         held = owner_pos >= 0
         owner = np.full(chain.total, -1, dtype=np.int32)
         owner[held] = slots[owner_pos[held]]
@@ -244,9 +244,9 @@ class UniformChain:
     def add(self, member_id: str) -> None:
         """The member joined, with an empty current target (its slot comes from the members)."""
         members = self.members
-        if members._generation != self.generation:  # noqa: SLF001
+        if members._generation != self.generation:
             self._renumber()
-        slot = members._slot_of[member_id]  # noqa: SLF001
+        slot = members._slot_of[member_id]
         self._grow(slot + 1)
         self._new_slot(member_id, slot)
 
@@ -255,10 +255,10 @@ class UniformChain:
     def step(self) -> None:
         """Compute the next target of the members (``uniform._homogeneous`` on this state)."""
         members = self.members
-        index = members._member_index()  # noqa: SLF001 (may renumber the members' slots)
-        if members._generation != self.generation:  # noqa: SLF001
+        index = members._member_index()  # may renumber the members' slots
+        if members._generation != self.generation:
             self._renumber()
-        order = index._slots  # noqa: SLF001 (slot of each position, in HashMap order)
+        order = index._slots  # slot of each position, in HashMap order
         m = order.size
         changed = self.changed = set()
         self.step_count += 1
@@ -363,7 +363,7 @@ class UniformChain:
 
     def _renumber(self) -> None:
         """The members renumbered their slots: move this chain's state to the new numbers."""
-        new_of = self.members._slot_of  # noqa: SLF001
+        new_of = self.members._slot_of
         size = len(self.parts)
         remap = np.full(size + 1, -1, dtype=np.int64)
         moves = [(old, new_of[m]) for m, old in self.slot_of.items()]
@@ -378,7 +378,7 @@ class UniformChain:
             self.sorted_for[new] = marks[old]
             self.count[new] = count[old]
         self.slot_of = {m: new_of[m] for m in self.slot_of}
-        self.generation = self.members._generation  # noqa: SLF001
+        self.generation = self.members._generation
         self.changed = set()
         self.sets = {}
 

@@ -1,12 +1,12 @@
 """The experiments, as declarations: one module each, registered here by name.
 
-Each module defines ``EXPERIMENT`` (``experiments.pipeline.Experiment``): a grid and a report
+Each module defines ``EXPERIMENT`` (``experiments.engine.pipeline.Experiment``): a grid and a report
 recipe that the generic pipeline runs. To add an experiment, add a module and list it below.
 """
 
 from __future__ import annotations
 
-from ..pipeline import Experiment
+from ..engine.pipeline import Experiment
 from . import assignor_scaling, ci_regression, eager_vs_cooperative, protocols
 
 EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (

@@ -1,7 +1,7 @@
 """When does the leader's assignment dominate a rebalance? Our assignors timed directly, then a
 simulated scale-out with the assignor cost ``measured``, 100..10,000 members.
 
-A declaration for the generic pipeline (``experiments.pipeline``).
+A declaration for the generic pipeline (``experiments.engine.pipeline``).
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-from ..pipeline import Experiment, Options, Page, Results
-from ..sweep import RunSpec, resolve
-from .eager_vs_cooperative import EAGER_VS_COOP_ASSIGNORS, _time_assignors
+from ..engine.grid import RunSpec, resolve
+from ..engine.pipeline import Experiment, Options, Page, Results
+from .common import EAGER_VS_COOP_ASSIGNORS, time_assignors
 
 ASSIGNORS = EAGER_VS_COOP_ASSIGNORS
 MEMBERS = (100, 1000, 10_000)
@@ -37,9 +37,9 @@ def grid(opts: Options) -> list[RunSpec]:
 def report(opts: Options, results: Results) -> Page:
     import pandas as pd
 
-    from .. import plots
     from ..atomic import atomic_write_bytes
-    from ..report import Figure, Table
+    from ..report import plots
+    from ..report.html import Figure, Table
 
     out = Path(opts.out)
     shapes = [(m, p) for m in MEMBERS for p in PARTITIONS if p >= m]
@@ -48,7 +48,7 @@ def report(opts: Options, results: Results) -> Page:
     rows = []
     for shape in shapes:
         t0 = time.monotonic()
-        rows += _time_assignors(ASSIGNORS, [shape])
+        rows += time_assignors(ASSIGNORS, [shape])
         print(f"  {shape[0]:>6,} members x {shape[1]:>9,} partitions: {time.monotonic() - t0:5.1f} s",
               file=sys.stderr)
     timings = pd.DataFrame(rows)
@@ -82,7 +82,7 @@ def report(opts: Options, results: Results) -> Page:
 
 def _assign_time_of_runs(results: Results):
     """Simulated time the leader spent computing assignments in each run's rebalance episodes."""
-    from ..aggregate import assignment_time
+    from ..engine.aggregate import assignment_time
 
     return assignment_time(results.raw("events"), results.raw("episodes")).toArrow().to_pandas()
 

@@ -1,10 +1,10 @@
-"""The regression suite (``experiments.ci_regression``) as a catalog entry: not a sweep, so it
+"""The regression suite (``experiments.engine.regression``) as a catalog entry: not a sweep, so it
 replaces the pipeline with its own ``run``."""
 
 from __future__ import annotations
 
-from .. import ci_regression
-from ..pipeline import Experiment
+from ..engine import regression as ci_regression
+from ..engine.pipeline import Experiment
 
 EXPERIMENT = Experiment(
     "ci-regression",

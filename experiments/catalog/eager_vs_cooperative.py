@@ -2,22 +2,21 @@
 static and dynamic members; scale-out, crash and a full rolling deploy; 10..1000 members; 20 seeds,
 6 at 1,000 members; medians with p10-p90 bands).
 
-A declaration for the generic pipeline (``experiments.pipeline``): ``grid`` says which runs,
+A declaration for the generic pipeline (``experiments.engine.pipeline``): ``grid`` says which runs,
 ``report`` turns the aggregated tables into the page.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import statistics
-import time
 from pathlib import Path
 
 import attrs
 
-from ..headline import (
-    CONSUMER,
+from sim.builtin_scenarios import to_toml
+
+from ..engine.grid import RunSpec, resolve
+from ..engine.pipeline import Experiment, Options, Page, Results, scenario_dir
+from ..report.headline import (
     HUMAN,
     best_eager,
     consumer_vs_classic,
@@ -28,27 +27,21 @@ from ..headline import (
     sentences,
     with_bands,
 )
-from ..pipeline import Experiment, Options, Page, Results, scenario_dir
-from ..sweep import RunSpec, resolve
-
-EAGER_VS_COOP_ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
-# The third protocol beside classic eager and cooperative: the consumer group protocol (KIP-848),
-# where the coordinator assigns with the broker's default server-side assignor (uniform). In the
-# tables it is one more value of the ``assignor`` column.
-CONSUMER_PROTOCOL = CONSUMER
-MAIN_JOB_VARIANTS = (*EAGER_VS_COOP_ASSIGNORS, CONSUMER_PROTOCOL)
-
-
-def variant_overrides(variant: str) -> tuple[str, ...]:
-    """The scenario overrides of one ``assignor`` column value (a classic assignor, or the
-    consumer group protocol)."""
-    if variant == CONSUMER_PROTOCOL:
-        return ("consumer.group_protocol=consumer", "consumer.group_remote_assignor=uniform")
-    return (f"consumer.partition_assignment_strategy={variant}",)
-# The deploy: every member restarts once, a quarter of the group at a time (Kubernetes' default
-# maxUnavailable for a Deployment), 10 s down, 20 s between batches. Four batches at every size,
-# so the run cost grows with the group like the other scenarios'.
-DEPLOY_BATCH = "25%"
+from .common import (
+    BUILTIN_FAULT_S,
+    BUILTIN_JITTER_S,
+    CONSUMER_PROFILE,
+    CONSUMER_PROTOCOL,
+    DEPLOY_BATCH,
+    EAGER_VS_COOP_ASSIGNORS,
+    MAIN_JOB_VARIANTS,
+    formation_allowance_s,
+    scenario_dict,
+    seeds_for,
+    seeds_text,
+    time_assignors,
+    variant_overrides,
+)
 
 
 @attrs.frozen
@@ -58,7 +51,7 @@ class Scale:
     deploy_batch: str = DEPLOY_BATCH  # the rolling deploy restarts the whole group, this much at a time
     seeds: tuple[int, ...] = (0, 1, 2)
     # (group size, number of seeds) where a size runs fewer seeds than ``seeds`` (the largest
-    # groups cost the most per run; see README: what a seed samples, and how many are run)
+    # groups cost the most per run; docs/design.md says what a seed samples)
     seeds_by_size: tuple[tuple[int, int], ...] = ()
     # the eager assignors other than range (roundrobin, sticky) run only up to this group size
     # (None: at every size); they stall as range does under the eager protocol
@@ -86,21 +79,6 @@ class Scale:
         return seeds_text(self.seeds, self.seeds_by_size, self.sizes)
 
 
-def seeds_for(seeds: tuple[int, ...], by_size: tuple[tuple[int, int], ...], members: int) -> tuple[int, ...]:
-    """The first of ``seeds`` that group size ``members`` runs: as many as ``by_size`` gives it,
-    else all."""
-    n = dict(by_size).get(members)
-    return seeds if n is None else seeds[:n]
-
-
-def seeds_text(seeds: tuple[int, ...], by_size: tuple[tuple[int, int], ...], sizes) -> str:
-    """How many seeds each group size runs, as the reports say it."""
-    counts = [(m, len(seeds_for(seeds, by_size, m))) for m in sizes]
-    if len({n for _, n in counts}) == 1:
-        return f"{counts[0][1]} seed{'s' if counts[0][1] != 1 else ''} per point"
-    return "seeds per point: " + ", ".join(f"{n} at {m:,} members" for m, n in counts)
-
-
 SCALES = {
     # Seeds: a seed samples the members' start instants (and so their auto-commit and poll
     # phases), member ids, link latencies and the fault's instant within 15 s. Twenty seeds per
@@ -108,7 +86,7 @@ SCALES = {
     # six seeds, and of the eager assignors only range.
     "default": Scale(sizes=(10, 100, 1000), partitions_per_member=2, seeds=tuple(range(20)),
                      seeds_by_size=((1000, 6),), all_eager_up_to=100),
-    # Up to 10,000 members, few seeds (the runs at 10,000 members dominate; see README for times).
+    # Up to 10,000 members, few seeds (the runs at 10,000 members dominate; docs/performance.md).
     "large": Scale(sizes=(10, 100, 1000, 10_000), partitions_per_member=2, seeds=tuple(range(6)),
                    seeds_by_size=((10_000, 1),), all_eager_up_to=100, consumer_sizes=(10, 100, 1000)),
     # A quick look (and the tests): tiny groups, two seeds.
@@ -116,93 +94,6 @@ SCALES = {
                    timing_shapes=((10, 100), (10, 1000))),
 }
 SCENARIO_LABELS = ("scale-out", "crash", "rolling-deploy")
-# Seeds only matter if something is random: a lognormal link latency (median 2 ms).
-COMMON_OVERRIDES = {"network.latency.kind": "lognormal", "network.latency.ms": 2.0}
-# A plain (stateless) consumer doing real work per record: 500 records/s per member, so a
-# 500-record poll batch takes up to 1 s (members react to a rebalance between batches), plus
-# rebalance-listener costs per partition: flush and commit on revoke, re-open state on assign.
-CONSUMER_PROFILE = {"capacity": 500.0, "revoke_cost_ms": 10.0, "assign_cost_ms": 50.0}
-
-
-def _toml_value(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int | float):
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, list | tuple):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    raise TypeError(f"cannot write {v!r} as TOML")
-
-
-def to_toml(data: dict) -> str:
-    """A scenario dict (scalars, lists, tables, lists of tables) as TOML text."""
-    lines: list[str] = []
-
-    def table(d: dict, prefix: str) -> None:
-        scalars = {k: v for k, v in d.items()
-                   if not isinstance(v, dict) and not (isinstance(v, list) and v and isinstance(v[0], dict))}
-        for k, v in scalars.items():
-            lines.append(f"{k} = {_toml_value(v)}")
-        for k, v in d.items():
-            name = f"{prefix}.{k}" if prefix else k
-            if isinstance(v, dict):
-                lines.append(f"\n[{name}]")
-                table(v, name)
-            elif isinstance(v, list) and v and isinstance(v[0], dict):
-                for item in v:
-                    lines.append(f"\n[[{name}]]")
-                    table(item, name)
-
-    table(data, "")
-    return "\n".join(lines) + "\n"
-
-
-# The built-ins' fault time and its jitter (experiments.scenarios); later faults move by multiples
-# of the jitter's period.
-BUILTIN_FAULT_S = 60.0
-BUILTIN_JITTER_S = 15.0
-PHASE_PERIOD_S = 15.0
-CONSUMER_HEARTBEAT_S = 5.0  # group.consumer.heartbeat.interval.ms, the broker's default (KIP-848)
-
-
-def formation_allowance_s(partitions: int) -> float:
-    """How much later than the built-ins' 60 s the fault comes, so that the group has formed
-    under every protocol first (0 when it has anyway). Under the consumer protocol the first
-    member to join is assigned every partition at once (KIP-848 has no
-    group.initial.rebalance.delay.ms), runs onPartitionsAssigned for all of them, then revokes all
-    but its share before the others can take theirs: forming takes about partitions x (assign +
-    revoke cost) plus a heartbeat (125 s at 2,000 partitions here). A fault before that would fall
-    into the formation, which no metric counts. Two heartbeats of margin, rounded up to a multiple
-    of ``PHASE_PERIOD_S``; the same for every protocol of a point, so all see the same scenario."""
-    cost_s = (CONSUMER_PROFILE["assign_cost_ms"] + CONSUMER_PROFILE["revoke_cost_ms"]) / 1000.0
-    need_s = partitions * cost_s + 2 * CONSUMER_HEARTBEAT_S - BUILTIN_FAULT_S
-    return PHASE_PERIOD_S * math.ceil(max(0.0, need_s) / PHASE_PERIOD_S)
-
-
-def _scenario_dict(label: str, membership: str, members: int, partitions: int, deploy_batch: str,
-                   consumer_protocol: bool = True) -> dict:
-    """A built-in at this size with the experiment's consumer and network; when the consumer
-    protocol runs it too, its fault moved past that protocol's formation (``formation_allowance_s``)."""
-    from ..scenarios import builtin_dict
-
-    overrides = {"members": str(members), "partitions": str(partitions)}
-    if label == "rolling-deploy":
-        data = builtin_dict(label, {**overrides, "batch_size": deploy_batch,
-                                    "static": str(membership == "static").lower()})
-    else:
-        data = builtin_dict(label, overrides)  # crash: the second member by name, at any size
-        data["consumer"]["static"] = membership == "static"
-    data["name"] = label
-    data["description"] = f"{label}, {membership} members (eager-vs-cooperative experiment)"
-    data["consumer"].update(CONSUMER_PROFILE)
-    net = data.setdefault("network", {})
-    net["latency"] = {"kind": COMMON_OVERRIDES["network.latency.kind"], "ms": COMMON_OVERRIDES["network.latency.ms"]}
-    shift = formation_allowance_s(partitions) if consumer_protocol else 0.0
-    for action in data["timeline"]:
-        action["at_s"] = action["at_s"] + shift
-    return data
 
 
 def eager_vs_coop_specs(scale: Scale, scenarios: Path) -> list[RunSpec]:
@@ -215,7 +106,7 @@ def eager_vs_coop_specs(scale: Scale, scenarios: Path) -> list[RunSpec]:
         for membership in ("dynamic", "static"):
             for members in scale.sizes:
                 partitions = members * scale.partitions_per_member
-                data = _scenario_dict(label, membership, members, partitions, scale.deploy_batch,
+                data = scenario_dict(label, membership, members, partitions, scale.deploy_batch,
                                       scale.consumer_sizes is None or members in scale.consumer_sizes)
                 path = scenarios / f"{label}-{membership}-{members}.toml"
                 text = to_toml(data)
@@ -224,36 +115,9 @@ def eager_vs_coop_specs(scale: Scale, scenarios: Path) -> list[RunSpec]:
                 for assignor in scale.variants_for(members):
                     point = (("scenario", label), ("assignor", assignor), ("membership", membership),
                              ("members", members), ("partitions", partitions))
-                    for seed in scale.seeds_for(members):
-                        specs.append(RunSpec(str(path.resolve()), variant_overrides(assignor), seed, point))
+                    specs.extend(RunSpec(str(path.resolve()), variant_overrides(assignor), seed, point)
+                                 for seed in scale.seeds_for(members))
     return resolve(specs, "eager-vs-cooperative")
-
-
-def _time_assignors(assignors, shapes) -> list[dict]:
-    """Wall time of one reassignment (after one member left) per assignor and (members, partitions)."""
-    from assignors import get_assignor
-
-    from ..bench_assignors import Case, _fresh_subscriptions, _group, _next_round
-
-    rows = []
-    for members, partitions in shapes:
-        topics = max(1, partitions // 10_000)
-        case = Case(f"{members}x{partitions}", members, topics, partitions // topics)
-        metadata, topics_of = _group(case)
-        for name in assignors:
-            a = get_assignor(name)
-            fresh = a.assign(metadata, _fresh_subscriptions(topics_of))
-            subs = _next_round(name, topics_of, fresh, 1, next(iter(topics_of)))
-            times = []
-            for _ in range(3 if partitions <= 100_000 else 1):
-                # (no gc.collect() first: assign() pauses the cyclic collector itself, and a full
-                # collection of the report's heap took 0.1 s each, 7 s a report)
-                t0 = time.perf_counter()
-                get_assignor(name).assign(metadata, subs)
-                times.append(time.perf_counter() - t0)
-            rows.append({"assignor": name, "members": members, "partitions": case.partitions,
-                         "assign_s": statistics.median(times)})
-    return rows
 
 
 def _pick(specs: list[RunSpec], **point) -> RunSpec | None:
@@ -273,9 +137,9 @@ def grid(opts: Options) -> list[RunSpec]:
 def report(opts: Options, results: Results) -> Page:
     import pandas as pd
 
-    from .. import plots
     from ..atomic import atomic_write_bytes
-    from ..report import Figure, Table
+    from ..report import plots
+    from ..report.html import Figure, Table
 
     scale = SCALES[opts.scale]
     out = Path(opts.out)
@@ -283,7 +147,7 @@ def report(opts: Options, results: Results) -> Page:
     runs, points = results.tables["runs"], results.tables["points"]
     wq, windows = results.tables["window_quantiles"], results.tables["windows"]
     figures = _eager_vs_coop_figures(out, results, specs, points, windows, scale)
-    timings = pd.DataFrame(_time_assignors(EAGER_VS_COOP_ASSIGNORS, scale.timing_shapes))
+    timings = pd.DataFrame(time_assignors(EAGER_VS_COOP_ASSIGNORS, scale.timing_shapes))
     atomic_write_bytes(out / "assignor_timing.csv", timings.to_csv(index=False).encode())
     figures.append(Figure(out / "assignment_time.png",
                           plots.assignment_time(timings, out / "assignment_time.png")))
@@ -516,15 +380,15 @@ def _text_table(df) -> str:
     text = [df[c].dtype == object for c in headers]  # text columns left, numbers right
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
     lines = ["  ".join(h.ljust(w) if t else h.rjust(w) for h, w, t in zip(headers, widths, text, strict=True))]
-    for r in rows:
-        lines.append("  ".join(c.ljust(w) if t else c.rjust(w) for c, w, t in zip(r, widths, text, strict=True)))
+    lines += ["  ".join(c.ljust(w) if t else c.rjust(w) for c, w, t in zip(r, widths, text, strict=True))
+              for r in rows]
     return "\n".join(lines)
 
 
 def _eager_vs_coop_figures(out, results, specs, points, windows, scale):
-    from .. import plots
-    from ..report import Figure
-    from ..sweep import load_run_scenario
+    from ..engine.grid import load_run_scenario
+    from ..report import plots
+    from ..report.html import Figure
 
     figs = []
     small = min(scale.sizes)

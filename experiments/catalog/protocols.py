@@ -25,8 +25,8 @@ Every run uses the deterministic ``model`` assignment cost (the same formula for
 leader and the server-side assignor), so the time spent assigning is visible and reproducible.
 
 Metrics are the simulator's summary (``sim.metrics``), aggregated across seeds by
-``experiments.aggregate``; the time spent assigning is ``experiments.aggregate.assignment_time``.
-A declaration for the generic pipeline (``experiments.pipeline``).
+``experiments.engine.aggregate``; the time spent assigning is ``experiments.engine.aggregate.assignment_time``.
+A declaration for the generic pipeline (``experiments.engine.pipeline``).
 """
 
 from __future__ import annotations
@@ -35,17 +35,18 @@ from pathlib import Path
 
 import attrs
 
-from ..headline import HUMAN, consumer_vs_classic, num, same, with_bands
-from ..pipeline import Experiment, Options, Page, Results, scenario_dir
-from ..sweep import RunSpec, resolve
-from .eager_vs_cooperative import (
+from sim.builtin_scenarios import to_toml
+
+from ..engine.grid import RunSpec, resolve
+from ..engine.pipeline import Experiment, Options, Page, Results, scenario_dir
+from ..report.headline import HUMAN, consumer_vs_classic, num, same, with_bands
+from .common import (
     CONSUMER_PROFILE,
     CONSUMER_PROTOCOL,
     DEPLOY_BATCH,
-    _scenario_dict,
+    scenario_dict,
     seeds_for,
     seeds_text,
-    to_toml,
     variant_overrides,
 )
 
@@ -109,7 +110,7 @@ def _slow_member_dict(members: int, partitions: int) -> dict:
     from sim import Scenario
     from sim.scenario import member_names
 
-    data = _scenario_dict("scale-out", "dynamic", members, partitions, DEPLOY_BATCH)
+    data = scenario_dict("scale-out", "dynamic", members, partitions, DEPLOY_BATCH)
     sc = Scenario.from_dict(data)
     names, _ = member_names(sc.config, sc.timeline)
     slow = names[1] if len(names) > 1 else names[0]
@@ -125,12 +126,12 @@ def _scenario(label: str, members: int, partitions: int) -> dict:
     if label == "slow-member":
         data = _slow_member_dict(members, partitions)
     elif label == MIGRATION:
-        data = _scenario_dict(label, "dynamic", members, partitions, DEPLOY_BATCH)
+        data = scenario_dict(label, "dynamic", members, partitions, DEPLOY_BATCH)
         for action in data["timeline"]:
             action["batch_size"] = DEPLOY_BATCH  # the rolling deploy's batches
         data["description"] = f"{label}, the rolling deploy onto the consumer protocol (protocols experiment)"
     else:
-        data = _scenario_dict(label, "dynamic", members, partitions, DEPLOY_BATCH)
+        data = scenario_dict(label, "dynamic", members, partitions, DEPLOY_BATCH)
         data["description"] = f"{label}, dynamic members (protocols experiment)"
     return data
 
@@ -160,27 +161,26 @@ def protocol_specs(scale: Scale, scenarios: Path) -> list[RunSpec]:
             path = scenario_file(label, members, partitions)
             for assignor in PROTOCOLS:
                 hb = CONSUMER_HEARTBEAT_MS if assignor == CONSUMER else CLASSIC_HEARTBEAT_MS
-                for seed in scale.seeds_for(members):
-                    specs.append(RunSpec(path, (*variant_overrides(assignor), *COMMON), seed,
-                                         _point(label, assignor, members, partitions, hb)))
+                specs.extend(RunSpec(path, (*variant_overrides(assignor), *COMMON), seed,
+                                     _point(label, assignor, members, partitions, hb))
+                             for seed in scale.seeds_for(members))
     for members in scale.sizes:
         partitions = members * scale.partitions_per_member[0]
         path = scenario_file(MIGRATION, members, partitions)
         for assignor in MIGRATION_FROM:
-            for seed in scale.seeds_for(members):
-                specs.append(RunSpec(path, (*variant_overrides(assignor), *COMMON), seed,
-                                     _point(MIGRATION, assignor, members, partitions, CLASSIC_HEARTBEAT_MS)))
+            specs.extend(RunSpec(path, (*variant_overrides(assignor), *COMMON), seed,
+                                 _point(MIGRATION, assignor, members, partitions, CLASSIC_HEARTBEAT_MS))
+                         for seed in scale.seeds_for(members))
     members = scale.heartbeat_size
     partitions = members * scale.partitions_per_member[0]
     for label in ("scale-out", "rolling-deploy"):
         path = scenario_file(label, members, partitions)
         for hb in scale.heartbeat_ms:
-            for seed in scale.seeds_for(members):
-                specs.append(RunSpec(path, (*variant_overrides(CONSUMER), *COMMON,
-                                            f"group.consumer_heartbeat_interval_ms={hb}",
-                                            # below group.consumer.min.heartbeat.interval.ms
-                                            f"group.consumer_min_heartbeat_interval_ms={hb}"), seed,
-                                     _point(label, CONSUMER, members, partitions, hb)))
+            overrides = (*variant_overrides(CONSUMER), *COMMON, f"group.consumer_heartbeat_interval_ms={hb}",
+                         # below group.consumer.min.heartbeat.interval.ms
+                         f"group.consumer_min_heartbeat_interval_ms={hb}")
+            specs.extend(RunSpec(path, overrides, seed, _point(label, CONSUMER, members, partitions, hb))
+                         for seed in scale.seeds_for(members))
     return resolve(specs, "protocols")
 
 
@@ -401,10 +401,10 @@ def formation_sentence(table) -> str | None:
 
 def report(opts: Options, results: Results) -> Page:
 
-    from .. import plots
-    from ..aggregate import assignment_time
     from ..atomic import atomic_write_bytes
-    from ..report import Figure, Table
+    from ..engine.aggregate import assignment_time
+    from ..report import plots
+    from ..report.html import Figure, Table
 
     scale = SCALES[opts.scale]
     out = Path(opts.out)
@@ -517,7 +517,7 @@ def report(opts: Options, results: Results) -> Page:
 
 
 def _heartbeat_view(points):
-    from ..headline import human_columns
+    from ..report.headline import human_columns
 
     p = points[points["assignor"] == CONSUMER]
     hb = p.groupby(["scenario", "members", "partitions"])["heartbeat_ms"].transform("nunique")

@@ -71,7 +71,7 @@ def test_the_model_replays_the_jvms_orders(case):
     shots = []
     for op in case["ops"]:
         if op == "|":
-            shots.append([str(k) for k in m.keys()])
+            shots.append([str(k) for k in m.keys()])  # noqa: SIM118 (JavaHashMap: keys(), no __iter__)
         else:
             act[op[0]](int(op[1:]) if ints else op[1:])
     assert shots == case["orders"]

@@ -209,7 +209,7 @@ def test_members_that_come_and_go_for_long_stay_right():
         members.put(alive[-1], frozenset({"a"}))
         if k % 7 and k < 1290:
             continue  # several changes between two epochs
-        scratch = GroupSpec({m: M({"a"}, previous[m] if m in previous else {}) for m in alive})
+        scratch = GroupSpec({m: M({"a"}, previous.get(m, {})) for m in alive})
         result = assignor.assign(GroupSpec.from_members(members, previous), {"a": 9})
         assert result.to_dict() == assignor.assign(scratch, {"a": 9}).to_dict()
         gone = [m for m in ("m0", "m1", "m2", "m3", f"n{k - 40}") if m not in alive]
@@ -229,6 +229,6 @@ def test_a_member_that_leaves_and_comes_back_is_found_again():
     members.put("b2", frozenset({"t"}))
     members.put("d4", frozenset({"t"}))
     three = assignor.assign(GroupSpec.from_members(members, two), {"t": 6})
-    scratch = GroupSpec({m: M({"t"}, two[m] if m in two else {}) for m in ("a1", "b2", "c3", "d4")})
+    scratch = GroupSpec({m: M({"t"}, two.get(m, {})) for m in ("a1", "b2", "c3", "d4")})
     assert three.to_dict() == assignor.assign(scratch, {"t": 6}).to_dict()
     assert "b2" in one and "b2" not in two and "b2" in three and dict(one["b2"]) == one.to_dict()["b2"]

@@ -382,7 +382,7 @@ def test_every_unit_goes_to_one_member_with_all_its_topics(group):
     """Each unit below the smallest count has one owner, who gets that number of all its topics."""
     metadata, subs, _ = group
     result = assign(metadata, subs)
-    topics, n_units, eligible = shape(metadata, subs)
+    _topics, n_units, eligible = shape(metadata, subs)
     assert set(result) == set(subs)
     owner_of = {}
     for m, a in result.items():
@@ -402,7 +402,7 @@ def test_counts_are_fair(group):
     """Eligible members' unit counts differ by at most 1; other members get nothing."""
     metadata, subs, _ = group
     result = assign(metadata, subs)
-    _, n_units, eligible = shape(metadata, subs)
+    _, _n_units, eligible = shape(metadata, subs)
     counts = [len(units(result[m])) for m in eligible]
     if counts:
         assert max(counts) - min(counts) <= 1

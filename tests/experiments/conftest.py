@@ -8,7 +8,7 @@ import pytest
 @pytest.fixture(scope="session")
 def spark():
     """The process's SparkSession (local[*]); started once, because the JVM takes 10-20 s."""
-    from experiments.spark import get_spark, stop_spark
+    from experiments.engine.spark import get_spark, stop_spark
 
     session = get_spark("local[2]")
     yield session

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from experiments.aggregate import aggregate, sort_like_spark
+from experiments.engine.aggregate import aggregate, sort_like_spark
 from experiments.provenance import model_id
 
 INTERVAL_COLUMNS = ("run_id", "kind", "member", "topic", "partition", "start", "end")
@@ -23,7 +23,7 @@ def _summary(rebalance, rounds, ua_s, ua_max, loss, stw):
 
 
 def _write_run(root: Path, run_id, assignor, seed, summary, episodes, intervals):
-    """One run in the layout a sweep writes (``experiments.store``): its own batch, committed."""
+    """One run in the layout a sweep writes (``experiments.engine.store``): its own batch, committed."""
     batch = f"b20260101T000000000000-{run_id}"
 
     def write(table: pa.Table, name: str) -> None:
@@ -165,7 +165,7 @@ def test_windows_written_by_driver_or_spark_are_the_same(tables, spark, tmp_path
     """Not collected, the windows are still written: by the driver while they are few, by
     Spark's sort and write beyond ``DRIVER_WINDOWS_MAX``; both give the same rows in the same
     order as the collected table."""
-    import experiments.aggregate as agg
+    import experiments.engine.aggregate as agg
 
     root, t = tables
     aggregate(spark, root, tmp_path / "driver", collect_windows=False)

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from experiments.bench_assignors import Case, bench_case
-from experiments.cli import main
+from experiments.bench.assignors import Case, bench_case
+from experiments.cli.main import main
 
 GROUP = {
     "assignor": "cooperative-sticky",
@@ -81,10 +81,10 @@ def test_bench_rows_measure_both_modes(name):
     if name in ("sticky", "cooperative-sticky", "stream-join-sticky"):
         # survivors keep what they had: only the leaver's partitions move
         from assignors import get_assignor
-        from experiments.bench_assignors import _fresh_subscriptions, _group
+        from experiments.bench.assignors import fresh_subscriptions, group_of
 
-        metadata, topics_of = _group(Case("tiny", 6, 3, 4))
-        fresh = get_assignor(name).assign(metadata, _fresh_subscriptions(topics_of))
+        metadata, topics_of = group_of(Case("tiny", 6, 3, 4))
+        fresh = get_assignor(name).assign(metadata, fresh_subscriptions(topics_of))
         assert rows[1]["moved"] == len(fresh[next(iter(topics_of))].partitions)
 
 
@@ -93,7 +93,7 @@ def test_fast_calls_are_timed_until_half_a_second_slow_ones_only_repeat_times(mo
     timed (at most ``MAX_CALLS`` calls); one that takes long enough runs ``repeat`` times."""
     import time
 
-    from experiments import benchtime
+    from experiments.bench import timing as benchtime
 
     monkeypatch.setattr(benchtime, "MIN_TIMED_S", 0.05)
     calls = []

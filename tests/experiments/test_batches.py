@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.sweep import BATCHES, RunSpec, _batches
+from experiments.engine.grid import RunSpec
+from experiments.engine.sweep import BATCHES, _batches
 
 
 def _specs(costs):

@@ -7,7 +7,7 @@ import csv
 
 import pytest
 
-from experiments import ci_regression as ci
+from experiments.engine import regression as ci
 
 
 def _args(tmp_path, *argv):
@@ -44,7 +44,8 @@ def test_clean_rerun_passes_and_worsened_baseline_fails(tmp_path, capsys, suite_
     assert ci.run(_args(tmp_path)) == 0
     assert (tmp_path / "ci" / "rebalance_time_max_s.png").exists()
 
-    rows = list(csv.DictReader(open(tmp_path / "baseline.csv")))
+    with open(tmp_path / "baseline.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
     target = next(r for r in rows if r["scenario"] == "crash" and r["assignor"] == "range")
     original = float(target["rebalance_time_max_s"])
     target["rebalance_time_max_s"] = repr(original / 2)

@@ -24,9 +24,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from experiments.aggregate import aggregate
-from experiments.spark import cache_dir
-from experiments.sweep import expand, load_grid, run_sweep
+from experiments.engine.aggregate import aggregate
+from experiments.engine.grid import expand, load_grid
+from experiments.engine.spark import cache_dir
+from experiments.engine.sweep import run_sweep
 
 pytestmark = pytest.mark.cluster
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from experiments.atomic import atomic_directory, atomic_write_bytes
-from experiments.cli import main
+from experiments.cli.main import main
 
 CLI = [sys.executable, "-m", "experiments"]
 GROUP = {"assignor": "range", "topics": {"orders": 6},
@@ -142,8 +142,8 @@ def test_assign_accepts_a_good_group(capsys):
 @pytest.mark.parametrize("value", ["0", "-5"])
 def test_timeline_max_partitions_must_be_positive(tmp_path, capsys, value):
     """`timeline --max-partitions -5` or 0 is bad input, not a strange plot."""
-    from experiments.scenarios import load_scenario
     from sim import run_scenario
+    from sim.builtin_scenarios import load_scenario
 
     run_scenario(load_scenario("scale-out", ["members=2", "partitions=4"]), out_dir=tmp_path)
     assert main(["timeline", str(tmp_path), "--max-partitions", value]) == 2
@@ -184,7 +184,7 @@ def test_version_names_the_model_digest(capsys):
 
 def test_list_shows_parameters_and_json(capsys):
     """`list` shows each built-in's parameters with defaults; `list --json` is the same as data."""
-    from experiments.scenarios import BUILTINS
+    from sim.builtin_scenarios import BUILTINS
 
     assert main(["list"]) == 0
     text = capsys.readouterr().out
@@ -198,8 +198,8 @@ def test_list_shows_parameters_and_json(capsys):
 
 def test_show_prints_toml_that_runs_the_same_simulation(tmp_path, capsys):
     """`show crash --set ...` is a TOML file whose run has the same events as the built-in's."""
-    from experiments.scenarios import load_scenario
     from sim import run_scenario
+    from sim.builtin_scenarios import load_scenario
 
     sets = ["members=3", "partitions=6", "consumer.session_timeout_ms=10000"]
     assert main(["show", "crash", *[a for s in sets for a in ("--set", s)]]) == 0
@@ -213,8 +213,8 @@ def test_show_prints_toml_that_runs_the_same_simulation(tmp_path, capsys):
 
 def test_assignor_key_works_for_scenario_files(tmp_path):
     """`run deploy.toml --set assignor=range` and a sweep's assignors = [...] over a TOML file."""
-    from experiments.scenarios import load_scenario
-    from experiments.sweep import expand, grid_from_dict
+    from experiments.engine.grid import expand, grid_from_dict
+    from sim.builtin_scenarios import load_scenario
 
     deploy = Path(__file__).parents[2] / "examples" / "deploy.toml"
     sc = load_scenario(str(deploy), ["assignor=range,cooperative-sticky"])
@@ -228,7 +228,7 @@ def test_assignor_key_works_for_scenario_files(tmp_path):
 def test_bench_assignors_counts_moves_against_the_previous_assignment(name):
     """After a member leaves, `moved` includes the leaver's partitions (range used to show 0)."""
     from assignors import Assignment, TopicPartition
-    from experiments.bench_assignors import Case, bench_case, moved_since
+    from experiments.bench.assignors import Case, bench_case, moved_since
 
     fresh, left = bench_case(name, Case("t", 10, 10, 10), repeat=1, measure_memory=False)
     assert fresh["moved"] == 0
@@ -252,7 +252,7 @@ def test_progress_to_a_file_is_plain_lines(monkeypatch):
     import itertools
 
     import sim.run as sim_run
-    from experiments.scenarios import load_scenario
+    from sim.builtin_scenarios import load_scenario
 
     err = io.StringIO()
     monkeypatch.setattr(sys, "stderr", err)
@@ -268,12 +268,12 @@ def test_progress_to_a_file_is_plain_lines(monkeypatch):
 def test_the_report_names_the_command_that_wrote_it_to_the_reference_results():
     import argparse
 
-    from experiments.experiment_cmd import _command_line
+    from experiments.cli.experiment import command_line
 
     ns = argparse.Namespace(name="eager-vs-cooperative", scale="smoke", master=None, update_reference=True)
-    assert _command_line(ns) == "rebalance-sim experiment eager-vs-cooperative --scale smoke --update-reference"
+    assert command_line(ns) == "rebalance-sim experiment eager-vs-cooperative --scale smoke --update-reference"
     ns.update_reference = False
-    assert "--update-reference" not in _command_line(ns)
+    assert "--update-reference" not in command_line(ns)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -358,7 +358,7 @@ def test_max_wall_counts_from_the_commands_start(capsys):
 def test_a_step_that_outlasts_a_stop_is_cut_short(monkeypatch):
     """Once a stop is asked of a running simulation, a step that goes on for another second is
     cut short (a single assignment of a huge group would otherwise hold the stop)."""
-    from experiments import run_cmd
+    from experiments.cli import run as run_cmd
     from sim import kernel
 
     monkeypatch.setattr(kernel, "_running", True)  # as inside Kernel.run
@@ -423,7 +423,7 @@ def test_set_errors_say_what_was_expected(capsys, overrides, needle):
 
 def test_set_reaches_a_files_timeline_by_index(tmp_path, capsys):
     """--set timeline.N.field overrides one action of a built-in or of a scenario file."""
-    from experiments.scenarios import load_scenario
+    from sim.builtin_scenarios import load_scenario
 
     assert load_scenario("crash", ["timeline.0.at_s=100"]).timeline[0].at_s == 100
     f = Path(__file__).resolve().parents[2] / "examples" / "deploy.toml"
@@ -444,8 +444,8 @@ def test_show_prints_every_field_defaults_included(capsys):
 @pytest.mark.parametrize("name, magic", [("t.jpg", b"\xff\xd8\xff"), ("t.svg", b"<?xml"), ("t.pdf", b"%PDF"),
                                          ("t.png", b"\x89PNG")])
 def test_timeline_writes_the_format_its_name_asks_for(tmp_path, capsys, name, magic):
-    from experiments.scenarios import load_scenario
     from sim import run_scenario
+    from sim.builtin_scenarios import load_scenario
 
     run_scenario(load_scenario("scale-out", ["members=2", "partitions=4"]), out_dir=tmp_path / "run")
     assert main(["timeline", str(tmp_path / "run"), "--out", str(tmp_path / name)]) == 0
@@ -465,9 +465,9 @@ def test_a_binary_file_is_one_line_of_bad_input(tmp_path, capsys, command):
 
 
 def test_a_grid_seed_beyond_64_bits_is_refused_before_spark(tmp_path, capsys, monkeypatch):
-    import experiments.spark
+    import experiments.engine.spark
 
-    monkeypatch.setattr(experiments.spark, "get_spark", lambda *a, **k: pytest.fail("Spark started"))
+    monkeypatch.setattr(experiments.engine.spark, "get_spark", lambda *a, **k: pytest.fail("Spark started"))
     grid = tmp_path / "g.toml"
     grid.write_text('scenarios = ["crash"]\nseeds = [99999999999999999999999]\n')
     assert main(["sweep", str(grid), "--out", str(tmp_path / "o")]) == 2
@@ -503,9 +503,9 @@ def test_options_that_do_not_apply_are_refused(tmp_path, capsys, monkeypatch, ar
 
 
 def test_a_bad_master_url_is_refused_before_anything_is_packed(tmp_path, capsys, monkeypatch):
-    import experiments.spark
+    import experiments.engine.spark
 
-    monkeypatch.setattr(experiments.spark, "venv_archive", lambda *a, **k: pytest.fail("packed"))
+    monkeypatch.setattr(experiments.engine.spark, "venv_archive", lambda *a, **k: pytest.fail("packed"))
     grid = tmp_path / "g.toml"
     grid.write_text('scenarios = ["crash"]\n')
     assert main(["sweep", str(grid), "--out", str(tmp_path / "o"), "--master", "bogus://x"]) == 2
@@ -533,11 +533,12 @@ if sys.argv[1] == "bare":
     threading.Thread(target=read_answer, daemon=True).start()
     time.sleep(0.3)
     sys.exit(130)
-from experiments import cli, spark
+from experiments.cli import main as cli
+from experiments.engine import spark
 
 spark.in_daemon_thread(read_answer, "sweep-batch")
 time.sleep(0.3)
-cli._main = lambda argv: 130  # a command that ends (interrupted) with that thread still waiting
+cli._main = lambda argv, started_at: 130  # a command that ends (interrupted) with that thread still waiting
 sys.exit(cli.main())
 """
 

@@ -10,8 +10,10 @@ import textwrap
 import pyarrow.parquet as pq
 import pytest
 
-from experiments.cli import main
-from experiments.sweep import RunSpec, expand, grid_from_dict, run_one, run_sweep, with_kernel
+from experiments.cli.main import main
+from experiments.engine.grid import RunSpec, expand, grid_from_dict, with_kernel
+from experiments.engine.sweep import run_sweep
+from experiments.engine.task import run_one
 
 
 @pytest.mark.parametrize("argv", [

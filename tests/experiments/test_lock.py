@@ -1,4 +1,4 @@
-"""One writer per output (experiments.lock): a second writer is refused naming the holder, and a
+"""One writer per output (experiments.engine.lock): a second writer is refused naming the holder, and a
 lock whose holder is gone is taken over."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import time
 
 import pytest
 
-from experiments import lock
+from experiments.engine import lock
 
 HOLDER = """
 import sys, time
-from experiments import lock
+from experiments.engine import lock
 lock.hold(sys.argv[1], command="rebalance-sim sweep grid.toml --out somewhere")
 print("held", flush=True)
 time.sleep(120)

@@ -21,13 +21,13 @@ from experiments.catalog.protocols import (
     costs_more,
     costs_more_sentence,
 )
-from experiments.headline import num
+from experiments.report.headline import num
 
 
 @pytest.fixture(scope="module")
 def protocols_report(spark, tmp_path_factory):
     """`experiment protocols --scale smoke` into a temporary directory."""
-    from experiments.experiment_cmd import cmd_experiment
+    from experiments.cli.experiment import cmd_experiment
 
     tmp = tmp_path_factory.mktemp("protocols")
     args = argparse.Namespace(name="protocols", scale="smoke", out=str(tmp / "results"),

@@ -9,8 +9,8 @@ import re
 import pandas as pd
 import pytest
 
-from experiments.experiment_cmd import cmd_experiment
-from experiments.report import Figure, Table, referenced_files, write_report
+from experiments.cli.experiment import cmd_experiment
+from experiments.report.html import Figure, Table, referenced_files, write_report
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -118,7 +118,7 @@ def _point(assignor, stall, rounds, band=0.0):
 def test_headline_sentence_states_the_ratio():
     """The sentence compares cooperative-sticky with the eager assignor that stalls least, quoting
     medians with their p10-p90 bands."""
-    from experiments.headline import headline_table, sentences
+    from experiments.report.headline import headline_table, sentences
 
     points = pd.DataFrame([_point("range", 700.0, 1.0, band=20.0), _point("sticky", 600.0, 1.0, band=20.0),
                            _point("cooperative-sticky", 3.0, 2.5, band=1.0)])
@@ -133,7 +133,7 @@ def test_headline_sentence_states_the_ratio():
 def test_headline_calls_overlapping_bands_about_the_same():
     """Two figures whose p10-p90 bands overlap are about the same, however far apart their medians;
     eager assignors whose bands overlap are named together, not as "the best"."""
-    from experiments.headline import headline_table, sentences
+    from experiments.report.headline import headline_table, sentences
 
     points = pd.DataFrame([_point("range", 700.0, 1.0, band=300.0), _point("sticky", 600.0, 1.0, band=300.0),
                            _point("cooperative-sticky", 450.0, 1.0, band=200.0)])
@@ -146,12 +146,12 @@ def test_headline_calls_overlapping_bands_about_the_same():
                                              (["--update-reference"], "results/ci")])
 def test_experiments_write_to_out_unless_asked(tmp_path, monkeypatch, flags, expected):
     """A run never rewrites the committed results/ unless --update-reference is given."""
-    from experiments import experiment_cmd
-    from experiments.cli import main
+    from experiments.cli import experiment as experiment_cmd
+    from experiments.cli.main import main
 
     seen = {}
     monkeypatch.chdir(tmp_path)
-    from experiments.pipeline import Experiment
+    from experiments.engine.pipeline import Experiment
 
     monkeypatch.setitem(experiment_cmd.EXPERIMENTS, "ci-regression", Experiment(
         "ci-regression", "", run=lambda args: 0 if seen.setdefault("out", args.out) else 1))
@@ -165,7 +165,7 @@ def test_report_puts_the_three_protocols_side_by_side(smoke_report):
     per-point medians (points.csv) at the largest size the consumer protocol ran."""
     import html as htmllib
 
-    from experiments.headline import num
+    from experiments.report.headline import num
 
     _, out = smoke_report
     page = htmllib.unescape((out / "report.html").read_text())
@@ -187,7 +187,7 @@ def test_report_puts_the_three_protocols_side_by_side(smoke_report):
             assert (f"{quoted(p, 'consumer-uniform')} vs {quoted(p, 'cooperative-sticky')} vs "
                     f"{quoted(p, eager)} unassigned partition-seconds") in sentence, sentence
             assert (f"the best classic eager assignor ({eager})" in sentence
-                    or "classic eager (" in sentence and "alike)" in sentence), sentence
+                    or ("classic eager (" in sentence and "alike)" in sentence)), sentence
             settle = p.loc["consumer-uniform", "rebalance_time_total_s_median"]
             assert f"settles in {settle:.1f} s" in sentence
 
@@ -200,12 +200,8 @@ def test_main_job_runs_the_consumer_protocol_at_every_size_after_it_formed(tmp_p
     import tomllib
     from pathlib import Path
 
-    from experiments.catalog.eager_vs_cooperative import (
-        CONSUMER_PROFILE,
-        CONSUMER_PROTOCOL,
-        SCALES,
-        eager_vs_coop_specs,
-    )
+    from experiments.catalog.common import CONSUMER_PROFILE, CONSUMER_PROTOCOL
+    from experiments.catalog.eager_vs_cooperative import SCALES, eager_vs_coop_specs
 
     scale = SCALES["default"]
     specs = eager_vs_coop_specs(scale, tmp_path)
@@ -229,7 +225,7 @@ def test_member_colours_are_distinct_and_never_red():
     unassigned partitions."""
     import colorsys
 
-    from experiments.plots import member_colours
+    from experiments.report.plots import member_colours
 
     colours = member_colours([f"c{i:03d}" for i in range(300)])
     assert len(set(colours.values())) == 300

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.spark import _endpoints, parse_conf
+from experiments.engine.spark import _endpoints, parse_conf
 
 GRID = 'scenarios = ["crash"]\nseeds = 1\n[set]\nmembers = 3\npartitions = 6\n'
 
@@ -89,7 +89,7 @@ def test_conf_and_endpoints_parse():
 def test_a_failed_spark_job_is_named_by_what_failed_not_by_the_jvm_call():
     """py4j's first line names only the JVM call; the line shown is the Python worker's error,
     else the first Java exception."""
-    from experiments.spark import _error_summary
+    from experiments.engine.spark import _error_summary
 
     python_failure = (
         "An error occurred while calling o1359.getResult.\n"
@@ -112,7 +112,7 @@ def test_driver_launch_settings_reach_the_local_jvm():
     # must be on its command line, not only in the session's settings (they once were ignored)
     code = (
         "import sys\n"
-        "from experiments.spark import get_spark\n"
+        "from experiments.engine.spark import get_spark\n"
         "s = get_spark(None, conf=['spark.driver.memory=1536m',"
         " 'spark.driver.extraJavaOptions=-Drsim.test=7'])\n"
         "rt = s.sparkContext._jvm.java.lang.Runtime.getRuntime()\n"
@@ -134,8 +134,8 @@ def test_driver_launch_settings_reach_the_local_jvm():
 def test_a_failed_spark_job_exits_1_not_as_bad_input(tmp_path, monkeypatch, capsys):
     """A Spark job that fails while running is not the user's input: one line, exit 1 (2 is
     reserved for bad input)."""
-    import experiments.pipeline as pipeline
-    from experiments.cli import main
+    import experiments.engine.pipeline as pipeline
+    from experiments.cli.main import main
 
     JavaError = type("Py4JJavaError", (Exception,), {"__module__": "py4j.protocol"})
 
@@ -157,7 +157,7 @@ def test_the_root_cause_is_named_for_a_worker_exception_and_a_jvm_chain():
     """A Python worker's exception as pyspark raises it ('An exception was thrown from the Python
     worker', then its traceback; the first exception is the one the others arose from), and a
     JVM chain (its last 'Caused by:')."""
-    from experiments.spark import _error_summary
+    from experiments.engine.spark import _error_summary
 
     worker = ("\n  An exception was thrown from the Python worker. Please see the stack trace below.\n"
               "Traceback (most recent call last):\n"
@@ -185,7 +185,7 @@ def test_the_root_cause_is_named_for_a_worker_exception_and_a_jvm_chain():
     ("k8s://https://10.0.0.1:6443", True), ("sc://127.0.0.1:15002", True), ("sc://host/;token=x", True),
     ("bogus://x", False), ("local[0]", False), ("spark:/h", False), ("", False), ("yarn-client x", False)])
 def test_master_urls_are_checked_before_anything_starts(url, ok):
-    from experiments.spark import SparkUnavailable, check_master
+    from experiments.engine.spark import SparkUnavailable, check_master
 
     if ok:
         check_master(url)
@@ -197,7 +197,7 @@ def test_master_urls_are_checked_before_anything_starts(url, ok):
 def test_a_driver_out_of_heap_is_named_with_what_to_do(tmp_path, monkeypatch):
     """The driver JVM exits on an OutOfMemoryError instead of leaving its caller waiting
     (EXIT_ON_OOM); the one line then says so and names spark.driver.memory, not the broken call."""
-    from experiments import spark
+    from experiments.engine import spark
 
     log = tmp_path / "spark.log"
     log.write_text("lines\nTerminating due to java.lang.OutOfMemoryError: Java heap space\n")

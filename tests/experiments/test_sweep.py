@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import shutil
 import signal
@@ -16,11 +17,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from experiments import provenance
-from experiments.aggregate import aggregate
-from experiments.experiment_cmd import cmd_sweep
-from experiments.sweep import GridError, expand, load_grid, run_sweep
+from experiments.cli.sweep import cmd_sweep
+from experiments.engine.aggregate import aggregate
+from experiments.engine.grid import GridError, expand, load_grid
 
 # 2 assignors x 2 group sizes x 2 seeds = 8 small runs (a crash 30 s in, 8 partitions).
+from experiments.engine.sweep import run_sweep
+
 GRID = textwrap.dedent("""
     name = "tiny"
     scenarios = ["crash"]
@@ -129,9 +132,9 @@ def test_rerun_skips_complete_runs(reference):
 def test_commit_rows_are_read_again_only_when_a_batch_changes(spark, reference, tmp_path, monkeypatch):
     """An experiment reads the commit rows once per table; they are read from disk again only when
     a local OUT's commits directory changed (a batch removed, a batch added)."""
-    from experiments import store
+    from experiments.engine import store
 
-    specs, ref_out, _ = reference
+    _specs, ref_out, _ = reference
     out = tmp_path / "out"
     shutil.copytree(ref_out, out)
     first = store.commits(spark, out)
@@ -170,7 +173,7 @@ def test_a_local_outputs_commit_rows_are_read_without_spark(spark, reference, tm
     leftover ``_temporary/``, hidden files): no commit rows. A local output's commit rows are
     read without Spark (an interrupted sweep counts them after its JVM may be gone), and they
     are the rows Spark reads."""
-    from experiments import store
+    from experiments.engine import store
 
     class NoSpark:
         @property
@@ -246,15 +249,16 @@ def test_model_change_forces_recomputation(spark, reference, tmp_path, monkeypat
 
 KILLED_SWEEP = """
 import sys, time
-from experiments import lock
-from experiments.sweep import expand, load_grid, run_sweep
+from experiments.engine import lock
+from experiments.engine.grid import expand, load_grid
+from experiments.engine.sweep import run_sweep
 
 grid, out, log = sys.argv[1:4]
 
 def runner(spec):
     import time as _time
 
-    from experiments.sweep import run_one
+    from experiments.engine.task import run_one
 
     result = run_one(spec)
     _time.sleep(1.0)  # every batch stays in flight a while: the kill finds some running
@@ -273,7 +277,7 @@ def test_a_sweep_killed_midway_keeps_every_batch_it_finished(spark, reference, t
     batches run keeps each batch whose runs had finished (committed as it went, whole or not at
     all) and loses at most the batches in flight; a second sweep into the same output meanwhile
     is refused naming the first; a rerun yields exactly the uninterrupted tables."""
-    from experiments.sweep import IN_FLIGHT
+    from experiments.engine.sweep import IN_FLIGHT
 
     specs, ref_out, _ = reference
     grid = _grid(tmp_path)
@@ -369,9 +373,9 @@ def test_damaged_batches_are_said_and_recomputed(spark, reference, tmp_path, how
 
 def test_a_file_beside_a_batchs_files_makes_it_damaged(spark, reference, tmp_path):
     """A data file the batch did not write (it would be read with it) counts as damage."""
-    from experiments import store
+    from experiments.engine import store
 
-    specs, ref_out, _ = reference
+    _specs, ref_out, _ = reference
     out = tmp_path / "out"
     shutil.copytree(ref_out, out)
     batch = sorted({c["batch"] for c in _commits(out)})[0]
@@ -388,9 +392,9 @@ def test_runs_the_aggregate_cannot_read_fail_the_sweep_in_one_line(spark, refere
     """Should damage go unnoticed (a batch committed before commits listed their files), the
     aggregate's runs are checked against the grid: the sweep fails in one line, exit 1, instead
     of reporting a point with fewer seeds."""
-    from experiments import store
+    from experiments.engine import store
 
-    specs, ref_out, _ = reference
+    _specs, ref_out, _ = reference
     out = tmp_path / "out"
     shutil.copytree(ref_out, out)
     batch = sorted({c["batch"] for c in _commits(out)})[0]
@@ -492,7 +496,7 @@ def _timed_runner(log: Path, pause_s: float, fail: str | None = None):
         import os as _os
         import time as _time
 
-        from experiments.sweep import run_one
+        from experiments.engine.task import run_one
 
         start = _time.time()
         _time.sleep(pause_s)
@@ -516,7 +520,7 @@ def test_the_next_batch_runs_while_a_batch_finishes_and_commits(spark, reference
     assert set(status["status"]) == {"ok"} and len(status) == len(specs)
     spans = sorted((float(a), float(b)) for _, a, b in (ln.split() for ln in log.read_text().splitlines()))
     assert len(spans) == len(specs)
-    assert any(later[0] < earlier[1] for earlier, later in zip(spans, spans[1:], strict=False)), spans
+    assert any(later[0] < earlier[1] for earlier, later in itertools.pairwise(spans)), spans
     assert len({c["batch"] for c in _commits(out)}) == len(specs)
     aggregate(spark, out)
     ref, got = _tables(ref_out), _tables(out)
@@ -544,14 +548,14 @@ def test_a_long_batch_shows_runs_finishing_inside_it(spark, tmp_path, monkeypatc
     progress lines count the runs finished inside it instead of sitting at 0."""
     import io
 
-    from experiments import sweep
+    from experiments.engine import sweep
 
     monkeypatch.setattr(sweep, "PROGRESS_EVERY_S", 0.2)
 
     def slow(spec):
         import time as _time
 
-        from experiments.sweep import run_one
+        from experiments.engine.task import run_one
         _time.sleep(1.5)
         return run_one(spec)
 
@@ -572,11 +576,11 @@ def test_a_long_batch_shows_runs_finishing_inside_it(spark, tmp_path, monkeypatc
 def test_run_cost_orders_consumer_protocol_and_deploys_above_a_classic_crash():
     """The start order and the ETA use a run's estimated cost: a consumer-protocol run costs
     more than the same classic run, a dynamic deploy more than a crash."""
-    from experiments.scenarios import load_scenario
-    from experiments.sweep import _cost
+    from experiments.engine.grid import estimated_cost
+    from sim.builtin_scenarios import load_scenario
 
     def cost(name, **kv):
-        return _cost(load_scenario(name, {"members": "100", **kv}))
+        return estimated_cost(load_scenario(name, {"members": "100", **kv}))
 
     assert cost("crash", **{"consumer.group_protocol": "consumer"}) > cost("crash")
     assert cost("rolling-deploy") > cost("crash")
@@ -587,18 +591,18 @@ def test_a_reused_spark_worker_freezes_what_it_imported_once(monkeypatch):
     worker's imports are frozen on its first task (never traced again), and only there."""
     import gc
 
-    import experiments.sweep as sweep
+    from experiments.engine import task
 
     calls = []
     monkeypatch.setattr(gc, "freeze", lambda: calls.append("freeze"))
-    monkeypatch.setattr(sweep, "_worker_heap_frozen", False)
+    monkeypatch.setattr(task, "_worker_heap_frozen", False)
     monkeypatch.delenv("SPARK_REUSE_WORKER", raising=False)
-    sweep._freeze_worker_heap()  # not a reused worker (the driver, a test): nothing frozen
-    assert calls == [] and not sweep._worker_heap_frozen
+    task._freeze_worker_heap()  # not a reused worker (the driver, a test): nothing frozen
+    assert calls == [] and not task._worker_heap_frozen
     monkeypatch.setenv("SPARK_REUSE_WORKER", "1")
-    sweep._freeze_worker_heap()
-    assert calls == ["freeze"] and sweep._worker_heap_frozen
-    sweep._freeze_worker_heap()  # once per worker
+    task._freeze_worker_heap()
+    assert calls == ["freeze"] and task._worker_heap_frozen
+    task._freeze_worker_heap()  # once per worker
     assert calls == ["freeze"]
 
 
@@ -640,10 +644,10 @@ def test_a_remote_outputs_batches_are_checked_by_listing_them(spark, reference, 
     """A Hadoop URI's batches are checked by listing their directories: through Hadoop's
     FileSystem on a classic session, as Spark lists files under Connect (here both on file://,
     as they would be on hdfs://)."""
-    import experiments.spark
-    from experiments import store
+    import experiments.engine.spark
+    from experiments.engine import store
 
-    specs, ref_out, _ = reference
+    _specs, ref_out, _ = reference
     out = tmp_path / "out"
     shutil.copytree(ref_out, out)
     first, second = sorted({c["batch"] for c in _commits(out)})[:2]
@@ -654,7 +658,7 @@ def test_a_remote_outputs_batches_are_checked_by_listing_them(spark, reference, 
     remote = out.as_uri()
     monkeypatch.setattr(store, "local_path", lambda o: None if str(o).startswith(remote) else real(o))
     if lister == "spark":
-        monkeypatch.setattr(experiments.spark, "can_overlap_jobs", lambda: False)
+        monkeypatch.setattr(experiments.engine.spark, "can_overlap_jobs", lambda: False)
     listings = store.commits(spark, remote).groupby("batch")["files"].first().to_dict()
     assert store.local_path(remote) is None and len(listings) >= 2
     store._remote_checks.clear()

@@ -1,4 +1,4 @@
-"""A batch's tables written by its own tasks and committed by the driver (experiments.table_sink):
+"""A batch's tables written by its own tasks and committed by the driver (experiments.engine.table_sink):
 the same tables as Spark's Parquet writer, and nothing visible before the driver commits."""
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from experiments import store
+from experiments.engine import store
+from experiments.engine.grid import expand, load_grid
+from experiments.engine.store import TABLES, commit_arrow_schema, read_table
+from experiments.engine.sweep import run_sweep
+from experiments.engine.table_sink import TaskTables, commit
 from experiments.provenance import model_id
-from experiments.store import TABLES, commit_arrow_schema, read_table
-from experiments.sweep import expand, load_grid, run_sweep
-from experiments.table_sink import TaskTables, commit
 from sim.recorder import EVENTS_SCHEMA
 
 GRID = textwrap.dedent("""
@@ -139,7 +140,7 @@ def test_an_aborted_task_leaves_no_files(tmp_path):
 
 def test_a_task_writes_big_tables_in_several_row_groups(tmp_path, monkeypatch):
     """A task's rows are written as they come, a row group per ROW_GROUP_ROWS, not held whole."""
-    monkeypatch.setattr("experiments.table_sink.ROW_GROUP_ROWS", 5)
+    monkeypatch.setattr("experiments.engine.table_sink.ROW_GROUP_ROWS", 5)
     t = _task(tmp_path)
     for run in (_events(3), _events(3, "r2"), _events(4, "r3")):
         t.add({"events": run})

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from experiments.scenarios import BUILTINS, load_scenario
 from sim import ConfigError, Scenario, run_scenario
+from sim.builtin_scenarios import BUILTINS, load_scenario
 from sim.scenario import batch_count
 
 
@@ -87,7 +87,7 @@ def test_leader_role_crashes_the_current_leader():
     sc = Scenario.from_dict(_base(4, [{"action": "crash", "at_s": 30, "member": "leader"}]))
     result = run_scenario(sc, seed=1)
     ev = result.events.to_pylist()
-    trigger = [e for e in ev if e["kind"] == "trigger"][0]
+    trigger = next(e for e in ev if e["kind"] == "trigger")
     leader_before = [e for e in ev if e["kind"] == "sync_received" and e["t"] < 30]
     assert trigger["member"] is not None and "leader" in trigger["detail"]
     assert any(e["kind"] == "member_removed" and e["member"] == trigger["member"] for e in ev) or \
@@ -120,7 +120,7 @@ def test_impossible_scenarios_are_input_errors(data, field, words):
 def test_too_long_timeline_fails_fast_from_the_cli(capsys):
     """The CLI rejects a too-long rolling bounce at once with exit 2 and one line naming the field
     and the time it needs."""
-    from experiments.cli import main
+    from experiments.cli.main import main
 
     code = main(["run", "rolling-bounce-dynamic", "--set", "members=300", "--set", "max_duration_s=3600"])
     err = capsys.readouterr().err.strip().splitlines()

@@ -168,7 +168,7 @@ def test_kip341_stale_claim_v0_ties_and_v1_loses():
         r = _zombie(version)
         stolen = sorted(row["partition"] for row in intervals(r, "owned", "c001") if row["start"] < ADD_AT)
         resume_round = events(r, "rebalance_start", after=90.0)[0]["t"]
-        true_owner = {p: [m for m in owners_at(r, resume_round - 0.5)[p] if m != "c001"][0] for p in stolen}
+        true_owner = {p: next(m for m in owners_at(r, resume_round - 0.5)[p] if m != "c001") for p in stolen}
         final = owners_at(r, r.summary["simulated_s"] - 1e-9)
         outcome[version] = {p: final[p][0] == true_owner[p] for p in stolen}
     assert all(outcome[1].values())          # V1: the true owners keep every contested partition

@@ -7,17 +7,19 @@ import json
 
 import pytest
 
-from experiments import bench_sim, run_cmd
-from experiments.scenarios import BUILTINS, load_scenario
+from experiments.bench import sim as bench_sim
+from experiments.cli import bench, timeline
+from experiments.cli import run as run_cmd
 from sim import ConfigError
+from sim.builtin_scenarios import BUILTINS, load_scenario
 
 
 def cli(argv):
     parser = argparse.ArgumentParser(prog="rebalance-sim")
     sub = parser.add_subparsers(dest="cmd", required=True)
     run_cmd.register(sub)
-    bench = sub.add_parser("bench")
-    bench_sim.register(bench.add_subparsers(dest="target", required=True))
+    timeline.register(sub)
+    bench.register(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

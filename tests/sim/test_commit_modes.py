@@ -168,14 +168,14 @@ def test_commit_sync_blocks_the_poll_loop_for_its_round_trip():
     answered = at + 0.002
     eff = mb.handle(answered, m.OffsetCommitResponse(m.NONE, req.seq))
     assert mb.backlog == pytest.approx(2 * RATE * 0.002)
-    (join,) = _sent(eff, m.JoinGroupRequest)       # the poll after the commit rejoins
+    (_join,) = _sent(eff, m.JoinGroupRequest)       # the poll after the commit rejoins
     assert mb.timers[("batch",)] == pytest.approx(answered + BATCH_S)
 
 
 def test_commit_async_does_not_block():
     mb = _owning(_member("async-per-batch"), T[:2])
     at, eff = _batch_end(mb)
-    (req,) = _sent(eff, m.OffsetCommitRequest)
+    (_req,) = _sent(eff, m.OffsetCommitRequest)
     assert mb.processing and mb.timers[("batch",)] == pytest.approx(at + BATCH_S)
 
 
@@ -187,7 +187,7 @@ def test_commits_are_refused_on_the_client_while_rebalancing():
     eff = mb._drain()
     mb._poll(2.0)
     assert _sent(mb._drain(), m.JoinGroupRequest) and mb.processing
-    at, eff = _batch_end(mb)
+    _at, eff = _batch_end(mb)
     assert not _sent(eff, m.OffsetCommitRequest)
     assert [e for e in eff if e[0] == "event" and e[1] == "commit_failed" and "RebalanceInProgress" in e[4]]
 

@@ -8,10 +8,10 @@ import copy
 import pytest
 
 from assignors import TopicPartition
-from experiments import soak
-from experiments.scenarios import load_scenario
+from experiments.engine import soak
 from sim import Scenario, run_scenario
 from sim import messages as m
+from sim.builtin_scenarios import load_scenario
 from sim.config import AssignorCost, ConsumerConfig, GroupConfig
 from sim.consumer_group import ConsumerGroupCoordinator
 from sim.consumer_member import STABLE, ConsumerMember
@@ -149,7 +149,7 @@ def beat(g, now, client, member_id="", epoch=0, owned=None):
     out = g.handle(now, client, req)
     while ("assign",) in g.timers:
         out += g.on_timer(now, ("assign",), g.timers[("assign",)])
-    return [e[2] for e in out if e[0] == "send" and e[1] == client][0], out
+    return next(e[2] for e in out if e[0] == "send" and e[1] == client), out
 
 
 def test_the_coordinator_offers_quiet_only_to_a_reconciled_member():

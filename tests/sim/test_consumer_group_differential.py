@@ -182,7 +182,7 @@ def test_issue_36_sequences_answer_as_kafka_does():
            "clients": {"c0": (("t",), False), "c1": (("t",), False)},
            "steps": [("join", "c1", False, "t"), ("join", "c0", True, "t")]})
     run = _play({"topics": {"t": 1}, "salt": 10, "rebalance_timeout_s": 300.0,
-                 "clients": {c: (("t",), False) for c in ("c1", "c3", "c6", "c7")},
+                 "clients": dict.fromkeys(("c1", "c3", "c6", "c7"), (("t",), False)),
                  "steps": [("join", "c6", False, "t"), ("join", "c3", False, "t"), ("join", "c1", False, "t"),
                            ("join", "c7", False, "t"), ("grow", "c7", False, "t"), ("ack", "c7", False, "t")]})
     # c1-10 and c7-10 share a HashMap bucket; the members map gives c7 first though c1 joined

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.scenarios import BUILTINS, load_scenario
 from sim import ConfigError, Scenario, run_scenario
+from sim.builtin_scenarios import BUILTINS, load_scenario
 
 from .helpers import events, intervals
 
@@ -99,7 +99,7 @@ def test_same_seed_same_events():
 def test_group_protocol_is_validated():
     with pytest.raises(ConfigError, match="group_protocol"):
         Scenario.from_dict({"topics": [{"name": "t", "partitions": 1}], "consumer": {"group_protocol": "modern"}})
-    with pytest.raises(ConfigError, match="member_overrides.c001.group_protocol"):
+    with pytest.raises(ConfigError, match=r"member_overrides\.c001\.group_protocol"):
         Scenario.from_dict({"topics": [{"name": "t", "partitions": 1}], "consumer": {"group_protocol": "consumer"},
                             "member_overrides": {"c001": {"group_protocol": "old"}}})
     # a mixed group is allowed (online migration, sim.migration)
@@ -122,7 +122,7 @@ def test_a_run_settles_when_a_quiet_offset_fetch_settles_the_last_member():
     """Soak seed 4, schedule 583: the last unsettled member became settled when an OffsetFetch
     for a partition it no longer owned resolved, which recorded nothing, so the run never looked
     again and ran to its time limit. Now it ends settled."""
-    from experiments import soak
+    from experiments.engine import soak
 
     data, sim_seed = soak.schedule(4, 583)
     assert data["consumer"]["group_protocol"] == "consumer"

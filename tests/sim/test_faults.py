@@ -7,7 +7,7 @@ import pytest
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
-from experiments.soak import problems
+from experiments.engine.soak import problems
 from sim import Scenario, run_scenario
 
 from ..strategies import faulty_scenarios

@@ -84,7 +84,7 @@ def test_initial_delay_extends_while_members_arrive():
     """From Empty the barrier waits group.initial.rebalance.delay.ms and extends once more when
     members joined during the delay."""
     g = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=3000))
-    ids, _ = form(g, ("a",))
+    _ids, _ = form(g, ("a",))
     assert g.state == COMPLETING_REBALANCE
     g2 = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=3000))
     (r,) = sends(g2.handle(0.0, "a", join()))
@@ -98,7 +98,7 @@ def test_initial_delay_extends_while_members_arrive():
     assert g2.state == COMPLETING_REBALANCE and g2.generation == 1
     responses = sends(eff)
     assert {r.member_id for r in responses} == set(g2.members)
-    leader_resp = [r for r in responses if r.member_id == g2.leader][0]
+    leader_resp = next(r for r in responses if r.member_id == g2.leader)
     assert len(leader_resp.members) == 2
     assert all(not r.members for r in responses if r.member_id != g2.leader)
 

@@ -118,8 +118,8 @@ def test_a_finished_run_leaves_its_world_to_reference_counting(name, overrides, 
     a few hundred."""
     import gc
 
-    from experiments.scenarios import load_scenario
     from sim import run_scenario
+    from sim.builtin_scenarios import load_scenario
 
     gc.collect()
     result = run_scenario(load_scenario(name, overrides), seed=0, kernel=kernel)

@@ -11,9 +11,9 @@ import pytest
 import trio
 import trio.testing
 
-from experiments import soak
-from experiments.scenarios import BUILTINS, load_scenario
+from experiments.engine import soak
 from sim import ConfigError, Scenario, run_scenario
+from sim.builtin_scenarios import BUILTINS, load_scenario
 from sim.kernel import DEFAULT_KERNEL, KERNELS, Actor, Kernel, TaskKernel
 
 # what a run reports about the machine rather than the simulation

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.scenarios import load_scenario
 from sim import run_scenario
+from sim.builtin_scenarios import load_scenario
 
 
 def _events(result, kind):

@@ -30,7 +30,7 @@ def test_crash_reprocesses_production_since_the_last_auto_commit():
                      strategy=("cooperative-sticky",)))
     assigned_at = events(r, "assign", "c001")[0]["t"]
     last_commit = assigned_at + 5.0 * math.floor((CRASH_AT - assigned_at) / 5.0)
-    lost = [row for row in intervals(r, "owned", "c001")]
+    lost = list(intervals(r, "owned", "c001"))
     expected = RATE * len(lost) * (CRASH_AT - last_commit)
     ep = episode(r)
     assert expected > 0
@@ -40,8 +40,10 @@ def test_crash_reprocesses_production_since_the_last_auto_commit():
 
 
 def test_shorter_auto_commit_interval_reprocesses_less():
-    sc = lambda ms: scenario([{"action": "crash", "at_s": 63.5, "member": "c001"}],  # noqa: E731
-                             strategy=("cooperative-sticky",), consumer={"auto_commit_interval_ms": ms})
+    def sc(ms):
+        return scenario([{"action": "crash", "at_s": 63.5, "member": "c001"}],
+                        strategy=("cooperative-sticky",), consumer={"auto_commit_interval_ms": ms})
+
     assert run(sc(1000)).summary["records_reprocessed"] < run(sc(5000)).summary["records_reprocessed"]
 
 
@@ -57,7 +59,7 @@ def test_new_owner_waits_for_offset_fetch_and_first_fetch():
     """Time to first record: the OffsetFetch round trip, then a fetch, never above
     fetch.max.wait.ms plus the round trip."""
     r = run(scenario([{"action": "add_members", "at_s": 30.0}], strategy=("cooperative-sticky",)))
-    firsts = [e for e in events(r, "first_record", after=30.0)]
+    firsts = list(events(r, "first_record", after=30.0))
     assert firsts
     for e in firsts:
         after = float(e["detail"].split("after_s=")[1])
@@ -153,8 +155,10 @@ def test_zombie_commit_is_rejected_and_not_stored():
 
 
 def test_random_heartbeat_phase_changes_eager_stall_and_is_reproducible():
-    sc = lambda phase: scenario([{"action": "add_members", "at_s": 30.0}], members=8, partitions=16,  # noqa: E731
-                                consumer={"heartbeat_phase": phase})
+    def sc(phase):
+        return scenario([{"action": "add_members", "at_s": 30.0}], members=8, partitions=16,
+                        consumer={"heartbeat_phase": phase})
+
     aligned, drifted = run(sc("aligned")), run(sc("random"))
     assert drifted.summary["unassigned_partition_s"] != aligned.summary["unassigned_partition_s"]
     again = run(sc("random"))
@@ -170,7 +174,7 @@ def test_graceful_rolling_deploy_reprocesses_nothing(assignor, static, elide):
     starts where the previous one stopped, whether idle heartbeats are elided or not. (With
     elision, a quiet member's older auto-commit used to reach the coordinator after its close
     commit: about 100 records per member of a static deploy were processed twice.)"""
-    from experiments.scenarios import load_scenario
+    from sim.builtin_scenarios import load_scenario
 
     sc = load_scenario("rolling-deploy", {"members": "30", "static": static, "assignor": assignor,
                                           "elide_heartbeats": elide,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.scenarios import load_scenario
 from sim import run_scenario
+from sim.builtin_scenarios import load_scenario
 
 
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])

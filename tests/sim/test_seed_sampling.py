@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from experiments.scenarios import load_scenario
+from sim.builtin_scenarios import load_scenario
 from sim.run import run_scenario
 from sim.scenario import Scenario
 

@@ -4,12 +4,12 @@ Each case is a group shape (members x partitions, uniform or two subscription gr
 per assignor: a fresh assignment (nobody owns anything) and a reassignment after one member left
 (everyone else reports what the fresh assignment gave it, one generation later, the way each
 assignor's member side reports it). Wall time is the median of ``--repeat`` runs, or of more when
-those add up to under half a second (``experiments.benchtime``); peak memory is
+those add up to under half a second (``experiments.bench.timing``); peak memory is
 measured in one extra run under ``tracemalloc`` (Python and numpy allocations) so that tracing
 does not slow the timed runs. ``moved`` counts partitions whose owner changed from the previous
 assignment (the leaver's partitions and cooperatively withheld ones included). The KIP-848
 server-side assignors (``server:uniform``, ``server:range``) run their own cases: see
-``experiments/bench_server_assignors.py``.
+``experiments/bench/server_assignors.py``.
 """
 
 from __future__ import annotations
@@ -26,14 +26,14 @@ from assignors import ASSIGNORS, Assignment, Subscription, get_assignor
 from assignors.quality import assignment_quality
 from assignors.stream_join import decode_assignment_user_data, encode_assignment_user_data
 
-from .atomic import atomic_write_text
-from .bench_server_assignors import (
+from ..atomic import atomic_write_text
+from .server_assignors import (
     QUICK_SERVER_CASES,
     SERVER_CASES,
     bench_server_case,
     server_names,
 )
-from .benchtime import MIN_TIMED_S, timed_median
+from .timing import MIN_TIMED_S, timed_median
 
 
 @attrs.frozen
@@ -83,7 +83,7 @@ JAVA_MS = {
 CASES.append(RANDOM_HALVES)
 
 
-def _group(case: Case) -> tuple[dict[str, int], dict[str, list[str]]]:
+def group_of(case: Case) -> tuple[dict[str, int], dict[str, list[str]]]:
     names = [f"topic-{i:03d}" for i in range(case.topics)]
     metadata = dict.fromkeys(names, case.partitions_per_topic)
     half = names[: max(1, case.topics // 2)]
@@ -101,11 +101,11 @@ def _group(case: Case) -> tuple[dict[str, int], dict[str, list[str]]]:
     return metadata, topics_of
 
 
-def _fresh_subscriptions(topics_of: dict[str, list[str]]) -> dict[str, Subscription]:
+def fresh_subscriptions(topics_of: dict[str, list[str]]) -> dict[str, Subscription]:
     return {m: Subscription(ts) for m, ts in topics_of.items()}
 
 
-def _next_round(name: str, topics_of, result: dict[str, Assignment], generation: int, leaver: str):
+def next_round(name: str, topics_of, result: dict[str, Assignment], generation: int, leaver: str):
     """Subscriptions of the survivors, as each one's member side of ``name`` would send them."""
     subs = {}
     for m, ts in topics_of.items():
@@ -138,8 +138,8 @@ def bench_case(name: str, case: Case, repeat: int, measure_memory: bool = True,
                modes: tuple[str, ...] = MODES) -> list[dict]:
     """Rows for ``modes`` of ``case`` (the fresh assignment is computed, untimed, when only the
     reassignment is asked for)."""
-    metadata, topics_of = _group(case)
-    fresh_subs = _fresh_subscriptions(topics_of)
+    metadata, topics_of = group_of(case)
+    fresh_subs = fresh_subscriptions(topics_of)
     rows = []
     assignor = get_assignor(name)
     if "fresh" in modes:
@@ -154,7 +154,7 @@ def bench_case(name: str, case: Case, repeat: int, measure_memory: bool = True,
     leaver = next(iter(topics_of))
     if name == "stream-join-sticky":
         generation = decode_assignment_user_data(fresh[leaver].user_data or encode_assignment_user_data(0))
-    subs = _next_round(name, topics_of, fresh, generation, leaver)
+    subs = next_round(name, topics_of, fresh, generation, leaver)
     wall, again, _ = timed_median(lambda: assignor.assign(metadata, subs), repeat)
     rows.append(_row(name, case, "one member left", wall, metadata, subs, again, fresh,
                      _peak_mib(lambda: assignor.assign(metadata, subs)) if measure_memory else None))
@@ -218,7 +218,7 @@ def run(args) -> int:
         print(f"rebalance-sim bench assignors: unknown assignor {unknown[0]!r}; known: {', '.join(known)}", file=sys.stderr)
         return 2
     if args.out:
-        from .outputs import OutputError, check_output_file
+        from ..outputs import OutputError, check_output_file
 
         try:
             check_output_file(args.out)
@@ -280,17 +280,3 @@ def _machine() -> str:
     load = f", load average {os.getloadavg()[0]:.1f} at the end" if hasattr(os, "getloadavg") else ""
     return f"{os.cpu_count()} cores, Python {platform.python_version()}{load}"
 
-
-def register(bench_subparsers) -> None:
-    p = bench_subparsers.add_parser("assignors", help="time every assignor (client and KIP-848 server side)",
-                                    description=__doc__)
-    p.add_argument("--assignor", action="append",
-                   help="only this assignor (repeatable); server-side ones as server:uniform, server:range")
-    p.add_argument("--quick", action="store_true", help="small cases only (seconds)")
-    p.add_argument("--targets", action="store_true",
-                   help="only the rows with a Java reference figure (java_ms): the speed targets")
-    p.add_argument("--repeat", type=int, default=3, help="timed runs per measurement, at least (median; fast cases run until 0.5 s is timed)")
-    p.add_argument("--no-memory", action="store_true", help="skip the tracemalloc run")
-    p.add_argument("--json", action="store_true", help="print JSON rows instead of the table")
-    p.add_argument("--out", default=None, help="also write the table (markdown) to this file")
-    p.set_defaults(func=run)

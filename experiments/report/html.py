@@ -12,7 +12,7 @@ from pathlib import Path
 import attrs
 import pandas as pd
 
-from .atomic import atomic_write_text
+from ..atomic import atomic_write_text
 
 
 @attrs.frozen
@@ -45,7 +45,7 @@ th { background: #f5f5f5; } td.text, th.text { text-align: left; }
 
 def _cell(v) -> tuple[str, bool]:
     if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
-        return "–", False
+        return "–", False  # noqa: RUF001 (a typographic dash marks a missing value)
     if isinstance(v, bool):
         return ("yes" if v else "no"), True
     if isinstance(v, float):

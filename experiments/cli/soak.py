@@ -2,7 +2,7 @@
 simulator and TigerBeetle's VOPR.
 
 ``rebalance-sim soak --schedules N --seed S`` draws N random scenarios with fault schedules
-(``experiments.schedules``: crashes, pauses, partitions, drops, delays, joins and leaves, leader
+(``experiments.engine.schedules``: crashes, pauses, partitions, drops, delays, joins and leaves, leader
 crashes mid-rebalance; every assignor, eager and cooperative, static and dynamic members), runs
 each one, and checks it: the simulator's invariants (checked inside every run), liveness (the
 group settles once the faults are over, within the scenario's time limit) and that every
@@ -21,101 +21,11 @@ same either way.
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 import time
 from pathlib import Path
 
-# A run that delivers this many inputs without settling is a liveness failure, not a hang.
-MAX_EVENTS = 3_000_000
-MAX_FAULTS = 8
-
-
-def schedule(seed: int, index: int, max_faults: int = MAX_FAULTS) -> tuple[dict, int]:
-    """Schedule ``index`` of soak seed ``seed``: (scenario table, simulation seed)."""
-    from .schedules import RandomChooser, faulty_scenario
-
-    rng = random.Random(f"rebalance-sim soak {seed} {index}")
-    data = faulty_scenario(RandomChooser(rng), max_faults=max_faults, name=f"soak-{seed}-{index}")
-    return data, rng.randrange(2**16)
-
-
-def problems(result) -> list[str]:
-    """What is wrong with a finished run: invariant violations, no liveness, a partition without
-    exactly one owner at the end. Empty when the run is fine."""
-    s = result.summary
-    out = list(result.invariant_violations)
-    if s.get("partial"):
-        out.append(f"did not finish: {s['partial_reason']}")
-    elif not s["settled_at_end"]:
-        out.append("settled_at_end is false (the group never settled after the last fault)")
-    end = s["simulated_s"]
-    owners: dict[tuple, list] = {}
-    for r in result.intervals.to_pylist():
-        if r["kind"] == "owned" and r["end"] >= end:
-            owners.setdefault((r["topic"], r["partition"]), []).append(r["member"])
-    out += [f"{t}-{p} ends with {len(m)} owners ({', '.join(m)})" for (t, p), m in sorted(owners.items())
-            if len(m) != 1]
-    return out
-
-
-def check(seed: int, index: int, max_faults: int = MAX_FAULTS,
-          kernel: str | None = None) -> tuple[int, list[str]]:
-    """Run schedule ``index`` (with ``kernel``, see ``sim.kernel``) and return (simulation seed,
-    problems); nothing escapes."""
-    from sim import Scenario, run_scenario
-
-    data, sim_seed = schedule(seed, index, max_faults)
-    try:
-        result = run_scenario(Scenario.from_dict(data), seed=sim_seed, raise_on_violation=False,
-                              max_events=MAX_EVENTS, kernel=kernel)
-    except Exception as e:  # a crash of the simulator is a finding like any other
-        return sim_seed, [f"raised {type(e).__name__}: {' '.join(str(e).split())}"]
-    return sim_seed, problems(result)
-
-
-def write_replay(out: Path, seed: int, index: int, max_faults: int) -> Path:
-    """Write schedule ``index`` as a scenario TOML file under ``out``; return its path."""
-    from .atomic import atomic_write_text
-    from .experiment_cmd import to_toml
-
-    data, sim_seed = schedule(seed, index, max_faults)
-    path = out / f"soak-{seed}-{index}.toml"
-    atomic_write_text(path, f"# rebalance-sim soak --seed {seed}: schedule {index}\n"
-                            f"# replay: rebalance-sim run {path} --seed {sim_seed}\n" + to_toml(data))
-    return path
-
-
-class _SoakTask:
-    """The mapInPandas function of ``--spark``: one row per schedule index in, one out."""
-
-    def __init__(self, seed: int, max_faults: int, kernel: str | None = None):
-        self.seed = seed
-        self.max_faults = max_faults
-        self.kernel = kernel
-
-    def __call__(self, batches):
-        import pandas as pd
-
-        for batch in batches:
-            rows = []
-            for index in batch["index"]:
-                sim_seed, found = check(self.seed, int(index), self.max_faults, self.kernel)
-                rows.append((int(index), sim_seed, "\n".join(found)))
-            yield pd.DataFrame(rows, columns=["index", "sim_seed", "problems"])
-
-
-def _run_spark(args, indices: list[int]) -> dict[int, list[str]]:
-    import pandas as pd
-
-    from .spark import get_spark
-
-    spark = get_spark(args.master)
-    slices = max(1, min(len(indices), 64))
-    df = spark.createDataFrame(pd.DataFrame({"index": indices})).repartition(slices)
-    rows = df.mapInPandas(_SoakTask(args.seed, args.max_faults, args.kernel),
-                          "index long, sim_seed long, problems string").toArrow().to_pandas()
-    return {int(r.index): r.problems.split("\n") for r in rows.itertuples() if r.problems}
+from ..engine.soak import MAX_FAULTS, check, schedule, write_replay
 
 
 def _report_failure(out: Path, args, index: int, found: list[str]) -> None:
@@ -128,8 +38,8 @@ def _report_failure(out: Path, args, index: int, found: list[str]) -> None:
 
 
 def cmd_soak(args) -> int:
-    from .kernel_option import kernel_error
-    from .outputs import OutputError, check_output_dir
+    from ..outputs import OutputError, check_output_dir
+    from .options import kernel_error
 
     for flag, value, low in (("--schedules", args.schedules, 1), ("--seed", args.seed, 0),
                              ("--first", args.first, 0), ("--max-faults", args.max_faults, 0)):
@@ -140,7 +50,7 @@ def cmd_soak(args) -> int:
         print("rebalance-sim soak: --master: applies only with --spark", file=sys.stderr)
         return 2
     if args.master is not None:
-        from .spark import SparkUnavailable, check_master
+        from ..engine.spark import SparkUnavailable, check_master
 
         try:
             check_master(args.master)
@@ -162,12 +72,13 @@ def cmd_soak(args) -> int:
     done = 0
     interrupted = False
     if args.spark:
-        from .spark import SparkUnavailable
+        from ..engine.soak import run_on_spark
+        from ..engine.spark import SparkUnavailable
 
         print(f"soak: {total} schedules (seed {args.seed}) as Spark tasks "
               f"({args.master or 'local[*]'}) ...", file=sys.stderr, flush=True)
         try:
-            failures = _run_spark(args, indices)
+            failures = run_on_spark(args.master, args.seed, args.max_faults, args.kernel, indices)
         except SparkUnavailable as e:
             print(f"rebalance-sim soak: {e}", file=sys.stderr)
             return 2
@@ -202,7 +113,7 @@ def cmd_soak(args) -> int:
 
 
 def register(subparsers) -> None:
-    from .kernel_option import add_kernel_option
+    from .options import add_kernel_option
 
     p = subparsers.add_parser(
         "soak", help="run many random fault schedules and check every invariant and liveness",

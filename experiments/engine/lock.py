@@ -104,7 +104,7 @@ class _LocalLock:
     def acquire(self) -> None:
         import fcntl
 
-        from .atomic import file_mode
+        from ..atomic import file_mode
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, file_mode())
@@ -177,10 +177,10 @@ class _HadoopLock:
             return b"".join(chunks)
         try:
             rows = self.spark.read.text(self.path).collect()
-        except Exception as e:  # noqa: BLE001 - Spark Connect raises several classes for a missing path
-            from .store import _missing
+        except Exception as e:  # Spark Connect raises several classes for a missing path
+            from .store import is_missing
 
-            if _missing(e):
+            if is_missing(e):
                 return None
             raise
         return "\n".join(r[0] for r in rows).encode()
@@ -193,7 +193,7 @@ class _HadoopLock:
                 fs.delete(path, True)
             try:
                 stream = fs.create(path, False)
-            except Exception as e:  # noqa: BLE001 - py4j wraps Hadoop's FileAlreadyExistsException
+            except Exception as e:  # py4j wraps Hadoop's FileAlreadyExistsException
                 if "AlreadyExists" in str(e) or fs.exists(path):
                     return False
                 raise
@@ -206,7 +206,7 @@ class _HadoopLock:
         try:
             (self.spark.createDataFrame([(data.decode(),)], "value string").coalesce(1)
              .write.mode(mode).text(self.path))
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             if "PATH_ALREADY_EXISTS" in str(e) or "already exists" in str(e):
                 return False
             raise
@@ -239,7 +239,7 @@ class _HadoopLock:
                     fs.delete(path, True)
                 else:  # no delete under Spark Connect: marked released
                     self._write(json.dumps({**json.loads(self.mine), "released": True}).encode(), True)
-        except Exception:  # noqa: BLE001 - a lost session at exit: the next writer takes it over
+        except Exception:  # a lost session at exit: the next writer takes it over
             pass
         self.mine = None
 

@@ -1,6 +1,6 @@
 """A sweep batch's tables written by its own Spark tasks, committed by the driver (local outputs).
 
-``experiments.store`` writes a batch's tables through Spark's Parquet writer: a second Spark job
+``experiments.engine.store`` writes a batch's tables through Spark's Parquet writer: a second Spark job
 after the batch's runs, which needs free executor cores and, on a busy local machine, waited
 behind the next batches' runs (a sweep could finish every run before its first commit landed).
 Where the driver and every task see the same local filesystem (a local master and a local
@@ -14,7 +14,7 @@ and the driver commits the batch as soon as its job returns, without Spark:
   attempts whose results Spark returned and swaps it in whole
   (``experiments.atomic.atomic_directory``), then does the same with the batch's commit rows
   (``OUT/commits/batch=B/``), which list every file of the batch with its size: the batch
-  becomes visible to readers exactly then (the protocol of ``experiments.store``).
+  becomes visible to readers exactly then (the protocol of ``experiments.engine.store``).
 
 A killed task, job or driver leaves files only under ``_temporary/`` or in ``.``-prefixed
 directories, which every reader skips.
@@ -45,7 +45,7 @@ class TaskTables:
     """One Spark task's share of a batch: its runs' tables appended table by table (a row group
     per ``ROW_GROUP_ROWS`` rows), each table's rows in one file under the batch's temporary
     directory. ``schemas``: every table's Arrow schema, or None for a table whose schema is the
-    union of its runs' (``experiments.store.unify``: the simulator's runs and episodes)."""
+    union of its runs' (``experiments.engine.store.unify``: the simulator's runs and episodes)."""
 
     def __init__(self, out_dir: str, batch: str, schemas: Mapping[str, object | None], part: int,
                  attempt: int):
@@ -108,7 +108,7 @@ class TaskTables:
         for w in self.writers.values():
             try:
                 w.close()
-            except Exception:  # noqa: BLE001 - removing what it wrote is all that matters
+            except Exception:  # removing what it wrote is all that matters
                 pass
         for _, path in self.files:
             try:
@@ -128,7 +128,7 @@ def commit(out_dir: str | os.PathLike, batch: str, landed: Iterable[tuple[str, s
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from .atomic import atomic_directory
+    from ..atomic import atomic_directory
 
     out_dir = Path(out_dir)
     by_table: dict[str, list[str]] = {t: [] for t in empty_schemas}
@@ -155,3 +155,16 @@ def commit(out_dir: str | os.PathLike, batch: str, landed: Iterable[tuple[str, s
             os.fsync(f.fileno())
         (tmp / "_SUCCESS").touch()
     return files
+
+
+def commit_local(out, batch: str, landed, empty_schemas: dict, commit_rows) -> dict[str, int]:
+    """Commit a batch its tasks wrote (``commit``) under the output ``out`` (a local path or
+    ``file:`` URI); ``commit_rows``: pandas run_id, model, status, wall_s, error. Returns the
+    batch's files and sizes."""
+    import pyarrow as pa
+
+    from .store import commit_arrow_schema, local_path, stamped_commit_rows
+
+    rows = pa.Table.from_pandas(stamped_commit_rows(commit_rows), schema=commit_arrow_schema(),
+                                preserve_index=False)
+    return commit(str(local_path(out).resolve()), batch, landed, empty_schemas, rows)

@@ -1,7 +1,7 @@
 """Aggregation of a sweep with PySpark DataFrames: per-run metrics, percentiles across seeds,
 and the distribution of per-partition unassigned windows.
 
-Inputs (the tables a sweep wrote through Spark, see ``experiments.store``; only runs complete
+Inputs (the tables a sweep wrote through Spark, see ``experiments.engine.store``; only runs complete
 for the current model): the simulator's ``runs`` (its ``summary.*`` columns are the run's
 metrics, defined once in ``sim.metrics``), its ``intervals``, and the sweep's ``episodes`` and
 ``points``.
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from .atomic import atomic_write_bytes
+from ..atomic import atomic_write_bytes
 
 # The per-run metrics summarised across seeds: (summary column, Spark type).
 METRICS: tuple[tuple[str, str], ...] = (
@@ -245,9 +245,9 @@ def aggregate(spark, sweep_dir, out_dir=None, run_ids: Sequence[str] | None = No
     order = [*cols, "seed", "episode", "topic", "partition", "window_s"]
     if local is not None and (collect_windows or windows_df.count() <= DRIVER_WINDOWS_MAX):
         # Collected as Spark computed them and sorted here: Spark's global sort (a sampling job,
-        # then the sort) and one task writing its result took 7-10 s of the main job's 25 s of
-        # aggregation, for a table the driver holds anyway (or could: up to DRIVER_WINDOWS_MAX
-        # rows). Written from that table, as the CSVs.
+        # then the sort) and one task writing its result cost a large share of the aggregation,
+        # for a table the driver holds anyway (or could: up to DRIVER_WINDOWS_MAX rows). Written
+        # from that table, as the CSVs.
         table = sort_like_spark(windows.toArrow(), order)
         _write_local_parquet(table, local / "windows")
         if collect_windows:
@@ -277,7 +277,7 @@ def _write_local_parquet(table: pa.Table, path) -> None:
     Spark leaves one), replacing it whole."""
     import pyarrow.parquet as pq
 
-    from .atomic import atomic_directory
+    from ..atomic import atomic_directory
 
     with atomic_directory(path) as tmp:
         part = tmp / "part-00000.snappy.parquet"

@@ -1,54 +1,10 @@
-"""The ``list`` and ``show`` subcommands: what can be run, with which parameters.
-
-``rebalance-sim list [--json]``           built-in scenarios (parameters and defaults) and experiments
-``rebalance-sim show SCENARIO [--set ...]`` the resolved scenario as TOML, ready to save and edit
-"""
+"""The ``show`` subcommand: ``rebalance-sim show SCENARIO [--set ...]`` prints the resolved
+scenario as TOML, every field included, ready to save and edit."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-
-
-def _experiments() -> dict:
-    from .experiment_cmd import EXPERIMENTS
-
-    return EXPERIMENTS
-
-
-def _param_text(value) -> str:
-    if isinstance(value, list):
-        return ",".join(map(str, value))
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def cmd_list(args) -> int:
-    from .scenarios import BUILTINS
-
-    experiments = _experiments()
-    if args.json:
-        json.dump({"scenarios": [{"name": b.name, "description": b.description, "parameters": b.params}
-                                 for b in BUILTINS.values()],
-                   "experiments": [{"name": e.name, "description": e.description}
-                                   for e in experiments.values()]},
-                  sys.stdout, indent=2)
-        print()
-        return 0
-    print("Scenarios (rebalance-sim run NAME [--set key=value ...]; parameters with defaults):")
-    width = max([len(n) for n in BUILTINS] + [len(n) for n in experiments])
-    for name, b in BUILTINS.items():
-        print(f"  {name:<{width}}  {b.description}")
-        params = "  ".join(f"{k}={_param_text(v)}" for k, v in b.params.items())
-        print(f"  {'':<{width}}    {params}")
-    print("  Any scenario field can also be set with a dotted key, e.g. "
-          "--set consumer.session_timeout_ms=10000; `rebalance-sim show NAME` prints every field.")
-    print("\nExperiments (rebalance-sim experiment NAME):")
-    for e in experiments.values():
-        print(f"  {e.name:<{width}}  {e.description}")
-    return 0
 
 
 def _plain(value):
@@ -71,10 +27,8 @@ def scenario_toml(name_or_path: str, overrides: list[str]) -> str:
     import attrs
 
     from sim import Scenario
+    from sim.builtin_scenarios import BUILTINS, load_scenario, parse_overrides, to_toml
     from sim.scenario import action_to_dict
-
-    from .experiment_cmd import to_toml
-    from .scenarios import BUILTINS, load_scenario, parse_overrides
 
     scenario = load_scenario(name_or_path, overrides)  # validates, with the loader's errors
     what = f"built-in scenario {name_or_path}" if name_or_path in BUILTINS else f"scenario file {name_or_path}"
@@ -111,13 +65,6 @@ def cmd_show(args) -> int:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "list", help="built-in scenarios (with parameters and defaults) and experiments",
-        description="List the built-in scenarios, each with its parameters and their defaults "
-        "(set them with `rebalance-sim run NAME --set key=value`), and the packaged experiments.")
-    p.add_argument("--json", action="store_true", help="print JSON instead of text")
-    p.set_defaults(func=cmd_list)
-
     p = subparsers.add_parser(
         "show", help="print a scenario, resolved, as a TOML file you can save and edit",
         description="Print a built-in scenario or a TOML scenario file with --set overrides "

@@ -108,7 +108,7 @@ def exit_now(code: int) -> None:
 
 def _quiet_log4j_conf() -> str:
     """A log4j2 properties file that sends only errors to stderr (no startup banner noise)."""
-    from .atomic import atomic_write_text
+    from ..atomic import atomic_write_text
 
     path = Path(tempfile.gettempdir()) / f"rebalance-sim-log4j2-{os.getuid()}.properties"
     if not path.exists() or path.read_text() != _QUIET_LOG4J:
@@ -294,10 +294,9 @@ class _JvmOutputToLog:
 # setting them changes nothing): they go to the launch as well as to the session.
 LAUNCH_KEYS = ("spark.driver.memory", "spark.driver.extraJavaOptions", "spark.driver.defaultJavaOptions",
                "spark.driver.extraClassPath", "spark.driver.extraLibraryPath")
-# The local driver JVM compiles with C1 only: a run of the main job makes Spark generate and
-# compile new classes for every query, and C2 recompiling them cost about half the JVM's CPU for
-# no gain in wall time (C2 makes the Parquet writes cheaper, not the job faster; the measurements
-# are in CHANGELOG.md). A user's -XX:TieredStopAtLevel=4 in spark.driver.extraJavaOptions brings C2
+# The local driver JVM compiles with C1 only: Spark generates and compiles new classes for every
+# query, and C2 recompiling them costs much of the JVM's CPU for no gain in wall time (C2 makes
+# the Parquet writes cheaper, not the job faster; docs/performance.md). A user's -XX:TieredStopAtLevel=4 in spark.driver.extraJavaOptions brings C2
 # back.
 LOCAL_JIT = "-XX:TieredStopAtLevel=1"
 EXIT_ON_OOM = "-XX:+ExitOnOutOfMemoryError"
@@ -434,7 +433,7 @@ def get_spark(master: str | None = None, conf: Sequence[str] = (), ship: bool = 
                 .config("spark.sql.execution.arrow.pyspark.enabled", "true")
                 .config("spark.sql.session.timeZone", "UTC")
                 .config("spark.executorEnv.PYTHONWARNINGS", warn_spec)
-                # A sweep commits one batch while the next ones run (experiments.sweep): the
+                # A sweep commits one batch while the next ones run (experiments.engine.sweep): the
                 # commit's jobs go to their own pool, which gets the next free core instead of
                 # waiting behind every queued run (Spark's job scheduling, FAIR between pools).
                 .config("spark.scheduler.mode", "FAIR")
@@ -575,7 +574,7 @@ def finished_tasks(num_tasks: int, group: str) -> int | None:
                 if info is not None and info.numTasks == num_tasks:
                     best = max(best or 0, info.numCompletedTasks)
         return best
-    except Exception:  # noqa: BLE001 - progress is best effort; the job itself reports errors
+    except Exception:  # progress is best effort; the job itself reports errors
         return None
 
 
@@ -616,7 +615,7 @@ def in_daemon_thread(fn: Callable[[], Any], name: str, before_start: Callable[[A
     def target() -> None:
         try:
             future.set_result(fn())
-        except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
+        except BaseException as e:  # handed to the waiting thread
             future.set_exception(e)
         finally:
             _live_threads.discard(future)
@@ -646,7 +645,7 @@ def cancel_group(group: str) -> None:
         return
     try:
         _session.sparkContext.cancelJobGroup(group)
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
 
 

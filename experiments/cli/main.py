@@ -1,17 +1,17 @@
-"""The `rebalance-sim` command line: one subcommand per module, each registering its own parser."""
+"""The `rebalance-sim` command line: one module per subcommand in this package, each
+registering its own parser (``register``) and the function that runs it."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 import time
 
-# Modules that add top-level subcommands, and those that add `bench` targets.
-COMMAND_MODULES = ["experiments.run_cmd", "experiments.list_cmd", "experiments.experiment_cmd", "experiments.soak",
-                   "experiments.assign_cmd"]
-BENCH_MODULES = ["experiments.bench_assignors", "experiments.bench_sim"]
+from . import assign, bench, experiment, listing, run, show, soak, sweep, timeline
+
+# The subcommands, in the order `rebalance-sim --help` lists them.
+COMMANDS = (run, timeline, listing, show, sweep, experiment, soak, assign, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,20 +21,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
-    bench = sub.add_parser("bench", help="benchmarks that print numbers (assignors, simulator)",
-                           description="Benchmarks that print numbers: `bench assignors` times every "
-                           "assignor, `bench sim` measures the simulator's speed and memory.")
-    bench_sub = bench.add_subparsers(dest="target", metavar="TARGET")
-    for name in BENCH_MODULES:
-        importlib.import_module(name).register(bench_sub)
-    bench.set_defaults(func=lambda args: _usage(bench))
+    for command in COMMANDS:
+        command.register(sub)
     return parser
 
 
 def _version() -> str:
-    from .provenance import model_digest, version
+    from ..provenance import model_digest, version
 
     return f"rebalance-sim {version()} (model digest {model_digest()})"
 
@@ -44,34 +37,21 @@ def _usage(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
-_started_at: float | None = None
-
-
-def started_at() -> float | None:
-    """When ``main`` was entered (``time.monotonic()``), None outside it: where ``run
-    --max-wall`` counts from."""
-    return _started_at
-
-
 def main(argv: list[str] | None = None) -> int:
-    global _started_at
-    _started_at = time.monotonic()
-    try:
-        rc = _main(argv)
-    finally:
-        _started_at = None
-    spark = sys.modules.get("experiments.spark")
+    rc = _main(argv, time.monotonic())
+    spark = sys.modules.get("experiments.engine.spark")
     if argv is None and spark is not None and spark.threads_busy():  # (the process's own command)
         # A thread still in a Spark call would abort the interpreter's finalization (see
-        # experiments.spark.threads_busy): leave without it, output flushed.
+        # experiments.engine.spark.threads_busy): leave without it, output flushed.
         spark.exit_now(rc)
     return rc
 
 
-def _main(argv: list[str] | None) -> int:
+def _main(argv: list[str] | None, started_at: float) -> int:
     try:
-        parser = build_parser()  # imports every command module: Ctrl-C can land here too
+        parser = build_parser()  # Ctrl-C can land here too
         args = parser.parse_args(argv)
+        args.started_at = started_at  # where ``run --max-wall`` counts from
         if not getattr(args, "func", None):
             return _usage(parser)
         rc = int(args.func(args) or 0)

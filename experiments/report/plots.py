@@ -1,7 +1,7 @@
 """Figures of an experiment (matplotlib, Agg backend): each function writes one PNG and returns
 its one-line caption.
 
-Inputs are small pandas DataFrames from ``experiments.aggregate`` (``points``, ``windows``) and
+Inputs are small pandas DataFrames from ``experiments.engine.aggregate`` (``points``, ``windows``) and
 single runs' ``intervals`` tables (ownership timeline, throughput). Units are in every axis label.
 """
 
@@ -14,11 +14,11 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-from .atomic import atomic_write_bytes  # noqa: E402
+from ..atomic import atomic_write_bytes
 
 # One colour per assignor, the same in every figure: eager ones warm, cooperative cool.
 ASSIGNOR_COLORS = {

@@ -66,7 +66,7 @@ def cases(quick: bool) -> list[tuple[str, Scenario, float | None]]:
 def _builtin(name: str, **overrides) -> Scenario:
     """A built-in scenario with ``--set`` overrides (its defaults otherwise: for rolling-deploy,
     dynamic cooperative-sticky members restarting 10% of the group at a time)."""
-    from .scenarios import load_scenario
+    from sim.builtin_scenarios import load_scenario
 
     return load_scenario(name, {k: str(v) for k, v in overrides.items()})
 
@@ -95,7 +95,7 @@ def measure(index: int, quick: bool, kernel: str = DEFAULT_KERNEL) -> dict:
 def _measure_in_subprocess(index: int, quick: bool, kernel: str = DEFAULT_KERNEL) -> dict:
     """Each case in a fresh interpreter: a process's peak RSS never goes down, so measuring the
     100-member case after the 10,000-member one in the same process would report the latter."""
-    argv = ([sys.executable, "-m", "experiments.bench_sim", "--case", str(index), "--kernel", kernel]
+    argv = ([sys.executable, "-m", "experiments.bench.sim", "--case", str(index), "--kernel", kernel]
             + (["--quick"] if quick else []))
     p = subprocess.run(argv, capture_output=True, text=True)
     if p.returncode != 0:
@@ -195,28 +195,6 @@ def cmd_bench_sim(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
     return 0 if all(r["ok"] for r in rows) else 1
-
-
-def register(bench_subparsers) -> None:
-    """Add the ``sim`` target to the ``bench`` subcommand's subparsers (``rebalance-sim bench sim``)."""
-    p = bench_subparsers.add_parser(
-        "sim", help="simulator speed and memory on large groups",
-        description="Measure the simulator on large groups (up to 10,000 members x 100,000 "
-        "partitions): wall time, simulated messages per second and peak memory (RSS), under both "
-        "kernels (the default first, whose time is judged against the targets; the other with its "
-        "time as a ratio of the default's). Each case runs in its own process, so its peak memory "
-        "is its own. With --repeat, wall and CPU time are medians over fresh processes, the "
-        "kernels interleaved.")
-    p.add_argument("--quick", action="store_true", help="a smaller set of cases (seconds)")
-    p.add_argument("--json", action="store_true", help="print JSON rows")
-    p.add_argument("--repeat", type=int, default=1, metavar="N",
-                   help="run each case N times, each in a fresh process; report the median wall and "
-                        "CPU time and their range (this machine's run-to-run noise)")
-    p.add_argument("--only", action="append", metavar="TEXT",
-                   help="only the cases whose label contains TEXT (case-insensitive; repeatable)")
-    p.add_argument("--kernel", metavar="tasks|inline",
-                   help="measure only this kernel (default: both)")
-    p.set_defaults(func=cmd_bench_sim)
 
 
 if __name__ == "__main__":

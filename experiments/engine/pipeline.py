@@ -3,7 +3,7 @@
 An experiment is a declaration (``Experiment``, one module per experiment under
 ``experiments/catalog/``): a ``grid`` (which runs) and a ``report`` recipe (what to draw and
 tabulate from the aggregated tables). ``run_experiment`` runs any of them the same way, so adding
-an experiment adds a declaration, not a code path; the command line (``experiment_cmd``) only
+an experiment adds a declaration, not a code path; the command line (``experiments.cli.experiment``) only
 turns arguments into ``Options``.
 
 Every report ends with a "How this was produced" list built here: the command, the runs
@@ -24,7 +24,7 @@ import attrs
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .sweep import RunSpec
+    from .grid import RunSpec
 
 
 @attrs.frozen
@@ -69,7 +69,7 @@ class Results:
     def raw(self, name: str):
         """The raw Spark DataFrame ``name`` (events, intervals, episodes, runs, points) of this
         experiment's runs."""
-        from .sweep import read_table
+        from .store import read_table
 
         return read_table(self.spark, self.work, name, [s.run_id for s in self.specs])
 
@@ -83,7 +83,7 @@ class Results:
 
     def prefetch_intervals(self, run_ids) -> None:
         """Read several runs' intervals in one Spark query (one query costs about a second)."""
-        from .sweep import read_table
+        from .store import read_table
 
         run_ids = [r for r in dict.fromkeys(run_ids) if r not in self._intervals]
         if not run_ids:
@@ -118,13 +118,14 @@ def say(opts: Options, text: str) -> None:
 
 def run_experiment(exp: Experiment, opts: Options) -> int:
     """Run ``exp``: its grid on Spark (resuming), aggregation, its report recipe, the report."""
+    from ..atomic import atomic_write_bytes
+    from ..provenance import produced_by
+    from ..report.html import write_report
     from .aggregate import aggregate
-    from .atomic import atomic_write_bytes
+    from .grid import with_kernel
     from .lock import hold
-    from .provenance import produced_by
-    from .report import write_report
     from .spark import current_master, get_spark
-    from .sweep import check_aggregate, report_failures, run_sweep, with_kernel
+    from .sweep import check_aggregate, report_failures, run_sweep
 
     if exp.run is not None:
         return exp.run(opts.extra)
@@ -164,7 +165,7 @@ def run_experiment(exp: Experiment, opts: Options) -> int:
 def scenario_dir(opts: Options) -> Path:
     """A local directory for scenario files an experiment generates: ``WORK/scenarios`` when the
     work directory is local, else a temporary one (the specs carry the files' text anyway)."""
-    from .sweep import local_path
+    from .store import local_path
 
     local = local_path(opts.work)
     if local is not None:

@@ -13,7 +13,7 @@ Layout of ``OUT`` (``file://``, a plain path, ``s3a://``, ``hdfs://``, ``abfss:/
 A batch's table directories are written first; its ``commits`` directory last. Spark's file
 committer moves a job's files into place only when the job succeeds (for a local output on a
 local master the batch's own tasks write its files and the driver moves them into place,
-``experiments.table_sink``), so a batch whose ``commits`` rows are readable has every table
+``experiments.engine.table_sink``), so a batch whose ``commits`` rows are readable has every table
 complete, and a batch without them (a sweep killed at any instant) is ignored by every reader
 and recomputed by the next run: nothing is lost, nothing is counted twice. A run is *complete*
 for the current model when a commit row names it with the current ``model``
@@ -25,7 +25,7 @@ is reused, its files are checked against that list (present, of that size, no ot
 beside them, and, for a local output, Parquet's magic number at both ends). A damaged batch
 (a file deleted, truncated or overwritten) is left out, so its runs are recomputed
 (``damaged_batches`` says which and why). Writers never delete: stale batches stay on disk,
-invisible. One writer at a time (``experiments.lock``).
+invisible. One writer at a time (``experiments.engine.lock``).
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ import os
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+
+from ..outputs import OutputError
 
 TABLES = ("events", "intervals", "episodes", "runs", "points")
 COMPLETE_STATUSES = ("ok", "violations")
@@ -48,10 +50,6 @@ READ_SCHEMAS = {
                  "start double, `end` double",
 }
 
-
-
-class OutputError(RuntimeError):
-    """The output location cannot be used (a one-line reason naming it)."""
 
 
 def local_path(uri: str | os.PathLike) -> Path | None:
@@ -87,7 +85,8 @@ def table_path(out: str, name: str, batch: str | None = None) -> str:
     return f"{base}/batch={batch}" if batch else base
 
 
-def _missing(e: Exception) -> bool:
+def is_missing(e: Exception) -> bool:
+    """Whether Spark's or Hadoop's error ``e`` says that the path it read does not exist."""
     text = str(e)
     return any(s in text for s in ("PATH_NOT_FOUND", "Path does not exist", "UNABLE_TO_INFER_SCHEMA",
                                    "Unable to infer schema", "FileNotFoundException"))
@@ -158,7 +157,7 @@ def _read_local_commits(out, signature: tuple) -> tuple[pd.DataFrame, dict[str, 
         for name in sorted(names):
             try:
                 rows = pq.read_table(root / f"batch={batch}" / name).to_pandas()
-            except Exception as e:  # noqa: BLE001 - a damaged commit file: that batch is not committed
+            except Exception as e:  # a damaged commit file: that batch is not committed
                 unreadable[batch] = f"commits/batch={batch}/{name}: unreadable ({_first_line(e)[:120]})"
                 continue
             for c in _columns():
@@ -186,7 +185,7 @@ def _commits_and_problems(spark, out) -> tuple[pd.DataFrame, dict[str, str]]:  #
                 .toArrow().to_pandas())
         return rows, {}
     except Exception as e:  # pyspark raises several classes (classic, Connect) for the same thing
-        if _missing(e):
+        if is_missing(e):
             return _no_commits_frame(), {}
         raise OutputError(f"cannot read {table_path(out, 'commits')}: {_first_line(e)}") from None
 
@@ -298,14 +297,14 @@ def list_files(spark, out, dirs: Sequence[str]) -> dict[str, int]:
     try:
         rows = listed(list(dirs))
     except Exception as e:
-        if not _missing(e):
+        if not is_missing(e):
             raise
         rows = []
         for d in dirs:
             try:
                 rows += listed([d])
             except Exception as e2:
-                if not _missing(e2):
+                if not is_missing(e2):
                     raise
     wanted = set(dirs)
     for r in rows:
@@ -411,7 +410,7 @@ def read_table(spark, out, name: str, run_ids: Sequence[str] | None = None, mode
     a Spark DataFrame without the ``batch`` column; only ``run_ids`` if given."""
     from pyspark.sql import functions as F
 
-    from .provenance import model_id
+    from ..provenance import model_id
 
     chosen = complete_runs(spark, out, model or model_id())
     if run_ids is not None:
@@ -527,12 +526,12 @@ def write_batch(spark, out, batch: str, blobs, schemas: dict, commit_rows, parti
                 f.result()  # the first failure is raised; the commit rows are not written
         files = list_files(spark, out, [f"{t}/batch={batch}" for t in TABLES])
     schema = COMMIT_SCHEMA.rsplit(", batch string", 1)[0]
-    rows = _stamped(commit_rows).assign(files=json.dumps(files, sort_keys=True))
+    rows = stamped_commit_rows(commit_rows).assign(files=json.dumps(files, sort_keys=True))
     (spark.createDataFrame(rows[_columns()[:-1]], schema)
      .coalesce(1).write.mode("overwrite").parquet(table_path(out, "commits", batch)))
 
 
-def _stamped(commit_rows):
+def stamped_commit_rows(commit_rows):
     """The commit rows (pandas) with ``committed_at``, in COMMIT_SCHEMA's order, without
     ``files`` and ``batch`` (the directory names it)."""
     rows = commit_rows.assign(committed_at=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
@@ -554,19 +553,8 @@ def commit_arrow_schema():
 
 def tasks_write(out) -> bool:
     """Whether a batch's tasks write its files themselves and the driver commits them
-    (``experiments.table_sink``): a local output on a classic session with a local master (the
+    (``experiments.engine.table_sink``): a local output on a classic session with a local master (the
     tasks and the driver see the same files and run this interpreter)."""
     from .spark import can_overlap_jobs, current_master, is_local
 
     return local_path(out) is not None and can_overlap_jobs() and is_local(current_master())
-
-
-def commit_local(out, batch: str, landed, empty_schemas: dict, commit_rows) -> dict[str, int]:
-    """Commit a batch its tasks wrote (``experiments.table_sink.commit``); ``commit_rows``:
-    pandas run_id, model, status, wall_s, error. Returns the batch's files and sizes."""
-    import pyarrow as pa
-
-    from . import table_sink
-
-    rows = pa.Table.from_pandas(_stamped(commit_rows), schema=commit_arrow_schema(), preserve_index=False)
-    return table_sink.commit(str(local_path(out).resolve()), batch, landed, empty_schemas, rows)

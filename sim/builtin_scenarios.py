@@ -5,10 +5,13 @@ Each built-in has a one-line description and parameters with defaults (members, 
 assignor, at_s, ...). An override ``key=value`` sets a parameter of the built-in, or, with a dotted
 key, any field of the scenario table (``consumer.session_timeout_ms=10000``,
 ``group.initial_rebalance_delay_ms=0``, ``network.latency.ms=5``, ``assignor_cost=fixed:2``).
+A TOML file is read by ``Scenario.from_toml``, the one loader; ``to_toml`` writes a scenario
+table back as a file that loads to the same scenario.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -16,8 +19,8 @@ from typing import Any
 
 import attrs
 
-from sim import ConfigError, Scenario
-from sim.scenario import batch_count
+from .config import ConfigError
+from .scenario import Scenario, batch_count, set_field
 
 
 @attrs.frozen
@@ -179,42 +182,6 @@ def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
     return out
 
 
-def _set_path(data: dict, key: str, value: Any) -> None:
-    """Set the dotted ``key`` of a scenario table: tables by name, arrays of tables by index
-    (``timeline.0.at_s``, ``topics.1.partitions``; negative indexes count from the end)."""
-    parts = key.split(".")
-    cur: Any = data
-    for i, part in enumerate(parts):
-        last = i == len(parts) - 1
-        if isinstance(cur, list):
-            where = ".".join(parts[:i])
-            try:
-                index = int(part)
-                cur[index]  # noqa: B018 - the bounds check
-            except (ValueError, IndexError):
-                raise ConfigError(key, f"{part!r} is not an index of {where} (it has {len(cur)} "
-                                  f"entr{'y' if len(cur) == 1 else 'ies'}: 0 to {len(cur) - 1})") from None
-            if last:
-                cur[index] = value
-                return
-            if not isinstance(cur[index], dict):
-                raise ConfigError(key, f"{where}.{part} is not a table")
-            cur = cur[index]
-            continue
-        if last:
-            break
-        nxt = cur.get(part)
-        if nxt is None:
-            nxt = cur[part] = {}
-        if not isinstance(nxt, dict | list):
-            raise ConfigError(key, f"{part!r} is not a table")
-        cur = nxt
-    last = parts[-1]
-    if last in ("partition_assignment_strategy", "partition.assignment.strategy") and isinstance(value, str):
-        value = [v.strip() for v in value.split(",") if v.strip()]
-    cur[last] = value
-
-
 # How a parameter's type is named in an error ("'abc' is not an integer").
 _TYPE_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
 
@@ -252,7 +219,7 @@ def builtin_dict(name: str, overrides: Mapping[str, str] | None = None) -> dict:
     data["name"] = name
     data["description"] = b.description
     for key, raw in dotted.items():
-        _set_path(data, key, parse_value(raw) if isinstance(raw, str) else raw)
+        set_field(data, key, parse_value(raw) if isinstance(raw, str) else raw)
     return data
 
 
@@ -268,24 +235,46 @@ def load_scenario(name_or_path: str, overrides: Mapping[str, str] | Iterable[str
     if name_or_path in BUILTINS:
         return Scenario.from_dict(builtin_dict(name_or_path, overrides))
     if name_or_path.endswith(".toml") or os.path.sep in name_or_path or os.path.exists(name_or_path):
-        import tomllib
-        try:
-            with open(name_or_path, "rb") as f:
-                data = tomllib.load(f)
-        except FileNotFoundError:
-            raise ConfigError(name_or_path, "no such scenario file") from None
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-            raise ConfigError(name_or_path, f"not valid TOML: {' '.join(str(e).split())}") from None
-        except OSError as e:
-            raise ConfigError(name_or_path, f"cannot read: {e.strerror or e}") from None
-        data.setdefault("name", os.path.splitext(os.path.basename(name_or_path))[0])
-        try:
-            for key, raw in overrides.items():
-                if key == "assignor":  # as for built-ins (and sweeps' assignors = [...])
-                    key = "consumer.partition_assignment_strategy"
-                _set_path(data, key, parse_value(raw) if isinstance(raw, str) else raw)
-            return Scenario.from_dict(data)
-        except ConfigError as e:
-            raise ConfigError(f"{name_or_path}: {e.field}" if e.field else name_or_path, e.reason) from None
+        fields = {}
+        for key, raw in overrides.items():
+            if key == "assignor":  # as for built-ins (and sweeps' assignors = [...])
+                key = "consumer.partition_assignment_strategy"
+            fields[key] = parse_value(raw) if isinstance(raw, str) else raw
+        return Scenario.from_toml(name_or_path, fields)
     raise ConfigError("scenario", f"{name_or_path!r} is neither a TOML file nor a built-in "
                       f"({', '.join(BUILTINS)})")
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(f"cannot write {v!r} as TOML")
+
+
+def to_toml(data: dict) -> str:
+    """A scenario dict (scalars, lists, tables, lists of tables) as TOML text."""
+    lines: list[str] = []
+
+    def table(d: dict, prefix: str) -> None:
+        scalars = {k: v for k, v in d.items()
+                   if not isinstance(v, dict) and not (isinstance(v, list) and v and isinstance(v[0], dict))}
+        for k, v in scalars.items():
+            lines.append(f"{k} = {_toml_value(v)}")
+        for k, v in d.items():
+            name = f"{prefix}.{k}" if prefix else k
+            if isinstance(v, dict):
+                lines.append(f"\n[{name}]")
+                table(v, name)
+            elif isinstance(v, list) and v and isinstance(v[0], dict):
+                for item in v:
+                    lines.append(f"\n[[{name}]]")
+                    table(item, name)
+
+    table(data, "")
+    return "\n".join(lines) + "\n"

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import attrs
 
-from .atomic import atomic_write_bytes, atomic_write_text
+from ..atomic import atomic_write_bytes, atomic_write_text
 
 # The consumer group protocol (KIP-848) with the coordinator's uniform assignor, as an assignor
 # name of the suite (the main job's name for it).
@@ -99,8 +99,7 @@ def run_suite(progress: bool = True, kernel: str | None = None) -> list[dict]:
     """Run every (scenario, assignor, seed) of the suite (with the simulation ``kernel``, see
     ``sim.kernel``); one row of metrics each."""
     from sim import run_scenario
-
-    from .scenarios import load_scenario
+    from sim.builtin_scenarios import load_scenario
 
     rows = []
     plan = [(s, a, seed) for s, a in SUITE for seed in SEEDS]
@@ -272,7 +271,7 @@ def add_arguments(p, with_out: bool = True) -> None:
     """The suite's options (``--out`` too unless the caller's parser already has one)."""
     if with_out:
         p.add_argument("--out", default=str(DEFAULT_OUT), help="where metrics, comparison and plots go")
-    # defaults are applied in run(): None says the option was not given (experiment_cmd refuses
+    # defaults are applied in run(): None says the option was not given (``experiments.cli.experiment`` refuses
     # these options for the other experiments)
     p.add_argument("--baseline", help=f"ci-regression: baseline CSV to compare with (default {DEFAULT_BASELINE})")
     p.add_argument("--update-baseline", action="store_true", help="ci-regression: rewrite the baseline with this run")

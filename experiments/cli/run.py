@@ -1,8 +1,7 @@
-"""The ``run`` and ``timeline`` subcommands.
+"""The ``run`` subcommand.
 
 ``rebalance-sim run SCENARIO [--set key=value ...] [--seed N] [--out DIR] [--json]`` runs a
 built-in scenario or a TOML file and prints its episodes and metrics.
-``rebalance-sim timeline RUN_DIR [--out PNG]`` draws which member owned each partition over time.
 """
 
 from __future__ import annotations
@@ -19,10 +18,11 @@ import time
 
 from assignors import AssignorError
 from sim import ConfigError, run_scenario
+from sim.builtin_scenarios import BUILTINS, load_scenario
 
-from .kernel_option import add_kernel_option, kernel_error
-from .outputs import OutputError, check_output_dir, check_output_file
-from .scenarios import BUILTINS, load_scenario
+from ..outputs import OutputError, check_output_dir
+from ..report.timeline import IMAGE_FORMATS
+from .options import add_kernel_option, kernel_error
 
 EPISODE_COLUMNS = [
     ("episode", "#"),
@@ -62,8 +62,7 @@ def format_table(rows: list[list[str]], headers: list[str]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
     line = "  ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True))
     out = [line, "  ".join("-" * w for w in widths)]
-    for r in rows:
-        out.append("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)))
+    out += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
     return "\n".join(out)
 
 
@@ -73,9 +72,8 @@ def format_result(result, scenario) -> str:
     rows = [[_fmt(ep[k]) for k, _ in EPISODE_COLUMNS] for ep in result.episodes]
     parts.append(format_table(rows, [h for _, h in EPISODE_COLUMNS]))
     parts.append("")
-    for ep in result.episodes:
-        parts.append(f"  episode {ep['episode']}: {ep['triggers']}"
-                     + ("" if ep["settled"] else "  (did not settle)"))
+    parts += [f"  episode {ep['episode']}: {ep['triggers']}" + ("" if ep["settled"] else "  (did not settle)")
+              for ep in result.episodes]
     parts.append("")
     width = max(len(k) for k in result.summary)
     for k, v in result.summary.items():
@@ -89,15 +87,6 @@ def format_result(result, scenario) -> str:
 
 EXIT_OK, EXIT_VIOLATIONS, EXIT_BAD_INPUT, EXIT_PARTIAL, EXIT_INTERNAL = 0, 1, 2, 3, 4
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
-
-
-def command_elapsed(since: float) -> float:
-    """Wall time since the command started: since ``rebalance-sim`` was entered
-    (``experiments.cli.main``: its imports and the parsing count), else since ``since``."""
-    from . import cli
-
-    start = cli.started_at() if cli.started_at() is not None else since
-    return time.monotonic() - start
 
 
 ESCALATE_S = 1.0  # how long a stop asked of a running simulation may take before it is forced
@@ -114,19 +103,19 @@ class _StopNow(Exception):
 
 class _Stopper:
     """Ctrl-C and ``--max-wall`` for one run, acted on within about a second whatever the run's
-    size. The wall time counts from the command's start (``command_elapsed``). While the simulation runs, a stop ends
-    it before its next input (``sim.kernel.request_stop``), and the result so far is kept; before
-    it runs (loading, building the group) there is nothing to keep, and the stop is immediate;
+    size. The wall time counts from the command's start (``started_at``: when ``rebalance-sim``'s
+    ``main`` was entered, the parsing included). While the simulation runs, a stop ends it before
+    its next input (``sim.kernel.request_stop``), and the result so far is kept; before it runs (loading, building the group) there is nothing to keep, and the stop is immediate;
     if one step of the simulation outlasts ``ESCALATE_S`` after the stop, it is forced. Once the
     simulation is over, ``--max-wall`` no longer applies (its result is being built) and Ctrl-C
     interrupts at once. A second Ctrl-C interrupts at once."""
 
-    def __init__(self, max_wall: float | None):
+    def __init__(self, max_wall: float | None, started_at: float | None = None):
         self.max_wall = max_wall
         self.interrupted = False
         self.stopping: str | None = None  # the stop asked of the running simulation
         self.active = threading.current_thread() is threading.main_thread()
-        self.created = time.monotonic()
+        self.started_at = time.monotonic() if started_at is None else started_at
 
     def __enter__(self) -> _Stopper:
         from sim import kernel
@@ -137,7 +126,7 @@ class _Stopper:
             self.previous = (signal.signal(signal.SIGINT, self._on_sigint),
                              signal.signal(signal.SIGALRM, self._on_alarm))
             if self.max_wall is not None:
-                signal.setitimer(signal.ITIMER_REAL, max(1e-3, self.max_wall - command_elapsed(self.created)))
+                signal.setitimer(signal.ITIMER_REAL, max(1e-3, self.max_wall - (time.monotonic() - self.started_at)))
         return self
 
     def __exit__(self, *exc) -> None:
@@ -219,7 +208,7 @@ def write_run_dir(out: str, result) -> None:
 
     from sim.recorder import write_parquet_atomic
 
-    from .atomic import atomic_directory
+    from ..atomic import atomic_directory
 
     with atomic_directory(Path(out)) as tmp:
         for name, table in zip(RUN_FILES, (result.events, result.intervals, result.runs), strict=True):
@@ -231,7 +220,7 @@ def cmd_run(args) -> int:
     (one line on stderr); 3: stopped by --max-wall or --max-events (partial results); 4: an
     internal error (one line, a bug); 130: Ctrl-C (the partial result is printed and written,
     as with --max-wall)."""
-    from .scenarios import MAX_SEED
+    from sim.builtin_scenarios import MAX_SEED
 
     for flag, value in (("--max-wall", args.max_wall), ("--max-events", args.max_events)):
         if value is not None and not value > 0:
@@ -253,7 +242,7 @@ def cmd_run(args) -> int:
             print(f"rebalance-sim run: {e}", file=sys.stderr)
             return EXIT_BAD_INPUT
     try:
-        with _Stopper(args.max_wall) as stopper:
+        with _Stopper(args.max_wall, getattr(args, "started_at", None)) as stopper:
             try:
                 scenario = load_scenario(args.scenario, args.set or [])
             except (ConfigError, AssignorError) as e:
@@ -313,122 +302,8 @@ def cmd_run(args) -> int:
     return EXIT_PARTIAL if partial else EXIT_OK
 
 
-def cmd_timeline(args) -> int:
-    path = os.path.join(args.run_dir, "intervals.parquet")
-    if not os.path.exists(path):
-        print(f"rebalance-sim timeline: {path}: no such file (expected a directory written by "
-              "`rebalance-sim run --out DIR`)", file=sys.stderr)
-        return 2
-    if args.max_partitions < 1:
-        print(f"rebalance-sim timeline: --max-partitions: {args.max_partitions} must be >= 1",
-              file=sys.stderr)
-        return 2
-    out = args.out or os.path.join(args.run_dir, "timeline.png")
-    fmt = image_format(out)
-    if fmt is None:
-        print(f"rebalance-sim timeline: --out {out}: not an image name matplotlib writes "
-              f"(give it one of: {', '.join(IMAGE_FORMATS)})", file=sys.stderr)
-        return 2
-    try:
-        check_output_file(out)
-    except OutputError as e:
-        print(f"rebalance-sim timeline: {e}", file=sys.stderr)
-        return 2
-    try:
-        n = draw_timeline(args.run_dir, out, max_partitions=args.max_partitions, fmt=fmt)
-    except (OSError, ValueError) as e:
-        print(f"rebalance-sim timeline: {e}", file=sys.stderr)
-        return 2
-    print(f"wrote {out} ({n} partitions)")
-    return 0
-
-
-# The image formats a timeline is written in, by file extension (matplotlib's Agg backend).
-IMAGE_FORMATS = ("png", "jpg", "jpeg", "svg", "pdf", "webp", "tif", "tiff", "eps")
-
-
-def image_format(path: str) -> str | None:
-    """The image format ``path`` names by its extension (none: PNG), None if not one of
-    ``IMAGE_FORMATS``."""
-    ext = os.path.splitext(path)[1].lower().lstrip(".")
-    if not ext:
-        return "png"
-    return ext if ext in IMAGE_FORMATS else None
-
-
-LEGEND_MEMBERS = 200  # members named in a timeline's legend
-
-
-def draw_timeline(run_dir: str, out: str, max_partitions: int = 200, fmt: str = "png") -> int:
-    """Draw partition ownership (one row per partition, one colour per member), unassigned gaps
-    (red) and double processing (black outline) from ``run_dir`` as a ``fmt`` image; returns the
-    partitions drawn."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import pyarrow.parquet as pq
-    from matplotlib.patches import Patch
-
-    rows = pq.read_table(os.path.join(run_dir, "intervals.parquet")).to_pylist()
-    parts = sorted({(r["topic"], r["partition"]) for r in rows if r["partition"] is not None})
-    if not parts:
-        raise ValueError(f"{run_dir}: no partition intervals to draw")
-    parts = parts[:max_partitions]
-    index = {tp: i for i, tp in enumerate(parts)}
-    members = sorted({r["member"] for r in rows if r["kind"] == "owned"})
-    from .plots import member_colours
-
-    colour = member_colours(members)  # red is kept for gaps
-    t_end = max(r["end"] for r in rows)
-    fig, ax = plt.subplots(figsize=(14, max(3.0, min(40.0, 0.18 * len(parts) + 1.5))))
-    for r in rows:
-        tp = (r["topic"], r["partition"])
-        if tp not in index:
-            continue
-        y = index[tp]
-        width = r["end"] - r["start"]
-        if r["kind"] == "owned":
-            ax.broken_barh([(r["start"], width)], (y - 0.4, 0.8), facecolors=colour[r["member"]])
-        elif r["kind"] == "unassigned":
-            ax.broken_barh([(r["start"], width)], (y - 0.4, 0.8), facecolors="red", alpha=0.6)
-        elif r["kind"] == "double_processing":
-            ax.broken_barh([(r["start"], width)], (y - 0.45, 0.9), facecolors="none", edgecolors="black",
-                           linewidth=1.5)
-    for r in rows:
-        if r["kind"] == "rebalance":
-            ax.axvspan(r["start"], r["end"], color="grey", alpha=0.12, linewidth=0)
-    ax.set_yticks(range(len(parts)))
-    ax.set_yticklabels([f"{t}-{p}" for t, p in parts], fontsize=6 if len(parts) > 40 else 8)
-    ax.set_xlim(0, t_end)
-    ax.set_ylim(-1, len(parts))
-    ax.invert_yaxis()
-    ax.set_xlabel("simulated time (s)")
-    ax.set_title(f"partition ownership: {os.path.basename(os.path.abspath(run_dir))}")
-    # every member in the legend, in as many columns as it takes (up to LEGEND_MEMBERS of them)
-    shown = members[:LEGEND_MEMBERS]
-    handles = [Patch(color=colour[m], label=m) for m in shown]
-    if len(members) > len(shown):
-        handles.append(Patch(color="white", label=f"... {len(members):,} members in all"))
-    handles += [Patch(color="red", alpha=0.6, label="unassigned"),
-                Patch(facecolor="none", edgecolor="black", label="double processing"),
-                Patch(color="grey", alpha=0.2, label="rebalance")]
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=6 if len(handles) > 60 else 7,
-              ncol=max(1, math.ceil(len(handles) / 40)))
-    fig.tight_layout()
-    import io
-
-    from .atomic import atomic_write_bytes
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format=fmt, dpi=110)
-    plt.close(fig)
-    atomic_write_bytes(out, buf.getvalue())
-    return len(parts)
-
-
 def register(subparsers) -> None:
-    """Add ``run`` and ``timeline`` to the CLI's subparsers."""
+    """Add ``run`` to the CLI's subparsers."""
     names = ", ".join(BUILTINS)
     p = subparsers.add_parser(
         "run", help="run one scenario and print its rebalance episodes and metrics",
@@ -452,14 +327,3 @@ def register(subparsers) -> None:
                    help="stop after N simulation inputs (messages, timers); results marked partial (exit 3)")
     add_kernel_option(p)
     p.set_defaults(func=cmd_run)
-
-    t = subparsers.add_parser(
-        "timeline", help="draw partition ownership over time from a run directory",
-        description="Draw which member owned each partition over time (one row per partition, one "
-        "colour per member), with unassigned gaps in red, double processing outlined and "
-        "rebalances shaded, from a directory written by `rebalance-sim run --out DIR`.")
-    t.add_argument("run_dir", metavar="RUN_DIR", help="a directory written by `run --out`")
-    t.add_argument("--out", metavar="IMAGE", help="output file, its format by its extension: "
-                   f"{', '.join(IMAGE_FORMATS)} (default RUN_DIR/timeline.png)")
-    t.add_argument("--max-partitions", type=int, default=200, help="draw at most this many partitions, >= 1 (default 200)")
-    t.set_defaults(func=cmd_timeline)

@@ -7,7 +7,7 @@ new member subscribes like the last one; the others hand back their ``MemberAssi
 fresh target). As in Kafka's JMH benchmark, the timed call is
 ``assign`` on a ``GroupSpec`` built beforehand; building the spec (member order, checks) is timed
 separately in ``spec_ms``. Wall time is the median of ``repeat`` runs or more
-(``experiments.benchtime.timed_median``).
+(``experiments.bench.timing.timed_median``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from assignors.server import (
     get_server_assignor,
 )
 
-from .benchtime import timed_median
+from .timing import timed_median
 
 PREFIX = "server:"
 
@@ -79,7 +79,7 @@ def bench_server_case(name: str, case: ServerCase, repeat: int, peak_mib=None) -
 
     # Everyone hands back its part of the fresh target, as the coordinator keeps it (Kafka's
     # benchmark likewise passes the MemberAssignment objects of its first run).
-    joined = {m: MemberSubscriptionAndAssignment(ts, fresh[m] if m in fresh else {}) for m, ts in subs.items()}
+    joined = {m: MemberSubscriptionAndAssignment(ts, fresh.get(m, {})) for m, ts in subs.items()}
     joined["member-new"] = MemberSubscriptionAndAssignment(subs[next(reversed(subs))])
     spec_s, spec2, _ = timed_median(lambda: GroupSpec(joined), repeat)
     wall, again, _ = timed_median(lambda: assignor.assign(spec2, meta), repeat)

@@ -1,0 +1,1 @@
+"""Turning aggregated runs into figures, sentences and a self-contained HTML report."""
