@@ -61,18 +61,29 @@ from .consumer_group import (
 from .ids import kafka_uuid
 
 _EMPTY: frozenset = frozenset()
-_CLASSIC_REQUESTS = (m.JoinGroupRequest, m.SyncGroupRequest, m.HeartbeatRequest, m.LeaveGroupRequest)
+_CLASSIC_REQUESTS = (
+    m.JoinGroupRequest,
+    m.SyncGroupRequest,
+    m.HeartbeatRequest,
+    m.LeaveGroupRequest,
+)
 
 
 class ClassicBridgeCoordinator(ConsumerGroupCoordinator):
     """The consumer group coordinator that also serves classic members. See the module docstring."""
 
-    def __init__(self, config: GroupConfig, metadata, assignor_cost: AssignorCost | None = None,
-                 default_assignor: str | None = None, elide_heartbeats: bool = False,
-                 id_rng: np.random.Generator | None = None):
+    def __init__(
+        self,
+        config: GroupConfig,
+        metadata,
+        assignor_cost: AssignorCost | None = None,
+        default_assignor: str | None = None,
+        elide_heartbeats: bool = False,
+        id_rng: np.random.Generator | None = None,
+    ):
         super().__init__(config, metadata, assignor_cost, default_assignor, elide_heartbeats)
         self._id_rng = id_rng if id_rng is not None else np.random.default_rng(0)
-        self.num_classic = 0                       # ConsumerGroup.numClassicProtocolMembers
+        self.num_classic = 0  # ConsumerGroup.numClassicProtocolMembers
         self.classic_protocols: dict[str, int] = {}  # classicProtocolMembersSupportedProtocols
         self.downgrade_reason = ""
 
@@ -130,7 +141,9 @@ class ClassicBridgeCoordinator(ConsumerGroupCoordinator):
 
     def _session_s(self, mm: ConsumerGroupMember) -> float:
         meta = mm.classic
-        return meta.session_timeout_s if meta is not None else self.config.consumer_session_timeout_s
+        return (
+            meta.session_timeout_s if meta is not None else self.config.consumer_session_timeout_s
+        )
 
     def supports_classic_protocols(self, names) -> bool:
         """ConsumerGroup.supportsClassicProtocols (for the consumer protocol type)."""
@@ -158,14 +171,20 @@ class ClassicBridgeCoordinator(ConsumerGroupCoordinator):
         if not self.all_classic_except(mm.member_id) or len(self.members) <= 1:
             return False
         if not self.config.downgrade_enabled:
-            self._event("conversion_refused", mm.client,
-                        f"consumer->classic: group.consumer.migration.policy="
-                        f"{self.config.consumer_migration_policy} member_id={mm.member_id}")
+            self._event(
+                "conversion_refused",
+                mm.client,
+                f"consumer->classic: group.consumer.migration.policy="
+                f"{self.config.consumer_migration_policy} member_id={mm.member_id}",
+            )
             return False
         if len(self.members) - 1 > self.config.max_size:
-            self._event("conversion_refused", mm.client,
-                        f"consumer->classic: {len(self.members) - 1} members exceed group.max.size "
-                        f"member_id={mm.member_id}")
+            self._event(
+                "conversion_refused",
+                mm.client,
+                f"consumer->classic: {len(self.members) - 1} members exceed group.max.size "
+                f"member_id={mm.member_id}",
+            )
             return False
         self.downgrade_to = mm.member_id
         self.downgrade_reason = reason
@@ -211,7 +230,9 @@ class ClassicBridgeCoordinator(ConsumerGroupCoordinator):
         if not self.supports_classic_protocols(names):
             # throwIfClassicProtocolIsNotSupported
             self._join_error(client, m.INCONSISTENT_GROUP_PROTOCOL, req.member_id)
-            self._event("join_rejected", client, f"INCONSISTENT_GROUP_PROTOCOL protocols={','.join(names)}")
+            self._event(
+                "join_rejected", client, f"INCONSISTENT_GROUP_PROTOCOL protocols={','.join(names)}"
+            )
             return
         if unknown and iid is None:
             # JoinGroupRequest.requiresKnownMemberId (KIP-394)
@@ -232,10 +253,14 @@ class ClassicBridgeCoordinator(ConsumerGroupCoordinator):
                     # a new instance takes the static member's place (and its partitions)
                     mm = self._replace_static(now, client, self.members[holder], mid)
             elif holder is None:
-                self._join_error(client, m.UNKNOWN_MEMBER_ID, req.member_id)  # throwIfStaticMemberIsUnknown
+                self._join_error(
+                    client, m.UNKNOWN_MEMBER_ID, req.member_id
+                )  # throwIfStaticMemberIsUnknown
                 return
             elif holder != mid:
-                self._join_error(client, m.FENCED_INSTANCE_ID, req.member_id)  # throwIfInstanceIdIsFenced
+                self._join_error(
+                    client, m.FENCED_INSTANCE_ID, req.member_id
+                )  # throwIfInstanceIdIsFenced
                 return
             else:
                 mm = self.members[holder]
@@ -268,14 +293,36 @@ class ClassicBridgeCoordinator(ConsumerGroupCoordinator):
         self._timer(("classic_join", mm.member_id), None)
         self._keep_alive(now, mm, client)
         self._timer(("classic_sync", mm.member_id), now + req.rebalance_timeout_s)
-        self._event("classic_join", client, f"member_id={mm.member_id} epoch={mm.epoch} state={mm.state} "
-                    f"assigned={len(mm.assigned)} revoking={len(mm.pending_revocation)}")
-        self._reply(client, m.JoinGroupResponse(m.NONE, mm.epoch, names[0], "", mm.member_id), self._send_at(now))
+        self._event(
+            "classic_join",
+            client,
+            f"member_id={mm.member_id} epoch={mm.epoch} state={mm.state} "
+            f"assigned={len(mm.assigned)} revoking={len(mm.pending_revocation)}",
+        )
+        self._reply(
+            client,
+            m.JoinGroupResponse(m.NONE, mm.epoch, names[0], "", mm.member_id),
+            self._send_at(now),
+        )
 
-    def _new_classic_member(self, now: float, client: str, member_id: str, iid: str | None,
-                            sub: Subscription, req: m.JoinGroupRequest) -> tuple[ConsumerGroupMember, str]:
-        mm = ConsumerGroupMember(member_id, client, iid, sub.rack_id, tuple(sub.topics), req.rebalance_timeout_s,
-                                 last_heartbeat=now)
+    def _new_classic_member(
+        self,
+        now: float,
+        client: str,
+        member_id: str,
+        iid: str | None,
+        sub: Subscription,
+        req: m.JoinGroupRequest,
+    ) -> tuple[ConsumerGroupMember, str]:
+        mm = ConsumerGroupMember(
+            member_id,
+            client,
+            iid,
+            sub.rack_id,
+            tuple(sub.topics),
+            req.rebalance_timeout_s,
+            last_heartbeat=now,
+        )
         self.members[member_id] = mm
         self.members_version += 1
         self._changed[member_id] = None
@@ -288,7 +335,9 @@ class ClassicBridgeCoordinator(ConsumerGroupCoordinator):
 
     # ------------------------------------------------------------------ SyncGroup, Heartbeat, LeaveGroup
 
-    def _classic_member(self, member_id: str, iid: str | None) -> tuple[ConsumerGroupMember | None, str]:
+    def _classic_member(
+        self, member_id: str, iid: str | None
+    ) -> tuple[ConsumerGroupMember | None, str]:
         """validateConsumerGroupMember, then throwIfMemberDoesNotUseClassicProtocol."""
         if iid is None:
             mm = self.members.get(member_id)
@@ -327,12 +376,19 @@ class ClassicBridgeCoordinator(ConsumerGroupCoordinator):
             err = m.ILLEGAL_GENERATION
         if mm is not None and err == m.NONE:
             self._keep_alive(now, mm, client)
-            if (mm.epoch < self.group_epoch or mm.state == UNREVOKED_PARTITIONS
-                    or (mm.state == UNRELEASED_PARTITIONS and not self.waiting_on_unreleased(mm))):
+            if (
+                mm.epoch < self.group_epoch
+                or mm.state == UNREVOKED_PARTITIONS
+                or (mm.state == UNRELEASED_PARTITIONS and not self.waiting_on_unreleased(mm))
+            ):
                 err = m.REBALANCE_IN_PROGRESS
                 self._join_timer_if_absent(now, mm)
-        self._reply(client, m.HeartbeatResponse(err, None, received_at=now, member_id=req.member_id,
-                                                 generation=req.generation))
+        self._reply(
+            client,
+            m.HeartbeatResponse(
+                err, None, received_at=now, member_id=req.member_id, generation=req.generation
+            ),
+        )
 
     def _on_classic_leave(self, now: float, client: str, req: m.LeaveGroupRequest) -> None:
         """classicGroupLeaveToConsumerGroup (one member per request here)."""

@@ -53,10 +53,17 @@ class MigratingCoordinator:
     """The group, of either type, and its conversions. Attributes it does not define (members,
     state, generation, leader, ...) are the current core's."""
 
-    def __init__(self, config: GroupConfig, metadata: Callable[[], tuple[int, dict[str, int]]], *,
-                 group_type: str = CLASSIC, assignor_cost: AssignorCost | None = None,
-                 elide_heartbeats: bool = False, id_rng: np.random.Generator | None = None,
-                 default_assignor: str | None = None):
+    def __init__(
+        self,
+        config: GroupConfig,
+        metadata: Callable[[], tuple[int, dict[str, int]]],
+        *,
+        group_type: str = CLASSIC,
+        assignor_cost: AssignorCost | None = None,
+        elide_heartbeats: bool = False,
+        id_rng: np.random.Generator | None = None,
+        default_assignor: str | None = None,
+    ):
         self._config = config
         self._metadata = metadata
         self._assignor_cost = assignor_cost
@@ -64,7 +71,8 @@ class MigratingCoordinator:
         self._id_rng = id_rng if id_rng is not None else np.random.default_rng(0)
         self._default_assignor = default_assignor
         self.group: GroupCoordinator | ClassicBridgeCoordinator = (
-            self._new_classic() if group_type == CLASSIC else self._new_consumer())
+            self._new_classic() if group_type == CLASSIC else self._new_consumer()
+        )
 
     def __getattr__(self, name):
         if name == "group":
@@ -87,9 +95,14 @@ class MigratingCoordinator:
         return GroupCoordinator(self._config, self._elide, id_rng=self._id_rng)
 
     def _new_consumer(self) -> ClassicBridgeCoordinator:
-        return ClassicBridgeCoordinator(self._config, self._metadata, self._assignor_cost,
-                                        default_assignor=self._default_assignor,
-                                        elide_heartbeats=self._elide, id_rng=self._id_rng)
+        return ClassicBridgeCoordinator(
+            self._config,
+            self._metadata,
+            self._assignor_cost,
+            default_assignor=self._default_assignor,
+            elide_heartbeats=self._elide,
+            id_rng=self._id_rng,
+        )
 
     # ------------------------------------------------------------------ entry points
 
@@ -98,7 +111,12 @@ class MigratingCoordinator:
         if isinstance(g, GroupCoordinator):
             if isinstance(msg, m.ConsumerGroupHeartbeatRequest):
                 return self._consumer_heartbeat_to_classic(now, sender, msg)
-        elif isinstance(msg, m.JoinGroupRequest) and not g.members and not g.parked and now >= g.busy_until:
+        elif (
+            isinstance(msg, m.JoinGroupRequest)
+            and not g.members
+            and not g.parked
+            and now >= g.busy_until
+        ):
             return self._replace_empty(now, CLASSIC, g) + self.group.handle(now, sender, msg)
         return self._after(now, g.handle(now, sender, msg))
 
@@ -131,9 +149,18 @@ class MigratingCoordinator:
                 return self._to_consumer(now, c) + self.group.handle(now, sender, req)
             c._event("conversion_refused", sender, f"classic->consumer: {refusal}")
         out = c._drain()
-        out.append(("send", sender, m.ConsumerGroupHeartbeatResponse(m.GROUP_ID_NOT_FOUND, req.member_id,
-                                                                      req.member_epoch,
-                                                                      correlation=req.correlation)))
+        out.append(
+            (
+                "send",
+                sender,
+                m.ConsumerGroupHeartbeatResponse(
+                    m.GROUP_ID_NOT_FOUND,
+                    req.member_id,
+                    req.member_epoch,
+                    correlation=req.correlation,
+                ),
+            )
+        )
         return out
 
     def _upgrade_refusal(self, c: GroupCoordinator) -> str | None:
@@ -142,7 +169,9 @@ class MigratingCoordinator:
         if not cfg.upgrade_enabled:
             return f"group.consumer.migration.policy={cfg.consumer_migration_policy}"
         if len(c.members) > cfg.consumer_max_size:
-            return f"{len(c.members)} members exceed group.consumer.max.size={cfg.consumer_max_size}"
+            return (
+                f"{len(c.members)} members exceed group.consumer.max.size={cfg.consumer_max_size}"
+            )
         return None
 
     def _replace_empty(self, now: float, to: str, old) -> list[tuple]:
@@ -186,9 +215,18 @@ class MigratingCoordinator:
         wake = m.Wake(g.quiet_epoch, c.input_rank)
         for mm in c.members.values():
             sub = _subscription(mm, c.protocol)
-            cm = ConsumerGroupMember(mm.member_id, mm.client, mm.group_instance_id, sub.rack_id, tuple(sub.topics),
-                                     mm.rebalance_timeout_s, epoch=gen, previous_epoch=gen, state=MEMBER_STABLE,
-                                     last_heartbeat=now)
+            cm = ConsumerGroupMember(
+                mm.member_id,
+                mm.client,
+                mm.group_instance_id,
+                sub.rack_id,
+                tuple(sub.topics),
+                mm.rebalance_timeout_s,
+                epoch=gen,
+                previous_epoch=gen,
+                state=MEMBER_STABLE,
+                last_heartbeat=now,
+            )
             g.members[cm.member_id] = cm
             g._changed[cm.member_id] = None
             if cm.instance_id is not None:
@@ -211,8 +249,11 @@ class MigratingCoordinator:
         g.subscribed_partitions = {}
         g._meta_version = -1
         g._update_state(now)
-        g._event("group_converted", None, f"classic->consumer members={len(g.members)} "
-                 f"generation={gen} state_was={c.state}")
+        g._event(
+            "group_converted",
+            None,
+            f"classic->consumer members={len(g.members)} generation={gen} state_was={c.state}",
+        )
         self.group = g
         return out + g._drain()
 
@@ -238,9 +279,16 @@ class MigratingCoordinator:
                 continue
             classic = mm.classic
             assert classic is not None  # every other member is classic (the downgrade check)
-            meta = MemberMeta(mid, mm.client, mm.instance_id, classic.protocols, classic.session_timeout_s,
-                              mm.rebalance_timeout_s,
-                              assignment=Assignment(sorted(g.target.get(mid, frozenset()))), last_heartbeat=now)
+            meta = MemberMeta(
+                mid,
+                mm.client,
+                mm.instance_id,
+                classic.protocols,
+                classic.session_timeout_s,
+                mm.rebalance_timeout_s,
+                assignment=Assignment(sorted(g.target.get(mid, frozenset()))),
+                last_heartbeat=now,
+            )
             c.members[mid] = meta
             for name in meta.names():
                 c.protocol_counts[name] = c.protocol_counts.get(name, 0) + 1
@@ -253,8 +301,12 @@ class MigratingCoordinator:
         c.last_assigned_generation = c.generation
         for meta in c.members.values():
             c._schedule_expiry(meta)
-        c._event("group_converted", None, f"consumer->classic members={len(c.members)} "
-                 f"generation={c.generation} protocol={c.protocol}")
+        c._event(
+            "group_converted",
+            None,
+            f"consumer->classic members={len(c.members)} "
+            f"generation={c.generation} protocol={c.protocol}",
+        )
         c._prepare_rebalance(now, "downgrade of the group from consumer to classic")
         self.group = c
         out += c._drain()

@@ -31,7 +31,11 @@ def test_schedules_cover_assignors_memberships_and_faults():
     for i in range(400):
         data, _ = soak.schedule(0, i)
         consumer = data["consumer"]
-        moves = [(consumer["group_protocol"], a["group_protocol"]) for a in data["timeline"] if "group_protocol" in a]
+        moves = [
+            (consumer["group_protocol"], a["group_protocol"])
+            for a in data["timeline"]
+            if "group_protocol" in a
+        ]
         if moves:
             # a mixed group: classic members' assignors, both session timeouts, protocol switches
             seen_mixed.add(consumer["group_protocol"])
@@ -52,13 +56,24 @@ def test_schedules_cover_assignors_memberships_and_faults():
     assert seen_static == {False, True}
     assert seen_mixed == {"classic", "consumer"}
     assert {("classic", "consumer"), ("consumer", "classic")} <= seen_moves
-    assert seen_actions >= {"crash", "pause", "add_members", "remove_members", "rolling_restart",
-                            "network_partition", "delay_spike", "packet_loss", "crash_leader"}
+    assert seen_actions >= {
+        "crash",
+        "pause",
+        "add_members",
+        "remove_members",
+        "rolling_restart",
+        "network_partition",
+        "delay_spike",
+        "packet_loss",
+        "crash_leader",
+    }
 
 
 def test_soak_reports_the_count(capsys, tmp_path):
     """A small soak prints `N schedules, K violations` and exits 0 when K is 0."""
-    assert main(["soak", "--schedules", "12", "--seed", "5", "--quiet", "--out", str(tmp_path)]) == 0
+    assert (
+        main(["soak", "--schedules", "12", "--seed", "5", "--quiet", "--out", str(tmp_path)]) == 0
+    )
     out = capsys.readouterr().out
     assert re.search(r"^12 schedules, 0 violations", out, re.M), out
 

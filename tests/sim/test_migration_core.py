@@ -34,7 +34,14 @@ def protocols(owned=(), names=("cooperative-sticky",)):
     return tuple((n, sub(owned)) for n in names)
 
 
-def join(member_id="", owned=(), names=("cooperative-sticky",), session=10.0, rebalance=30.0, instance=None):
+def join(
+    member_id="",
+    owned=(),
+    names=("cooperative-sticky",),
+    session=10.0,
+    rebalance=30.0,
+    instance=None,
+):
     return m.JoinGroupRequest(member_id, instance, protocols(owned, names), session, rebalance)
 
 
@@ -47,7 +54,9 @@ def events(effects, kind):
 
 
 def host(**cfg) -> MigratingCoordinator:
-    return MigratingCoordinator(GroupConfig(**cfg), lambda: (0, {"t": PARTITIONS}), group_type=CLASSIC)
+    return MigratingCoordinator(
+        GroupConfig(**cfg), lambda: (0, {"t": PARTITIONS}), group_type=CLASSIC
+    )
 
 
 def classic_group(h: MigratingCoordinator, clients=("a", "b", "c"), names=("cooperative-sticky",)):
@@ -62,8 +71,10 @@ def classic_group(h: MigratingCoordinator, clients=("a", "b", "c"), names=("coop
     while h.state == PREPARING_REBALANCE:
         h.on_timer(h.timers[("join",)], ("join",), h.timers[("join",)])
     order = list(ids.values())
-    assignments = tuple((mid, Assignment([tp(p) for p in range(PARTITIONS) if p % len(order) == i]))
-                        for i, mid in enumerate(order))
+    assignments = tuple(
+        (mid, Assignment([tp(p) for p in range(PARTITIONS) if p % len(order) == i]))
+        for i, mid in enumerate(order)
+    )
     for c, mid in ids.items():
         a = assignments if mid == h.leader else ()
         h.handle(5.0, c, m.SyncGroupRequest(mid, h.generation, None, a))
@@ -72,8 +83,17 @@ def classic_group(h: MigratingCoordinator, clients=("a", "b", "c"), names=("coop
 
 
 def consumer_join(h, now, client, member_id):
-    return h.handle(now, client, m.ConsumerGroupHeartbeatRequest(
-        member_id, 0, subscribed_topics=("t",), rebalance_timeout_s=30.0, owned_partitions=frozenset()))
+    return h.handle(
+        now,
+        client,
+        m.ConsumerGroupHeartbeatRequest(
+            member_id,
+            0,
+            subscribed_topics=("t",),
+            rebalance_timeout_s=30.0,
+            owned_partitions=frozenset(),
+        ),
+    )
 
 
 def assert_disjoint(g: ClassicBridgeCoordinator):
@@ -105,7 +125,9 @@ def test_upgrade_when_the_first_consumer_member_joins():
     ids = classic_group(h)
     gen = h.generation
     a = ids["a"]
-    h.handle(6.0, "a", m.OffsetCommitRequest(a, gen, None, 2, offsets=(tp(0), tp(3)), position_s=4.5))
+    h.handle(
+        6.0, "a", m.OffsetCommitRequest(a, gen, None, 2, offsets=(tp(0), tp(3)), position_s=4.5)
+    )
     out = consumer_join(h, 7.0, "d", "D")
     assert h.group_type == CONSUMER
     (conv,) = events(out, "group_converted")
@@ -137,16 +159,31 @@ def test_upgrade_by_a_static_replacement_still_bumps_the_epoch():
     while h.state == PREPARING_REBALANCE:
         h.on_timer(h.timers[("join",)], ("join",), h.timers[("join",)])
     ids = {c: h.static_members[c] for c in "abc"}
-    assignments = tuple((ids[c], Assignment([tp(p) for p in range(PARTITIONS) if p % 3 == i]))
-                        for i, c in enumerate("abc"))
+    assignments = tuple(
+        (ids[c], Assignment([tp(p) for p in range(PARTITIONS) if p % 3 == i]))
+        for i, c in enumerate("abc")
+    )
     for c in "abc":
-        h.handle(5.0, c, m.SyncGroupRequest(ids[c], h.generation, c, assignments if ids[c] == h.leader else ()))
+        h.handle(
+            5.0,
+            c,
+            m.SyncGroupRequest(ids[c], h.generation, c, assignments if ids[c] == h.leader else ()),
+        )
     gen = h.generation
     h.on_timer(h.timers[("expire", ids["c"])], ("expire", ids["c"]), h.timers[("expire", ids["c"])])
     assert ids["c"] not in h.members and h.state == PREPARING_REBALANCE
-    out = h.handle(60.0, "a", m.ConsumerGroupHeartbeatRequest("A", 0, "a", subscribed_topics=("t",),
-                                                              rebalance_timeout_s=30.0,
-                                                              owned_partitions=frozenset()))
+    out = h.handle(
+        60.0,
+        "a",
+        m.ConsumerGroupHeartbeatRequest(
+            "A",
+            0,
+            "a",
+            subscribed_topics=("t",),
+            rebalance_timeout_s=30.0,
+            owned_partitions=frozenset(),
+        ),
+    )
     assert h.group_type == CONSUMER and "A" in h.members and ids["a"] not in h.members
     assert h.group_epoch == gen + 1 == h.target_epoch
     assert set().union(*h.target.values()) == tps(*range(PARTITIONS))
@@ -157,7 +194,7 @@ def test_members_waiting_in_join_or_sync_are_told_to_rejoin():
     """convertToConsumerGroup completes pending JoinGroup and SyncGroup with REBALANCE_IN_PROGRESS."""
     h = host()
     ids = classic_group(h)
-    h.handle(6.0, "a", join(ids["a"]))           # a rebalance starts: "a" waits in the barrier
+    h.handle(6.0, "a", join(ids["a"]))  # a rebalance starts: "a" waits in the barrier
     assert h.state == PREPARING_REBALANCE
     out = consumer_join(h, 7.0, "d", "D")
     assert [r.error for r in sends(out, "a")] == [m.REBALANCE_IN_PROGRESS]
@@ -181,9 +218,14 @@ def test_cooperative_classic_member_revokes_then_gets_its_target():
     if target < frozenset(owned):
         assert mm.state == UNREVOKED_PARTITIONS and r.generation == mm.epoch < g.group_epoch
         (s,) = sends(h.handle(8.1, "a", m.SyncGroupRequest(a, r.generation, None)), "a")
-        assert s.error == m.NONE and set(s.assignment.partitions) == mm.assigned == target & frozenset(owned)
+        assert s.error == m.NONE and set(
+            s.assignment.partitions
+        ) == mm.assigned == target & frozenset(owned)
         (r,) = sends(h.handle(8.2, "a", join(a, s.assignment.partitions)), "a")
-    assert r.generation == g.group_epoch and g.members[a].state in ("STABLE", "UNRELEASED_PARTITIONS")
+    assert r.generation == g.group_epoch and g.members[a].state in (
+        "STABLE",
+        "UNRELEASED_PARTITIONS",
+    )
     (s,) = sends(h.handle(8.3, "a", m.SyncGroupRequest(a, r.generation, None)), "a")
     assert s.error == m.NONE and set(s.assignment.partitions) <= target
     assert_disjoint(g)
@@ -221,7 +263,11 @@ def test_whole_migration_up_then_down_settles_with_every_partition_once():
             if s.error == m.NONE:
                 owned[c] = sorted(s.assignment.partitions)
         d = g.members["D"]
-        sends(h.handle(now, "d", m.ConsumerGroupHeartbeatRequest("D", d.epoch, owned_partitions=d.assigned)))
+        sends(
+            h.handle(
+                now, "d", m.ConsumerGroupHeartbeatRequest("D", d.epoch, owned_partitions=d.assigned)
+            )
+        )
     assert g.state == "Stable"
     assert_disjoint(g)
     assert len(g.partition_owner) == PARTITIONS
@@ -247,10 +293,14 @@ def test_whole_migration_up_then_down_settles_with_every_partition_once():
 def test_requests_waiting_for_the_assignor_go_to_the_classic_group_after_a_downgrade():
     """While the consumer group's assignor runs, requests wait; when one of them (the last
     consumer member's leave) converts the group, the rest are the classic group's."""
-    h = MigratingCoordinator(GroupConfig(), lambda: (0, {"t": PARTITIONS}), group_type=CLASSIC,
-                             assignor_cost=AssignorCost("fixed:1"))
+    h = MigratingCoordinator(
+        GroupConfig(),
+        lambda: (0, {"t": PARTITIONS}),
+        group_type=CLASSIC,
+        assignor_cost=AssignorCost("fixed:1"),
+    )
     ids = classic_group(h)
-    consumer_join(h, 7.0, "d", "D")                    # the assignor runs until 8.0
+    consumer_join(h, 7.0, "d", "D")  # the assignor runs until 8.0
     assert h.busy_until == 8.0
     h.handle(7.5, "d", m.ConsumerGroupHeartbeatRequest("D", m.LEAVE_GROUP_MEMBER_EPOCH))
     a = ids["a"]
@@ -268,8 +318,11 @@ def test_requests_waiting_for_the_assignor_go_to_the_classic_group_after_a_downg
 def test_refused_upgrade_answers_group_id_not_found():
     """validateOnlineUpgrade: with upgrades disabled, or a classic group larger than
     group.consumer.max.size, the joining consumer member gets GROUP_ID_NOT_FOUND."""
-    for cfg in ({"consumer_migration_policy": "downgrade"}, {"consumer_migration_policy": "disabled"},
-                {"consumer_max_size": 2}):
+    for cfg in (
+        {"consumer_migration_policy": "downgrade"},
+        {"consumer_migration_policy": "disabled"},
+        {"consumer_max_size": 2},
+    ):
         h = host(**cfg)
         classic_group(h)
         out = consumer_join(h, 7.0, "d", "D")
@@ -282,7 +335,11 @@ def test_empty_groups_change_type_whatever_the_policy():
     allows no online conversion: offsets stay."""
     h = host(consumer_migration_policy="disabled")
     ids = classic_group(h, ("a",))
-    h.handle(6.0, "a", m.OffsetCommitRequest(ids["a"], h.generation, None, 1, offsets=(tp(2),), position_s=3.0))
+    h.handle(
+        6.0,
+        "a",
+        m.OffsetCommitRequest(ids["a"], h.generation, None, 1, offsets=(tp(2),), position_s=3.0),
+    )
     h.handle(6.0, "a", m.LeaveGroupRequest(ids["a"], None))
     assert h.state == "Empty"
     out = consumer_join(h, 1.0, "d", "D")
@@ -305,8 +362,11 @@ def test_refusals_inside_a_consumer_group():
     consumer_join(h, 7.0, "d", "D")
     (r,) = sends(h.handle(8.0, "e", join(instance="e")), "e")
     assert r.error == m.GROUP_MAX_SIZE_REACHED
-    out = h.handle(8.0, "f", m.ConsumerGroupHeartbeatRequest("F", 0, subscribed_topics=("t",),
-                                                            rebalance_timeout_s=30.0))
+    out = h.handle(
+        8.0,
+        "f",
+        m.ConsumerGroupHeartbeatRequest("F", 0, subscribed_topics=("t",), rebalance_timeout_s=30.0),
+    )
     assert [x.error for x in sends(out, "f")] == [m.GROUP_MAX_SIZE_REACHED]
     h2 = host()
     ids = classic_group(h2)
@@ -345,7 +405,7 @@ def test_classic_member_session_and_join_timeouts():
     consumer_join(h, 7.0, "d", "D")
     g = h.group
     a, b = ids["a"], ids["b"]
-    assert g.timers[("session", a)] == 7.0 + 10.0          # its JoinGroup's 10 s, from the conversion
+    assert g.timers[("session", a)] == 7.0 + 10.0  # its JoinGroup's 10 s, from the conversion
     (r,) = sends(h.handle(8.0, "b", m.HeartbeatRequest(b, g.members[b].epoch, None)), "b")
     assert r.error == m.REBALANCE_IN_PROGRESS and g.timers[("classic_join", b)] == 8.0 + 30.0
     # "b" keeps heartbeating but never rejoins: fenced at its rebalance timeout
@@ -354,7 +414,9 @@ def test_classic_member_session_and_join_timeouts():
             h.handle(float(t), c, m.HeartbeatRequest(ids[c], g.members[ids[c]].epoch, None))
         h.handle(float(t), "b", m.HeartbeatRequest(b, g.members[b].epoch, None))
     out = h.on_timer(38.0, ("classic_join", b), 38.0)
-    assert b not in g.members and events(out, "member_removed")[0][4].endswith("reason=join_timeout")
+    assert b not in g.members and events(out, "member_removed")[0][4].endswith(
+        "reason=join_timeout"
+    )
     # the consumer member's session (45 s) ends; every other member is classic: downgrade
     at = g.timers[("session", "D")]
     for t in range(39, int(at), 3):
