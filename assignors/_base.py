@@ -91,11 +91,15 @@ class Assignor(abc.ABC):
 
 def _checked_metadata(partitions_per_topic: Mapping[str, int]) -> dict[str, int]:
     if not isinstance(partitions_per_topic, Mapping):
-        raise AssignorError("partitions_per_topic: expected a mapping of topic name to partition count")
+        raise AssignorError(
+            "partitions_per_topic: expected a mapping of topic name to partition count"
+        )
     out = {}
     for topic, count in partitions_per_topic.items():
         if not isinstance(topic, str) or not topic:
-            raise AssignorError(f"partitions_per_topic: topic name {topic!r} is not a non-empty string")
+            raise AssignorError(
+                f"partitions_per_topic: topic name {topic!r} is not a non-empty string"
+            )
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise AssignorError(
                 f"partitions_per_topic[{topic!r}]: partition count {count!r} is not an integer >= 0"
@@ -124,12 +128,20 @@ def _checked_subscriptions(
     subs = dict(subscriptions)
     # Fast path: whole-group passes of C-level maps; any doubt falls through to the loop, which
     # names the offending member.
-    if not (set(map(type, subs)) <= {str} and "" not in subs and set(map(type, subs.values())) <= {Subscription}):
+    if not (
+        set(map(type, subs)) <= {str}
+        and "" not in subs
+        and set(map(type, subs.values())) <= {Subscription}
+    ):
         for member, sub in subs.items():
             if not isinstance(member, str) or not member:
-                raise AssignorError(f"subscriptions: member id {member!r} is not a non-empty string")
+                raise AssignorError(
+                    f"subscriptions: member id {member!r} is not a non-empty string"
+                )
             if not isinstance(sub, Subscription):
-                raise AssignorError(f"subscriptions[{member!r}]: expected a Subscription, got {type(sub).__name__}")
+                raise AssignorError(
+                    f"subscriptions[{member!r}]: expected a Subscription, got {type(sub).__name__}"
+                )
     return subs, _distinct_topics(subs.values())
 
 

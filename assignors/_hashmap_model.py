@@ -33,8 +33,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any
 
-TREEIFY_THRESHOLD = 8      # HashMap.TREEIFY_THRESHOLD
-UNTREEIFY_THRESHOLD = 6    # HashMap.UNTREEIFY_THRESHOLD
+TREEIFY_THRESHOLD = 8  # HashMap.TREEIFY_THRESHOLD
+UNTREEIFY_THRESHOLD = 6  # HashMap.UNTREEIFY_THRESHOLD
 MIN_TREEIFY_CAPACITY = 64  # HashMap.MIN_TREEIFY_CAPACITY
 
 
@@ -71,8 +71,9 @@ class JavaHashMap:
 
     __slots__ = ("_hash_code", "_order_key", "_table", "_threshold", "_nodes")
 
-    def __init__(self, hash_code: Callable[[Any], int], order_key: Callable[[Any], Any],
-                 capacity: int = 16):
+    def __init__(
+        self, hash_code: Callable[[Any], int], order_key: Callable[[Any], Any], capacity: int = 16
+    ):
         if capacity < 1 or capacity & (capacity - 1):
             raise ValueError(f"capacity {capacity} is not a power of two")
         self._hash_code = hash_code
@@ -402,8 +403,9 @@ def _goes_left(x: _Node, p: _Node) -> bool:
     if p.hash != x.hash:
         return p.hash > x.hash
     if x.order == p.order:
-        raise ValueError(f"keys {x.key!r} and {p.key!r} compare as equal; Java would order them "
-                         "by identity hash")
+        raise ValueError(
+            f"keys {x.key!r} and {p.key!r} compare as equal; Java would order them by identity hash"
+        )
     return x.order < p.order
 
 
@@ -572,8 +574,12 @@ def _balance_deletion(root: _Node, x: _Node | None) -> _Node:
             x = root
 
 
-def replay(ops: Iterable[tuple[str, Any]], hash_code: Callable[[Any], int],
-           order_key: Callable[[Any], Any], capacity: int = 16) -> list:
+def replay(
+    ops: Iterable[tuple[str, Any]],
+    hash_code: Callable[[Any], int],
+    order_key: Callable[[Any], Any],
+    capacity: int = 16,
+) -> list:
     """The iteration order after ``ops``: ``("put", key)``, ``("compute", key)`` (computeIfAbsent)
     or ``("remove", key)``, applied in order to an empty map of ``capacity`` buckets."""
     m = JavaHashMap(hash_code, order_key, capacity)

@@ -105,8 +105,9 @@ def _cached_string_hashes(keys: list[str]) -> np.ndarray:
     return np.fromiter(map(cache.__getitem__, keys), dtype=np.uint32, count=len(keys))
 
 
-def treeify_free(hashes: Sequence[int] | np.ndarray, capacity: int = 16,
-                 chain: int = TREEIFY_THRESHOLD + 1) -> bool:
+def treeify_free(
+    hashes: Sequence[int] | np.ndarray, capacity: int = 16, chain: int = TREEIFY_THRESHOLD + 1
+) -> bool:
     """Whether filling an empty ``java.util.HashMap`` of ``capacity`` buckets with keys of these
     ``hashCode``s, in this order, never makes a bucket ``chain`` long (9 for ``put``, 8 for
     ``computeIfAbsent``). Then Java neither treeifies a bucket nor doubles a table of fewer than 64
@@ -126,7 +127,7 @@ def treeify_free(hashes: Sequence[int] | np.ndarray, capacity: int = 16,
         while True:
             threshold = cap * 3 // 4
             counts: dict[int, int] = {}
-            for s in spread[:threshold + 1]:
+            for s in spread[: threshold + 1]:
                 b = s & (cap - 1)
                 c = counts[b] = counts.get(b, 0) + 1
                 if c >= chain:
@@ -161,9 +162,9 @@ class TreeifyWatch:
     __slots__ = ("_spreads", "_counts", "_crowded", "_chain")
 
     def __init__(self, chain: int = TREEIFY_THRESHOLD + 1):
-        self._spreads: list[int] = []       # spread hash of each key, in put order
+        self._spreads: list[int] = []  # spread hash of each key, in put order
         self._counts: list[list[int]] = []  # per table size (16 << k): keys per bucket
-        self._crowded: list[int] = []       # per table size: buckets with ``chain`` or more
+        self._crowded: list[int] = []  # per table size: buckets with ``chain`` or more
         self._chain = chain
 
     @property
@@ -220,13 +221,15 @@ class TreeifyWatch:
         k = len(self._counts)
         cap = 16 << k
         counts = [0] * cap
-        for s in self._spreads[:self._end(k)]:
+        for s in self._spreads[: self._end(k)]:
             counts[s & (cap - 1)] += 1
         self._counts.append(counts)
         self._crowded.append(sum(1 for c in counts if c >= self._chain))
 
 
-def modelled_hashmap_order(keys_in_put_order: Iterable[str], compute_if_absent: bool = False) -> list[str]:
+def modelled_hashmap_order(
+    keys_in_put_order: Iterable[str], compute_if_absent: bool = False
+) -> list[str]:
     """Keys of a ``HashMap<String, ?>`` filled in this order by ``put`` (or ``computeIfAbsent``),
     in iteration order, from the structural model (exact, one Python object per key)."""
     m = JavaHashMap(java_string_hash, java_sort_key)
@@ -274,7 +277,12 @@ def hashmap_insertion_order(keys_in_insertion_order: Iterable[str]) -> list[str]
     if len(keys) > TREEIFY_THRESHOLD and not treeify_free([java_string_hash(k) for k in keys]):
         return modelled_hashmap_order(keys)
     mask = hashmap_capacity(len(keys)) - 1
-    return [k for _, k in sorted(((_spread(java_string_hash(k)) & mask, i), k) for i, k in enumerate(keys))]
+    return [
+        k
+        for _, k in sorted(
+            ((_spread(java_string_hash(k)) & mask, i), k) for i, k in enumerate(keys)
+        )
+    ]
 
 
 def computed_hashmap_order(keys_in_first_use: Iterable[str]) -> list[str]:
@@ -288,16 +296,20 @@ def computed_hashmap_order(keys_in_first_use: Iterable[str]) -> list[str]:
     comes from ``assignors._hashmap_model``.
     """
     keys = list(keys_in_first_use)
-    if len(keys) >= TREEIFY_THRESHOLD and not treeify_free([java_string_hash(k) for k in keys],
-                                                           chain=TREEIFY_THRESHOLD):
+    if len(keys) >= TREEIFY_THRESHOLD and not treeify_free(
+        [java_string_hash(k) for k in keys], chain=TREEIFY_THRESHOLD
+    ):
         return modelled_hashmap_order(keys, compute_if_absent=True)
     cap = 16
     while len(keys) - 1 > cap * 3 // 4:
         cap *= 2
     mask = cap - 1
-    return [k for _, k in sorted(
-        ((_spread(java_string_hash(k)) & mask, -i), k) for i, k in enumerate(keys)
-    )]
+    return [
+        k
+        for _, k in sorted(
+            ((_spread(java_string_hash(k)) & mask, -i), k) for i, k in enumerate(keys)
+        )
+    ]
 
 
 def topic_partition_hash(topic: str, partition: int) -> int:

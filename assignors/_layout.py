@@ -58,7 +58,7 @@ class PartitionList(Sequence[TopicPartition]):
         try:
             return self._idx
         except AttributeError:
-            idx = self._idx = self._src[2][self._lo:self._hi]
+            idx = self._idx = self._src[2][self._lo : self._hi]
             return idx
 
     @property
@@ -92,7 +92,8 @@ class PartitionList(Sequence[TopicPartition]):
     def __eq__(self, other: object) -> bool:
         if isinstance(other, PartitionList):
             if other.topics is self.topics or (
-                list(other.topics) == list(self.topics) and np.array_equal(other.offsets, self.offsets)
+                list(other.topics) == list(self.topics)
+                and np.array_equal(other.offsets, self.offsets)
             ):
                 a, b = self.indices, other.indices
                 if a.dtype == b.dtype:  # the same bytes (a member comparing its assignment with
@@ -137,7 +138,11 @@ def partition_lists(
 
 
 def assignments_by_member(
-    members: Sequence[str], topics: Sequence[str], offsets: np.ndarray, base: np.ndarray, bounds: Sequence[int]
+    members: Sequence[str],
+    topics: Sequence[str],
+    offsets: np.ndarray,
+    base: np.ndarray,
+    bounds: Sequence[int],
 ) -> dict[str, Assignment]:
     """``{members[i]: Assignment(partition_lists(...)[i])}`` in one pass (thousands of members)."""
     if len(members) != len(bounds) - 1:
@@ -157,7 +162,9 @@ def assignments_by_member(
     return out
 
 
-def assignments_of(members: Iterable[str], lists: Iterable[Sequence[TopicPartition]]) -> dict[str, Assignment]:
+def assignments_of(
+    members: Iterable[str], lists: Iterable[Sequence[TopicPartition]]
+) -> dict[str, Assignment]:
     """``{member: Assignment(partitions)}`` for parallel iterables, without ``Assignment.__init__``
     (thousands of members per assignment)."""
     new = object.__new__
@@ -181,7 +188,7 @@ def concatenated_indices(lists: Sequence[PartitionList]) -> tuple[np.ndarray, li
         los = list(map(_lo_of, lists))
         his = list(map(_hi_of, lists))
         if his[:-1] == los[1:]:
-            return src[2][los[0]:his[-1]], lengths
+            return src[2][los[0] : his[-1]], lengths
     return np.concatenate([pl.indices for pl in lists]).astype(np.int64, copy=False), lengths
 
 
@@ -189,7 +196,9 @@ _lo_of = attrgetter("_lo")
 _hi_of = attrgetter("_hi")
 
 
-def _to_tps(topics: Sequence[str], offsets: np.ndarray, indices: np.ndarray) -> list[TopicPartition]:
+def _to_tps(
+    topics: Sequence[str], offsets: np.ndarray, indices: np.ndarray
+) -> list[TopicPartition]:
     """``TopicPartition`` objects for global indices, in the given order."""
     indices = np.asarray(indices, dtype=np.int64)
     if indices.size == 0:
@@ -208,8 +217,14 @@ def _to_tps(topics: Sequence[str], offsets: np.ndarray, indices: np.ndarray) -> 
 class TopicLayout:
     """Global integer index of every partition: ``offsets[topic_rank] + partition``."""
 
-    def __init__(self, partitions_per_topic: Mapping[str, int], topic_order: Sequence[str] | None = None):
-        topics = list(topic_order) if topic_order is not None else sorted(partitions_per_topic, key=java_sort_key)
+    def __init__(
+        self, partitions_per_topic: Mapping[str, int], topic_order: Sequence[str] | None = None
+    ):
+        topics = (
+            list(topic_order)
+            if topic_order is not None
+            else sorted(partitions_per_topic, key=java_sort_key)
+        )
         self.topics: list[str] = topics
         self.rank: dict[str, int] = {t: i for i, t in enumerate(topics)}
         self.counts = np.array([partitions_per_topic[t] for t in topics], dtype=np.int64)
@@ -261,7 +276,9 @@ class TopicLayout:
         ``PartitionList``s: no ``TopicPartition`` is built until a caller reads one.
         """
         parts, bounds = self._grouped(len(members), member_of_slot, partition_of_slot)
-        return dict(zip(members, partition_lists(self.topics, self.offsets, parts, bounds), strict=True))
+        return dict(
+            zip(members, partition_lists(self.topics, self.offsets, parts, bounds), strict=True)
+        )
 
     def assignments(
         self, members: Sequence[str], member_of_slot: np.ndarray, partition_of_slot: np.ndarray

@@ -49,7 +49,10 @@ class RangeAssignor(Assignor):
         self, partitions_per_topic: dict[str, int], subscriptions: dict[str, Subscription]
     ) -> dict[str, Assignment]:
         members = sorted_members(subscriptions)
-        layout = TopicLayout(partitions_per_topic, topic_order=_kafka_topic_order(partitions_per_topic, subscriptions))
+        layout = TopicLayout(
+            partitions_per_topic,
+            topic_order=_kafka_topic_order(partitions_per_topic, subscriptions),
+        )
         counts = layout.counts.tolist()
         chunks = []
         for rank, subscribers in enumerate(subscribers_per_topic(layout, members, subscriptions)):
@@ -68,9 +71,13 @@ class RangeAssignor(Assignor):
         return layout.assignments(members, member_of_slot, np.arange(layout.total))
 
 
-def _kafka_topic_order(partitions_per_topic: dict[str, int], subscriptions: dict[str, Subscription]) -> list[str]:
+def _kafka_topic_order(
+    partitions_per_topic: dict[str, int], subscriptions: dict[str, Subscription]
+) -> list[str]:
     """Iteration order of Kafka's ``partitionsPerTopic``: topics put into a ``HashSet`` as the
     members (in ``HashMap`` order) list them, then into a ``HashMap`` in that set's order."""
     first_seen = dict.fromkeys(subscriptions[m].topics for m in hashmap_order(subscriptions))
-    topic_set = hashmap_insertion_order(t for topics in first_seen for t in topics if t in partitions_per_topic)
+    topic_set = hashmap_insertion_order(
+        t for topics in first_seen for t in topics if t in partitions_per_topic
+    )
     return hashmap_insertion_order(topic_set)

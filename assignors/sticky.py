@@ -104,7 +104,11 @@ def _global_indices(layout: TopicLayout, value_rank: np.ndarray, nums: np.ndarra
     if not nums.size:
         return np.empty(0, dtype=np.int64)
     safe_rank = np.maximum(value_rank, 0)
-    ok = (value_rank >= 0) & (nums >= 0) & (nums < layout.counts[safe_rank] if layout.counts.size else False)
+    ok = (
+        (value_rank >= 0)
+        & (nums >= 0)
+        & (nums < layout.counts[safe_rank] if layout.counts.size else False)
+    )
     return np.where(ok, nums + (layout.offsets[safe_rank] if layout.offsets.size > 1 else 0), -1)
 
 
@@ -120,7 +124,9 @@ def _claims_from_user_data(layout: TopicLayout, subs: Sequence[Subscription]) ->
     return _Claims(flat, lengths, batch.generations)
 
 
-def _claims_from_owned(layout: TopicLayout, subs: Sequence[Subscription], generations: list[int | None]) -> _Claims:
+def _claims_from_owned(
+    layout: TopicLayout, subs: Sequence[Subscription], generations: list[int | None]
+) -> _Claims:
     """Claims in ``Subscription.owned_partitions``, all members at once."""
     owned = [sub.owned_partitions for sub in subs]
     lengths = np.fromiter(map(len, owned), dtype=np.int64, count=len(owned))
@@ -136,13 +142,17 @@ def _claims_from_owned(layout: TopicLayout, subs: Sequence[Subscription], genera
             nums_a = None
         if nums_a is not None:
             rank_of = layout.rank.get
-            rank = np.fromiter(map(rank_of, map(_topic_of, tps), repeat(-1)), dtype=np.int64, count=len(tps))
+            rank = np.fromiter(
+                map(rank_of, map(_topic_of, tps), repeat(-1)), dtype=np.int64, count=len(tps)
+            )
             return _Claims(_global_indices(layout, rank, nums_a), lengths, generations)
     flat = np.concatenate([layout.index_of(o) for o in owned]) if owned else np.empty(0, np.int64)
     return _Claims(flat.astype(np.int64), lengths, generations)
 
 
-def _owned_indices(layout: TopicLayout, owned: list[tuple[TopicPartition, ...]]) -> np.ndarray | None:
+def _owned_indices(
+    layout: TopicLayout, owned: list[tuple[TopicPartition, ...]]
+) -> np.ndarray | None:
     """Every member's owned partitions as global indices of ``layout`` (-1 = unknown topic or
     number out of range), back to back, read from the index arrays they were built from (owned
     partitions handed back from an assignor's result keep them); None when some member's came as
@@ -155,8 +165,13 @@ def _owned_indices(layout: TopicLayout, owned: list[tuple[TopicPartition, ...]])
     sources = list(map(_index_source_of, nonempty))
     flat = np.concatenate(list(map(_third, sources)))
     layouts: dict[tuple[int, int], int] = {}
-    codes = list(map(layouts.setdefault, zip(map(id, map(_first, sources)), map(id, map(_second, sources)), strict=True),
-                     count()))
+    codes = list(
+        map(
+            layouts.setdefault,
+            zip(map(id, map(_first, sources)), map(id, map(_second, sources)), strict=True),
+            count(),
+        )
+    )
     if len(layouts) == 1:
         return _in_layout(layout, sources[0][0], sources[0][1], flat)
     # Lists of several assignments (rare): translate each source layout's indices on their own.
@@ -172,7 +187,9 @@ def _owned_indices(layout: TopicLayout, owned: list[tuple[TopicPartition, ...]])
     return out
 
 
-def _in_layout(layout: TopicLayout, topics: Sequence[str], offsets: np.ndarray, indices: np.ndarray) -> np.ndarray | None:
+def _in_layout(
+    layout: TopicLayout, topics: Sequence[str], offsets: np.ndarray, indices: np.ndarray
+) -> np.ndarray | None:
     """Global indices of another layout (``topics``, ``offsets``) as indices of ``layout``; None
     when an index lies outside the other layout."""
     if not indices.size:
@@ -212,7 +229,9 @@ def _resolve_claims(
     wins unless its own generation is -1 too, and a member that lists a partition twice keeps it.
     """
     n_members = len(order)
-    gens = np.array([DEFAULT_GENERATION if g is None else g for g in data.generations], dtype=np.int64)
+    gens = np.array(
+        [DEFAULT_GENERATION if g is None else g for g in data.generations], dtype=np.int64
+    )
     lengths = data.lengths
     flat = data.flat
     owner = np.repeat(np.arange(n_members, dtype=np.int64), lengths)
@@ -270,8 +289,11 @@ def _all_subscriptions_equal(subscriptions: dict[str, Subscription], order: list
     distinct = set(map(_topics_of_sub, subscriptions.values()))
     if len(distinct) <= 1:
         # A list naming a topic twice fails the length test, except for the reference member.
-        return not distinct or len(set(*distinct)) == len(*distinct) or (
-            _all_subscriptions_equal_member_by_member(subscriptions, order))
+        return (
+            not distinct
+            or len(set(*distinct)) == len(*distinct)
+            or (_all_subscriptions_equal_member_by_member(subscriptions, order))
+        )
     # The reference: the first non-empty topic list in HashMap order.
     first = next((i for i, m in enumerate(order) if subscriptions[m].topics), None)
     if first is None:
@@ -283,10 +305,12 @@ def _all_subscriptions_equal(subscriptions: dict[str, Subscription], order: list
     if any(ts and not (len(ts) == len(reference) and reference.issuperset(ts)) for ts in distinct):
         return False
     # Empty lists are harmless only before the reference.
-    return () not in distinct or not any(not subscriptions[m].topics for m in order[first + 1:])
+    return () not in distinct or not any(not subscriptions[m].topics for m in order[first + 1 :])
 
 
-def _all_subscriptions_equal_member_by_member(subscriptions: dict[str, Subscription], order: list[str]) -> bool:
+def _all_subscriptions_equal_member_by_member(
+    subscriptions: dict[str, Subscription], order: list[str]
+) -> bool:
     """``_all_subscriptions_equal``, one member at a time."""
     reference: set[str] = set()
     verdict: dict[tuple[str, ...], bool] = {}
@@ -322,7 +346,11 @@ def _id_ranks(members: list[str]) -> np.ndarray:
     joined = "".join(members)
     if joined.isascii() and "\x00" not in joined:
         # numpy compares ASCII strings as String.compareTo does (but ignores trailing NULs).
-        by_id = np.argsort(np.array(members, dtype=str), kind="stable") if n else np.empty(0, dtype=np.int64)
+        by_id = (
+            np.argsort(np.array(members, dtype=str), kind="stable")
+            if n
+            else np.empty(0, dtype=np.int64)
+        )
     else:
         by_id = np.array(sorted(range(n), key=lambda i: java_sort_key(members[i])), dtype=np.int64)
     ranks[by_id] = np.arange(n, dtype=np.int64)
@@ -355,7 +383,11 @@ def _owned_quotas(
 
 
 def _constrained(
-    layout: TopicLayout, order: list[str], kept_claims: np.ndarray, claim_bounds: np.ndarray, multi: np.ndarray
+    layout: TopicLayout,
+    order: list[str],
+    kept_claims: np.ndarray,
+    claim_bounds: np.ndarray,
+    multi: np.ndarray,
 ) -> tuple[dict[str, PartitionList], np.ndarray]:
     """``AbstractStickyAssignor.ConstrainedAssignmentBuilder`` in linear passes over int arrays.
 
@@ -403,7 +435,9 @@ def _constrained(
     u = len(under)
     if d_total:
         who = np.repeat(np.arange(u, dtype=np.int64), deficit)
-        pass_no = np.arange(d_total, dtype=np.int64) - np.repeat(np.cumsum(deficit) - deficit, deficit)
+        pass_no = np.arange(d_total, dtype=np.int64) - np.repeat(
+            np.cumsum(deficit) - deficit, deficit
+        )
         # `who` ascends, so a stable sort by pass gives (pass, who) order.
         seq = np.asarray(under, dtype=np.int64)[who[stable_argsort(pass_no, int(deficit.max()))]]
     else:
@@ -510,8 +544,6 @@ def _balance_score(sizes: Sequence[int] | np.ndarray) -> int:
     return int((s * (2 * np.arange(n) - n + 1)).sum())
 
 
-
-
 class _GeneralBuilder:
     """``AbstractStickyAssignor.GeneralAssignmentBuilder`` with indexed data structures.
 
@@ -559,7 +591,9 @@ class _GeneralBuilder:
         # subscribed[r, t]: member r subscribes to topic t (existing topics only).
         group_lengths = list(map(len, self.group_tuples))
         names = list(chain.from_iterable(self.group_tuples))
-        ranks = np.fromiter(map(topic_rank.get, names, repeat(-1)), dtype=np.int64, count=len(names))
+        ranks = np.fromiter(
+            map(topic_rank.get, names, repeat(-1)), dtype=np.int64, count=len(names)
+        )
         rows = np.repeat(np.arange(len(first_of), dtype=np.int64), group_lengths)
         exists = ranks >= 0
         group_matrix = np.zeros((len(first_of), n_topics), dtype=bool)
@@ -567,7 +601,11 @@ class _GeneralBuilder:
         self.group_matrix = group_matrix
         self.subscribed = group_matrix[self.group_of] if n else np.zeros((0, n_topics), dtype=bool)
         self.consumers_of = [np.flatnonzero(self.subscribed[:, t]) for t in range(n_topics)]
-        group_max = group_matrix.astype(np.int64) @ layout.counts if n_topics else np.zeros(len(first_of), np.int64)
+        group_max = (
+            group_matrix.astype(np.int64) @ layout.counts
+            if n_topics
+            else np.zeros(len(first_of), np.int64)
+        )
         self.max_size_arr = group_max[self.group_of] if n else np.zeros(0, dtype=np.int64)
         self.max_size: list[int] = self.max_size_arr.tolist()
         # Each member's claims as a list (lists grow and shrink as partitions move).
@@ -578,12 +616,16 @@ class _GeneralBuilder:
         total_owned = int(owned_lengths_a.sum())
         # Claims regrouped in rank order: member r's run starts at claim_bounds[src[r]].
         rank_starts = np.cumsum(owned_lengths_a) - owned_lengths_a
-        gather = np.repeat(claim_bounds[:-1][src] - rank_starts, owned_lengths_a) + np.arange(total_owned)
+        gather = np.repeat(claim_bounds[:-1][src] - rank_starts, owned_lengths_a) + np.arange(
+            total_owned
+        )
         flat = claim_flat[gather]
         owned_lengths = owned_lengths_a.tolist()
         owned_flat = flat.tolist()
         bounds = np.concatenate(([0], np.cumsum(owned_lengths_a))).tolist()
-        self.current: list[list[int]] = list(map(owned_flat.__getitem__, map(slice, bounds, bounds[1:])))
+        self.current: list[list[int]] = list(
+            map(owned_flat.__getitem__, map(slice, bounds, bounds[1:]))
+        )
         owner_arr = np.full(layout.total, -1, dtype=np.int64)
         if n:
             if flat.size and np.bincount(flat).max() > 1:
@@ -724,7 +766,9 @@ class _GeneralBuilder:
 
         act = self.active
         active_ranks = np.flatnonzero(act).tolist()
-        pre_balance = dict(zip(active_ranks, map(list, map(self.current.__getitem__, active_ranks)), strict=True))
+        pre_balance = dict(
+            zip(active_ranks, map(list, map(self.current.__getitem__, active_ranks)), strict=True)
+        )
         pre_owner = list(self.owner)
         pre_sizes = self.sizes.copy()
 
@@ -785,7 +829,8 @@ class _GeneralBuilder:
         topic_max = [self._topic_max(t) if h else -1 for t, h in enumerate(self._held())]
         # Largest topic_max over each group's topics (-1 for a group without topics).
         group_max = np.where(self.group_matrix, np.asarray(topic_max, dtype=np.int64), -1).max(
-            axis=1, initial=-1)
+            axis=1, initial=-1
+        )
         sizes = self.sizes
         violating = act & (sizes != self.max_size_arr) & (group_max[self.group_of] > sizes + 1)
         if not violating.any():
@@ -864,7 +909,14 @@ class _AbstractStickyAssignor(Assignor):
         kept, bounds, multi = _resolve_claims(layout, order, data, sub_gens)
         if _all_subscriptions_equal(subscriptions, order):
             assignment, transferring = _constrained(layout, order, kept, bounds, multi)
-            return StickyResult(assignment, transferring, constrained=True, order=order, claims=data, total=layout.total)
+            return StickyResult(
+                assignment,
+                transferring,
+                constrained=True,
+                order=order,
+                claims=data,
+                total=layout.total,
+            )
 
         max_gen = max(
             (DEFAULT_GENERATION if g is None else g for g in data.generations),
@@ -872,7 +924,9 @@ class _AbstractStickyAssignor(Assignor):
         )
         prev_owner = self._previous_owners(layout, order, data, max_gen)
         builder = _GeneralBuilder(layout, subscriptions, (order, kept, bounds), prev_owner)
-        return StickyResult(builder.build(), None, constrained=False, order=order, claims=data, total=layout.total)
+        return StickyResult(
+            builder.build(), None, constrained=False, order=order, claims=data, total=layout.total
+        )
 
     @staticmethod
     def _previous_owners(
@@ -889,7 +943,7 @@ class _AbstractStickyAssignor(Assignor):
                 gen = DEFAULT_GENERATION
             else:
                 continue
-            claims = data.flat[bounds[i]:bounds[i + 1]]
+            claims = data.flat[bounds[i] : bounds[i + 1]]
             for idx in claims[claims >= 0].tolist():
                 cur = best.get(idx)
                 if cur is None or gen > cur[0]:
@@ -903,9 +957,13 @@ class _AbstractStickyAssignor(Assignor):
             result = self.sticky_assign(partitions_per_topic, subscriptions)
             return self._finish(result, subscriptions)
 
-    def _finish(self, result: StickyResult, subscriptions: dict[str, Subscription]) -> dict[str, Assignment]:
+    def _finish(
+        self, result: StickyResult, subscriptions: dict[str, Subscription]
+    ) -> dict[str, Assignment]:
         assignment = result.assignment
-        if len(assignment) == len(subscriptions) and all(map(assignment.__contains__, subscriptions)):
+        if len(assignment) == len(subscriptions) and all(
+            map(assignment.__contains__, subscriptions)
+        ):
             return assignments_of(subscriptions, map(assignment.__getitem__, subscriptions))
         return {m: assignment_of(assignment.get(m, [])) for m in subscriptions}
 
@@ -965,10 +1023,15 @@ class CooperativeStickyAssignor(_AbstractStickyAssignor):
         return encode_cooperative_user_data(self._generation if generation is None else generation)
 
     def _claims(self, layout: TopicLayout, subs: Sequence[Subscription]) -> _Claims:
-        gens = [sub.generation if sub.generation >= 0 else cooperative_generation(sub.user_data) for sub in subs]
+        gens = [
+            sub.generation if sub.generation >= 0 else cooperative_generation(sub.user_data)
+            for sub in subs
+        ]
         return _claims_from_owned(layout, subs, gens)
 
-    def _finish(self, result: StickyResult, subscriptions: dict[str, Subscription]) -> dict[str, Assignment]:
+    def _finish(
+        self, result: StickyResult, subscriptions: dict[str, Subscription]
+    ) -> dict[str, Assignment]:
         mask = result.transferring
         if mask is None:
             mask = _partitions_transferring(result)
@@ -1005,8 +1068,14 @@ def _partitions_transferring(result: StickyResult) -> np.ndarray:
     # The assignment's lists in its own member order, members numbered by their place in `order`.
     position = {m: i for i, m in enumerate(order)}
     got_part, lengths = concatenated_indices(list(result.assignment.values()))
-    got_member = np.repeat(np.fromiter(map(position.__getitem__, result.assignment), dtype=np.int64,
-                                       count=len(result.assignment)), lengths)
+    got_member = np.repeat(
+        np.fromiter(
+            map(position.__getitem__, result.assignment),
+            dtype=np.int64,
+            count=len(result.assignment),
+        ),
+        lengths,
+    )
     added = np.zeros(result.total, dtype=bool)
     revoked = np.zeros(result.total, dtype=bool)
     total = result.total

@@ -149,7 +149,9 @@ def decode_assignment_user_data(data: bytes) -> int:
     """The epoch in assignment user data; raises ``UserDataError`` if unreadable."""
     data = bytes(data)
     if len(data) < _ASSIGNMENT.size:
-        raise UserDataError(f"truncated: {len(data)} bytes, assignment user data needs {_ASSIGNMENT.size}")
+        raise UserDataError(
+            f"truncated: {len(data)} bytes, assignment user data needs {_ASSIGNMENT.size}"
+        )
     version, epoch = _ASSIGNMENT.unpack_from(data)
     if version < 0:
         raise UserDataError(f"version {version} cannot be negative")
@@ -249,8 +251,12 @@ def _claims(
         try:
             numbers, epochs[i] = _read_subscription(data)
         except UserDataError as exc:
-            log.warning("stream-join-sticky: member %s sent unreadable user data (%s); "
-                        "treating it as owning nothing", member, exc)
+            log.warning(
+                "stream-join-sticky: member %s sent unreadable user data (%s); "
+                "treating it as owning nothing",
+                member,
+                exc,
+            )
             continue
         numbers = numbers[numbers < n_units]
         if numbers.size:

@@ -56,7 +56,9 @@ def _tp_tuple(value: Sequence[TopicPartition] | None) -> tuple[TopicPartition, .
         if not set(map(type, owned)) <= _TP_TYPES:
             for tp in owned:
                 if not isinstance(tp, TopicPartition):
-                    raise AssignorError(f"Subscription.owned_partitions: {tp!r} is not a TopicPartition")
+                    raise AssignorError(
+                        f"Subscription.owned_partitions: {tp!r} is not a TopicPartition"
+                    )
         return owned
     owned = IndexedPartitions(value)  # an assignor's own result: TopicPartitions by construction
     owned.index_source = source
@@ -70,7 +72,9 @@ def _str_tuple(value) -> tuple[str, ...]:
     try:
         topics = tuple(value)
     except TypeError:
-        raise AssignorError(f"Subscription.topics: expected a list of topic names, got {value!r}") from None
+        raise AssignorError(
+            f"Subscription.topics: expected a list of topic names, got {value!r}"
+        ) from None
     if not set(map(type, topics)) <= _STR_TYPES:
         for topic in topics:
             if not isinstance(topic, str):
@@ -81,7 +85,9 @@ def _str_tuple(value) -> tuple[str, ...]:
 def _user_data(value):
     if value is None or isinstance(value, bytes | bytearray | memoryview):
         return value
-    raise AssignorError(f"Subscription.user_data: expected bytes or None, got {type(value).__name__}")
+    raise AssignorError(
+        f"Subscription.user_data: expected bytes or None, got {type(value).__name__}"
+    )
 
 
 @attrs.frozen(slots=True)

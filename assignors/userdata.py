@@ -60,7 +60,7 @@ class StickyMemberData:
     @property
     def runs(self) -> list[tuple[str, np.ndarray]]:
         bounds = np.concatenate(([0], np.cumsum(self.counts))).tolist()
-        return [(t, self.numbers[bounds[i]:bounds[i + 1]]) for i, t in enumerate(self.topics)]
+        return [(t, self.numbers[bounds[i] : bounds[i + 1]]) for i, t in enumerate(self.topics)]
 
     @property
     def partitions(self) -> list[TopicPartition]:
@@ -69,7 +69,9 @@ class StickyMemberData:
 
 _EMPTY = np.empty(0, dtype=np.int64)
 NO_MEMBER_DATA = StickyMemberData(topics=(), counts=_EMPTY, numbers=_EMPTY, generation=None)
-UNREADABLE_MEMBER_DATA = StickyMemberData(topics=(), counts=_EMPTY, numbers=_EMPTY, generation=DEFAULT_GENERATION)
+UNREADABLE_MEMBER_DATA = StickyMemberData(
+    topics=(), counts=_EMPTY, numbers=_EMPTY, generation=DEFAULT_GENERATION
+)
 
 
 def _group_by_topic(partitions: Sequence[TopicPartition]) -> list[tuple[str, list[int]]]:
@@ -117,7 +119,9 @@ def _check_length(kind: str, value: int, need: int, left: int) -> None:
     if value < 0:
         raise UserDataError(f"{kind} {value} cannot be negative")
     if need > left:
-        raise UserDataError(f"truncated: {kind} {value} needs {need} bytes but only {left} are left")
+        raise UserDataError(
+            f"truncated: {kind} {value} needs {need} bytes but only {left} are left"
+        )
 
 
 def _read_previous_assignment(buf: bytes) -> tuple[tuple[str, ...], list[int], list[int], int]:
@@ -139,7 +143,7 @@ def _read_previous_assignment(buf: bytes) -> tuple[tuple[str, ...], list[int], l
         # The checks of _check_length, inlined: this loop runs once per topic of every member.
         if length < 0 or length > n - pos:
             _check_length("string length", length, length, n - pos)
-        raw = buf[pos:pos + length]
+        raw = buf[pos : pos + length]
         topic = names.get(raw)
         if topic is None:
             # Invalid UTF-8 becomes U+FFFD, as java.lang.String decodes it.
@@ -164,7 +168,9 @@ def _gather_int32(buf: bytes, starts: list[int], counts: list[int]) -> np.ndarra
     total = int(counts_a.sum())
     if total == 0:
         return _EMPTY
-    first = np.repeat(np.asarray(starts, dtype=np.int64) - 4 * (np.cumsum(counts_a) - counts_a), counts_a)
+    first = np.repeat(
+        np.asarray(starts, dtype=np.int64) - 4 * (np.cumsum(counts_a) - counts_a), counts_a
+    )
     pos = first + 4 * np.arange(total, dtype=np.int64)
     b = np.frombuffer(buf, dtype=np.uint8)
     words = (
@@ -245,7 +251,9 @@ def _overlapping(blob: bytes, dtype: str) -> np.ndarray:
     return np.ndarray(shape=(len(blob) - width + 1,), dtype=dtype, buffer=blob, strides=(1,))
 
 
-def _topic_codes(blob: bytes, name_at: np.ndarray, name_len: np.ndarray) -> tuple[np.ndarray, list[str]]:
+def _topic_codes(
+    blob: bytes, name_at: np.ndarray, name_len: np.ndarray
+) -> tuple[np.ndarray, list[str]]:
     """Distinct topic names of the runs whose STRING bytes are ``blob[name_at:name_at + name_len]``:
     each run's code (index into the names) and the decoded names. Runs are grouped by their raw
     bytes (length prefix included) through a 64-bit hash of 8-byte words, checked word by word;
@@ -268,7 +276,7 @@ def _topic_codes(blob: bytes, name_at: np.ndarray, name_len: np.ndarray) -> tupl
         rep = first[inverse]
         if all(np.array_equal(col, col[rep]) for col in cols):
             names = [
-                blob[s:s + n].decode("utf-8", errors="replace")
+                blob[s : s + n].decode("utf-8", errors="replace")
                 for s, n in zip(name_at[first].tolist(), name_len[first].tolist(), strict=True)
             ]
             return inverse.astype(np.int64), names
@@ -276,7 +284,7 @@ def _topic_codes(blob: bytes, name_at: np.ndarray, name_len: np.ndarray) -> tupl
     names = []
     codes = []
     for s, n in zip(name_at.tolist(), name_len.tolist(), strict=True):
-        raw = blob[s:s + n]
+        raw = blob[s : s + n]
         code = code_of.get(raw)
         if code is None:
             code = code_of[raw] = len(names)
@@ -285,7 +293,9 @@ def _topic_codes(blob: bytes, name_at: np.ndarray, name_len: np.ndarray) -> tupl
     return np.asarray(codes, dtype=np.int64), names
 
 
-def sticky_member_data_batch(datas: Sequence[bytes | None], scalar_below: int = 8) -> StickyMemberDataBatch:
+def sticky_member_data_batch(
+    datas: Sequence[bytes | None], scalar_below: int = 8
+) -> StickyMemberDataBatch:
     """What the leader makes of every member's StickyAssignor user data (never raises): the same
     reading as ``sticky_member_data`` member by member, vectorised across members.
 
@@ -325,7 +335,9 @@ def sticky_member_data_batch(datas: Sequence[bytes | None], scalar_below: int = 
     failed[live[bad]] = True
     live, pos, end, remaining = live[~bad], pos[~bad], end[~bad], remaining[~bad]
 
-    steps: list[tuple[np.ndarray, ...]] = []  # per step: member, name at, name length, run at, count
+    steps: list[
+        tuple[np.ndarray, ...]
+    ] = []  # per step: member, name at, name length, run at, count
     scalar: list[int] = []
     while live.size:
         done = remaining == 0
@@ -364,12 +376,19 @@ def sticky_member_data_batch(datas: Sequence[bytes | None], scalar_below: int = 
     drop = failed.copy()
     drop[scalar] = True  # read again below, from their first byte
     if steps:
-        member, name_at, name_len, run_at, counts = (np.concatenate(col) for col in zip(*steps, strict=True))
+        member, name_at, name_len, run_at, counts = (
+            np.concatenate(col) for col in zip(*steps, strict=True)
+        )
         # Steps hold one run of each member; a stable sort by member restores wire order.
         keep = np.argsort(member, kind="stable")
         keep = keep[~drop[member[keep]]]
         member, name_at, name_len, run_at, counts = (
-            member[keep], name_at[keep], name_len[keep], run_at[keep], counts[keep])
+            member[keep],
+            name_at[keep],
+            name_len[keep],
+            run_at[keep],
+            counts[keep],
+        )
         codes, names = _topic_codes(blob, name_at, name_len)
     else:
         member = run_at = counts = codes = _EMPTY

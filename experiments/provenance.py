@@ -44,16 +44,20 @@ def model_digest() -> str:
 
 def machine() -> str:
     """Host name, OS, CPU architecture, core count and Python version, in one phrase."""
-    return (f"{platform.node() or 'unknown host'} ({platform.system()} {platform.machine()}, "
-            f"{os.cpu_count() or '?'} cores, Python {platform.python_version()})")
+    return (
+        f"{platform.node() or 'unknown host'} ({platform.system()} {platform.machine()}, "
+        f"{os.cpu_count() or '?'} cores, Python {platform.python_version()})"
+    )
 
 
 def produced_by(master: str | None = None, when: _dt.datetime | None = None) -> list[str]:
     """The lines of a report's "How this was produced" section that every report shares."""
     when = when or _dt.datetime.now(_dt.UTC)
-    lines = [f"rebalance-sim {version()}, model digest {model_digest()} (sim + assignors source)",
-             f"date: {when.strftime('%Y-%m-%d %H:%M UTC')}",
-             f"machine: {machine()}"]
+    lines = [
+        f"rebalance-sim {version()}, model digest {model_digest()} (sim + assignors source)",
+        f"date: {when.strftime('%Y-%m-%d %H:%M UTC')}",
+        f"machine: {machine()}",
+    ]
     if master is not None:
         lines.append(f"Spark master: {master}")
     return lines

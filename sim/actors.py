@@ -78,8 +78,12 @@ class MemberActor(Actor):
         self.core: ConsumerClient | None = None
         self.starting = False  # a start is on its way (set by the runner, read by its settled scan)
         self.held: list[tuple] = []
-        self.poll_rng: LazyGenerator | None = None  # the client's poll-loop stream (sim.client), made on first start
-        self.id_rng: LazyGenerator | None = None    # its consumer-protocol member ids' stream, made on first start
+        self.poll_rng: LazyGenerator | None = (
+            None  # the client's poll-loop stream (sim.client), made on first start
+        )
+        self.id_rng: LazyGenerator | None = (
+            None  # its consumer-protocol member ids' stream, made on first start
+        )
 
     def deliver(self, now, kind, sender, payload):
         core = self.core
@@ -147,8 +151,15 @@ class Director(Actor):
 
     def drop_watch(self, now: float, phase: str) -> None:
         self.pending -= 1
-        self.kernel.recorder.event(now, self.rank, self.next_seq(), "watch_dropped", None, None,
-                                   f"crash_leader phase={phase}: the group settled without reaching it")
+        self.kernel.recorder.event(
+            now,
+            self.rank,
+            self.next_seq(),
+            "watch_dropped",
+            None,
+            None,
+            f"crash_leader phase={phase}: the group settled without reaching it",
+        )
 
     def _later(self, at: float, what: tuple) -> None:
         self.pending += 1
@@ -183,7 +194,9 @@ class Director(Actor):
             if client is None:
                 self._trigger(now, None, f"crash_leader phase={payload[1]}: no leader")
             else:
-                self._trigger(now, client, f"crash_leader phase={payload[1]} member_id={r.coordinator.leader}")
+                self._trigger(
+                    now, client, f"crash_leader phase={payload[1]} member_id={r.coordinator.leader}"
+                )
                 self._note(client, ("crash",))
         elif what == "link_fault":
             for name in r.member_names(alive_only=True) if payload[1] is None else [payload[1]]:
@@ -197,7 +210,11 @@ class Director(Actor):
 
     def _run_action(self, now: float, index: int, a) -> None:
         r = self.runner
-        desc = " ".join(f"{k}={v}" for k, v in action_to_dict(a).items() if k != "at_s" and v not in (None, {}, []))
+        desc = " ".join(
+            f"{k}={v}"
+            for k, v in action_to_dict(a).items()
+            if k != "at_s" and v not in (None, {}, [])
+        )
         if isinstance(a, Crash | Pause) and a.member == "leader":
             client = self.leader_client()
             if client is None:
@@ -212,7 +229,11 @@ class Director(Actor):
                 r.start_member(self, name, a.overrides, spread=True)
         elif isinstance(a, RemoveMembers):
             alive = r.member_names(alive_only=True)
-            names = [resolved_name(n) for n in a.members] if a.members is not None else (alive[-a.count:] if a.count else [])
+            names = (
+                [resolved_name(n) for n in a.members]
+                if a.members is not None
+                else (alive[-a.count :] if a.count else [])
+            )
             for name in names:
                 self._trigger(now, name, desc)
                 self._note(name, ("close",))
@@ -227,7 +248,11 @@ class Director(Actor):
             self._note(resolved_name(a.member), ("pause",))
             self._later(now + a.duration_s, ("resume", a.member))
         elif isinstance(a, RollingRestart):
-            names = [resolved_name(n) for n in a.members] if a.members is not None else r.member_names(alive_only=True)
+            names = (
+                [resolved_name(n) for n in a.members]
+                if a.members is not None
+                else r.member_names(alive_only=True)
+            )
             extra: dict[str, Any] = {}
             if a.assignors is not None:
                 extra["partition_assignment_strategy"] = list(a.assignors)
@@ -247,4 +272,3 @@ class Director(Actor):
             self._trigger(now, None if a.member is None else resolved_name(a.member), desc)
             self._later(now, ("link_fault", a.member))
             self._later(now + a.duration_s, ("link_fault", a.member))
-

@@ -60,13 +60,20 @@ def _crash(p):
 
 def _restart(p, **extra) -> dict:
     """A rolling_restart action from a built-in's parameters."""
-    return {"action": "rolling_restart", **_when(p), "down_s": p["down_s"], "gap_s": p["gap_s"],
-            "batch_size": p["batch_size"], **extra}
+    return {
+        "action": "rolling_restart",
+        **_when(p),
+        "down_s": p["down_s"],
+        "gap_s": p["gap_s"],
+        "batch_size": p["batch_size"],
+        **extra,
+    }
 
 
 def _bounce(static: bool):
     def build(p):
         return {**_base(p, static=static), "timeline": [_restart(p)]}
+
     return build
 
 
@@ -75,8 +82,12 @@ def _deploy(p):
 
 
 def _gc_pause(p):
-    return {**_base(p), "timeline": [{"action": "pause", **_when(p), "member": p["member"],
-                                      "duration_s": p["duration_s"]}]}
+    return {
+        **_base(p),
+        "timeline": [
+            {"action": "pause", **_when(p), "member": p["member"], "duration_s": p["duration_s"]}
+        ],
+    }
 
 
 def _upgrade(p):
@@ -84,15 +95,23 @@ def _upgrade(p):
     # the second bounce starts at least one gap after the first has restarted every member (at
     # the latest instant the first can start, unjittered itself: the gap varies with the first's draw)
     waves = math.ceil(p["members"] / batch_count(p["batch_size"], p["members"]))
-    second = _restart({**p, "at_s": p["at_s"] + p["jitter_s"] + waves * (p["down_s"] + p["gap_s"]) + p["gap_s"],
-                       "jitter_s": 0.0}, assignors=["cooperative-sticky"])
+    second = _restart(
+        {
+            **p,
+            "at_s": p["at_s"] + p["jitter_s"] + waves * (p["down_s"] + p["gap_s"]) + p["gap_s"],
+            "jitter_s": 0.0,
+        },
+        assignors=["cooperative-sticky"],
+    )
     return {**_base(p), "timeline": [first, second]}
 
 
 def _stream_join(p):
     d = _base(p, assign_cost_ms=p["restore_ms"])
-    d["topics"] = [{"name": "left", "partitions": p["partitions"], "rate": p["rate"]},
-                   {"name": "right", "partitions": p["partitions"], "rate": p["rate"]}]
+    d["topics"] = [
+        {"name": "left", "partitions": p["partitions"], "rate": p["rate"]},
+        {"name": "right", "partitions": p["partitions"], "rate": p["rate"]},
+    ]
     d["timeline"] = [{"action": "add_members", **_when(p), "count": p["count"]}]
     return d
 
@@ -109,8 +128,14 @@ MAX_SEED = 2**63 - 1
 # number of classic heartbeat intervals (3 s), consumer-protocol heartbeat intervals (5 s) and
 # auto-commit intervals (5 s), so over seeds the fault falls uniformly in each of those cycles.
 PARTITIONS_PER_MEMBER = 4  # the default partition count is this many per initial member
-_COMMON = {"members": 6, "partitions": 24, "rate": 100.0, "assignor": ["cooperative-sticky"], "at_s": 60.0,
-           "jitter_s": 15.0}
+_COMMON = {
+    "members": 6,
+    "partitions": 24,
+    "rate": 100.0,
+    "assignor": ["cooperative-sticky"],
+    "at_s": 60.0,
+    "jitter_s": 15.0,
+}
 # Targets by role or index, never by name, so every built-in holds at any group size (names widen
 # past 1000 members). Index 1, the second member by name, is rarely the group's leader.
 _TARGET = {"member": 1}
@@ -118,29 +143,71 @@ _BOUNCE = {"down_s": 10.0, "gap_s": 20.0, "batch_size": 1}
 # Parameters that take a number or a string (a role, a percentage).
 _NUMBER_OR_TEXT = ("member", "batch_size")
 
-BUILTINS: dict[str, Builtin] = {b.name: b for b in [
-    Builtin("scale-out", "one member joins a stable group", {**_COMMON, "count": 1}, _scale_out),
-    Builtin("scale-in", "one member leaves gracefully (LeaveGroup)", {**_COMMON, "count": 1}, _scale_in),
-    Builtin("crash", "one member dies without LeaveGroup; noticed after session.timeout.ms "
+BUILTINS: dict[str, Builtin] = {
+    b.name: b
+    for b in [
+        Builtin(
+            "scale-out", "one member joins a stable group", {**_COMMON, "count": 1}, _scale_out
+        ),
+        Builtin(
+            "scale-in",
+            "one member leaves gracefully (LeaveGroup)",
+            {**_COMMON, "count": 1},
+            _scale_in,
+        ),
+        Builtin(
+            "crash",
+            "one member dies without LeaveGroup; noticed after session.timeout.ms "
             "(member: a name, an index, or first / middle / last / leader)",
-            {**_COMMON, **_TARGET}, _crash),
-    Builtin("rolling-bounce-dynamic", "every member restarts in turn, dynamic membership",
-            {**_COMMON, **_BOUNCE}, _bounce(False)),
-    Builtin("rolling-bounce-static", "every member restarts in turn within session.timeout.ms, static "
-            "membership (KIP-345)", {**_COMMON, **_BOUNCE}, _bounce(True)),
-    Builtin("rolling-deploy", "a deploy: the whole group restarts in batches (batch_size, default 10% "
+            {**_COMMON, **_TARGET},
+            _crash,
+        ),
+        Builtin(
+            "rolling-bounce-dynamic",
+            "every member restarts in turn, dynamic membership",
+            {**_COMMON, **_BOUNCE},
+            _bounce(False),
+        ),
+        Builtin(
+            "rolling-bounce-static",
+            "every member restarts in turn within session.timeout.ms, static membership (KIP-345)",
+            {**_COMMON, **_BOUNCE},
+            _bounce(True),
+        ),
+        Builtin(
+            "rolling-deploy",
+            "a deploy: the whole group restarts in batches (batch_size, default 10% "
             "of the group), graceful or not, dynamic or static; max_duration_s grows with the group",
-            {**_COMMON, **_BOUNCE, "batch_size": "10%", "graceful": True, "static": False}, _deploy),
-    Builtin("gc-pause-zombie", "a member pauses past its session timeout and resumes as a zombie (KIP-341)",
-            {**_COMMON, "assignor": ["sticky"], **_TARGET, "duration_s": 60.0}, _gc_pause),
-    Builtin("eager-to-cooperative-upgrade", "two rolling bounces: range -> [range, cooperative-sticky] -> "
-            "cooperative-sticky", {**_COMMON, "assignor": ["range"], **_BOUNCE, "down_s": 5.0}, _upgrade),
-    Builtin("stream-join-restore", "co-partitioned topics with the stream-join sticky assignor (KIP-315); "
-            "a new member restores state", {**_COMMON, "assignor": ["stream-join-sticky"], "count": 1,
-                                             "restore_ms": 2000.0}, _stream_join),
-    Builtin("slow-assignor", "scale-out with a leader whose assignment takes cost_s seconds",
-            {**_COMMON, "assignor": ["range"], "count": 1, "cost_s": 20.0}, _slow_assignor),
-]}
+            {**_COMMON, **_BOUNCE, "batch_size": "10%", "graceful": True, "static": False},
+            _deploy,
+        ),
+        Builtin(
+            "gc-pause-zombie",
+            "a member pauses past its session timeout and resumes as a zombie (KIP-341)",
+            {**_COMMON, "assignor": ["sticky"], **_TARGET, "duration_s": 60.0},
+            _gc_pause,
+        ),
+        Builtin(
+            "eager-to-cooperative-upgrade",
+            "two rolling bounces: range -> [range, cooperative-sticky] -> cooperative-sticky",
+            {**_COMMON, "assignor": ["range"], **_BOUNCE, "down_s": 5.0},
+            _upgrade,
+        ),
+        Builtin(
+            "stream-join-restore",
+            "co-partitioned topics with the stream-join sticky assignor (KIP-315); "
+            "a new member restores state",
+            {**_COMMON, "assignor": ["stream-join-sticky"], "count": 1, "restore_ms": 2000.0},
+            _stream_join,
+        ),
+        Builtin(
+            "slow-assignor",
+            "scale-out with a leader whose assignment takes cost_s seconds",
+            {**_COMMON, "assignor": ["range"], "count": 1, "cost_s": 20.0},
+            _slow_assignor,
+        ),
+    ]
+}
 
 
 def parse_value(text: str) -> Any:
@@ -182,23 +249,45 @@ def builtin_dict(name: str, overrides: Mapping[str, str] | None = None) -> dict:
         if key in params:
             value = parse_value(raw) if isinstance(raw, str) else raw
             if key == "assignor":
-                value = [v.strip() for v in str(raw).split(",") if v.strip()] if isinstance(raw, str) else list(raw)
+                value = (
+                    [v.strip() for v in str(raw).split(",") if v.strip()]
+                    if isinstance(raw, str)
+                    else list(raw)
+                )
             elif isinstance(params[key], float) and isinstance(value, int):
                 value = float(value)
-            elif key in _NUMBER_OR_TEXT and isinstance(value, int | str) and not isinstance(value, bool):
+            elif (
+                key in _NUMBER_OR_TEXT
+                and isinstance(value, int | str)
+                and not isinstance(value, bool)
+            ):
                 pass  # checked where the scenario is built, with the field's own message
             elif type(params[key]) is not type(value) and not isinstance(params[key], list):
                 kind = _TYPE_NAMES.get(type(params[key]), f"a {type(params[key]).__name__}")
-                raise ConfigError(key, f"{raw!r} is not {kind} (parameters of {name}: {', '.join(params)})")
+                raise ConfigError(
+                    key, f"{raw!r} is not {kind} (parameters of {name}: {', '.join(params)})"
+                )
             params[key] = value
-        elif "." in key or key in ("assignor_cost", "start_spread_s", "elide_heartbeats", "max_duration_s"):
+        elif "." in key or key in (
+            "assignor_cost",
+            "start_spread_s",
+            "elide_heartbeats",
+            "max_duration_s",
+        ):
             dotted[key] = raw
         else:
-            raise ConfigError(key, f"unknown parameter of {name}; allowed: {', '.join(params)}, "
-                              "or a dotted field such as consumer.session_timeout_ms")
+            raise ConfigError(
+                key,
+                f"unknown parameter of {name}; allowed: {', '.join(params)}, "
+                "or a dotted field such as consumer.session_timeout_ms",
+            )
     members = params.get("members")
-    if ("partitions" in params and "partitions" not in (overrides or {}) and isinstance(members, int)
-            and members > 0):
+    if (
+        "partitions" in params
+        and "partitions" not in (overrides or {})
+        and isinstance(members, int)
+        and members > 0
+    ):
         # the default grows with the group (24 at the default 6 members), so a large group is
         # not mostly idle members
         params["partitions"] = PARTITIONS_PER_MEMBER * params["members"]
@@ -210,7 +299,9 @@ def builtin_dict(name: str, overrides: Mapping[str, str] | None = None) -> dict:
     return data
 
 
-def load_scenario(name_or_path: str, overrides: Mapping[str, str] | Iterable[str] | None = None) -> Scenario:
+def load_scenario(
+    name_or_path: str, overrides: Mapping[str, str] | Iterable[str] | None = None
+) -> Scenario:
     """A built-in by name, or a TOML scenario file, with ``key=value`` overrides.
 
     Errors are ``ConfigError`` naming the file (if any), the field and the allowed values.
@@ -221,15 +312,21 @@ def load_scenario(name_or_path: str, overrides: Mapping[str, str] | Iterable[str
         overrides = parse_overrides(overrides)
     if name_or_path in BUILTINS:
         return Scenario.from_dict(builtin_dict(name_or_path, overrides))
-    if name_or_path.endswith(".toml") or os.path.sep in name_or_path or os.path.exists(name_or_path):
+    if (
+        name_or_path.endswith(".toml")
+        or os.path.sep in name_or_path
+        or os.path.exists(name_or_path)
+    ):
         fields = {}
         for key, raw in overrides.items():
             if key == "assignor":  # as for built-ins (and sweeps' assignors = [...])
                 key = "consumer.partition_assignment_strategy"
             fields[key] = parse_value(raw) if isinstance(raw, str) else raw
         return Scenario.from_toml(name_or_path, fields)
-    raise ConfigError("scenario", f"{name_or_path!r} is neither a TOML file nor a built-in "
-                      f"({', '.join(BUILTINS)})")
+    raise ConfigError(
+        "scenario",
+        f"{name_or_path!r} is neither a TOML file nor a built-in ({', '.join(BUILTINS)})",
+    )
 
 
 def _toml_value(v) -> str:
@@ -249,8 +346,12 @@ def to_toml(data: dict) -> str:
     lines: list[str] = []
 
     def table(d: dict, prefix: str) -> None:
-        scalars = {k: v for k, v in d.items()
-                   if not isinstance(v, dict) and not (isinstance(v, list) and v and isinstance(v[0], dict))}
+        scalars = {
+            k: v
+            for k, v in d.items()
+            if not isinstance(v, dict)
+            and not (isinstance(v, list) and v and isinstance(v[0], dict))
+        }
         for k, v in scalars.items():
             lines.append(f"{k} = {_toml_value(v)}")
         for k, v in d.items():

@@ -84,7 +84,9 @@ OFFSET_TIMERS = ("fetch_timeout", "fetch_retry", "first_record")
 # Errors a commitSync() retries (RetriableException): the coordinator moved or the request timed out.
 RETRIABLE_COMMIT_ERRORS = (m.COORDINATOR_NOT_AVAILABLE, "request timed out")
 
-CLOSE_TIMEOUT_S = 30.0  # KafkaConsumer.close() without a timeout (ConsumerUtils.DEFAULT_CLOSE_TIMEOUT_MS)
+CLOSE_TIMEOUT_S = (
+    30.0  # KafkaConsumer.close() without a timeout (ConsumerUtils.DEFAULT_CLOSE_TIMEOUT_MS)
+)
 
 # An effect: a plain tuple whose first item says what it is ("send", "timer", "event", "open",
 # "close", "control", "violation", "settled_changed"; see sim.kernel.Actor.apply).
@@ -104,21 +106,31 @@ class ConsumerClient(abc.ABC):
     # carry it.
     generation: int
 
-    def __init__(self, name: str, config: ConsumerConfig, topics: tuple[str, ...],
-                 sample_latency: Callable[[], float], elide_heartbeats: bool, *,
-                 rates: Mapping[str, float] | None, handoffs: Handoffs | None,
-                 poll_rng: np.random.Generator | LazyGenerator | None, rank: int, member_id: str = ""):
+    def __init__(
+        self,
+        name: str,
+        config: ConsumerConfig,
+        topics: tuple[str, ...],
+        sample_latency: Callable[[], float],
+        elide_heartbeats: bool,
+        *,
+        rates: Mapping[str, float] | None,
+        handoffs: Handoffs | None,
+        poll_rng: np.random.Generator | LazyGenerator | None,
+        rank: int,
+        member_id: str = "",
+    ):
         self.name = name
-        self.rank = rank                        # the client's rank in the kernel's tie order
+        self.rank = rank  # the client's rank in the kernel's tie order
         self.config = config
         self.topics = tuple(topics)
         self.instance_id = name if config.static else None
         self.elide = elide_heartbeats
         self._sample_latency = sample_latency
-        self._rates = rates or {}               # production rate per partition of each topic
+        self._rates = rates or {}  # production rate per partition of each topic
         self._handoffs = handoffs
         self._poll_rng = poll_rng if poll_rng is not None else np.random.default_rng(0)
-        self.input_rank = -1                    # kernel rank of the input being handled (set by the actor)
+        self.input_rank = -1  # kernel rank of the input being handled (set by the actor)
 
         self.state = self.INITIAL_STATE
         self.member_id = member_id
@@ -134,33 +146,37 @@ class ConsumerClient(abc.ABC):
         self.closing = False
         self.close_requested = False
         self.paused_at: float | None = None
-        self.busy = False                       # the poll thread is in a callback or a wait
+        self.busy = False  # the poll thread is in a callback or a wait
         self._after_busy: Callable[[float], None] | None = None
         self.started_at = 0.0
         # heartbeats (each protocol's own; these are what both read)
-        self.hb_enabled = False                 # in the group: heartbeats and the poll timer apply
+        self.hb_enabled = False  # in the group: heartbeats and the poll timer apply
         # heartbeats sent and not answered: the classic heartbeat thread pipelines them, the
         # consumer protocol has one in flight at most
         self.hb_in_flight = 0
         self.last_hb_sent = 0.0
-        self.quiet = False                      # heartbeats elided (each protocol's docstring)
+        self.quiet = False  # heartbeats elided (each protocol's docstring)
         self.quiet_epoch_seen = 0
         self.quiet_arrival = 0.0
         # poll thread
-        self.rate_owned = 0.0                   # records/s produced into the owned partitions
-        self.backlog = 0.0                      # records owned but not yet processed (fluid)
+        self.rate_owned = 0.0  # records/s produced into the owned partitions
+        self.backlog = 0.0  # records owned but not yet processed (fluid)
         self._floors: dict[TopicPartition, float] = {}  # partitions' own positions (docstring)
         self._backlog_t = 0.0
         self.commit_seq = 0
-        self.commit_ok = True                   # the last commit attempt succeeded
+        self.commit_ok = True  # the last commit attempt succeeded
         self._release_cause: str | None = None  # why partitions are being given up (crash)
         self.fetch_seq = 0
         self.stalls = 0  # open causes of the ``stalled`` interval (see _stall_open)
-        self.fetches: dict[int, tuple[float, tuple[TopicPartition, ...]]] = {}  # OffsetFetch in flight
-        self.first_pending: set[int] = set()    # fetches whose first records are on their way
-        self.sync_commit: list | None = None    # commitSync() blocking the poll thread: [seq, then,
+        self.fetches: dict[
+            int, tuple[float, tuple[TopicPartition, ...]]
+        ] = {}  # OffsetFetch in flight
+        self.first_pending: set[int] = set()  # fetches whose first records are on their way
+        self.sync_commit: list | None = None  # commitSync() blocking the poll thread: [seq, then,
         #                                         deadline, offsets, position_s, label, retries]
-        self.commit_sent: dict[int, tuple[int, str]] = {}  # seq -> (generation, member id) sent with
+        self.commit_sent: dict[
+            int, tuple[int, str]
+        ] = {}  # seq -> (generation, member id) sent with
         self.timers: dict[tuple, float] = {}
         self.out: list[Effect] = []
 
@@ -276,7 +292,9 @@ class ConsumerClient(abc.ABC):
         if max(floors.values()) <= position_s:
             floors.clear()  # the shared position has caught up with every floor
             return ()
-        return tuple((tp, f) for tp in offsets if (f := floors.get(tp)) is not None and f > position_s)
+        return tuple(
+            (tp, f) for tp in offsets if (f := floors.get(tp)) is not None and f > position_s
+        )
 
     def _ahead_through(self, ticks: Sequence[float]) -> None:
         """What commits at ``ticks`` (ascending) do besides their requests: integrate the backlog
@@ -315,7 +333,7 @@ class ConsumerClient(abc.ABC):
         if self._release_cause is not None:
             return self._release_cause
         if self._is_fenced():
-            return "fenced"            # lost (onPartitionsLost: no commit) or a zombie
+            return "fenced"  # lost (onPartitionsLost: no commit) or a zombie
         return "uncommitted" if self.commit_ok else "failed_commit"
 
     def _owned_tuple(self) -> tuple[TopicPartition, ...]:
@@ -346,7 +364,9 @@ class ConsumerClient(abc.ABC):
             if not self.owned:
                 self.rate_owned = 0.0
             # the backlog leaves with its partitions, in proportion to their production
-            self.backlog = self.backlog * self.rate_owned / before if before > 0 and self.owned else 0.0
+            self.backlog = (
+                self.backlog * self.rate_owned / before if before > 0 and self.owned else 0.0
+            )
         if add and self.owned:
             self._raise_floors(now)
         for tp in add:
@@ -361,9 +381,15 @@ class ConsumerClient(abc.ABC):
 
     # ------------------------------------------------------------------ commits (manual and synchronous)
 
-    def _commit_sync(self, now: float, then: Callable[[float], None], offsets: tuple | None = None,
-                     position_s: float | None = None, label: str = "commitSync",
-                     timeout_s: float | None = None) -> None:
+    def _commit_sync(
+        self,
+        now: float,
+        then: Callable[[float], None],
+        offsets: tuple | None = None,
+        position_s: float | None = None,
+        label: str = "commitSync",
+        timeout_s: float | None = None,
+    ) -> None:
         """commitSync(): the poll thread waits for the answer, retrying retriable errors until
         ``timeout_s`` (default.api.timeout.ms unless given); ``then(t)`` runs afterwards, whatever
         the outcome (the application catches CommitFailedException / RebalanceInProgressException)."""
@@ -424,7 +450,7 @@ class ConsumerClient(abc.ABC):
         if key[0] == "sync_commit":
             self._sync_commit_answered(now, "request timed out")
             return
-        refused = self._commit_refused()            # sync_commit_retry: send again
+        refused = self._commit_refused()  # sync_commit_retry: send again
         if refused is not None:
             self._sync_commit_answered(now, refused)
             return
@@ -444,7 +470,12 @@ class ConsumerClient(abc.ABC):
 
     def _arm_batch(self, now: float) -> None:
         """The manual commit modes: the end of the next poll batch."""
-        if not self.config.enable_auto_commit and self.alive and self.owned and ("batch",) not in self.timers:
+        if (
+            not self.config.enable_auto_commit
+            and self.alive
+            and self.owned
+            and ("batch",) not in self.timers
+        ):
             self._timer(("batch",), now + self.config.poll_batch_s)
 
     def _batch_done(self, now: float) -> None:
@@ -464,8 +495,14 @@ class ConsumerClient(abc.ABC):
         self._poll(now)
         self._arm_batch(now)
 
-    def _revoke_callback(self, now: float, cost_s: float, then: Callable[[float], None],
-                         offsets: tuple | None = None, position_s: float | None = None) -> None:
+    def _revoke_callback(
+        self,
+        now: float,
+        cost_s: float,
+        then: Callable[[float], None],
+        offsets: tuple | None = None,
+        position_s: float | None = None,
+    ) -> None:
         """onPartitionsRevoked: in the manual commit modes the listener first calls commitSync()
         (the poll thread is in the callback meanwhile), then spends its own cost."""
         if offsets is None:
@@ -482,6 +519,7 @@ class ConsumerClient(abc.ABC):
         def rest(t: float) -> None:
             self._after_busy = then
             self._timer(("callback",), t + cost_s)
+
         self._commit_sync(now, rest, offsets, position_s, "commitSync in onPartitionsRevoked")
 
     def _commit_stuck(self) -> bool:
@@ -494,7 +532,9 @@ class ConsumerClient(abc.ABC):
         until their committed offsets are fetched."""
         self._send_fetch(now, now, partitions)
 
-    def _send_fetch(self, now: float, assigned_at: float, partitions: tuple[TopicPartition, ...]) -> None:
+    def _send_fetch(
+        self, now: float, assigned_at: float, partitions: tuple[TopicPartition, ...]
+    ) -> None:
         self.fetch_seq += 1
         self.fetches[self.fetch_seq] = (assigned_at, partitions)
         self._send(m.OffsetFetchRequest(self.member_id, partitions, self.fetch_seq))
@@ -514,11 +554,15 @@ class ConsumerClient(abc.ABC):
             if not still:
                 # settled() may turn true here: say so (the consumer protocol's run re-checks
                 # whether the group settled only when a core records an event)
-                self._event("offset_fetch_dropped", "request timed out; its partitions were revoked"
-                            if kind == "fetch_timeout" else "its partitions were revoked")
+                self._event(
+                    "offset_fetch_dropped",
+                    "request timed out; its partitions were revoked"
+                    if kind == "fetch_timeout"
+                    else "its partitions were revoked",
+                )
             elif kind == "fetch_timeout":
                 self._event("offset_fetch_failed", "request timed out")
-                self.fetches[key[1]] = pending   # keep settled() false during the backoff
+                self.fetches[key[1]] = pending  # keep settled() false during the backoff
                 self._timer(("fetch_retry", key[1]), now + self.config.retry_backoff_s)
             else:
                 self._send_fetch(now, assigned_at, still)
@@ -545,7 +589,7 @@ class ConsumerClient(abc.ABC):
         floors = self._floors
         for tp, committed in zip(r.partitions, r.committed, strict=True):
             if tp not in self.owned:
-                continue                      # revoked again before its offsets arrived
+                continue  # revoked again before its offsets arrived
             fetched += 1
             rate = rates.get(tp.topic, 0.0)
             waiting = waiting or rate <= 0
@@ -554,7 +598,7 @@ class ConsumerClient(abc.ABC):
             elif earliest:
                 start = handoffs.created(tp) if handoffs is not None else 0.0
             else:
-                start = assigned_at           # latest: the log end when it was assigned
+                start = assigned_at  # latest: the log end when it was assigned
             # The fluid model processes the partition from its assignment on; what lies before
             # that (from the start position) is the backlog it inherits.
             self.backlog += rate * max(0.0, assigned_at - start)
@@ -568,7 +612,9 @@ class ConsumerClient(abc.ABC):
                     agg[2] += rate
         for cause in sorted(again):
             records, n, rate = again[cause]
-            self._event("reprocessed", f"records={records:.6f} partitions={n} rate={rate:.6f} cause={cause}")
+            self._event(
+                "reprocessed", f"records={records:.6f} partitions={n} rate={rate:.6f} cause={cause}"
+            )
         if fetched:
             # The first fetch returns as soon as records are there (fetch.min.bytes=1): one round
             # trip to the leader, modelled as the coordinator's; fetch.max.wait.ms when none are.
@@ -594,7 +640,9 @@ class ConsumerClient(abc.ABC):
         self._backlog_t = now
         if self.processing:
             if self.backlog > 0 or self.rate_owned > self.config.capacity:
-                self.backlog = max(0.0, self.backlog + (self.rate_owned - self.config.capacity) * dt)
+                self.backlog = max(
+                    0.0, self.backlog + (self.rate_owned - self.config.capacity) * dt
+                )
         else:
             self.backlog += self.rate_owned * dt
 
@@ -635,7 +683,9 @@ class ConsumerClient(abc.ABC):
         if self.stalls == 0:
             self.out.append(("close", "stalled", self.name, None, None))
 
-    def _run_callback(self, now: float, kind: str, cost_s: float, then: Callable[[float], None]) -> None:
+    def _run_callback(
+        self, now: float, kind: str, cost_s: float, then: Callable[[float], None]
+    ) -> None:
         if self.busy:
             # The poll thread is in a callback already (close()'s onPartitionsRevoked when a
             # JoinGroup answer makes this member the leader): this one runs after it, as on one
@@ -648,6 +698,7 @@ class ConsumerClient(abc.ABC):
                     first(t)
                 if self.alive:
                     self._run_callback(t, kind, cost_s, then)
+
             self._after_busy = after
             return
         if cost_s <= 0:

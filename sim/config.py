@@ -29,8 +29,14 @@ class ConfigError(ValueError):
         return ConfigError(f"{prefix}.{self.field}" if self.field else prefix, self.reason)
 
 
-def _number(field: str, value: Any, *, minimum: float | None = None, strict: bool = False,
-            integer: bool = False) -> None:
+def _number(
+    field: str,
+    value: Any,
+    *,
+    minimum: float | None = None,
+    strict: bool = False,
+    integer: bool = False,
+) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ConfigError(field, f"{value!r} is not a number")
     if integer and not isinstance(value, int):
@@ -90,7 +96,7 @@ class Latency:
             return self.ms / 1000.0
         if self.kind == "uniform":
             return (self.low_ms + self.high_ms) / 2000.0
-        return self.ms * math.exp(self.sigma ** 2 / 2.0) / 1000.0
+        return self.ms * math.exp(self.sigma**2 / 2.0) / 1000.0
 
     def sample_s(self, rng) -> float:
         """One latency draw in seconds from the numpy Generator ``rng``."""
@@ -139,8 +145,9 @@ class GroupConfig:
     consumer_max_heartbeat_interval_ms: float = attrs.field(default=15000, validator=_positive)
     consumer_min_session_timeout_ms: float = attrs.field(default=45000, validator=_positive)
     consumer_max_session_timeout_ms: float = attrs.field(default=60000, validator=_positive)
-    consumer_assignors: tuple[str, ...] = attrs.field(default=("uniform", "range"),
-                                                      converter=lambda v: names_tuple("consumer_assignors")(v))
+    consumer_assignors: tuple[str, ...] = attrs.field(
+        default=("uniform", "range"), converter=lambda v: names_tuple("consumer_assignors")(v)
+    )
 
     def __attrs_post_init__(self):
         self._check_consumer_bounds()
@@ -151,11 +158,14 @@ class GroupConfig:
                 f"({self.consumer_session_timeout_ms:g})",
             )
         from .target_assignment import SERVER_ASSIGNORS
+
         if not self.consumer_assignors:
             raise ConfigError("consumer_assignors", "needs at least one server-side assignor")
         for name in self.consumer_assignors:
             if name not in SERVER_ASSIGNORS:
-                raise ConfigError("consumer_assignors", f"{name!r} is not one of {', '.join(SERVER_ASSIGNORS)}")
+                raise ConfigError(
+                    "consumer_assignors", f"{name!r} is not one of {', '.join(SERVER_ASSIGNORS)}"
+                )
         if self.max_session_timeout_ms < self.min_session_timeout_ms:
             raise ConfigError(
                 "max_session_timeout_ms",
@@ -171,17 +181,23 @@ class GroupConfig:
             high = getattr(self, f"consumer_max_{kind}_ms")
             kafka = kind.replace("_", ".")
             if high < low:
-                raise ConfigError(f"consumer_max_{kind}_ms",
-                                  f"{high:g} is below consumer_min_{kind}_ms ({low:g}): "
-                                  f"group.consumer.max.{kafka}.ms must be >= group.consumer.min.{kafka}.ms")
+                raise ConfigError(
+                    f"consumer_max_{kind}_ms",
+                    f"{high:g} is below consumer_min_{kind}_ms ({low:g}): "
+                    f"group.consumer.max.{kafka}.ms must be >= group.consumer.min.{kafka}.ms",
+                )
             if value < low:
-                raise ConfigError(f"consumer_{kind}_ms",
-                                  f"{value:g} is below group.consumer.min.{kafka}.ms "
-                                  f"(consumer_min_{kind}_ms = {low:g})")
+                raise ConfigError(
+                    f"consumer_{kind}_ms",
+                    f"{value:g} is below group.consumer.min.{kafka}.ms "
+                    f"(consumer_min_{kind}_ms = {low:g})",
+                )
             if value > high:
-                raise ConfigError(f"consumer_{kind}_ms",
-                                  f"{value:g} is above group.consumer.max.{kafka}.ms "
-                                  f"(consumer_max_{kind}_ms = {high:g})")
+                raise ConfigError(
+                    f"consumer_{kind}_ms",
+                    f"{value:g} is above group.consumer.max.{kafka}.ms "
+                    f"(consumer_max_{kind}_ms = {high:g})",
+                )
 
     @property
     def initial_rebalance_delay_s(self) -> float:
@@ -209,18 +225,22 @@ def _strategy_list(value) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [s.strip() for s in value.split(",") if s.strip()]
     if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-        raise ConfigError("partition_assignment_strategy", f"{value!r} is not a list of assignor names")
+        raise ConfigError(
+            "partition_assignment_strategy", f"{value!r} is not a list of assignor names"
+        )
     return tuple(value)
 
 
 def names_tuple(field: str):
     """A converter: one name or a list of names -> tuple of str (errors name ``field``)."""
+
     def convert(value) -> tuple[str, ...]:
         if isinstance(value, str):
             return (value,)
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) and v for v in value):
             raise ConfigError(field, f"{value!r} is not a name or a list of names")
         return tuple(value)
+
     return convert
 
 
@@ -314,13 +334,22 @@ class ConsumerConfig:
 
     def __attrs_post_init__(self):
         if self.heartbeat_phase not in ("aligned", "random"):
-            raise ConfigError("heartbeat_phase", f"{self.heartbeat_phase!r} is not aligned or random")
+            raise ConfigError(
+                "heartbeat_phase", f"{self.heartbeat_phase!r} is not aligned or random"
+            )
         if self.commit_mode not in COMMIT_MODES:
-            raise ConfigError("commit_mode", f"{self.commit_mode!r} is not one of {', '.join(COMMIT_MODES)}")
+            raise ConfigError(
+                "commit_mode", f"{self.commit_mode!r} is not one of {', '.join(COMMIT_MODES)}"
+            )
         if self.auto_offset_reset not in ("latest", "earliest"):
-            raise ConfigError("auto_offset_reset", f"{self.auto_offset_reset!r} is not latest or earliest")
+            raise ConfigError(
+                "auto_offset_reset", f"{self.auto_offset_reset!r} is not latest or earliest"
+            )
         if self.group_protocol not in GROUP_PROTOCOLS:
-            raise ConfigError("group_protocol", f"{self.group_protocol!r} is not one of {', '.join(GROUP_PROTOCOLS)}")
+            raise ConfigError(
+                "group_protocol",
+                f"{self.group_protocol!r} is not one of {', '.join(GROUP_PROTOCOLS)}",
+            )
         if self.heartbeat_interval_ms >= self.session_timeout_ms:
             raise ConfigError(
                 "heartbeat_interval_ms",
@@ -334,7 +363,9 @@ class ConsumerConfig:
                 f"max_poll_interval_ms ({self.max_poll_interval_ms:g}): every poll would time out",
             )
         if self.sticky_user_data_version not in (0, 1):
-            raise ConfigError("sticky_user_data_version", f"{self.sticky_user_data_version!r} is not 0 or 1")
+            raise ConfigError(
+                "sticky_user_data_version", f"{self.sticky_user_data_version!r} is not 0 or 1"
+            )
         if not isinstance(self.static, bool):
             raise ConfigError("static", f"{self.static!r} is not true or false")
 
@@ -402,7 +433,11 @@ class TopicConfig:
     @partitions.validator
     def _not_too_many(self, attribute, value):
         if value > MAX_PARTITIONS_PER_TOPIC:
-            raise ConfigError(attribute.name, f"{value} is above the simulator's limit of {MAX_PARTITIONS_PER_TOPIC:,}")
+            raise ConfigError(
+                attribute.name,
+                f"{value} is above the simulator's limit of {MAX_PARTITIONS_PER_TOPIC:,}",
+            )
+
     rate: float = attrs.field(default=100.0, validator=_nonneg)
 
     def __attrs_post_init__(self):
@@ -443,7 +478,9 @@ class AssignorCost:
                 value = -1.0
             if value >= 0 and math.isfinite(value):
                 return value
-            raise ConfigError("mode", f"{mode!r}: fixed needs a number of seconds >= 0, e.g. fixed:2.5")
+            raise ConfigError(
+                "mode", f"{mode!r}: fixed needs a number of seconds >= 0, e.g. fixed:2.5"
+            )
         raise ConfigError("mode", f"{mode!r} is not one of {', '.join(COST_MODES)}")
 
     def cost_s(self, partitions: int, members: int, measured_s: float) -> float:
@@ -453,8 +490,11 @@ class AssignorCost:
         if self.mode == "zero":
             return 0.0
         if self.mode == "model":
-            return (self.model_base_s + self.model_per_partition_s * partitions
-                    + self.model_per_member_s * members)
+            return (
+                self.model_base_s
+                + self.model_per_partition_s * partitions
+                + self.model_per_member_s * members
+            )
         return measured_s * self.measured_factor
 
 
@@ -485,7 +525,10 @@ class SimConfig:
     @members.validator
     def _not_too_many(self, attribute, value):
         if value > MAX_MEMBERS:
-            raise ConfigError(attribute.name, f"{value} is above the simulator's limit of {MAX_MEMBERS:,}")
+            raise ConfigError(
+                attribute.name, f"{value} is above the simulator's limit of {MAX_MEMBERS:,}"
+            )
+
     consumer: ConsumerConfig = attrs.field(factory=ConsumerConfig)
     member_overrides: dict[str, dict] = attrs.field(factory=dict)
     group: GroupConfig = attrs.field(factory=GroupConfig)
@@ -503,7 +546,10 @@ class SimConfig:
             raise ConfigError("topics", f"topic names repeat: {names}")
         for name, fields in self.member_overrides.items():
             if not isinstance(fields, Mapping):
-                raise ConfigError(f"member_overrides.{name}", f"expected a table of consumer fields, got {fields!r}")
+                raise ConfigError(
+                    f"member_overrides.{name}",
+                    f"expected a table of consumer fields, got {fields!r}",
+                )
             try:
                 cfg = self.consumer_for(name)
             except ConfigError as e:
@@ -512,8 +558,10 @@ class SimConfig:
             if cfg.group_protocol != self.consumer.group_protocol:
                 # A group runs one protocol here: Kafka's mixed groups (classic members in a
                 # consumer group, KIP-848 migration) are not modelled.
-                raise ConfigError(f"member_overrides.{name}.group_protocol",
-                                  "every member of the group must use the same group_protocol")
+                raise ConfigError(
+                    f"member_overrides.{name}.group_protocol",
+                    "every member of the group must use the same group_protocol",
+                )
         self.check_consumer(self.consumer, "consumer")
 
     def check_consumer(self, cfg: ConsumerConfig, where: str) -> None:
@@ -529,14 +577,22 @@ class SimConfig:
                 f"{where}.session_timeout_ms",
                 f"{cfg.session_timeout_ms:g} is above group.max.session.timeout.ms ({g.max_session_timeout_ms:g})",
             )
-        if cfg.group_remote_assignor is not None and cfg.group_remote_assignor not in g.consumer_assignors:
-            raise ConfigError(f"{where}.group_remote_assignor",
-                              f"{cfg.group_remote_assignor!r} is not one of group.consumer_assignors "
-                              f"({', '.join(g.consumer_assignors)})")
+        if (
+            cfg.group_remote_assignor is not None
+            and cfg.group_remote_assignor not in g.consumer_assignors
+        ):
+            raise ConfigError(
+                f"{where}.group_remote_assignor",
+                f"{cfg.group_remote_assignor!r} is not one of group.consumer_assignors "
+                f"({', '.join(g.consumer_assignors)})",
+            )
         known = {t.name for t in self.topics}
         for t in cfg.topics:
             if t not in known:
-                raise ConfigError(f"{where}.topics", f"{t!r} is not a topic of the scenario ({', '.join(sorted(known))})")
+                raise ConfigError(
+                    f"{where}.topics",
+                    f"{t!r} is not a topic of the scenario ({', '.join(sorted(known))})",
+                )
 
     def consumer_for(self, name: str, extra: Mapping[str, Any] | None = None) -> ConsumerConfig:
         """The consumer config of member ``name`` (defaults, its override, then ``extra``)."""
@@ -592,7 +648,9 @@ def build(cls, data: Mapping[str, Any] | Any, where: str):
     for k, v in data.items():
         name = field_key(k)
         if name not in fields:
-            raise ConfigError(f"{where}.{k}" if where else k, f"unknown key; allowed: {', '.join(fields)}")
+            raise ConfigError(
+                f"{where}.{k}" if where else k, f"unknown key; allowed: {', '.join(fields)}"
+            )
         kwargs[name] = v
     try:
         return cls(**kwargs)
@@ -610,6 +668,7 @@ def _latency(data, where: str) -> Latency:
 
 def sim_config_from_dict(data: Mapping[str, Any], where: str = "") -> SimConfig:
     """A SimConfig from a dict shaped like the scenario TOML (see ``sim.scenario``)."""
+
     def at(name: str) -> str:
         return f"{where}.{name}" if where else name
 
@@ -623,7 +682,9 @@ def sim_config_from_dict(data: Mapping[str, Any], where: str = "") -> SimConfig:
         topics = d["topics"]
         if not isinstance(topics, list | tuple):
             raise ConfigError(at("topics"), "expected a list of tables")
-        kwargs["topics"] = tuple(build(TopicConfig, t, at(f"topics[{i}]")) for i, t in enumerate(topics))
+        kwargs["topics"] = tuple(
+            build(TopicConfig, t, at(f"topics[{i}]")) for i, t in enumerate(topics)
+        )
     else:
         raise ConfigError(at("topics"), "missing; give at least one [[topics]] table")
     for name in ("members", "start_spread_s", "elide_heartbeats", "max_duration_s"):
@@ -647,23 +708,33 @@ def sim_config_from_dict(data: Mapping[str, Any], where: str = "") -> SimConfig:
         for k, v in net.items():
             name = field_key(k)
             if name not in nallowed:
-                raise ConfigError(at(f"network.{k}"), f"unknown key; allowed: {', '.join(nallowed)}")
+                raise ConfigError(
+                    at(f"network.{k}"), f"unknown key; allowed: {', '.join(nallowed)}"
+                )
             if name == "latency":
                 nkw[name] = _latency(v, at("network.latency"))
             elif name == "member_latency":
                 if not isinstance(v, Mapping):
-                    raise ConfigError(at("network.member_latency"), "expected a table of member name -> latency")
-                nkw[name] = {m: _latency(x, at(f"network.member_latency.{m}")) for m, x in v.items()}
+                    raise ConfigError(
+                        at("network.member_latency"), "expected a table of member name -> latency"
+                    )
+                nkw[name] = {
+                    m: _latency(x, at(f"network.member_latency.{m}")) for m, x in v.items()
+                }
             else:
                 nkw[name] = v
         kwargs["network"] = build(NetworkConfig, nkw, at("network"))
     if "member_overrides" in d:
         mo = d["member_overrides"]
         if not isinstance(mo, Mapping):
-            raise ConfigError(at("member_overrides"), "expected a table of member name -> consumer fields")
+            raise ConfigError(
+                at("member_overrides"), "expected a table of member name -> consumer fields"
+            )
         for k, v in mo.items():
             if not isinstance(v, Mapping):
-                raise ConfigError(at(f"member_overrides.{k}"), f"expected a table of consumer fields, got {v!r}")
+                raise ConfigError(
+                    at(f"member_overrides.{k}"), f"expected a table of consumer fields, got {v!r}"
+                )
         kwargs["member_overrides"] = {str(k): dict(v) for k, v in mo.items()}
     try:
         return SimConfig(**kwargs)

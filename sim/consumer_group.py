@@ -86,10 +86,16 @@ GROUP_STABLE = "Stable"
 _EMPTY: frozenset = frozenset()
 
 
-def next_member_assignment(state: str, member_epoch: int, assigned: frozenset, pending_revocation: frozenset,
-                           target_epoch: int, target: frozenset,
-                           partition_epoch: Callable[[object], int] | dict,
-                           owned: frozenset | None) -> tuple[str, int, frozenset, frozenset]:
+def next_member_assignment(
+    state: str,
+    member_epoch: int,
+    assigned: frozenset,
+    pending_revocation: frozenset,
+    target_epoch: int,
+    target: frozenset,
+    partition_epoch: Callable[[object], int] | dict,
+    owned: frozenset | None,
+) -> tuple[str, int, frozenset, frozenset]:
     """Kafka's ``CurrentAssignmentBuilder.build``: one member's next (state, epoch, assigned
     partitions, partitions pending revocation) given its target assignment at ``target_epoch``.
 
@@ -105,14 +111,21 @@ def next_member_assignment(state: str, member_epoch: int, assigned: frozenset, p
     if state == UNREVOKED_PARTITIONS:
         if _owns_any(owned, pending_revocation):
             return state, member_epoch, assigned, pending_revocation
-        return _compute_next(member_epoch + 1, assigned, target_epoch, target, partition_epoch, owned)
+        return _compute_next(
+            member_epoch + 1, assigned, target_epoch, target, partition_epoch, owned
+        )
     if state == UNRELEASED_PARTITIONS:
         return _compute_next(member_epoch, assigned, target_epoch, target, partition_epoch, owned)
     raise ValueError(f"unknown member state {state!r}")
 
 
-def builds_new_member(state: str, member_epoch: int, pending_revocation: frozenset, target_epoch: int,
-                      owned: frozenset | None) -> bool:
+def builds_new_member(
+    state: str,
+    member_epoch: int,
+    pending_revocation: frozenset,
+    target_epoch: int,
+    owned: frozenset | None,
+) -> bool:
     """Whether ``CurrentAssignmentBuilder.build`` makes a new member (``computeNextAssignment``)
     rather than return the one it was given. A new member's previous epoch is the epoch it had
     (``ConsumerGroupMember.Builder.updateMemberEpoch``), even when its epoch stays the same."""
@@ -161,7 +174,7 @@ class ConsumerGroupMember:
     topics: tuple[str, ...]
     rebalance_timeout_s: float
     epoch: int = 0
-    previous_epoch: int = -1          # ConsumerGroupMember.Builder's default
+    previous_epoch: int = -1  # ConsumerGroupMember.Builder's default
     state: str = STABLE
     assigned: frozenset = _EMPTY
     pending_revocation: frozenset = _EMPTY
@@ -205,7 +218,7 @@ class MembersMapOrder:
     def __init__(self):
         self._seq: dict[str, int] = {}  # member id -> when it was inserted
         self._count = 0
-        self._bits = 1                  # log2 of the table size (BaseHashTable.MIN_CAPACITY = 2)
+        self._bits = 1  # log2 of the table size (BaseHashTable.MIN_CAPACITY = 2)
 
     def add(self, member_id: str) -> bool:
         """Insert a member (it must not be in the map); True when the table grew, which moves
@@ -237,16 +250,21 @@ class ConsumerGroupCoordinator:
 
     protocol = "consumer"
 
-    def __init__(self, config: GroupConfig, metadata: Callable[[], tuple[int, dict[str, int]]],
-                 assignor_cost: AssignorCost | None = None, default_assignor: str | None = None,
-                 elide_heartbeats: bool = False):
+    def __init__(
+        self,
+        config: GroupConfig,
+        metadata: Callable[[], tuple[int, dict[str, int]]],
+        assignor_cost: AssignorCost | None = None,
+        default_assignor: str | None = None,
+        elide_heartbeats: bool = False,
+    ):
         self.config = config
         self.elide = elide_heartbeats
-        self.quiet_epoch = 0                                 # bumped with the group epoch
-        self.quiet: dict[str, None] = {}                     # member ids eliding idle heartbeats
-        self.woken: dict[str, None] = {}                     # woken, their Unquiet not yet here
-        self.awaited: dict = {}                              # TopicPartition -> quiet member waiting for it
-        self.waiting: dict[str, frozenset] = {}              # quiet UNRELEASED member -> what it waits for
+        self.quiet_epoch = 0  # bumped with the group epoch
+        self.quiet: dict[str, None] = {}  # member ids eliding idle heartbeats
+        self.woken: dict[str, None] = {}  # woken, their Unquiet not yet here
+        self.awaited: dict = {}  # TopicPartition -> quiet member waiting for it
+        self.waiting: dict[str, frozenset] = {}  # quiet UNRELEASED member -> what it waits for
         self._metadata = metadata
         self.offsets = OffsetStore()
         self.assignor_cost = assignor_cost or AssignorCost()
@@ -254,11 +272,11 @@ class ConsumerGroupCoordinator:
         self.group_epoch = 0
         self.target_epoch = 0
         self.target = TargetAssignment()
-        self.members: dict[str, ConsumerGroupMember] = {}    # insertion order = join order
-        self.static_members: dict[str, str] = {}             # group.instance.id -> member id
-        self.partition_epoch: dict = {}                      # TopicPartition -> epoch of its holder
-        self.partition_owner: dict = {}                      # TopicPartition -> member id
-        self.reconciled: set[str] = set()                   # members reconciled to the target epoch
+        self.members: dict[str, ConsumerGroupMember] = {}  # insertion order = join order
+        self.static_members: dict[str, str] = {}  # group.instance.id -> member id
+        self.partition_epoch: dict = {}  # TopicPartition -> epoch of its holder
+        self.partition_owner: dict = {}  # TopicPartition -> member id
+        self.reconciled: set[str] = set()  # members reconciled to the target epoch
         # The assignor's inputs, kept between group epochs (TargetAssignmentBuilder's member
         # specs, ConsumerGroup's subscription type): members whose topics, rack or assignor
         # changed since the last computation are in ``_changed`` until it folds them in. Members
@@ -266,13 +284,13 @@ class ConsumerGroupCoordinator:
         self.map_order = MembersMapOrder()
         self.assignor_members = GroupMembers(tie=self.map_order.tie)
         self._changed: dict[str, None] = {}
-        self._votes: dict[str, int] = {}             # server assignor name -> members asking for it
-        self._voted: dict[str, str] = {}             # member id -> the assignor counted for it
-        self._max_member_epoch = 0                   # no member epoch has been above this
+        self._votes: dict[str, int] = {}  # server assignor name -> members asking for it
+        self._voted: dict[str, str] = {}  # member id -> the assignor counted for it
+        self._max_member_epoch = 0  # no member epoch has been above this
         self.state = EMPTY
         self.timers: dict[tuple, float] = {}
         self.session_due: dict[float, dict[str, None]] = {}  # session deadline -> member ids
-        self.parked: list[tuple] = []       # (client, request) that came while the assignor ran
+        self.parked: list[tuple] = []  # (client, request) that came while the assignor ran
         self.busy_until = 0.0
         self.subscribed_partitions: dict[str, int] = {}
         self.topic_subscribers: dict[str, int] = {}
@@ -373,7 +391,9 @@ class ConsumerGroupCoordinator:
             # Sessions ending at one instant end in client order, however their timers came to be
             # armed (with elided heartbeats, later than the heartbeats themselves).
             mids = [key[1], *self.session_due.get(at, ())]
-            for mid in sorted(mids, key=lambda mid: self.members[mid].client if mid in self.members else ""):
+            for mid in sorted(
+                mids, key=lambda mid: self.members[mid].client if mid in self.members else ""
+            ):
                 mm = self.members.get(mid)
                 if mm is None or (mid != key[1] and self.timers.get(("session", mid)) != at):
                     continue
@@ -400,8 +420,12 @@ class ConsumerGroupCoordinator:
             return []
         mid = mm.member_id
         if isinstance(note, m.Quiet):
-            if (self.elide and note.quiet_epoch == self.quiet_epoch and self._idle(now, mm)
-                    and mid not in self.woken):
+            if (
+                self.elide
+                and note.quiet_epoch == self.quiet_epoch
+                and self._idle(now, mm)
+                and mid not in self.woken
+            ):
                 self.quiet[mid] = None
                 self._timer(("session", mid), None)
                 if mm.state == UNRELEASED_PARTITIONS:
@@ -434,7 +458,11 @@ class ConsumerGroupCoordinator:
         heartbeat would leave it as it is, CurrentAssignmentBuilder.computeNextAssignment). Such a
         heartbeat would still make its epoch its previous epoch, which no epoch check can tell: a
         member that took the offer knows that epoch and never sends an older one."""
-        if self.group_epoch != self.target_epoch or mm.epoch != self.target_epoch or self._blocked(now):
+        if (
+            self.group_epoch != self.target_epoch
+            or mm.epoch != self.target_epoch
+            or self._blocked(now)
+        ):
             return False
         if mm.state == STABLE:
             return True
@@ -478,7 +506,9 @@ class ConsumerGroupCoordinator:
         self._next_id += 1
         return f"{client}-{self._next_id:06d}"
 
-    def _set_holdings(self, now: float, mm: ConsumerGroupMember, assigned: frozenset, pending: frozenset) -> None:
+    def _set_holdings(
+        self, now: float, mm: ConsumerGroupMember, assigned: frozenset, pending: frozenset
+    ) -> None:
         """Move the member's partitions in the group's partition-epoch map (ConsumerGroup
         .maybeUpdatePartitionEpoch)."""
         pe, po = self.partition_epoch, self.partition_owner
@@ -495,8 +525,13 @@ class ConsumerGroupCoordinator:
         for tp in new:
             holder = po.get(tp)
             if holder is not None and holder != mm.member_id:
-                self.out.append(("violation", f"group epoch {self.group_epoch}: {tp} given to "
-                                 f"{mm.member_id} while {holder} still holds it"))
+                self.out.append(
+                    (
+                        "violation",
+                        f"group epoch {self.group_epoch}: {tp} given to "
+                        f"{mm.member_id} while {holder} still holds it",
+                    )
+                )
             pe[tp] = mm.epoch
             po[tp] = mm.member_id
         mm.assigned = assigned
@@ -551,7 +586,12 @@ class ConsumerGroupCoordinator:
             new = RECONCILING
         else:
             new = GROUP_STABLE
-        if new in (GROUP_STABLE, EMPTY) and self._rebalance_open and not self.parked and not self._blocked(now):
+        if (
+            new in (GROUP_STABLE, EMPTY)
+            and self._rebalance_open
+            and not self.parked
+            and not self._blocked(now)
+        ):
             self._rebalance_open = False
             self.out.append(("close", "rebalance", None, None, None))
             self._event("stable", None, f"members={len(self.members)} epoch={self.target_epoch}")
@@ -587,8 +627,12 @@ class ConsumerGroupCoordinator:
     # ------------------------------------------------------------------ ConsumerGroupHeartbeat
 
     def _error(self, client: str, req, error: str) -> None:
-        self._reply(client, m.ConsumerGroupHeartbeatResponse(error, req.member_id, req.member_epoch,
-                                                             correlation=req.correlation))
+        self._reply(
+            client,
+            m.ConsumerGroupHeartbeatResponse(
+                error, req.member_id, req.member_epoch, correlation=req.correlation
+            ),
+        )
 
     def _on_heartbeat(self, now: float, client: str, req: m.ConsumerGroupHeartbeatRequest) -> None:
         """GroupMetadataManager.consumerGroupHeartbeat: one heartbeat, handled to its response
@@ -601,7 +645,9 @@ class ConsumerGroupCoordinator:
         if mm is None:
             return
         if mm.member_id in self.quiet:
-            self.out.append(("violation", f"heartbeat from {mm.member_id} while its heartbeats are elided"))
+            self.out.append(
+                ("violation", f"heartbeat from {mm.member_id} while its heartbeats are elided")
+            )
             del self.quiet[mm.member_id]
             self._stop_waiting(mm.member_id)
         mm.client = client
@@ -639,7 +685,9 @@ class ConsumerGroupCoordinator:
         self._reconcile_and_reply(now, mm, req)
         self._update_state(now)
 
-    def _member_for(self, now: float, client: str, req) -> tuple[ConsumerGroupMember | None, str | None]:
+    def _member_for(
+        self, now: float, client: str, req
+    ) -> tuple[ConsumerGroupMember | None, str | None]:
         """The member a heartbeat is for (GroupMetadataManager.getOrMaybeSubscribeDynamicConsumerGroupMember
         and getOrMaybeSubscribeStaticConsumerGroupMember), and why the group epoch moves (a join);
         (None, None) once an error is answered. Epoch 0 creates the member under the id it sends
@@ -688,11 +736,14 @@ class ConsumerGroupCoordinator:
         mm = self.members[holder]
         return (mm if self._epoch_valid(client, req, mm) else None), None
 
-    def _add_member(self, now: float, client: str, member_id: str, iid: str | None,
-                    req) -> tuple[ConsumerGroupMember, str]:
+    def _add_member(
+        self, now: float, client: str, member_id: str, iid: str | None, req
+    ) -> tuple[ConsumerGroupMember, str]:
         topics = tuple(req.subscribed_topics or ())
         timeout = req.rebalance_timeout_s if req.rebalance_timeout_s is not None else 300.0
-        mm = ConsumerGroupMember(member_id, client, iid, req.rack_id, topics, timeout, last_heartbeat=now)
+        mm = ConsumerGroupMember(
+            member_id, client, iid, req.rack_id, topics, timeout, last_heartbeat=now
+        )
         self.members[member_id] = mm
         self._changed[member_id] = None
         if iid is not None:
@@ -702,19 +753,32 @@ class ConsumerGroupCoordinator:
         self._event("member_added", client, f"member_id={member_id}")
         return mm, f"member {client} joined"
 
-    def _replace_static(self, now: float, client: str, old: ConsumerGroupMember, member_id: str) -> ConsumerGroupMember:
+    def _replace_static(
+        self, now: float, client: str, old: ConsumerGroupMember, member_id: str
+    ) -> ConsumerGroupMember:
         """A static member comes back (epoch 0 while its instance id is released): a copy of the
         old member under the new member id, at epoch 0 (previous epoch 0), with its partitions and
         its target (GroupMetadataManager.replaceMember); the group epoch stays."""
         iid = old.instance_id
         assert iid is not None  # (a static member)
-        new = ConsumerGroupMember(member_id, client, iid, old.rack, old.topics, old.rebalance_timeout_s,
-                                  previous_epoch=0, state=old.state, last_heartbeat=now,
-                                  server_assignor=old.server_assignor)
+        new = ConsumerGroupMember(
+            member_id,
+            client,
+            iid,
+            old.rack,
+            old.topics,
+            old.rebalance_timeout_s,
+            previous_epoch=0,
+            state=old.state,
+            last_heartbeat=now,
+            server_assignor=old.server_assignor,
+        )
         assigned = old.assigned
         target = self.target.get(old.member_id)
         self._remove(now, old, replaced=True)
-        self._event("member_fenced", old.client, f"member_id={old.member_id} replaced_by={member_id}")
+        self._event(
+            "member_fenced", old.client, f"member_id={old.member_id} replaced_by={member_id}"
+        )
         self.members[member_id] = new
         self._changed[member_id] = None
         self.static_members[iid] = member_id
@@ -730,21 +794,35 @@ class ConsumerGroupCoordinator:
         member's, or below it unless it is the member's previous epoch sent with a subset of its
         partitions (the response that moved it on was lost), is fenced."""
         e = req.member_epoch
-        if e > mm.epoch or (e < mm.epoch and (e != mm.previous_epoch or req.owned_partitions is None
-                                              or not req.owned_partitions <= mm.assigned)):
+        if e > mm.epoch or (
+            e < mm.epoch
+            and (
+                e != mm.previous_epoch
+                or req.owned_partitions is None
+                or not req.owned_partitions <= mm.assigned
+            )
+        ):
             self._error(client, req, m.FENCED_MEMBER_EPOCH)
-            self._event("fenced_epoch", client, f"member_id={mm.member_id} sent={e} known={mm.epoch}")
+            self._event(
+                "fenced_epoch", client, f"member_id={mm.member_id} sent={e} known={mm.epoch}"
+            )
             return False
         return True
 
     def _on_leave(self, now: float, client: str, req) -> None:
         iid = req.group_instance_id
-        mm = self.members.get(self.static_members.get(iid, "") if iid is not None else req.member_id)
+        mm = self.members.get(
+            self.static_members.get(iid, "") if iid is not None else req.member_id
+        )
         if mm is None or mm.member_id != req.member_id:
             self._error(client, req, m.UNKNOWN_MEMBER_ID if mm is None else m.FENCED_INSTANCE_ID)
             return
-        self._reply(client, m.ConsumerGroupHeartbeatResponse(m.NONE, mm.member_id, req.member_epoch,
-                                                             correlation=req.correlation))
+        self._reply(
+            client,
+            m.ConsumerGroupHeartbeatResponse(
+                m.NONE, mm.member_id, req.member_epoch, correlation=req.correlation
+            ),
+        )
         if req.member_epoch == m.LEAVE_GROUP_STATIC_MEMBER_EPOCH and iid is not None:
             # consumerGroupStaticMemberGroupLeave: epoch -2, nothing pending revocation; it keeps
             # its assignment, state and previous epoch, and its session timer runs on
@@ -784,8 +862,11 @@ class ConsumerGroupCoordinator:
             self.reconciled = set()
         else:
             self.reconciled = {mid for mid, mm in self.members.items() if mm.reconciled_to(epoch)}
-        self._event("target_assignment", None,
-                    f"assignor={name} members={len(members)} epoch={self.target_epoch} cost={cost:.6f}s")
+        self._event(
+            "target_assignment",
+            None,
+            f"assignor={name} members={len(members)} epoch={self.target_epoch} cost={cost:.6f}s",
+        )
         if cost > 0:
             self.busy_until = now + cost
             self._timer(("unblock",), self.busy_until)
@@ -845,7 +926,12 @@ class ConsumerGroupCoordinator:
 
     def _on_offset_fetch(self, client: str, req: m.OffsetFetchRequest) -> None:
         """OffsetFetch answers what is stored (``sim.offsets``)."""
-        self._reply(client, m.OffsetFetchResponse(m.NONE, req.partitions, self.offsets.fetch(req.partitions), req.seq))
+        self._reply(
+            client,
+            m.OffsetFetchResponse(
+                m.NONE, req.partitions, self.offsets.fetch(req.partitions), req.seq
+            ),
+        )
 
     def _reconcile_and_reply(self, now: float, mm: ConsumerGroupMember, req) -> None:
         """GroupMetadataManager.maybeReconcile, then the heartbeat response."""
@@ -853,24 +939,46 @@ class ConsumerGroupCoordinator:
         if not mm.reconciled_to(self.target_epoch):
             target = self.target.get(mm.member_id, _EMPTY)
             state, epoch, assigned, pending = next_member_assignment(
-                mm.state, mm.epoch, mm.assigned, mm.pending_revocation, self.target_epoch, target,
-                self.partition_epoch, req.owned_partitions)
-            if builds_new_member(mm.state, mm.epoch, mm.pending_revocation, self.target_epoch, req.owned_partitions):
+                mm.state,
+                mm.epoch,
+                mm.assigned,
+                mm.pending_revocation,
+                self.target_epoch,
+                target,
+                self.partition_epoch,
+                req.owned_partitions,
+            )
+            if builds_new_member(
+                mm.state, mm.epoch, mm.pending_revocation, self.target_epoch, req.owned_partitions
+            ):
                 # every transition moves the previous epoch, also one that keeps the epoch: only
                 # the epoch just before is tolerated from a member whose response was lost
                 mm.previous_epoch = mm.epoch
-            if (state, epoch, assigned, pending) != (mm.state, mm.epoch, mm.assigned, mm.pending_revocation):
+            if (state, epoch, assigned, pending) != (
+                mm.state,
+                mm.epoch,
+                mm.assigned,
+                mm.pending_revocation,
+            ):
                 if epoch != mm.epoch:
                     if epoch < mm.epoch:
-                        self.out.append(("violation", f"member {mm.member_id} epoch went from {mm.epoch} to {epoch}"))
+                        self.out.append(
+                            (
+                                "violation",
+                                f"member {mm.member_id} epoch went from {mm.epoch} to {epoch}",
+                            )
+                        )
                     mm.epoch = epoch
                     if epoch > self._max_member_epoch:
                         self._max_member_epoch = epoch
                 self._set_holdings(now, mm, assigned, pending)
                 mm.state = state
-                self._event("member_reconciled", mm.client,
-                            f"member_id={mm.member_id} state={state} epoch={epoch} assigned={len(assigned)} "
-                            f"revoking={len(pending)}")
+                self._event(
+                    "member_reconciled",
+                    mm.client,
+                    f"member_id={mm.member_id} state={state} epoch={epoch} assigned={len(assigned)} "
+                    f"revoking={len(pending)}",
+                )
                 if state == UNREVOKED_PARTITIONS:
                     self._timer(("rebalance", mm.member_id, mm.rebalance_deadline_epoch), None)
                     mm.rebalance_deadline_epoch = epoch
@@ -879,13 +987,26 @@ class ConsumerGroupCoordinator:
                     self._timer(("rebalance", mm.member_id, mm.rebalance_deadline_epoch), None)
                     mm.rebalance_deadline_epoch = None
                 self._touch(mm)
-        full = req.member_epoch == 0 or (req.rebalance_timeout_s is not None and req.subscribed_topics is not None
-                                         and req.owned_partitions is not None)
+        full = req.member_epoch == 0 or (
+            req.rebalance_timeout_s is not None
+            and req.subscribed_topics is not None
+            and req.owned_partitions is not None
+        )
         quiet = self.quiet_epoch if self.elide and self._idle(now, mm) else None
-        self._reply(mm.client, m.ConsumerGroupHeartbeatResponse(
-            m.NONE, mm.member_id, mm.epoch, self.config.consumer_heartbeat_interval_s,
-            mm.assigned if (full or mm.assigned != before) else None, quiet, mm.last_heartbeat,
-            req.correlation), self._send_at(now))
+        self._reply(
+            mm.client,
+            m.ConsumerGroupHeartbeatResponse(
+                m.NONE,
+                mm.member_id,
+                mm.epoch,
+                self.config.consumer_heartbeat_interval_s,
+                mm.assigned if (full or mm.assigned != before) else None,
+                quiet,
+                mm.last_heartbeat,
+                req.correlation,
+            ),
+            self._send_at(now),
+        )
 
     def _send_at(self, now: float) -> float | None:
         return self.busy_until if now < self.busy_until else None

@@ -115,46 +115,69 @@ class ConsumerMember(ConsumerClient):
     INITIAL_STATE = UNSUBSCRIBED
     protocol = "CONSUMER"
 
-    def __init__(self, name: str, config: ConsumerConfig, topics: tuple[str, ...],
-                 metadata: Callable[[], tuple[int, dict[str, int]]] | None = None,
-                 sample_latency: Callable[[], float] | None = None, assignor_cost: AssignorCost | None = None,
-                 elide_heartbeats: bool = False, *, rates: Mapping[str, float] | None = None,
-                 handoffs: Handoffs | None = None, poll_rng: np.random.Generator | LazyGenerator | None = None, rank: int = 0,
-                 heartbeat_interval_s: float = 5.0, link_faulty: Callable[[], bool] | None = None,
-                 member_id: str = ""):
+    def __init__(
+        self,
+        name: str,
+        config: ConsumerConfig,
+        topics: tuple[str, ...],
+        metadata: Callable[[], tuple[int, dict[str, int]]] | None = None,
+        sample_latency: Callable[[], float] | None = None,
+        assignor_cost: AssignorCost | None = None,
+        elide_heartbeats: bool = False,
+        *,
+        rates: Mapping[str, float] | None = None,
+        handoffs: Handoffs | None = None,
+        poll_rng: np.random.Generator | LazyGenerator | None = None,
+        rank: int = 0,
+        heartbeat_interval_s: float = 5.0,
+        link_faulty: Callable[[], bool] | None = None,
+        member_id: str = "",
+    ):
         # ``metadata`` and ``assignor_cost`` are the classic member's (its leader assigns); the
         # coordinator assigns here, so they are accepted for one constructor shape and unused.
         # The consumer's own member id, made once per consumer instance and sent from its first
         # heartbeat on (KIP-1082); "" leaves it to the coordinator, which answers with one.
-        super().__init__(name, config, topics,
-                         sample_latency if sample_latency is not None else (lambda: 0.0),
-                         elide_heartbeats, rates=rates, handoffs=handoffs, poll_rng=poll_rng, rank=rank,
-                         member_id=member_id)
+        super().__init__(
+            name,
+            config,
+            topics,
+            sample_latency if sample_latency is not None else (lambda: 0.0),
+            elide_heartbeats,
+            rates=rates,
+            handoffs=handoffs,
+            poll_rng=poll_rng,
+            rank=rank,
+            member_id=member_id,
+        )
         # whether a network fault touches our links now (elided messages would not meet it)
         self._link_faulty = link_faulty if link_faulty is not None else (lambda: False)
         self.epoch = 0
         self.epochs_seen: dict[str, int] = {}
-        self.interval_s = heartbeat_interval_s   # until the first response says otherwise
-        self.target: frozenset | None = None     # the latest assignment the coordinator sent
+        self.interval_s = heartbeat_interval_s  # until the first response says otherwise
+        self.target: frozenset | None = None  # the latest assignment the coordinator sent
         self.current_assignment: frozenset = frozenset()  # reported as owned in heartbeats
-        self.reconciling: tuple | None = None    # (target, revoked, added) of the one in progress
-        self.app_work: tuple | None = None       # callbacks waiting for the next poll()
+        self.reconciling: tuple | None = None  # (target, revoked, added) of the one in progress
+        self.app_work: tuple | None = None  # callbacks waiting for the next poll()
         self.lost_pending = False
-        self.rec_commit: int | None = None  # seq of the commit before a reconciliation; -1: retry due
+        self.rec_commit: int | None = (
+            None  # seq of the commit before a reconciliation; -1: retry due
+        )
         self.rec_commit_deadline = 0.0
         self.correlations = 0
         self.hb_correlation: tuple = ()
         self.leave_correlation: tuple = ()
         self.ack_in_flight = False
         self.hb_due = False
-        self.leave_in_flight = False             # a leave heartbeat not answered yet
+        self.leave_in_flight = False  # a leave heartbeat not answered yet
         self.send_full = True
         self.sent_owned: frozenset | None = None
-        self.revoking_at: float | None = None    # position where revoked partitions stopped (manual commits)
+        self.revoking_at: float | None = (
+            None  # position where revoked partitions stopped (manual commits)
+        )
         # heartbeat elision (see the module docstring)
-        self.quiet_next = 0.0                    # when the first elided heartbeat was due
-        self.quiet_commits: list[tuple] = []     # the last two elided (tick, OffsetCommitRequest)
-        self.commit_due: float | None = None     # next auto-commit while quiet (no timer then)
+        self.quiet_next = 0.0  # when the first elided heartbeat was due
+        self.quiet_commits: list[tuple] = []  # the last two elided (tick, OffsetCommitRequest)
+        self.commit_due: float | None = None  # next auto-commit while quiet (no timer then)
 
     def _is_fenced(self) -> bool:
         return self.state in (FENCED, STALE) or self.lost_pending
@@ -167,19 +190,35 @@ class ConsumerMember(ConsumerClient):
 
     @property
     def settled(self) -> bool:
-        return (self.alive and self.state == STABLE and self.reconciling is None and self.app_work is None
-                and not self.busy and not self.closing and self.paused_at is None and not self.lost_pending
-                and not self.fetches and not self.first_pending and not self._commit_stuck())
+        return (
+            self.alive
+            and self.state == STABLE
+            and self.reconciling is None
+            and self.app_work is None
+            and not self.busy
+            and not self.closing
+            and self.paused_at is None
+            and not self.lost_pending
+            and not self.fetches
+            and not self.first_pending
+            and not self._commit_stuck()
+        )
 
     # ------------------------------------------------------------------ lifecycle
 
     def start(self, now: float) -> list[Effect]:
         self.alive = True
         self.started_at = now
-        self._event("start", "group.protocol=consumer"
-                    + (f" group.remote.assignor={self.config.group_remote_assignor}"
-                       if self.config.group_remote_assignor else "")
-                    + (f" group.instance.id={self.instance_id}" if self.instance_id else ""))
+        self._event(
+            "start",
+            "group.protocol=consumer"
+            + (
+                f" group.remote.assignor={self.config.group_remote_assignor}"
+                if self.config.group_remote_assignor
+                else ""
+            )
+            + (f" group.instance.id={self.instance_id}" if self.instance_id else ""),
+        )
         self._join(now)
         if self.config.enable_auto_commit:
             self._timer(("commit",), now + self.config.auto_commit_interval_s)
@@ -220,8 +259,14 @@ class ConsumerMember(ConsumerClient):
             if self.config.enable_auto_commit:
                 # AsyncKafkaConsumer.releaseAssignmentAndLeaveGroup: commitSyncAllConsumed waits
                 # (up to the close timeout), then the unsubscribe runs the callback and leaves
-                self._commit_sync(now, lambda t: self._revoke_callback(t, cost, self._finish_close, revoked, position),
-                                  revoked, position, "commitSync on close", CLOSE_TIMEOUT_S)
+                self._commit_sync(
+                    now,
+                    lambda t: self._revoke_callback(t, cost, self._finish_close, revoked, position),
+                    revoked,
+                    position,
+                    "commitSync on close",
+                    CLOSE_TIMEOUT_S,
+                )
             else:
                 self._revoke_callback(now, cost, self._finish_close, revoked, position)
         else:
@@ -292,16 +337,21 @@ class ConsumerMember(ConsumerClient):
 
     def _send_heartbeat(self, now: float, sent_at: float | None = None) -> None:
         """Send a heartbeat now (or, replaying an elided one still in flight, as sent at ``sent_at``)."""
-        owned = self.current_assignment  # what the last completed reconciliation took (Kafka's currentAssignment)
+        owned = (
+            self.current_assignment
+        )  # what the last completed reconciliation took (Kafka's currentAssignment)
         full = self.send_full
         req = m.ConsumerGroupHeartbeatRequest(
-            self.member_id, self.epoch, self.instance_id,
+            self.member_id,
+            self.epoch,
+            self.instance_id,
             rack_id=self.config.rack if full else None,
             rebalance_timeout_s=self.config.max_poll_interval_s if full else None,
             subscribed_topics=self.topics if full else None,
             owned_partitions=owned if (full or owned != self.sent_owned) else None,
             server_assignor=self.config.group_remote_assignor if full else None,
-            correlation=self._next_correlation())
+            correlation=self._next_correlation(),
+        )
         self.hb_correlation = req.correlation
         self.send_full = False
         self.sent_owned = owned
@@ -312,7 +362,9 @@ class ConsumerMember(ConsumerClient):
         self.hb_due = False
         self._send(req, sent_at)
         wait = self.interval_s
-        if self.config.heartbeat_phase == "random" and (self.ack_in_flight or self.epoch == m.JOIN_GROUP_MEMBER_EPOCH):
+        if self.config.heartbeat_phase == "random" and (
+            self.ack_in_flight or self.epoch == m.JOIN_GROUP_MEMBER_EPOCH
+        ):
             # As sim.member's: a model choice, not Kafka's. The heartbeat that joins or acknowledges
             # an assignment sets the member's phase (HeartbeatRequestManager resets its timer on
             # each send); long-lived groups drift, so the next one comes anywhere within one interval.
@@ -321,10 +373,15 @@ class ConsumerMember(ConsumerClient):
         self._timer(("hb_timeout",), sent + self.config.request_timeout_s)
 
     def _send_leave(self, now: float, reason: str) -> None:
-        epoch = m.LEAVE_GROUP_STATIC_MEMBER_EPOCH if self.instance_id else m.LEAVE_GROUP_MEMBER_EPOCH
+        epoch = (
+            m.LEAVE_GROUP_STATIC_MEMBER_EPOCH if self.instance_id else m.LEAVE_GROUP_MEMBER_EPOCH
+        )
         self.leave_correlation = self._next_correlation()
-        self._send(m.ConsumerGroupHeartbeatRequest(self.member_id, epoch, self.instance_id,
-                                                   correlation=self.leave_correlation))
+        self._send(
+            m.ConsumerGroupHeartbeatRequest(
+                self.member_id, epoch, self.instance_id, correlation=self.leave_correlation
+            )
+        )
         self._event("leave_group", f"member_id={self.member_id} epoch={epoch} {reason}")
         self._timer(("hb",), None)
         self._timer(("hb_timeout",), None)
@@ -379,9 +436,16 @@ class ConsumerMember(ConsumerClient):
             self.member_id = r.member_id
         last = self.epochs_seen.get(r.member_id)
         if last is not None and r.member_epoch < last:
-            self.out.append(("violation", f"{self.name}: member {r.member_id} epoch went back from "
-                             f"{last} to {r.member_epoch}"))
-        self.epochs_seen[r.member_id] = max(r.member_epoch, last if last is not None else r.member_epoch)
+            self.out.append(
+                (
+                    "violation",
+                    f"{self.name}: member {r.member_id} epoch went back from "
+                    f"{last} to {r.member_epoch}",
+                )
+            )
+        self.epochs_seen[r.member_id] = max(
+            r.member_epoch, last if last is not None else r.member_epoch
+        )
         self.interval_s = r.heartbeat_interval_s or self.interval_s
         changed = r.assignment is not None and r.assignment != self.target
         epoch_moved = r.member_epoch != self.epoch
@@ -389,29 +453,53 @@ class ConsumerMember(ConsumerClient):
         if r.assignment is not None:
             self.target = r.assignment
         if changed or epoch_moved:
-            self._event("assignment_received", f"member_id={self.member_id} epoch={self.epoch} "
-                        f"assigned={len(self.target) if self.target is not None else 0}")
+            self._event(
+                "assignment_received",
+                f"member_id={self.member_id} epoch={self.epoch} "
+                f"assigned={len(self.target) if self.target is not None else 0}",
+            )
         before = self.state
         if self.state == ACKNOWLEDGING and was_ack:
-            self._transition(RECONCILING if (self.target is not None and self.target != frozenset(self.owned)) else STABLE)
+            self._transition(
+                RECONCILING
+                if (self.target is not None and self.target != frozenset(self.owned))
+                else STABLE
+            )
         elif self.state == JOINING and self.target is not None:
             self._transition(RECONCILING if self.target != frozenset(self.owned) else STABLE)
         elif self.state == STABLE and changed and self.target != frozenset(self.owned):
             self._transition(RECONCILING)
         if self.state == STABLE and before != STABLE:
-            self._event("member_stable", f"member_id={self.member_id} epoch={self.epoch} owned={len(self.owned)}")
+            self._event(
+                "member_stable",
+                f"member_id={self.member_id} epoch={self.epoch} owned={len(self.owned)}",
+            )
         self._maybe_reconcile(now)
 
     # ------------------------------------------------------------------ heartbeat elision
 
-    def _maybe_go_quiet(self, now: float, r: m.ConsumerGroupHeartbeatResponse, quiet_epoch: int) -> None:
+    def _maybe_go_quiet(
+        self, now: float, r: m.ConsumerGroupHeartbeatResponse, quiet_epoch: int
+    ) -> None:
         """Take the coordinator's offer (``quiet_epoch``) when nothing but the session depends on
         our heartbeats."""
-        if (quiet_epoch < self.quiet_epoch_seen or self.state != STABLE or self.hb_in_flight
-                or self.hb_due or self.reconciling is not None or self.app_work is not None
-                or self.lost_pending or self.closing or self.close_requested or self.busy
-                or self.paused_at is not None or not self.commit_ok or self.rec_commit is not None
-                or ("hb",) not in self.timers or self._link_faulty()):
+        if (
+            quiet_epoch < self.quiet_epoch_seen
+            or self.state != STABLE
+            or self.hb_in_flight
+            or self.hb_due
+            or self.reconciling is not None
+            or self.app_work is not None
+            or self.lost_pending
+            or self.closing
+            or self.close_requested
+            or self.busy
+            or self.paused_at is not None
+            or not self.commit_ok
+            or self.rec_commit is not None
+            or ("hb",) not in self.timers
+            or self._link_faulty()
+        ):
             return
         self.quiet = True
         self.quiet_next = self.timers[("hb",)]
@@ -494,8 +582,19 @@ class ConsumerMember(ConsumerClient):
             else:
                 settled, resend = (commits[-2][1] if len(commits) > 1 else None), commits[-1]
         if settled is not None:
-            self.out.append(("control", m.COORDINATOR, m.ElidedCommits(
-                self.member_id, settled.generation, settled.offsets, settled.position_s, settled.ahead)))
+            self.out.append(
+                (
+                    "control",
+                    m.COORDINATOR,
+                    m.ElidedCommits(
+                        self.member_id,
+                        settled.generation,
+                        settled.offsets,
+                        settled.position_s,
+                        settled.ahead,
+                    ),
+                )
+            )
         self.out.append(("control", m.COORDINATOR, m.Unquiet(self.member_id, last_arrival)))
         if resend is not None:
             self._send(resend[1], sent_at=resend[0])
@@ -546,8 +645,10 @@ class ConsumerMember(ConsumerClient):
         revoked = tuple(sorted(owned - target))
         added = tuple(sorted(target - owned))
         self.reconciling = (target, revoked, added)
-        self._event("reconcile", f"member_id={self.member_id} epoch={self.epoch} revoke={len(revoked)} "
-                    f"add={len(added)}")
+        self._event(
+            "reconcile",
+            f"member_id={self.member_id} epoch={self.epoch} revoke={len(revoked)} add={len(added)}",
+        )
         if revoked:
             # markPendingRevocationToPauseFetching (AbstractMembershipManager.maybeReconcile):
             # nothing more is fetched from what is revoked, before the commit that covers it
@@ -565,8 +666,18 @@ class ConsumerMember(ConsumerClient):
 
     def _send_commit(self, now: float, offsets: tuple, position_s: float) -> int:
         self.commit_seq += 1
-        self._send(m.OffsetCommitRequest(self.member_id, self.epoch, self.instance_id, len(offsets),
-                                         self.commit_seq, offsets, position_s, self._ahead(offsets, position_s)))
+        self._send(
+            m.OffsetCommitRequest(
+                self.member_id,
+                self.epoch,
+                self.instance_id,
+                len(offsets),
+                self.commit_seq,
+                offsets,
+                position_s,
+                self._ahead(offsets, position_s),
+            )
+        )
         return self.commit_seq
 
     def _commit_refused(self) -> str | None:
@@ -588,7 +699,9 @@ class ConsumerMember(ConsumerClient):
             offsets, position = self._owned_tuple(), self._position_s(now)
         # (revoking_at is set whenever partitions are being revoked)
         self.rec_commit = self._send_commit(now, offsets, cast(float, position))
-        self._timer(("rec_commit",), min(now + self.config.request_timeout_s, self.rec_commit_deadline))
+        self._timer(
+            ("rec_commit",), min(now + self.config.request_timeout_s, self.rec_commit_deadline)
+        )
 
     def _rec_commit_failed(self, now: float, error: str, retriable: bool) -> None:
         """The commit before a reconciliation failed: retry it (after retry.backoff.ms) while the
@@ -610,8 +723,16 @@ class ConsumerMember(ConsumerClient):
         seq = self.commit_seq
         owned = self._owned_tuple()
         position = self._position_s(now)
-        return m.OffsetCommitRequest(self.member_id, self.epoch, self.instance_id, len(owned), seq,
-                                     owned, position, self._ahead(owned, position))
+        return m.OffsetCommitRequest(
+            self.member_id,
+            self.epoch,
+            self.instance_id,
+            len(owned),
+            seq,
+            owned,
+            position,
+            self._ahead(owned, position),
+        )
 
     def _revoke_and_assign(self, now: float) -> None:
         if self.reconciling is None or self.state != RECONCILING:
@@ -633,10 +754,17 @@ class ConsumerMember(ConsumerClient):
             self._set_owned(t, add=added)
             if added:
                 self._event("assign", f"count={len(added)}")
-            self._run_callback(t, "assign", cfg.assign_cost_ms / 1000.0 * len(added), self._reconciled)
+            self._run_callback(
+                t, "assign", cfg.assign_cost_ms / 1000.0 * len(added), self._reconciled
+            )
 
-        self._revoke_callback(now, cfg.revoke_cost_ms / 1000.0 * len(revoked), assign_step,
-                              tuple(revoked), self.revoking_at)
+        self._revoke_callback(
+            now,
+            cfg.revoke_cost_ms / 1000.0 * len(revoked),
+            assign_step,
+            tuple(revoked),
+            self.revoking_at,
+        )
 
     def _reconciled(self, now: float) -> None:
         """The reconciliation is complete: acknowledge at once (ACKNOWLEDGING)."""
@@ -690,7 +818,9 @@ class ConsumerMember(ConsumerClient):
         until its time limit."""
         before = self.settled
         out = step()
-        if self.settled != before and not any(e[0] not in ("send", "timer", "control") for e in out):
+        if self.settled != before and not any(
+            e[0] not in ("send", "timer", "control") for e in out
+        ):
             out.append(("settled_changed",))
         return out
 
@@ -732,8 +862,12 @@ class ConsumerMember(ConsumerClient):
             self._timer(("commit",), now + self.config.auto_commit_interval_s)
         elif kind == "rec_commit" and self.rec_commit is not None and self.rec_commit >= 0:
             self._rec_commit_failed(now, "request timed out", retriable=True)
-        elif (kind == "rec_commit_retry" and self.rec_commit == -1 and self.state == RECONCILING
-              and self.reconciling is not None):
+        elif (
+            kind == "rec_commit_retry"
+            and self.rec_commit == -1
+            and self.state == RECONCILING
+            and self.reconciling is not None
+        ):
             self._send_rec_commit(now)
         return self._drain()
 
@@ -772,9 +906,11 @@ class ConsumerMember(ConsumerClient):
         if isinstance(msg, m.ConsumerGroupHeartbeatResponse):
             self._on_response(now, msg)
         elif isinstance(msg, m.OffsetFetchResponse):
+
             def offsets_fetched() -> list[Effect]:
                 self._on_offset_fetch(now, msg)
                 return self._drain()
+
             return self._watch_settled(offsets_fetched)
         elif isinstance(msg, m.OffsetCommitResponse):
             if self.sync_commit is not None and msg.seq == self.sync_commit[0]:
@@ -789,8 +925,11 @@ class ConsumerMember(ConsumerClient):
                 else:
                     # a stale member epoch is retried with the current one (isStaleEpochErrorAndValidEpochAvailable)
                     self._timer(("rec_commit",), None)
-                    self._rec_commit_failed(now, msg.error, retriable=msg.error == m.STALE_MEMBER_EPOCH
-                                            and self.epoch > 0)
+                    self._rec_commit_failed(
+                        now,
+                        msg.error,
+                        retriable=msg.error == m.STALE_MEMBER_EPOCH and self.epoch > 0,
+                    )
             elif msg.error != m.NONE:
                 self._event("commit_failed", msg.error)
         else:

@@ -45,7 +45,7 @@ class _RoundKeys:
 
     def __init__(self):
         self.topic_ids: dict[str, int] = {}
-        self._owned: list[tuple] = []     # (member, topic ids, partitions) chunks
+        self._owned: list[tuple] = []  # (member, topic ids, partitions) chunks
         self._assigned: list[tuple] = []
         self._lists: dict[int, tuple] = {}  # id(topics) -> (topics, offsets, [(member, indices)])
         self._width = 0
@@ -83,18 +83,26 @@ class _RoundKeys:
         assigned = [self._columns(self._assigned)]
         for topics, offsets, lists in self._lists.values():
             indices = np.concatenate([idx for _, idx in lists]).astype(np.int64, copy=False)
-            member = np.repeat(np.array([i for i, _ in lists], dtype=np.int64), [len(idx) for _, idx in lists])
+            member = np.repeat(
+                np.array([i for i, _ in lists], dtype=np.int64), [len(idx) for _, idx in lists]
+            )
             ranks = np.searchsorted(offsets, indices, side="right") - 1
             tids = np.array([self._topic_id(t) for t in topics], dtype=np.int64)
             assigned.append((member, tids[ranks], indices - offsets[ranks]))
         assigned_columns = tuple(np.concatenate(c) for c in zip(*assigned, strict=True))
-        self._width = int(max((c[2].max() for c in (owned, assigned_columns) if c[2].size), default=-1)) + 1
+        self._width = (
+            int(max((c[2].max() for c in (owned, assigned_columns) if c[2].size), default=-1)) + 1
+        )
         return self._keys(*owned), self._keys(*assigned_columns)
 
     def _columns(self, chunks: list[tuple]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        member = np.repeat(np.array([c[0] for c in chunks], dtype=np.int64), [len(c[1]) for c in chunks])
+        member = np.repeat(
+            np.array([c[0] for c in chunks], dtype=np.int64), [len(c[1]) for c in chunks]
+        )
         topic = np.fromiter((t for c in chunks for t in c[1]), dtype=np.int64, count=member.size)
-        partition = np.fromiter((p for c in chunks for p in c[2]), dtype=np.int64, count=member.size)
+        partition = np.fromiter(
+            (p for c in chunks for p in c[2]), dtype=np.int64, count=member.size
+        )
         return member, topic, partition
 
     def per_member(self) -> int:
@@ -109,8 +117,9 @@ class _RoundKeys:
         return TopicPartition(names[key // self._width], key % self._width)
 
 
-def cooperative_conflicts(subs: Mapping[str, Subscription],
-                          result: Mapping[str, Assignment]) -> list[tuple[TopicPartition, list[str], list[str]]]:
+def cooperative_conflicts(
+    subs: Mapping[str, Subscription], result: Mapping[str, Assignment]
+) -> list[tuple[TopicPartition, list[str], list[str]]]:
     """The partitions ``result`` adds to a member while revoking them from another, each with the
     members it is revoked from and the members it goes to (sorted). Two members that both claim a
     partition (a static member that missed a generation, KIP-341) are no conflict when one of
@@ -128,8 +137,11 @@ def cooperative_conflicts(subs: Mapping[str, Subscription],
     revoked = _sorted_unique(owned[~_within(owned, assigned)] % per_member)
     out = []
     for tp in sorted(keys.partition(k) for k in added[_within(added, revoked)].tolist()):
-        prev = sorted(mid for mid, s in subs.items()
-                      if tp in s.owned_partitions and tp not in getattr(result.get(mid), "partitions", ()))
+        prev = sorted(
+            mid
+            for mid, s in subs.items()
+            if tp in s.owned_partitions and tp not in getattr(result.get(mid), "partitions", ())
+        )
         to = sorted(mid for mid, a in result.items() if tp in a.partitions)
         out.append((tp, prev, to))
     return out

@@ -66,7 +66,7 @@ class MemberMeta:
     """What the coordinator knows of one member (GroupMetadata's MemberMetadata)."""
 
     member_id: str
-    client: str                      # network address of the member's client
+    client: str  # network address of the member's client
     group_instance_id: str | None
     protocols: tuple[tuple[str, Subscription], ...]
     session_timeout_s: float
@@ -108,8 +108,12 @@ def _disjoint_by_indices(lists) -> bool:
 class GroupCoordinator:
     """Kafka's classic group state machine for one group. Sans-I/O: see the module docstring."""
 
-    def __init__(self, config: GroupConfig, elide_heartbeats: bool = True,
-                 id_rng: np.random.Generator | None = None):
+    def __init__(
+        self,
+        config: GroupConfig,
+        elide_heartbeats: bool = True,
+        id_rng: np.random.Generator | None = None,
+    ):
         self.config = config
         # member ids' random part (ClassicGroup.generateMemberId): a seeded stream of the run's
         self._id_rng = id_rng if id_rng is not None else np.random.default_rng(0)
@@ -118,12 +122,14 @@ class GroupCoordinator:
         self.generation = 0
         self.protocol: str | None = None
         self.leader: str | None = None
-        self.members: dict[str, MemberMeta] = {}     # insertion order = join order
-        self.members_version = 0  # bumped whenever a member id is added or removed (cheap change test)
-        self.static_members: dict[str, str] = {}     # group.instance.id -> member id
-        self.pending_members: set[str] = set()       # KIP-394: told MEMBER_ID_REQUIRED
+        self.members: dict[str, MemberMeta] = {}  # insertion order = join order
+        self.members_version = (
+            0  # bumped whenever a member id is added or removed (cheap change test)
+        )
+        self.static_members: dict[str, str] = {}  # group.instance.id -> member id
+        self.pending_members: set[str] = set()  # KIP-394: told MEMBER_ID_REQUIRED
         self.pending_sync: set[str] = set()
-        self.n_awaiting = 0                          # members whose JoinGroup waits in the barrier
+        self.n_awaiting = 0  # members whose JoinGroup waits in the barrier
         self.protocol_counts: dict[str, int] = {}
         self.timers: dict[tuple, float] = {}
         self.quiet_epoch = 0
@@ -183,8 +189,12 @@ class GroupCoordinator:
             self._on_commit(now, sender, msg)
         elif isinstance(msg, m.OffsetFetchRequest):
             # OffsetFetch needs no membership in the classic protocol; it answers what is stored.
-            self._reply(sender, m.OffsetFetchResponse(m.NONE, msg.partitions, self.offsets.fetch(msg.partitions),
-                                                      msg.seq))
+            self._reply(
+                sender,
+                m.OffsetFetchResponse(
+                    m.NONE, msg.partitions, self.offsets.fetch(msg.partitions), msg.seq
+                ),
+            )
         else:
             raise TypeError(f"coordinator cannot handle {msg!r}")
         return self._drain()
@@ -272,7 +282,10 @@ class GroupCoordinator:
             self.protocol_counts[name] -= 1
             if not self.protocol_counts[name]:
                 del self.protocol_counts[name]
-        if meta.group_instance_id is not None and self.static_members.get(meta.group_instance_id) == member_id:
+        if (
+            meta.group_instance_id is not None
+            and self.static_members.get(meta.group_instance_id) == member_id
+        ):
             del self.static_members[meta.group_instance_id]
         self.pending_sync.discard(member_id)
         self.timers.pop(("expire", member_id), None)
@@ -332,7 +345,12 @@ class GroupCoordinator:
             self._initial_remaining_s = max(self.rebalance_timeout_s - delay, 0.0)
             self._new_member_added = False
             self._join_mode = "initial"
-            self._timer(("join",), now + min(delay, self.rebalance_timeout_s) if self.rebalance_timeout_s else now + delay)
+            self._timer(
+                ("join",),
+                now + min(delay, self.rebalance_timeout_s)
+                if self.rebalance_timeout_s
+                else now + delay,
+            )
         else:
             self._join_mode = "normal"
             self._timer(("join",), now + self.rebalance_timeout_s)
@@ -385,9 +403,14 @@ class GroupCoordinator:
         self.generation += 1
         self.protocol = self._select_protocol()
         self._transition(COMPLETING_REBALANCE)
-        self._event("join_complete", None,
-                    f"members={len(self.members)} protocol={self.protocol} leader={self.members[self.leader].client}")
-        all_members = tuple((mm.member_id, self._subscription_of(mm)) for mm in self.members.values())
+        self._event(
+            "join_complete",
+            None,
+            f"members={len(self.members)} protocol={self.protocol} leader={self.members[self.leader].client}",
+        )
+        all_members = tuple(
+            (mm.member_id, self._subscription_of(mm)) for mm in self.members.values()
+        )
         for mm in self.members.values():
             self.pending_sync.add(mm.member_id)
             if not mm.awaiting_join:
@@ -395,9 +418,17 @@ class GroupCoordinator:
             mm.awaiting_join = False
             self.n_awaiting -= 1
             is_leader = mm.member_id == self.leader
-            self._reply(mm, m.JoinGroupResponse(
-                m.NONE, self.generation, self.protocol, self.leader, mm.member_id,
-                all_members if is_leader else ()))
+            self._reply(
+                mm,
+                m.JoinGroupResponse(
+                    m.NONE,
+                    self.generation,
+                    self.protocol,
+                    self.leader,
+                    mm.member_id,
+                    all_members if is_leader else (),
+                ),
+            )
             mm.last_heartbeat = now
             self._schedule_expiry(mm)
         self._timer(("sync",), now + self.rebalance_timeout_s)
@@ -438,7 +469,9 @@ class GroupCoordinator:
         names = tuple(n for n, _ in req.protocols)
         existing = self.members.get(req.member_id)
         if not self._supports(names, existing):
-            self._reply(client, m.JoinGroupResponse(m.INCONSISTENT_GROUP_PROTOCOL, member_id=req.member_id))
+            self._reply(
+                client, m.JoinGroupResponse(m.INCONSISTENT_GROUP_PROTOCOL, member_id=req.member_id)
+            )
             self._event("join_rejected", client, "INCONSISTENT_GROUP_PROTOCOL")
             return
         if req.member_id == "":
@@ -459,7 +492,10 @@ class GroupCoordinator:
         if existing is None:
             self._reply(client, m.JoinGroupResponse(m.UNKNOWN_MEMBER_ID, member_id=req.member_id))
             return
-        if req.group_instance_id is not None and self.static_members.get(req.group_instance_id) != req.member_id:
+        if (
+            req.group_instance_id is not None
+            and self.static_members.get(req.group_instance_id) != req.member_id
+        ):
             self._reply(client, m.JoinGroupResponse(m.FENCED_INSTANCE_ID, member_id=req.member_id))
             return
         existing.client = client
@@ -475,9 +511,20 @@ class GroupCoordinator:
                 members: tuple[tuple[str, Subscription], ...] = ()
                 assert self.leader is not None  # (a generation has its leader)
                 if existing.member_id == self.leader:
-                    members = tuple((mm.member_id, self._subscription_of(mm)) for mm in self.members.values())
-                self._reply(existing, m.JoinGroupResponse(m.NONE, self.generation, self.protocol, self.leader,
-                                                          existing.member_id, members))
+                    members = tuple(
+                        (mm.member_id, self._subscription_of(mm)) for mm in self.members.values()
+                    )
+                self._reply(
+                    existing,
+                    m.JoinGroupResponse(
+                        m.NONE,
+                        self.generation,
+                        self.protocol,
+                        self.leader,
+                        existing.member_id,
+                        members,
+                    ),
+                )
             else:
                 self._update_protocols(existing, req.protocols)
                 self._await(existing)
@@ -487,20 +534,37 @@ class GroupCoordinator:
                 # The leader's JoinGroup always forces a rebalance (metadata changes it noticed).
                 self._update_protocols(existing, req.protocols)
                 self._await(existing)
-                self._prepare_rebalance(now, f"member {client} rejoined ({req.reason or 'metadata changed'})")
+                self._prepare_rebalance(
+                    now, f"member {client} rejoined ({req.reason or 'metadata changed'})"
+                )
             else:
                 self._reply(existing, self._join_response_for(existing))
         else:  # EMPTY with a known member cannot happen: members are removed on the way to Empty.
             self._reply(client, m.JoinGroupResponse(m.UNKNOWN_MEMBER_ID, member_id=req.member_id))
 
     def _join_response_for(self, mm: MemberMeta) -> m.JoinGroupResponse:
-        return m.JoinGroupResponse(m.NONE, self.generation, self.protocol, self.leader or "", mm.member_id, (),
-                                   skip_assignment=mm.member_id == self.leader)
+        return m.JoinGroupResponse(
+            m.NONE,
+            self.generation,
+            self.protocol,
+            self.leader or "",
+            mm.member_id,
+            (),
+            skip_assignment=mm.member_id == self.leader,
+        )
 
-    def _add_and_rebalance(self, now: float, client: str, req: m.JoinGroupRequest, member_id: str,
-                           reason: str) -> None:
-        meta = MemberMeta(member_id, client, req.group_instance_id, req.protocols,
-                          req.session_timeout_s, req.rebalance_timeout_s, awaiting_join=True)
+    def _add_and_rebalance(
+        self, now: float, client: str, req: m.JoinGroupRequest, member_id: str, reason: str
+    ) -> None:
+        meta = MemberMeta(
+            member_id,
+            client,
+            req.group_instance_id,
+            req.protocols,
+            req.session_timeout_s,
+            req.rebalance_timeout_s,
+            awaiting_join=True,
+        )
         self._add_member(now, meta)
         self._new_member_added = True
         if self.state == PREPARING_REBALANCE:
@@ -588,8 +652,11 @@ class GroupCoordinator:
             for mid, a in assignments.items():
                 for tp in a.partitions:
                     if tp in seen:
-                        self._emit("violation", f"generation {self.generation}: {tp} assigned to both "
-                                   f"{seen[tp]} and {mid}")
+                        self._emit(
+                            "violation",
+                            f"generation {self.generation}: {tp} assigned to both "
+                            f"{seen[tp]} and {mid}",
+                        )
                     seen[tp] = mid
         for mid, mmx in self.members.items():
             mmx.assignment = assignments.get(mid, Assignment())
@@ -620,13 +687,31 @@ class GroupCoordinator:
     def _on_heartbeat(self, now: float, client: str, req: m.HeartbeatRequest) -> None:
         mm = self.members.get(req.member_id)
         if mm is None:
-            err = m.FENCED_INSTANCE_ID if (req.group_instance_id in self.static_members) else m.UNKNOWN_MEMBER_ID
-            self._reply(client, m.HeartbeatResponse(err, received_at=now, member_id=req.member_id,
-                                                     generation=req.generation))
+            err = (
+                m.FENCED_INSTANCE_ID
+                if (req.group_instance_id in self.static_members)
+                else m.UNKNOWN_MEMBER_ID
+            )
+            self._reply(
+                client,
+                m.HeartbeatResponse(
+                    err, received_at=now, member_id=req.member_id, generation=req.generation
+                ),
+            )
             return
-        if req.group_instance_id is not None and self.static_members.get(req.group_instance_id) != req.member_id:
-            self._reply(client, m.HeartbeatResponse(m.FENCED_INSTANCE_ID, received_at=now,
-                                                     member_id=req.member_id, generation=req.generation))
+        if (
+            req.group_instance_id is not None
+            and self.static_members.get(req.group_instance_id) != req.member_id
+        ):
+            self._reply(
+                client,
+                m.HeartbeatResponse(
+                    m.FENCED_INSTANCE_ID,
+                    received_at=now,
+                    member_id=req.member_id,
+                    generation=req.generation,
+                ),
+            )
             return
         mm.client = client
         mm.last_heartbeat = now
@@ -637,15 +722,25 @@ class GroupCoordinator:
         else:
             err = m.NONE
         quiet = None
-        if (err == m.NONE and self.elide and self.state == STABLE and not req.last and not mm.hold_quiet
-                and mm.member_id not in self.pending_sync):
+        if (
+            err == m.NONE
+            and self.elide
+            and self.state == STABLE
+            and not req.last
+            and not mm.hold_quiet
+            and mm.member_id not in self.pending_sync
+        ):
             mm.quiet = True
             quiet = self.quiet_epoch
             self._timer(("expire", mm.member_id), None)
         else:
             self._schedule_expiry(mm)
-        self._reply(mm, m.HeartbeatResponse(err, quiet, received_at=now, member_id=req.member_id,
-                                             generation=req.generation))
+        self._reply(
+            mm,
+            m.HeartbeatResponse(
+                err, quiet, received_at=now, member_id=req.member_id, generation=req.generation
+            ),
+        )
 
     def _on_session_expiry(self, now: float, member_id: str) -> None:
         mm = self.members.get(member_id)
@@ -681,7 +776,10 @@ class GroupCoordinator:
                 return
             self._reply(client, m.LeaveGroupResponse(m.UNKNOWN_MEMBER_ID))
             return
-        if req.group_instance_id is not None and self.static_members.get(req.group_instance_id) != req.member_id:
+        if (
+            req.group_instance_id is not None
+            and self.static_members.get(req.group_instance_id) != req.member_id
+        ):
             self._reply(client, m.LeaveGroupResponse(m.FENCED_INSTANCE_ID))
             return
         self._reply(client, m.LeaveGroupResponse(m.NONE))

@@ -26,8 +26,9 @@ class Handoffs:
     def created(self, tp: TopicPartition) -> float:
         return self._created(tp)
 
-    def release(self, tp: TopicPartition, t: float, position_s: float | None = None,
-                cause: str = "") -> None:
+    def release(
+        self, tp: TopicPartition, t: float, position_s: float | None = None, cause: str = ""
+    ) -> None:
         prev = self._released.get(tp)
         pos = t if position_s is None else position_s
         if prev is None:

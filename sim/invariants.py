@@ -35,8 +35,15 @@ class _Zombies:
     left out of the new generation)."""
 
     # the events it reads (check_run hands it only these)
-    KINDS = ("sync_received", "assignment_received", "member_added", "member_removed", "member_fenced",
-             "join_received", "join_complete")
+    KINDS = (
+        "sync_received",
+        "assignment_received",
+        "member_added",
+        "member_removed",
+        "member_fenced",
+        "join_received",
+        "join_complete",
+    )
 
     def __init__(self, events: list[tuple]):
         # (t, event index) orders events of one instant as they were recorded
@@ -53,7 +60,9 @@ class _Zombies:
             elif kind in ("member_removed", "member_fenced", "member_added"):
                 mm = _MEMBER_ID.search(detail or "")
                 if mm:
-                    (self.added if kind == "member_added" else self.removed)[mm.group(1)].append((t, i))
+                    (self.added if kind == "member_added" else self.removed)[mm.group(1)].append(
+                        (t, i)
+                    )
             elif kind == "join_received" and member:
                 self.joined[member].append((t, gen))
             elif kind == "join_complete":
@@ -93,13 +102,19 @@ def _overlapping(owned: pa.Table) -> set[tuple[str, int]]:
     start = owned.column("start").to_numpy()
     end = owned.column("end").to_numpy()
     order = np.lexsort((start, partition, topic_ix))
-    same = (topic_ix[order][1:] == topic_ix[order][:-1]) & (partition[order][1:] == partition[order][:-1])
+    same = (topic_ix[order][1:] == topic_ix[order][:-1]) & (
+        partition[order][1:] == partition[order][:-1]
+    )
     hit = order[1:][same & (start[order][1:] < end[order][:-1])]
     names = topic.dictionary.to_pylist()
-    return {(names[t], p) for t, p in zip(topic_ix[hit].tolist(), partition[hit].tolist(), strict=True)}
+    return {
+        (names[t], p) for t, p in zip(topic_ix[hit].tolist(), partition[hit].tolist(), strict=True)
+    }
 
 
-def check_run(events_t: pa.Table, intervals_t: pa.Table, *, settled: bool, cooperative: bool) -> list[str]:
+def check_run(
+    events_t: pa.Table, intervals_t: pa.Table, *, settled: bool, cooperative: bool
+) -> list[str]:
     """Violations (strings) of the run-level invariants."""
     out: list[str] = []
     cols = ["t", "kind", "member", "generation", "detail"]
@@ -114,10 +129,14 @@ def check_run(events_t: pa.Table, intervals_t: pa.Table, *, settled: bool, coope
             last_gen = gen
 
     icol = ["kind", "member", "topic", "partition", "start", "end"]
-    for _kind, member, topic, partition, s, _e in table_rows(intervals_t, icol, ("double_processing",)):
+    for _kind, member, topic, partition, s, _e in table_rows(
+        intervals_t, icol, ("double_processing",)
+    ):
         members = (member or "").split(",")
         if not any(zombies.zombie(mm, s) for mm in members):
-            out.append(f"t={s:.6f}: {topic}-{partition} processed by {member} at once and none is a zombie")
+            out.append(
+                f"t={s:.6f}: {topic}-{partition} processed by {member} at once and none is a zombie"
+            )
     # Two owners at once: only the partitions whose owned rows overlap at all need the pairwise
     # look (with zombies) below; the table is sorted by partition, so they come in its order.
     owned_t = intervals_t.filter(pc.equal(intervals_t.column("kind"), "owned"))
@@ -132,15 +151,19 @@ def check_run(events_t: pa.Table, intervals_t: pa.Table, *, settled: bool, coope
             continue
         rows.sort()
         for i, (_s, e, member) in enumerate(rows):
-            for s2, _e2, member2 in rows[i + 1:]:
+            for s2, _e2, member2 in rows[i + 1 :]:
                 if s2 >= e:
                     break
                 if member2 == member:
                     continue
                 if not (zombies.zombie(member, s2) or zombies.zombie(member2, s2)):
-                    out.append(f"t={s2:.6f}: {topic}-{partition} owned by {member} and {member2} at once "
-                               f"({'cooperative' if cooperative else 'eager'} group)")
+                    out.append(
+                        f"t={s2:.6f}: {topic}-{partition} owned by {member} and {member2} at once "
+                        f"({'cooperative' if cooperative else 'eager'} group)"
+                    )
     if not settled:
-        out.append("the group did not settle after the last timeline action "
-                   "(some partition never got a live processing owner, or a rebalance never ended)")
+        out.append(
+            "the group did not settle after the last timeline action "
+            "(some partition never got a live processing owner, or a rebalance never ended)"
+        )
     return out

@@ -123,7 +123,9 @@ class Actor:
                 io_only = False
                 if op == "event":
                     self.seq += 1
-                    rec.events.append((now, self.rank, self.seq, eff[1], eff[2], eff[3], eff[4]))  # rec.event
+                    rec.events.append(
+                        (now, self.rank, self.seq, eff[1], eff[2], eff[3], eff[4])
+                    )  # rec.event
                 elif op == "open":
                     rec.open(now, eff[1], eff[2], eff[3], eff[4])
                 elif op == "close":
@@ -266,11 +268,13 @@ def seed_states(entropy: int, keys: np.ndarray) -> np.ndarray:
         raise ValueError("seed_states: keys must be rows of integers below 2**32")
     run = _uint32_words(entropy)
     if keys.shape[1] and len(run) < _POOL:
-        run += [0] * (_POOL - len(run))  # SeedSequence pads the run entropy when a spawn key follows
+        run += [0] * (
+            _POOL - len(run)
+        )  # SeedSequence pads the run entropy when a spawn key follows
     rows = keys.shape[0]
     words = np.empty((rows, len(run) + keys.shape[1]), dtype=np.uint32)
-    words[:, :len(run)] = np.array(run, dtype=np.uint32)
-    words[:, len(run):] = keys.astype(np.uint32)
+    words[:, : len(run)] = np.array(run, dtype=np.uint32)
+    words[:, len(run) :] = keys.astype(np.uint32)
     hash_const = _INIT_A
 
     def hashmix(value: np.ndarray) -> np.ndarray:
@@ -319,7 +323,9 @@ class _SeedState(np.random.bit_generator.ISeedSequence):
     def generate_state(self, n_words, dtype=np.uint32):
         if n_words == 4 and np.dtype(dtype) == np.uint64:
             return self._state
-        return np.random.SeedSequence(self.entropy, spawn_key=self.spawn_key).generate_state(n_words, dtype)
+        return np.random.SeedSequence(self.entropy, spawn_key=self.spawn_key).generate_state(
+            n_words, dtype
+        )
 
     def spawn(self, n_children):
         return np.random.SeedSequence(self.entropy, spawn_key=self.spawn_key).spawn(n_children)
@@ -391,8 +397,10 @@ class Kernel:
         if states is None:
             ranks = np.arange(block * RNG_BLOCK, (block + 1) * RNG_BLOCK, dtype=np.uint64)[:, None]
             prefix = np.array(self._seed.spawn_key, dtype=np.uint64)
-            keys = np.hstack([np.broadcast_to(prefix, (RNG_BLOCK, prefix.size)), ranks]
-                             + ([] if stream is None else [np.full((RNG_BLOCK, 1), stream, dtype=np.uint64)]))
+            keys = np.hstack(
+                [np.broadcast_to(prefix, (RNG_BLOCK, prefix.size)), ranks]
+                + ([] if stream is None else [np.full((RNG_BLOCK, 1), stream, dtype=np.uint64)])
+            )
             states = self._seed_states[(stream, block)] = seed_states(self._entropy, keys)
         key = self._seed.spawn_key + (rank,) + (() if stream is None else (stream,))
         seed_seq = _SeedState(states[rank - block * RNG_BLOCK], self._entropy, key)
@@ -524,8 +532,12 @@ class TaskKernel(Kernel):
         self._waiting = False  # the kernel's task is parked until the run ends
         self._clock: trio.testing.MockClock | None = None
         self._clock_at = 0.0  # where trio's clock stands
-        self._handoffs: list[tuple[str, list]] = []  # the current batch's handoffs still to make, last first
-        self._dests: Iterable[str] = ()  # the current batch's destinations (``batch_dests`` once it is done)
+        self._handoffs: list[
+            tuple[str, list]
+        ] = []  # the current batch's handoffs still to make, last first
+        self._dests: Iterable[
+            str
+        ] = ()  # the current batch's destinations (``batch_dests`` once it is done)
         self._in_batch = False
         self._handlers: dict[int, Callable] = {}  # the guarded signals' handlers (_guard_signals)
         self._deferred: list[int] = []  # signals that landed in trio's machinery, to pass on

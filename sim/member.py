@@ -128,16 +128,34 @@ class Member(ConsumerClient):
     TRANSITIONS = TRANSITIONS
     INITIAL_STATE = UNJOINED
 
-    def __init__(self, name: str, config: ConsumerConfig, topics: tuple[str, ...],
-                 metadata: Callable[[], tuple[int, dict[str, int]]],
-                 sample_latency: Callable[[], float], assignor_cost: AssignorCost,
-                 elide_heartbeats: bool = True, *, rates: Mapping[str, float] | None = None,
-                 handoffs: Handoffs | None = None, poll_rng: np.random.Generator | LazyGenerator | None = None,
-                 rank: int = 0):
-        super().__init__(name, config, topics, sample_latency, elide_heartbeats, rates=rates,
-                         handoffs=handoffs, poll_rng=poll_rng, rank=rank)
+    def __init__(
+        self,
+        name: str,
+        config: ConsumerConfig,
+        topics: tuple[str, ...],
+        metadata: Callable[[], tuple[int, dict[str, int]]],
+        sample_latency: Callable[[], float],
+        assignor_cost: AssignorCost,
+        elide_heartbeats: bool = True,
+        *,
+        rates: Mapping[str, float] | None = None,
+        handoffs: Handoffs | None = None,
+        poll_rng: np.random.Generator | LazyGenerator | None = None,
+        rank: int = 0,
+    ):
+        super().__init__(
+            name,
+            config,
+            topics,
+            sample_latency,
+            elide_heartbeats,
+            rates=rates,
+            handoffs=handoffs,
+            poll_rng=poll_rng,
+            rank=rank,
+        )
         self._topic_set = (self.topics, frozenset(self.topics))  # (topics, as a set) cache
-        self._metadata = metadata              # () -> (version, partitions_per_topic)
+        self._metadata = metadata  # () -> (version, partitions_per_topic)
         self.assignor_cost = assignor_cost
         self.assignors = {n: new_assignor(n) for n in config.partition_assignment_strategy}
         self.protocol = rebalance_protocol(config.partition_assignment_strategy)
@@ -158,7 +176,7 @@ class Member(ConsumerClient):
         self.sync_in_flight = False
         self.pending_assignment: tuple[int, Assignment] | None = None  # SyncGroup done, not polled
         self.prepare_commit: int | None = None  # onJoinPrepare waits for this commit
-        self.commit_next: float | None = None   # next auto-commit when heartbeats went quiet
+        self.commit_next: float | None = None  # next auto-commit when heartbeats went quiet
 
     # ------------------------------------------------------------------ the hooks of ConsumerClient
 
@@ -172,15 +190,33 @@ class Member(ConsumerClient):
         owned = self._owned_tuple()
         self.commit_sent[self.commit_seq] = (self.generation, self.member_id)
         position = self._position_s(now)
-        return m.OffsetCommitRequest(self.member_id, self.generation, self.instance_id, len(owned),
-                                     self.commit_seq, owned, position, self._ahead(owned, position))
+        return m.OffsetCommitRequest(
+            self.member_id,
+            self.generation,
+            self.instance_id,
+            len(owned),
+            self.commit_seq,
+            owned,
+            position,
+            self._ahead(owned, position),
+        )
 
     def _send_commit(self, now: float, offsets: tuple, position_s: float) -> int:
         self._settle_commits_before(now)
         self.commit_seq += 1
         self.commit_sent[self.commit_seq] = (self.generation, self.member_id)
-        self._send(m.OffsetCommitRequest(self.member_id, self.generation, self.instance_id, len(offsets),
-                                         self.commit_seq, offsets, position_s, self._ahead(offsets, position_s)))
+        self._send(
+            m.OffsetCommitRequest(
+                self.member_id,
+                self.generation,
+                self.instance_id,
+                len(offsets),
+                self.commit_seq,
+                offsets,
+                position_s,
+                self._ahead(offsets, position_s),
+            )
+        )
         return self.commit_seq
 
     def _commit_refused(self) -> str | None:
@@ -212,17 +248,29 @@ class Member(ConsumerClient):
     def settled(self) -> bool:
         """Stable, nothing pending, processing (used for the episode end). A commitSync() blocks
         processing for a round trip after every batch; only one that had to be retried counts."""
-        return (self.alive and self.state == STABLE and not self.rejoin_needed and not self.busy
-                and not self.closing and self.paused_at is None and self.pending_assignment is None
-                and not self.fetches and not self.first_pending and not self._commit_stuck())
+        return (
+            self.alive
+            and self.state == STABLE
+            and not self.rejoin_needed
+            and not self.busy
+            and not self.closing
+            and self.paused_at is None
+            and self.pending_assignment is None
+            and not self.fetches
+            and not self.first_pending
+            and not self._commit_stuck()
+        )
 
     # ------------------------------------------------------------------ lifecycle (from the director)
 
     def start(self, now: float) -> list[Effect]:
         self.alive = True
         self.started_at = now
-        self._event("start", f"assignors={','.join(self.assignors)} protocol={self.protocol}"
-                    + (f" group.instance.id={self.instance_id}" if self.instance_id else ""))
+        self._event(
+            "start",
+            f"assignors={','.join(self.assignors)} protocol={self.protocol}"
+            + (f" group.instance.id={self.instance_id}" if self.instance_id else ""),
+        )
         self._request_rejoin("start")
         self._poll(now)
         return self._drain()
@@ -267,7 +315,10 @@ class Member(ConsumerClient):
                     self._revoke_callback(t, cost, self._finish_close)
                     if self.stalls:
                         self._stall_close()
-                self._commit_sync(now, after_commit, label="commitSync on close", timeout_s=CLOSE_TIMEOUT_S)
+
+                self._commit_sync(
+                    now, after_commit, label="commitSync on close", timeout_s=CLOSE_TIMEOUT_S
+                )
             else:
                 self._revoke_callback(now, cost, self._finish_close)
         else:
@@ -276,7 +327,11 @@ class Member(ConsumerClient):
     def _finish_close(self, now: float) -> None:
         self._stop_heartbeats(now)
         if (self.instance_id is None and self.member_id and self.state != UNJOINED) or (
-                self.instance_id is None and self.member_id and self.state == UNJOINED and self.generation >= 0):
+            self.instance_id is None
+            and self.member_id
+            and self.state == UNJOINED
+            and self.generation >= 0
+        ):
             self._send(m.LeaveGroupRequest(self.member_id, None, "the consumer is being closed"))
             self._event("leave_group", f"member_id={self.member_id}")
         self._die(now)
@@ -318,7 +373,11 @@ class Member(ConsumerClient):
         paused_for = self._leave_pause(now)
         if self.elide and self.member_id:
             self.out.append(("control", m.COORDINATOR, m.Unquiet(self.member_id, None, hold=False)))
-        if self.hb_enabled and paused_for >= self.config.max_poll_interval_s and self.state != UNJOINED:
+        if (
+            self.hb_enabled
+            and paused_for >= self.config.max_poll_interval_s
+            and self.state != UNJOINED
+        ):
             self._poll_timeout(now)
         elif self.hb_enabled:
             self._timer(("hb",), now)  # overdue: the heartbeat thread sends at once
@@ -396,8 +455,10 @@ class Member(ConsumerClient):
             req = self._commit_request(now)
             self.prepare_commit = req.seq
             self._send(req)
-            self._timer(("prepare_commit",), now + min(self.config.request_timeout_s,
-                                                       self.config.max_poll_interval_s))
+            self._timer(
+                ("prepare_commit",),
+                now + min(self.config.request_timeout_s, self.config.max_poll_interval_s),
+            )
             return
         if prepare_commit:
             # KAFKA-13310: mark every partition pending revocation (no more records), commit, and
@@ -409,8 +470,10 @@ class Member(ConsumerClient):
             self.busy = True
             self._after_busy = None
             self._stall_open()
-            self._timer(("prepare_commit",), now + min(self.config.request_timeout_s,
-                                                       self.config.max_poll_interval_s))
+            self._timer(
+                ("prepare_commit",),
+                now + min(self.config.request_timeout_s, self.config.max_poll_interval_s),
+            )
             return
         self._enter_preparing()
         self._join_prepare_revoke(now)
@@ -451,10 +514,13 @@ class Member(ConsumerClient):
             def done(t, revoked=revoked):
                 self._set_owned(t, remove=revoked)
                 self._send_join(t)
+
             self._run_callback(now, "revoke", cost, done)
         else:
             _version, meta = self._metadata()
-            gone = sorted(tp for tp in self.owned if tp.topic not in meta or tp.partition >= meta[tp.topic])
+            gone = sorted(
+                tp for tp in self.owned if tp.topic not in meta or tp.partition >= meta[tp.topic]
+            )
             if gone:
                 self._event("revoke", f"count={len(gone)} topic deleted")
                 self._set_owned(now, remove=gone)
@@ -468,29 +534,57 @@ class Member(ConsumerClient):
         out = []
         for name, a in self.assignors.items():
             if name == "sticky" and old_client:
-                ud = None if self.last_assignment is None else encode_sticky_user_data(self.last_assignment, None)
+                ud = (
+                    None
+                    if self.last_assignment is None
+                    else encode_sticky_user_data(self.last_assignment, None)
+                )
             else:
                 ud = a.subscription_user_data(self.last_assignment, self.assignment_generation)
-            out.append((name, Subscription(self.topics, ud, owned, self.instance_id,
-                                           -1 if old_client else self.generation, self.config.rack)))
+            out.append(
+                (
+                    name,
+                    Subscription(
+                        self.topics,
+                        ud,
+                        owned,
+                        self.instance_id,
+                        -1 if old_client else self.generation,
+                        self.config.rack,
+                    ),
+                )
+            )
         return tuple(out)
 
     def _send_join(self, now: float) -> None:
         self._transition(PREPARING_REBALANCE)
         self.rejoin_needed = False
-        req = m.JoinGroupRequest(self.member_id, self.instance_id, self._subscriptions(),
-                                 self.config.session_timeout_s, self.config.max_poll_interval_s,
-                                 self.join_reason)
+        req = m.JoinGroupRequest(
+            self.member_id,
+            self.instance_id,
+            self._subscriptions(),
+            self.config.session_timeout_s,
+            self.config.max_poll_interval_s,
+            self.join_reason,
+        )
         self._send(req)
         self._event("join_sent", self.join_reason)
-        self._timer(("join_timeout",), now + max(self.config.request_timeout_s,
-                                                 self.config.max_poll_interval_s + JOIN_TIMEOUT_MARGIN_S))
+        self._timer(
+            ("join_timeout",),
+            now
+            + max(
+                self.config.request_timeout_s,
+                self.config.max_poll_interval_s + JOIN_TIMEOUT_MARGIN_S,
+            ),
+        )
 
     def _poll_timeout(self, now: float) -> None:
         """Heartbeat thread: the poll thread stalled past max.poll.interval.ms (maybeLeaveGroup)."""
         self._event("poll_timeout", f"max.poll.interval.ms={self.config.max_poll_interval_ms:g}")
         if self.instance_id is None and self.member_id:
-            self._send(m.LeaveGroupRequest(self.member_id, None, "consumer poll timeout has expired"))
+            self._send(
+                m.LeaveGroupRequest(self.member_id, None, "consumer poll timeout has expired")
+            )
         self._stop_heartbeats(now)
         self._reset_generation("poll timeout")
 
@@ -531,7 +625,11 @@ class Member(ConsumerClient):
                 self._wake_poll(now)
         elif kind == "metadata":
             version, _ = self._metadata()
-            if self.is_leader and self.state == STABLE and version != self.metadata_version_assigned:
+            if (
+                self.is_leader
+                and self.state == STABLE
+                and version != self.metadata_version_assigned
+            ):
                 self._event("metadata_changed", f"version={version}")
                 self._request_rejoin("metadata changed")
                 self._wake_poll(now)
@@ -619,7 +717,10 @@ class Member(ConsumerClient):
         self.group_protocol = r.protocol
         self.is_leader = r.leader == self.member_id
         self._transition(COMPLETING_REBALANCE)
-        self._event("join_received", f"leader={self.is_leader} protocol={r.protocol} members={len(r.members)}")
+        self._event(
+            "join_received",
+            f"leader={self.is_leader} protocol={r.protocol} members={len(r.members)}",
+        )
         self._enable_heartbeats(now)
         if self.is_leader and not r.skip_assignment:
             self._lead(now, r)
@@ -640,25 +741,36 @@ class Member(ConsumerClient):
         cost = self.assignor_cost.cost_s(total_partitions, len(subs), measured)
         if self.protocol == COOPERATIVE and r.protocol in self.assignors:
             self._validate_cooperative(subs, result)
-        self._event("assignment_computed", f"assignor={r.protocol} members={len(subs)} cost={cost:.6f}s")
+        self._event(
+            "assignment_computed", f"assignor={r.protocol} members={len(subs)} cost={cost:.6f}s"
+        )
         assignments = tuple(sorted(result.items()))
         if cost > 0:
             self._run_callback(now, "assign", cost, lambda t: self._send_sync(t, assignments))
         else:
             self._send_sync(now, assignments)
 
-    def _validate_cooperative(self, subs: dict[str, Subscription], result: dict[str, Assignment]) -> None:
+    def _validate_cooperative(
+        self, subs: dict[str, Subscription], result: dict[str, Assignment]
+    ) -> None:
         """ConsumerCoordinator.validateCooperativeAssignment: no partition may be added to one member
         while it is revoked from another in the same round (``sim.cooperative``)."""
         for tp, prev, to in cooperative_conflicts(subs, result):
-            self.out.append(("violation", f"cooperative assignment gives {tp} owned by {','.join(prev)} to "
-                             f"{','.join(to)} in generation {self.generation}"))
+            self.out.append(
+                (
+                    "violation",
+                    f"cooperative assignment gives {tp} owned by {','.join(prev)} to "
+                    f"{','.join(to)} in generation {self.generation}",
+                )
+            )
 
     def _send_sync(self, now: float, assignments) -> None:
         if self.state != COMPLETING_REBALANCE:
             return
         self.sync_in_flight = True
-        self._send(m.SyncGroupRequest(self.member_id, self.generation, self.instance_id, assignments))
+        self._send(
+            m.SyncGroupRequest(self.member_id, self.generation, self.instance_id, assignments)
+        )
         self._timer(("sync_timeout",), now + self.config.request_timeout_s)
 
     def _on_sync_response(self, now: float, r: m.SyncGroupResponse) -> None:
@@ -687,8 +799,13 @@ class Member(ConsumerClient):
     def _on_join_complete(self, now: float, assignment: Assignment) -> None:
         """ConsumerCoordinator.onJoinComplete."""
         if self.generation < self.max_generation_seen:
-            self.out.append(("violation", f"{self.name}: generation went back from "
-                             f"{self.max_generation_seen} to {self.generation}"))
+            self.out.append(
+                (
+                    "violation",
+                    f"{self.name}: generation went back from "
+                    f"{self.max_generation_seen} to {self.generation}",
+                )
+            )
         self.max_generation_seen = max(self.max_generation_seen, self.generation)
         self._transition(STABLE)
         parts = assignment.partitions
@@ -708,8 +825,11 @@ class Member(ConsumerClient):
             aset = set(assigned)
             revoked = sorted(self.owned - aset)
             added = sorted(aset - self.owned)
-        self._event("sync_received", f"member_id={self.member_id} assigned={len(assigned)} "
-                    f"added={len(added)} revoked={len(revoked)}")
+        self._event(
+            "sync_received",
+            f"member_id={self.member_id} assigned={len(assigned)} "
+            f"added={len(added)} revoked={len(revoked)}",
+        )
         a = self.assignors.get(self.group_protocol) if self.group_protocol is not None else None
         if a is not None:
             a.on_assignment(assignment, self.generation)
@@ -724,7 +844,9 @@ class Member(ConsumerClient):
                 self._owned_as = parts
             if added:
                 self._event("assign", f"count={len(added)}")
-            self._run_callback(t, "assign", cfg.assign_cost_ms / 1000.0 * len(added), lambda _t: None)
+            self._run_callback(
+                t, "assign", cfg.assign_cost_ms / 1000.0 * len(added), lambda _t: None
+            )
 
         if revoked and self.protocol == COOPERATIVE:
             self._event("revoke", f"count={len(revoked)} cooperative")
@@ -735,6 +857,7 @@ class Member(ConsumerClient):
                 self._set_owned(t, remove=revoked)
                 self._request_rejoin("need to revoke partitions and re-join")
                 assign_step(t)
+
             self._revoke_callback(now, cfg.revoke_cost_ms / 1000.0 * len(revoked), revoke_done)
         else:
             if revoked:  # EAGER never owns anything here; defensive
@@ -807,9 +930,15 @@ class Member(ConsumerClient):
         if ("hb",) not in self.timers and self.paused_at is None:
             self._timer(("hb",), max(now, self._hb_at(self.hb_n)))
         if r.error == m.NONE:
-            if (r.quiet_epoch is not None and r.quiet_epoch >= self.quiet_epoch_seen and self.elide
-                    and self.state == STABLE and not self.rejoin_needed and self.pending_assignment is None
-                    and not self.hb_in_flight):
+            if (
+                r.quiet_epoch is not None
+                and r.quiet_epoch >= self.quiet_epoch_seen
+                and self.elide
+                and self.state == STABLE
+                and not self.rejoin_needed
+                and self.pending_assignment is None
+                and not self.hb_in_flight
+            ):
                 self.quiet = True
                 self.quiet_phase = self.last_hb_sent  # == self._hb_at(self.hb_n - 1)
                 self.quiet_arrival = r.received_at
@@ -842,7 +971,9 @@ class Member(ConsumerClient):
             k -= 1
         return k
 
-    def _last_elided(self, now: float, trigger_rank: int | None = None) -> tuple[float, float | None]:
+    def _last_elided(
+        self, now: float, trigger_rank: int | None = None
+    ) -> tuple[float, float | None]:
         """(arrival of the last elided heartbeat, send time of one still in flight or None).
 
         A heartbeat arriving exactly at ``now`` counts as arrived unless the input that woke us
@@ -870,7 +1001,10 @@ class Member(ConsumerClient):
         if in_flight is not None:
             self.hb_in_flight = 1
             self.last_hb_sent = in_flight
-            self._send(m.HeartbeatRequest(self.member_id, self.generation, self.instance_id), sent_at=in_flight)
+            self._send(
+                m.HeartbeatRequest(self.member_id, self.generation, self.instance_id),
+                sent_at=in_flight,
+            )
             self._timer(("hb_timeout",), in_flight + self.config.request_timeout_s)
         self._timer(("hb",), self._hb_at(self.hb_n))
         nxt = self._settle_elided_commits(now)
@@ -889,10 +1023,16 @@ class Member(ConsumerClient):
             self._settle_elided_commits(now)
             last_arrival, in_flight = self._last_elided(now)
             if in_flight is not None:
-                self._send(m.HeartbeatRequest(self.member_id, self.generation, self.instance_id, last=True),
-                           sent_at=in_flight)
+                self._send(
+                    m.HeartbeatRequest(
+                        self.member_id, self.generation, self.instance_id, last=True
+                    ),
+                    sent_at=in_flight,
+                )
                 self.hb_in_flight = 1
-            self.out.append(("control", m.COORDINATOR, m.Unquiet(self.member_id, last_arrival, hold=True)))
+            self.out.append(
+                ("control", m.COORDINATOR, m.Unquiet(self.member_id, last_arrival, hold=True))
+            )
         self._timer(("hb",), None)
         self._timer(("commit",), None)
 
@@ -913,8 +1053,19 @@ class Member(ConsumerClient):
             lag_s = self._position_s(now)
             lag_s = now - lag_s
             offsets = self._owned_tuple()
-            self.out.append(("control", m.COORDINATOR, m.ElidedCommits(
-                self.member_id, self.generation, offsets, tick - lag_s, self._ahead(offsets, tick - lag_s))))
+            self.out.append(
+                (
+                    "control",
+                    m.COORDINATOR,
+                    m.ElidedCommits(
+                        self.member_id,
+                        self.generation,
+                        offsets,
+                        tick - lag_s,
+                        self._ahead(offsets, tick - lag_s),
+                    ),
+                )
+            )
             self.commit_ok = True
         return tick + interval
 

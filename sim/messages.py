@@ -85,7 +85,7 @@ class HeartbeatResponse:
     error: str
     quiet_epoch: int | None = None
     received_at: float = 0.0
-    member_id: str = ""      # echoed from the request: a response to an older generation is ignored
+    member_id: str = ""  # echoed from the request: a response to an older generation is ignored
     generation: int = -1
 
 

@@ -45,8 +45,18 @@ _COUNT = re.compile(r"count=(\d+)")
 # The event kinds the metrics read; every other event leaves them unchanged, so the events of a
 # run are read filtered to these (a 1,000-member deploy has 71,000-77,000 events, 10-23% of
 # them these).
-METRIC_EVENT_KINDS = ("trigger", "unsettled", "settled", "rebalance_start", "join_complete",
-                      "target_assignment", "stable", "revoke", "reprocessed", "first_record")
+METRIC_EVENT_KINDS = (
+    "trigger",
+    "unsettled",
+    "settled",
+    "rebalance_start",
+    "join_complete",
+    "target_assignment",
+    "stable",
+    "revoke",
+    "reprocessed",
+    "first_record",
+)
 
 
 def _clipped(start: np.ndarray, end: np.ndarray, lo: float, hi: float) -> np.ndarray:
@@ -79,8 +89,9 @@ def _episodes_windows(events, last_t: float) -> list[dict]:
     trigger that does not unsettle the group (a delay spike, a partition that heals in time)
     gives a zero-length episode, unless the group unsettles before its fault window is over.
     """
-    episodes: list[dict] = [{"start": 0.0, "end": None, "triggers": ["formation"], "shaken": True,
-                             "quiet_until": 0.0}]
+    episodes: list[dict] = [
+        {"start": 0.0, "end": None, "triggers": ["formation"], "shaken": True, "quiet_until": 0.0}
+    ]
     open_ep: dict | None = episodes[0]
     i, n = 0, len(events)
     while i < n:
@@ -97,8 +108,13 @@ def _episodes_windows(events, last_t: float) -> list[dict]:
                 mm = _DURATION.search(detail or "")
                 until = t + (float(mm.group(1)) if mm else 0.0)
                 if open_ep is None:
-                    open_ep = {"start": t, "end": None, "triggers": [label], "shaken": False,
-                               "quiet_until": until}
+                    open_ep = {
+                        "start": t,
+                        "end": None,
+                        "triggers": [label],
+                        "shaken": False,
+                        "quiet_until": until,
+                    }
                     episodes.append(open_ep)
                 else:
                     open_ep["triggers"].append(label)
@@ -119,12 +135,18 @@ def _episodes_windows(events, last_t: float) -> list[dict]:
     return episodes
 
 
-def compute_metrics(events_t: pa.Table, intervals_t: pa.Table, config: SimConfig,
-                    rates: dict[str, float],
-                    processing_union: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[list[dict], dict]:
+def compute_metrics(
+    events_t: pa.Table,
+    intervals_t: pa.Table,
+    config: SimConfig,
+    rates: dict[str, float],
+    processing_union: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[list[dict], dict]:
     """(episodes, summary) for one run. Both hold only JSON types. ``processing_union``: the
     ``ProcessingSpans(...).union()`` of these intervals when the caller has it already."""
-    events = table_rows(events_t, ["t", "kind", "member", "generation", "detail"], METRIC_EVENT_KINDS)
+    events = table_rows(
+        events_t, ["t", "kind", "member", "generation", "detail"], METRIC_EVENT_KINDS
+    )
     intervals = table_rows(intervals_t, ["kind", "member", "topic", "partition", "start", "end"])
     last_t = pc.max(events_t.column("t")).as_py() if events_t.num_rows else 0.0
     run_end = max([last_t, *(r[5] for r in intervals), 0.0])
@@ -146,10 +168,12 @@ def compute_metrics(events_t: pa.Table, intervals_t: pa.Table, config: SimConfig
     st_start = np.array([r[4] for r in stalled], dtype=float)
     st_end = np.array([r[5] for r in stalled], dtype=float)
     st_members: dict[str, int] = {}
-    st_member = np.array([st_members.setdefault(r[1], len(st_members)) for r in stalled], dtype=np.int64)
+    st_member = np.array(
+        [st_members.setdefault(r[1], len(st_members)) for r in stalled], dtype=np.int64
+    )
     st_names = list(st_members)
-    reprocessed = []                    # (t, records, rate, cause)
-    first_records = []                  # (t, seconds after assignment)
+    reprocessed = []  # (t, records, rate, cause)
+    first_records = []  # (t, seconds after assignment)
     for t, kind, _m, _g, detail in events:
         if kind == "reprocessed":
             mm = _REPROCESSED.search(detail or "")
@@ -161,23 +185,37 @@ def compute_metrics(events_t: pa.Table, intervals_t: pa.Table, config: SimConfig
                 first_records.append((t, float(mm.group(1))))
 
     # group-wide processing (for stop-the-world)
-    bu_s, bu_e = ProcessingSpans(intervals).union() if processing_union is None else processing_union
+    bu_s, bu_e = (
+        ProcessingSpans(intervals).union() if processing_union is None else processing_union
+    )
 
     # lag: fluid bumps over unassigned intervals
     total_rate = sum(rates.get(t.name, 0.0) * t.partitions for t in config.topics) or 0.0
     owned_end = max((r[5] for r in by_kind["owned"]), default=run_end)
     final_members = {r[1] for r in by_kind["owned"] if r[5] >= owned_end}
     # what each member drains a backlog at (a commitSync per batch costs a round trip per batch)
-    capacity = sum(config.consumer_for(m).drain_capacity(2.0 * config.network.latency_of(m).mean_s())
-                   for m in final_members) if final_members else 0.0
+    capacity = (
+        sum(
+            config.consumer_for(m).drain_capacity(2.0 * config.network.latency_of(m).mean_s())
+            for m in final_members
+        )
+        if final_members
+        else 0.0
+    )
     spare = capacity / total_rate - 1.0 if total_rate > 0 else math.inf
     # Re-processed records add to the lag as if the partitions had been unassigned for the span
     # they are processed again, ending when the new owner learns its position.
     rp_rate = np.array([r[2] for r in reprocessed], dtype=float)
     rp_end = np.array([r[0] for r in reprocessed], dtype=float)
-    rp_start = rp_end - np.array([r[1] for r in reprocessed], dtype=float) / np.where(rp_rate > 0, rp_rate, 1.0)
-    lag = _lag_curve(np.concatenate([ua_start, rp_start]), np.concatenate([ua_end, rp_end]),
-                     np.concatenate([ua_rate, rp_rate]), spare)
+    rp_start = rp_end - np.array([r[1] for r in reprocessed], dtype=float) / np.where(
+        rp_rate > 0, rp_rate, 1.0
+    )
+    lag = _lag_curve(
+        np.concatenate([ua_start, rp_start]),
+        np.concatenate([ua_end, rp_end]),
+        np.concatenate([ua_rate, rp_rate]),
+        spare,
+    )
 
     ev_t = np.array([e[0] for e in events], dtype=float)
     episodes = []
@@ -238,42 +276,50 @@ def compute_metrics(events_t: pa.Table, intervals_t: pa.Table, config: SimConfig
         again = dict.fromkeys(REPROCESS_CAUSES, 0.0)
         for t, records, _rate, cause in reprocessed:
             if s <= t <= e:
-                again[_EVENT_CAUSES.get(cause, cause) if cause in again else "uncommitted"] += records
+                again[_EVENT_CAUSES.get(cause, cause) if cause in again else "uncommitted"] += (
+                    records
+                )
         again["zombie"] += sum((dp_rate * dp_in).tolist())
         firsts = [after for t, after in first_records if s <= t <= e]
-        processing = float(np.sum(np.clip(np.minimum(bu_e, e) - np.maximum(bu_s, s), 0, None))) if bu_s.size else 0.0
+        processing = (
+            float(np.sum(np.clip(np.minimum(bu_e, e) - np.maximum(bu_s, s), 0, None)))
+            if bu_s.size
+            else 0.0
+        )
         stw = max(0.0, (e - s) - processing)
         peak, recovery = _lag_in_window(lag, s, e)
-        episodes.append({
-            "episode": idx,
-            "triggers": "; ".join(w["triggers"]),
-            "start_s": s,
-            "end_s": e,
-            "settled": w["closed"],
-            "rebalance_time_s": e - s,
-            "rounds": rounds,
-            "generations": ",".join(str(g) for g in gens),
-            "time_to_detect_s": detect,
-            "join_barrier_s": join_s,
-            "sync_s": sync_s,
-            "callbacks_s": float(sum(cb.values())),
-            "callbacks_max_member_s": float(max(cb.values(), default=0.0)),
-            "members_revoking": len(revoking_members),
-            "partitions_revoked": revoked,
-            "unassigned_partition_s": float(np.sum(lengths)),
-            "unassigned_max_s": float(lengths.max()) if lengths.size else 0.0,
-            "unassigned_p50_s": _pct(lengths, 50) or 0.0,
-            "unassigned_p99_s": _pct(lengths, 99) or 0.0,
-            "partitions_touched": touched,
-            "throughput_loss_records": loss + sum(again.values()),
-            "peak_lag_records": peak,
-            "lag_recovery_s": recovery,
-            "stop_the_world_s": stw,
-            "double_processing_partition_s": float(dps),
-            "records_reprocessed": float(sum(again.values())),
-            **{f"records_reprocessed_{c}": float(v) for c, v in again.items()},
-            "first_record_max_s": float(max(firsts, default=0.0)),
-        })
+        episodes.append(
+            {
+                "episode": idx,
+                "triggers": "; ".join(w["triggers"]),
+                "start_s": s,
+                "end_s": e,
+                "settled": w["closed"],
+                "rebalance_time_s": e - s,
+                "rounds": rounds,
+                "generations": ",".join(str(g) for g in gens),
+                "time_to_detect_s": detect,
+                "join_barrier_s": join_s,
+                "sync_s": sync_s,
+                "callbacks_s": float(sum(cb.values())),
+                "callbacks_max_member_s": float(max(cb.values(), default=0.0)),
+                "members_revoking": len(revoking_members),
+                "partitions_revoked": revoked,
+                "unassigned_partition_s": float(np.sum(lengths)),
+                "unassigned_max_s": float(lengths.max()) if lengths.size else 0.0,
+                "unassigned_p50_s": _pct(lengths, 50) or 0.0,
+                "unassigned_p99_s": _pct(lengths, 99) or 0.0,
+                "partitions_touched": touched,
+                "throughput_loss_records": loss + sum(again.values()),
+                "peak_lag_records": peak,
+                "lag_recovery_s": recovery,
+                "stop_the_world_s": stw,
+                "double_processing_partition_s": float(dps),
+                "records_reprocessed": float(sum(again.values())),
+                **{f"records_reprocessed_{c}": float(v) for c, v in again.items()},
+                "first_record_max_s": float(max(firsts, default=0.0)),
+            }
+        )
     return episodes, _summarize(episodes)
 
 

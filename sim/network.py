@@ -32,6 +32,7 @@ class LinkFault:
     direction: str = BOTH
     extra_s: float | None = None
     loss: float | None = None  # a loss window: drop with this probability instead
+
     def applies(self, member: str, to_coordinator: bool, t: float) -> bool:
         if not (self.start <= t < self.end):
             return False
@@ -90,7 +91,9 @@ class Network:
         for f in self.spikes:
             if f.applies(member, to_coord, base):
                 delay += f.extra_s  # type: ignore[operator]  # (spikes have one)
-        at = base + delay  # (base + delay, not base + latency + extra: float sums are not associative)
+        at = (
+            base + delay
+        )  # (base + delay, not base + latency + extra: float sums are not associative)
         if at < now:
             at = now
         self.kernel.push(at, sender, dest, "msg", msg)

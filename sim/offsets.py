@@ -25,8 +25,12 @@ class OffsetStore:
     def __init__(self) -> None:
         self._committed: dict[TopicPartition, float] = {}
 
-    def commit(self, partitions: Iterable[TopicPartition], position_s: float,
-               ahead: Iterable[tuple[TopicPartition, float]] = ()) -> None:
+    def commit(
+        self,
+        partitions: Iterable[TopicPartition],
+        position_s: float,
+        ahead: Iterable[tuple[TopicPartition, float]] = (),
+    ) -> None:
         """Commit ``position_s`` for ``partitions``, except those listed in ``ahead`` with a
         position of their own (one OffsetCommit carries an offset per partition)."""
         committed = self._committed

@@ -55,10 +55,10 @@ class RunWiring:
     kernel: Kernel
     network: Network
     config: SimConfig
-    metadata: Callable[[], tuple[int, dict[str, int]]]   # the partition counts now
+    metadata: Callable[[], tuple[int, dict[str, int]]]  # the partition counts now
     rates: Mapping[str, float]
     handoffs: Handoffs
-    elide: bool                                          # heartbeat elision on for this run
+    elide: bool  # heartbeat elision on for this run
 
 
 @attrs.frozen
@@ -91,14 +91,29 @@ class GroupProtocol:
 
 
 def _classic_coordinator(w: RunWiring) -> GroupCoordinator:
-    return GroupCoordinator(w.config.group, w.elide, id_rng=w.kernel.rng_for(COORDINATOR_RANK, stream=ID_STREAM))
+    return GroupCoordinator(
+        w.config.group, w.elide, id_rng=w.kernel.rng_for(COORDINATOR_RANK, stream=ID_STREAM)
+    )
 
 
-def _classic_member(w: RunWiring, actor: MemberActor, cfg: ConsumerConfig, topics: tuple[str, ...]) -> Member:
+def _classic_member(
+    w: RunWiring, actor: MemberActor, cfg: ConsumerConfig, topics: tuple[str, ...]
+) -> Member:
     rng = actor.rng
     lat = w.config.network.latency_of(actor.name)
-    return Member(actor.name, cfg, topics, w.metadata, lambda: lat.sample_s(rng), w.config.assignor_cost,
-                  w.elide, rates=w.rates, handoffs=w.handoffs, poll_rng=actor.poll_rng, rank=actor.rank)
+    return Member(
+        actor.name,
+        cfg,
+        topics,
+        w.metadata,
+        lambda: lat.sample_s(rng),
+        w.config.assignor_cost,
+        w.elide,
+        rates=w.rates,
+        handoffs=w.handoffs,
+        poll_rng=actor.poll_rng,
+        rank=actor.rank,
+    )
 
 
 def _classic_empty(c: GroupCoordinator) -> bool:
@@ -131,8 +146,11 @@ CLASSIC = GroupProtocol(
     in_group=_classic_in_group,
     rebalancing=_classic_rebalancing,
     signature=_classic_signature,
-    phases={classic_group.PREPARING_REBALANCE: "join", classic_group.COMPLETING_REBALANCE: "sync",
-            classic_group.STABLE: "stable"},
+    phases={
+        classic_group.PREPARING_REBALANCE: "join",
+        classic_group.COMPLETING_REBALANCE: "sync",
+        classic_group.STABLE: "stable",
+    },
     dirty_on_io=True,
 )
 
@@ -141,23 +159,34 @@ CLASSIC = GroupProtocol(
 
 
 def _consumer_coordinator(w: RunWiring) -> ConsumerGroupCoordinator:
-    return ConsumerGroupCoordinator(w.config.group, w.metadata, w.config.assignor_cost, elide_heartbeats=w.elide)
+    return ConsumerGroupCoordinator(
+        w.config.group, w.metadata, w.config.assignor_cost, elide_heartbeats=w.elide
+    )
 
 
-def _consumer_member(w: RunWiring, actor: MemberActor, cfg: ConsumerConfig,
-                     topics: tuple[str, ...]) -> ConsumerMember:
+def _consumer_member(
+    w: RunWiring, actor: MemberActor, cfg: ConsumerConfig, topics: tuple[str, ...]
+) -> ConsumerMember:
     rng = actor.rng
     lat = w.config.network.latency_of(actor.name)
     name, network, kernel = actor.name, w.network, w.kernel
     if actor.id_rng is None:  # one stream per client, kept across restarts
         actor.id_rng = kernel.lazy_rng(actor.rank, stream=ID_STREAM)
     # a consumer instance makes its member id once (KIP-1082): a restart is a new one
-    return ConsumerMember(actor.name, cfg, topics, sample_latency=lambda: lat.sample_s(rng),
-                          link_faulty=lambda: network.link_fault_active(name, kernel.now),
-                          elide_heartbeats=w.elide, rates=w.rates, handoffs=w.handoffs,
-                          poll_rng=actor.poll_rng, rank=actor.rank,
-                          heartbeat_interval_s=w.config.group.consumer_heartbeat_interval_s,
-                          member_id=kafka_uuid(actor.id_rng))
+    return ConsumerMember(
+        actor.name,
+        cfg,
+        topics,
+        sample_latency=lambda: lat.sample_s(rng),
+        link_faulty=lambda: network.link_fault_active(name, kernel.now),
+        elide_heartbeats=w.elide,
+        rates=w.rates,
+        handoffs=w.handoffs,
+        poll_rng=actor.poll_rng,
+        rank=actor.rank,
+        heartbeat_interval_s=w.config.group.consumer_heartbeat_interval_s,
+        member_id=kafka_uuid(actor.id_rng),
+    )
 
 
 def _consumer_empty(c: ConsumerGroupCoordinator) -> bool:
@@ -165,7 +194,9 @@ def _consumer_empty(c: ConsumerGroupCoordinator) -> bool:
 
 
 def _consumer_stable(c: ConsumerGroupCoordinator, t: float) -> bool:
-    return c.state == cg.GROUP_STABLE and not c.parked and not c.assign_pending and c.busy_until <= t
+    return (
+        c.state == cg.GROUP_STABLE and not c.parked and not c.assign_pending and c.busy_until <= t
+    )
 
 
 def _consumer_in_group(c: ConsumerGroupCoordinator, core: ConsumerClient) -> bool:
@@ -206,7 +237,9 @@ def core_factory(wiring: RunWiring) -> CoreFactory:
     """The member core factory of one run: the protocol is each client's own
     (``ConsumerConfig.group_protocol``), looked up at every start."""
 
-    def new_core(actor: MemberActor, cfg: ConsumerConfig, topics: tuple[str, ...]) -> ConsumerClient:
+    def new_core(
+        actor: MemberActor, cfg: ConsumerConfig, topics: tuple[str, ...]
+    ) -> ConsumerClient:
         if actor.poll_rng is None:  # one stream per client, kept across restarts
             actor.poll_rng = wiring.kernel.lazy_rng(actor.rank, stream=POLL_STREAM)
         return PROTOCOLS[cfg.group_protocol].new_member(wiring, actor, cfg, topics)

@@ -19,24 +19,28 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-EVENTS_SCHEMA = pa.schema([
-    ("run_id", pa.string()),
-    ("t", pa.float64()),
-    ("kind", pa.string()),
-    ("member", pa.string()),
-    ("generation", pa.int64()),
-    ("detail", pa.string()),
-])
+EVENTS_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("t", pa.float64()),
+        ("kind", pa.string()),
+        ("member", pa.string()),
+        ("generation", pa.int64()),
+        ("detail", pa.string()),
+    ]
+)
 
-INTERVALS_SCHEMA = pa.schema([
-    ("run_id", pa.string()),
-    ("kind", pa.string()),
-    ("member", pa.string()),
-    ("topic", pa.string()),
-    ("partition", pa.int64()),
-    ("start", pa.float64()),
-    ("end", pa.float64()),
-])
+INTERVALS_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("kind", pa.string()),
+        ("member", pa.string()),
+        ("topic", pa.string()),
+        ("partition", pa.int64()),
+        ("start", pa.float64()),
+        ("end", pa.float64()),
+    ]
+)
 
 INTERVAL_KINDS = ("owned", "unassigned", "rebalance", "paused", "stalled", "double_processing")
 
@@ -45,9 +49,9 @@ class Recorder:
     """Collects rows during a run."""
 
     def __init__(self):
-        self.events: list[tuple] = []        # (t, rank, seq, kind, member, generation, detail)
+        self.events: list[tuple] = []  # (t, rank, seq, kind, member, generation, detail)
         self._open: dict[tuple, float] = {}  # (kind, member, topic, partition) -> start
-        self.intervals: list[tuple] = []     # (kind, member, topic, partition, start, end)
+        self.intervals: list[tuple] = []  # (kind, member, topic, partition, start, end)
         self.violations: list[tuple[float, str]] = []
         self.processing_union: tuple[np.ndarray, np.ndarray] | None = None  # set by finish()
 
@@ -57,7 +61,9 @@ class Recorder:
     def open(self, t, kind, member, topic, partition) -> None:
         key = (kind, member, topic, partition)
         if key in self._open:
-            self.violations.append((t, f"{kind} interval of {member} {topic}-{partition} opened twice"))
+            self.violations.append(
+                (t, f"{kind} interval of {member} {topic}-{partition} opened twice")
+            )
             return
         self._open[key] = t
 
@@ -71,7 +77,9 @@ class Recorder:
     def violation(self, t, text) -> None:
         self.violations.append((t, text))
 
-    def finish(self, end: float, partitions_alive: dict[tuple[str, int], tuple[float, float]]) -> None:
+    def finish(
+        self, end: float, partitions_alive: dict[tuple[str, int], tuple[float, float]]
+    ) -> None:
         """Close what is still open at ``end`` and derive ``unassigned`` / ``double_processing``.
 
         ``partitions_alive`` maps each partition that should have had an owner to the time span
@@ -94,19 +102,31 @@ class Recorder:
         return _table(sorted(self.events), _EVENT_ROW, run_id, EVENTS_SCHEMA)
 
     def intervals_table(self, run_id: str) -> pa.Table:
-        return _table(sorted(self.intervals, key=_interval_key), _INTERVAL_ROW, run_id, INTERVALS_SCHEMA)
+        return _table(
+            sorted(self.intervals, key=_interval_key), _INTERVAL_ROW, run_id, INTERVALS_SCHEMA
+        )
 
 
 # The recorder's rows as Arrow structs (converted in one pass instead of a column at a time)
-_EVENT_ROW = pa.struct([("t", pa.float64()), ("rank", pa.int64()), ("seq", pa.int64()),
-                        *((f.name, f.type) for f in EVENTS_SCHEMA if f.name not in ("run_id", "t"))])
+_EVENT_ROW = pa.struct(
+    [
+        ("t", pa.float64()),
+        ("rank", pa.int64()),
+        ("seq", pa.int64()),
+        *((f.name, f.type) for f in EVENTS_SCHEMA if f.name not in ("run_id", "t")),
+    ]
+)
 _INTERVAL_ROW = pa.struct([(f.name, f.type) for f in INTERVALS_SCHEMA if f.name != "run_id"])
 
 
 def _table(rows: list[tuple], row_type: pa.StructType, run_id: str, schema: pa.Schema) -> pa.Table:
     """``rows`` (tuples in ``row_type``'s field order) as a table of ``schema``, whose first
     column is ``run_id`` on every row."""
-    columns = pa.array(rows, type=row_type).flatten() if rows else [pa.array([], f.type) for f in row_type]
+    columns = (
+        pa.array(rows, type=row_type).flatten()
+        if rows
+        else [pa.array([], f.type) for f in row_type]
+    )
     by_name = {f.name: c for f, c in zip(row_type, columns, strict=True)}
     by_name["run_id"] = pa.array([run_id] * len(rows), pa.string())
     return pa.table([by_name[f.name] for f in schema], schema=schema)
@@ -129,7 +149,9 @@ def _interval_key(r):
     return (r[0], r[2] or "", -1 if r[3] is None else r[3], r[4], r[1] or "", r[5])
 
 
-def _subtract(spans: list[tuple[float, float]], holes: list[tuple[float, float]]) -> list[tuple[float, float]]:
+def _subtract(
+    spans: list[tuple[float, float]], holes: list[tuple[float, float]]
+) -> list[tuple[float, float]]:
     """``spans`` minus the union of ``holes`` (both sorted by start)."""
     if not holes:
         return spans
@@ -213,7 +235,9 @@ class ProcessingSpans:
         row = np.repeat(np.arange(row_member.size), per_row)
         within = np.arange(row.size) - np.repeat(np.cumsum(per_row) - per_row, per_row)
         gap = np.array(first_gap, dtype=np.int64)[row_member][row] + within if row.size else row
-        start = np.maximum(np.array(rows_start, dtype=float)[row], np.array(gap_start, dtype=float)[gap])
+        start = np.maximum(
+            np.array(rows_start, dtype=float)[row], np.array(gap_start, dtype=float)[gap]
+        )
         end = np.minimum(np.array(rows_end, dtype=float)[row], np.array(gap_end, dtype=float)[gap])
         keep = end > start
         self.member = row_member[row][keep]
@@ -251,7 +275,7 @@ def processing_spans(intervals) -> dict[tuple[str, int], list[tuple[str, float, 
     members, start, end = spans.members, spans.start.tolist(), spans.end.tolist()
     member = spans.member.tolist()
     for i, tp in enumerate(spans.tps):
-        rows = order[bounds[i]:bounds[i + 1]].tolist()
+        rows = order[bounds[i] : bounds[i + 1]].tolist()
         if rows:
             out[tp] = [(members[member[j]], start[j], end[j]) for j in rows]
     return out
@@ -290,13 +314,21 @@ def derive(intervals, partitions_alive, spans: ProcessingSpans | None = None) ->
             rows.append(("unassigned", None, tp[0], tp[1], float(a0[one[k]]), float(before_end[k])))
         for k in np.nonzero(e0[one] > after_start)[0].tolist():
             tp = alive[one[k]][0]
-            rows.append(("unassigned", None, tp[0], tp[1], float(after_start[k]), float(e0[one[k]])))
+            rows.append(
+                ("unassigned", None, tp[0], tp[1], float(after_start[k]), float(e0[one[k]]))
+            )
     members = spans.members
     for i in np.nonzero(n > 1)[0].tolist():
         tp, (alive_start, alive_end) = alive[i]
-        js = order[bounds[ix[i]]:bounds[ix[i] + 1]]
-        mine = list(zip([members[j] for j in spans.member[js].tolist()], spans.start[js].tolist(),
-                        spans.end[js].tolist(), strict=True))
+        js = order[bounds[ix[i]] : bounds[ix[i] + 1]]
+        mine = list(
+            zip(
+                [members[j] for j in spans.member[js].tolist()],
+                spans.start[js].tolist(),
+                spans.end[js].tolist(),
+                strict=True,
+            )
+        )
         rows.extend(_derive_shared(tp, alive_start, alive_end, mine))
     return rows
 

@@ -54,8 +54,10 @@ class InvariantViolation(AssertionError):
     def __init__(self, result: RunResult):
         self.result = result
         first = result.invariant_violations[0]
-        super().__init__(f"{len(result.invariant_violations)} invariant violation(s) in run "
-                         f"{result.run_id}; first: {first}")
+        super().__init__(
+            f"{len(result.invariant_violations)} invariant violation(s) in run "
+            f"{result.run_id}; first: {first}"
+        )
 
 
 @attrs.frozen
@@ -111,9 +113,16 @@ class MetadataHistory:
 
 
 def run_id_for(scenario: Scenario, seed: int) -> str:
-    blob = json.dumps({"config": to_flat_dict(scenario.config), "seed": seed, "name": scenario.name,
-                       "timeline": [action_to_dict(a) for a in scenario.resolved_timeline]},
-                      sort_keys=True, default=str)
+    blob = json.dumps(
+        {
+            "config": to_flat_dict(scenario.config),
+            "seed": seed,
+            "name": scenario.name,
+            "timeline": [action_to_dict(a) for a in scenario.resolved_timeline],
+        },
+        sort_keys=True,
+        default=str,
+    )
     return f"{scenario.name}-s{seed}-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
 
 
@@ -125,8 +134,15 @@ def _version(dist: str) -> str:
 
 
 class _Runner:
-    def __init__(self, scenario: Scenario, seed: int, progress: bool, max_wall_s: float | None = None,
-                 max_events: int | None = None, kernel: str = DEFAULT_KERNEL):
+    def __init__(
+        self,
+        scenario: Scenario,
+        seed: int,
+        progress: bool,
+        max_wall_s: float | None = None,
+        max_events: int | None = None,
+        kernel: str = DEFAULT_KERNEL,
+    ):
         self.scenario = scenario
         self.config = scenario.config
         self.seed = seed
@@ -138,19 +154,32 @@ class _Runner:
         faults = []
         for a in self.timeline:
             if isinstance(a, NetworkPartition):
-                faults.append(LinkFault(a.at_s, a.at_s + a.duration_s, resolved_name(a.member), a.direction))
+                faults.append(
+                    LinkFault(a.at_s, a.at_s + a.duration_s, resolved_name(a.member), a.direction)
+                )
             elif isinstance(a, DelaySpike):
-                faults.append(LinkFault(a.at_s, a.at_s + a.duration_s, a.member, "both", a.extra_ms / 1000.0))
+                faults.append(
+                    LinkFault(a.at_s, a.at_s + a.duration_s, a.member, "both", a.extra_ms / 1000.0)
+                )
             elif isinstance(a, PacketLoss):
-                faults.append(LinkFault(a.at_s, a.at_s + a.duration_s, a.member, "both", loss=a.probability))
+                faults.append(
+                    LinkFault(a.at_s, a.at_s + a.duration_s, a.member, "both", loss=a.probability)
+                )
         self.network = Network(self.kernel, self.config.network, faults)
         self.kernel.network = self.network
         self.elide = self.config.elide_heartbeats and not self.network.lossy()
         created = self.world.created
         self.handoffs = Handoffs(lambda tp: created.get((tp.topic, tp.partition), 0.0))
         kernel_ = self.kernel
-        self.wiring = RunWiring(kernel_, self.network, self.config, lambda: self.world.at(kernel_.now),
-                                self.world.rates, self.handoffs, self.elide)
+        self.wiring = RunWiring(
+            kernel_,
+            self.network,
+            self.config,
+            lambda: self.world.at(kernel_.now),
+            self.world.rates,
+            self.handoffs,
+            self.elide,
+        )
         # the group's protocol, chosen once: its coordinator, settled check and phases
         self.protocol = PROTOCOLS[self.config.consumer.group_protocol]
         self.kernel.dirty_on_io = self.protocol.dirty_on_io
@@ -189,10 +218,15 @@ class _Runner:
         return f"c{len(self.members):0{self.width}d}"
 
     def member_names(self, alive_only: bool = False) -> list[str]:
-        return sorted(n for n, a in self.members.items()
-                      if not alive_only or (a.core is not None and a.core.alive))
+        return sorted(
+            n
+            for n, a in self.members.items()
+            if not alive_only or (a.core is not None and a.core.alive)
+        )
 
-    def start_member(self, director: Director, name: str, extra: dict, spread: bool = False) -> None:
+    def start_member(
+        self, director: Director, name: str, extra: dict, spread: bool = False
+    ) -> None:
         """Start (or restart) client ``name`` now, or with ``spread`` at an instant drawn from
         ``[now, now + start_spread_s)``."""
         if name not in self.members:
@@ -242,7 +276,13 @@ class _Runner:
                     continue
                 return False  # the director or a controller acted: rescan
             core = a.core
-            if a.starting or core is None or not core.alive or not core.settled or not in_group(c, core):
+            if (
+                a.starting
+                or core is None
+                or not core.alive
+                or not core.settled
+                or not in_group(c, core)
+            ):
                 return False
             prev = counts.get(name)
             if prev is None:
@@ -260,14 +300,17 @@ class _Runner:
         (what each of these means is the protocol's: ``sim.protocols.GroupProtocol``)."""
         c = self.coordinator
         p = self.protocol
-        if p.group_empty(c) and not any(a.starting or (a.core is not None and a.core.alive)
-                                        for a in self.members.values()):
+        if p.group_empty(c) and not any(
+            a.starting or (a.core is not None and a.core.alive) for a in self.members.values()
+        ):
             return True  # nobody left: nothing can be owned
         if not p.group_stable(c, t):
             return False
         probe = self._probe
-        if probe is not None and (probe.starting or (probe.core is not None and probe.core.alive
-                                                      and not probe.core.settled)):
+        if probe is not None and (
+            probe.starting
+            or (probe.core is not None and probe.core.alive and not probe.core.settled)
+        ):
             return False
         # A member the coordinator still counts whose client is gone (crashed, paused, closed):
         # unsettled until the coordinator removes it, with no need to rescan every member.
@@ -275,7 +318,9 @@ class _Runner:
         if dead is not None:
             actor, member_id = dead
             core = actor.core
-            if member_id in c.members and (core is None or not core.alive or core.member_id != member_id):
+            if member_id in c.members and (
+                core is None or not core.alive or core.member_id != member_id
+            ):
                 return False
             self._dead_probe = None
         in_group = p.in_group
@@ -324,8 +369,10 @@ class _Runner:
                 self.director.crash_leader_at(t + w.delay_s, w.phase)
         if self.progress and time.monotonic() - self._last_progress > self._progress_every_s:
             self._last_progress = time.monotonic()
-            line = (f"  simulated {t:9.2f}s  messages {self.network.sent:>9,}  members "
-                    f"{len(self.coordinator.members):>6,}  state {self.coordinator.state:<20}")
+            line = (
+                f"  simulated {t:9.2f}s  messages {self.network.sent:>9,}  members "
+                f"{len(self.coordinator.members):>6,}  state {self.coordinator.state:<20}"
+            )
             if self._tty:
                 print("\r" + line, end="", file=sys.stderr, flush=True)
             else:  # a log file or a pipe: a plain line now and then, no carriage returns
@@ -340,13 +387,24 @@ class _Runner:
                 settled = self._is_settled(t)
             if settled != self.settled:
                 self.settled = settled
-                self.recorder.event(t, self.director.rank, self.director.next_seq(),
-                                    "settled" if settled else "unsettled", None, self.coordinator.generation, "")
+                self.recorder.event(
+                    t,
+                    self.director.rank,
+                    self.director.next_seq(),
+                    "settled" if settled else "unsettled",
+                    None,
+                    self.coordinator.generation,
+                    "",
+                )
             if settled and self.watches and self.director.pending == len(self.watches):
                 for w in self.watches:
                     self.director.drop_watch(t, w.phase)
                 self.watches.clear()
-            done = settled and self.director.pending == 0 and not ((nt := k.next_time()) is not None and nt <= t)
+            done = (
+                settled
+                and self.director.pending == 0
+                and not ((nt := k.next_time()) is not None and nt <= t)
+            )
             if settled and not done and not k.dirty_on_io and self.director.pending == 0:
                 # inputs of this instant are still queued: look again after them (with dirty_on_io
                 # off nothing else may make the run look again)
@@ -357,8 +415,11 @@ class _Runner:
         if self.max_events is not None and k.delivered >= self.max_events:
             self.partial_reason = f"max_events={self.max_events} reached at simulated t={t:.3f}s"
             return True
-        if (self.max_wall_s is not None and (k.batches & 63) == 0
-                and time.monotonic() - self._wall0 > self.max_wall_s):
+        if (
+            self.max_wall_s is not None
+            and (k.batches & 63) == 0
+            and time.monotonic() - self._wall0 > self.max_wall_s
+        ):
             self.partial_reason = f"max_wall_s={self.max_wall_s:g} reached at simulated t={t:.3f}s"
             return True
         if self.should_stop is not None and (k.batches & 63) == 0 and self.should_stop():
@@ -421,7 +482,15 @@ def _release(runner: _Runner) -> None:
     (pyspark's daemon). Only the results outlive this."""
     kernel = runner.kernel
     actors = list(kernel._ranks)  # the runner owns its kernel
-    world = [runner, kernel, runner.recorder, runner.network, runner.coordinator, runner.world, *actors]
+    world = [
+        runner,
+        kernel,
+        runner.recorder,
+        runner.network,
+        runner.coordinator,
+        runner.world,
+        *actors,
+    ]
     world += [core for a in actors if (core := getattr(a, "core", None)) is not None]
     for obj in world:
         d = getattr(obj, "__dict__", None)
@@ -429,10 +498,18 @@ def _release(runner: _Runner) -> None:
             d.clear()
 
 
-def run_scenario(scenario: Scenario, seed: int = 0, out_dir: str | os.PathLike | None = None,
-                 progress: bool = False, *, raise_on_violation: bool = True,
-                 max_wall_s: float | None = None, max_events: int | None = None,
-                 should_stop: Callable[[], bool] | None = None, kernel: str | None = None) -> RunResult:
+def run_scenario(
+    scenario: Scenario,
+    seed: int = 0,
+    out_dir: str | os.PathLike | None = None,
+    progress: bool = False,
+    *,
+    raise_on_violation: bool = True,
+    max_wall_s: float | None = None,
+    max_events: int | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    kernel: str | None = None,
+) -> RunResult:
     """Run ``scenario`` with ``seed`` in virtual time and measure it.
 
     Returns a ``RunResult`` (``summary``, ``episodes``, ``events``, ``intervals``, ``runs``,
@@ -458,10 +535,15 @@ def run_scenario(scenario: Scenario, seed: int = 0, out_dir: str | os.PathLike |
     kernel = DEFAULT_KERNEL if kernel is None else kernel
     if kernel not in KERNELS:
         raise ConfigError("kernel", f"{kernel!r} is not one of {', '.join(sorted(KERNELS))}")
-    if max_events is not None and (isinstance(max_events, bool) or not isinstance(max_events, int) or max_events < 1):
+    if max_events is not None and (
+        isinstance(max_events, bool) or not isinstance(max_events, int) or max_events < 1
+    ):
         raise ConfigError("max_events", f"{max_events!r} is not a positive integer")
-    if max_wall_s is not None and (isinstance(max_wall_s, bool) or not isinstance(max_wall_s, int | float)
-                                   or not max_wall_s > 0):
+    if max_wall_s is not None and (
+        isinstance(max_wall_s, bool)
+        or not isinstance(max_wall_s, int | float)
+        or not max_wall_s > 0
+    ):
         raise ConfigError("max_wall_s", f"{max_wall_s!r} is not a positive number of seconds")
     wall0 = time.perf_counter()
     with _without_cyclic_gc():
@@ -476,12 +558,23 @@ def run_scenario(scenario: Scenario, seed: int = 0, out_dir: str | os.PathLike |
         events = rec.events_table(run_id)
         intervals = rec.intervals_table(run_id)
         violations = [f"t={t:.6f}: {text}" for t, text in sorted(rec.violations)]
-        violations += check_run(events, intervals, settled=settled or partial,
-                                cooperative=any(a.core is not None and a.core.protocol == "COOPERATIVE"
-                                                for a in runner.members.values()))
-        episodes, summary = compute_metrics(events, intervals, scenario.config, runner.world.rates,
-                                            rec.processing_union)
-        messages, dropped, delivered = runner.network.sent, runner.network.dropped, runner.kernel.delivered
+        violations += check_run(
+            events,
+            intervals,
+            settled=settled or partial,
+            cooperative=any(
+                a.core is not None and a.core.protocol == "COOPERATIVE"
+                for a in runner.members.values()
+            ),
+        )
+        episodes, summary = compute_metrics(
+            events, intervals, scenario.config, runner.world.rates, rec.processing_union
+        )
+        messages, dropped, delivered = (
+            runner.network.sent,
+            runner.network.dropped,
+            runner.kernel.delivered,
+        )
         partial_reason = runner.partial_reason
         _release(runner)
     summary = {
@@ -500,14 +593,23 @@ def run_scenario(scenario: Scenario, seed: int = 0, out_dir: str | os.PathLike |
         "partial_reason": partial_reason,
         "events_delivered": delivered,
     }
-    row: dict[str, Any] = {"run_id": run_id, "scenario": scenario.name, "seed": seed, "partial": partial,
-                           "kernel": kernel,
-                           "version_rebalance_sim": _version("rebalance-sim"),
-                           "version_trio": trio.__version__, "version_pyarrow": pa.__version__,
-                           "timeline": json.dumps([action_to_dict(a) for a in scenario.timeline],
-                                                  default=str)}
-    row.update({f"config.{k}": (v if isinstance(v, bool | int | float) or v is None else str(v))
-                for k, v in to_flat_dict(scenario.config).items()})
+    row: dict[str, Any] = {
+        "run_id": run_id,
+        "scenario": scenario.name,
+        "seed": seed,
+        "partial": partial,
+        "kernel": kernel,
+        "version_rebalance_sim": _version("rebalance-sim"),
+        "version_trio": trio.__version__,
+        "version_pyarrow": pa.__version__,
+        "timeline": json.dumps([action_to_dict(a) for a in scenario.timeline], default=str),
+    }
+    row.update(
+        {
+            f"config.{k}": (v if isinstance(v, bool | int | float) or v is None else str(v))
+            for k, v in to_flat_dict(scenario.config).items()
+        }
+    )
     row.update({f"summary.{k}": v for k, v in summary.items()})
     row["violations"] = json.dumps(violations)
     runs = pa.Table.from_pylist([row])

@@ -63,14 +63,22 @@ from .network import DIRECTIONS
 
 
 def _at(_inst, attribute, value):
-    if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
-            or value < 0):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+    ):
         raise ConfigError(attribute.name, f"{value!r} is not a time >= 0 (seconds)")
 
 
 def _nonneg(_inst, attribute, value):
-    if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
-            or value < 0):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+    ):
         raise ConfigError(attribute.name, f"{value!r} must be a number >= 0")
 
 
@@ -79,7 +87,10 @@ def _count(limit: int):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ConfigError(attribute.name, f"{value!r} must be an integer >= 0")
         if value > limit:
-            raise ConfigError(attribute.name, f"{value} is above the simulator's limit of {limit:,}")
+            raise ConfigError(
+                attribute.name, f"{value} is above the simulator's limit of {limit:,}"
+            )
+
     return check
 
 
@@ -96,25 +107,32 @@ _UNBOUNDED_S = 1e15  # a max_duration_s no timeline reaches (to find the duratio
 
 
 def _target(value) -> bool:
-    return (isinstance(value, str) and bool(value)) or (isinstance(value, int) and not isinstance(value, bool))
+    return (isinstance(value, str) and bool(value)) or (
+        isinstance(value, int) and not isinstance(value, bool)
+    )
 
 
 def _member(_inst, attribute, value):
     if not _target(value):
-        raise ConfigError(attribute.name, f"{value!r} is not a member name, role ({', '.join(ROLES)}) "
-                          "or index")
+        raise ConfigError(
+            attribute.name, f"{value!r} is not a member name, role ({', '.join(ROLES)}) or index"
+        )
 
 
 def _targets(field: str):
     """A converter: one target or a list of targets (names, roles, indexes) -> tuple."""
+
     def convert(value):
         if value is None:
             return None
         if _target(value):
             return (value,)
         if not isinstance(value, list | tuple) or not all(_target(v) for v in value):
-            raise ConfigError(field, f"{value!r} is not a member name, role, index, or a list of them")
+            raise ConfigError(
+                field, f"{value!r} is not a member name, role, index, or a list of them"
+            )
         return tuple(value)
+
     return convert
 
 
@@ -130,8 +148,11 @@ def _batch_size(_inst, attribute, value):
             pct = math.nan
         if 0 < pct <= 100:
             return
-    raise ConfigError(attribute.name, f"{value!r} is not a number of members >= 1 or a percentage "
-                      "such as \"10%\" of the members restarted")
+    raise ConfigError(
+        attribute.name,
+        f"{value!r} is not a number of members >= 1 or a percentage "
+        'such as "10%" of the members restarted',
+    )
 
 
 def batch_count(batch_size: int | str, n: int) -> int:
@@ -238,7 +259,7 @@ class RollingRestart:
     def batches(self, names: list[str]) -> list[list[str]]:
         """``names`` cut into the batches that restart together, in order."""
         size = batch_count(self.batch_size, len(names))
-        return [names[i:i + size] for i in range(0, len(names), size)]
+        return [names[i : i + size] for i in range(0, len(names), size)]
 
     def duration_s(self, n: int) -> float:
         """From ``at_s`` until the last batch of ``n`` members is started again."""
@@ -287,7 +308,9 @@ class NetworkPartition:
 
     def __attrs_post_init__(self):
         if self.direction not in DIRECTIONS:
-            raise ConfigError("direction", f"{self.direction!r} is not one of {', '.join(DIRECTIONS)}")
+            raise ConfigError(
+                "direction", f"{self.direction!r} is not one of {', '.join(DIRECTIONS)}"
+            )
 
 
 @attrs.frozen
@@ -371,7 +394,9 @@ class Scenario:
     """
 
     config: SimConfig
-    timeline: tuple = attrs.field(default=(), converter=lambda v: tuple(sorted(v, key=lambda a: a.at_s)))
+    timeline: tuple = attrs.field(
+        default=(), converter=lambda v: tuple(sorted(v, key=lambda a: a.at_s))
+    )
     name: str = "custom"
     description: str = ""
     resolved_timeline: tuple = attrs.field(init=False, default=(), eq=False, repr=False)
@@ -383,42 +408,74 @@ class Scenario:
         max_duration_s, overrides must be valid consumer configs.
         (Indexes in messages are positions in the time-sorted timeline.)"""
         cfg = self.config
-        if cfg.members == 0 and not any(isinstance(a, AddMembers) and a.count for a in self.timeline):
-            raise ConfigError("members", "0: the group needs at least 1 member (or an add_members action "
-                              "that starts some)")
+        if cfg.members == 0 and not any(
+            isinstance(a, AddMembers) and a.count for a in self.timeline
+        ):
+            raise ConfigError(
+                "members",
+                "0: the group needs at least 1 member (or an add_members action that starts some)",
+            )
         topics = {t.name for t in cfg.topics}
         initial, width = member_names(cfg, self.timeline)
-        ever = set(initial) | {f"c{i:0{width}d}" for i in range(len(initial), len(initial) + sum(
-            a.count for a in self.timeline if isinstance(a, AddMembers)))}
-        for where, names in (("member_overrides", cfg.member_overrides),
-                             ("network.member_latency", cfg.network.member_latency)):
+        ever = set(initial) | {
+            f"c{i:0{width}d}"
+            for i in range(
+                len(initial),
+                len(initial) + sum(a.count for a in self.timeline if isinstance(a, AddMembers)),
+            )
+        }
+        for where, names in (
+            ("member_overrides", cfg.member_overrides),
+            ("network.member_latency", cfg.network.member_latency),
+        ):
             for name in names:
                 if name not in ever:
-                    raise ConfigError(f"{where}.{name}", f"no member is called {name!r} in this scenario "
-                                      f"(members: {_span(sorted(ever))})")
-        members = set(initial)     # every member started by then (literal names must be one of them)
-        in_group = list(initial)   # by name: started, not yet removed or crashed (roles resolve here)
+                    raise ConfigError(
+                        f"{where}.{name}",
+                        f"no member is called {name!r} in this scenario "
+                        f"(members: {_span(sorted(ever))})",
+                    )
+        members = set(initial)  # every member started by then (literal names must be one of them)
+        in_group = list(
+            initial
+        )  # by name: started, not yet removed or crashed (roles resolve here)
         next_index = len(initial)
         resolved = []
         ends = []
         for i, a in enumerate(self.timeline):
             if a.at_s + a.jitter_s > cfg.max_duration_s:
-                raise ConfigError(f"timeline[{i}].at_s", f"{a.at_s:g}{f' + {a.jitter_s:g} (jitter_s)' if a.jitter_s else ''}"
-                                  f" is beyond max_duration_s ({cfg.max_duration_s:g})")
+                raise ConfigError(
+                    f"timeline[{i}].at_s",
+                    f"{a.at_s:g}{f' + {a.jitter_s:g} (jitter_s)' if a.jitter_s else ''}"
+                    f" is beyond max_duration_s ({cfg.max_duration_s:g})",
+                )
             where = f"timeline[{i}]"
-            if isinstance(a, Crash | Pause | NetworkPartition) or (isinstance(a, DelaySpike | PacketLoss)
-                                                                   and a.member is not None):
-                name = self._resolve(a.member, a, f"{where}.member", members, in_group,
-                                     leader_ok=isinstance(a, Crash | Pause))
+            if isinstance(a, Crash | Pause | NetworkPartition) or (
+                isinstance(a, DelaySpike | PacketLoss) and a.member is not None
+            ):
+                name = self._resolve(
+                    a.member,
+                    a,
+                    f"{where}.member",
+                    members,
+                    in_group,
+                    leader_ok=isinstance(a, Crash | Pause),
+                )
                 a = attrs.evolve(a, member=name)
                 if isinstance(a, Crash) and name in in_group:
                     in_group.remove(name)
             elif isinstance(a, RemoveMembers | RollingRestart) and a.members is not None:
-                names = tuple(self._resolve(t, a, f"{where}.members", members, in_group, leader_ok=False)
-                              for t in a.members)
+                names = tuple(
+                    self._resolve(t, a, f"{where}.members", members, in_group, leader_ok=False)
+                    for t in a.members
+                )
                 a = attrs.evolve(a, members=names)
             if isinstance(a, RemoveMembers):
-                gone = list(a.members) if a.members is not None else (in_group[-a.count:] if a.count else [])
+                gone = (
+                    list(a.members)
+                    if a.members is not None
+                    else (in_group[-a.count :] if a.count else [])
+                )
                 in_group = [n for n in in_group if n not in set(gone)]
             end = a.at_s + a.jitter_s  # the latest instant a seed can put it at
             if isinstance(a, Pause | NetworkPartition | DelaySpike | PacketLoss):
@@ -438,17 +495,23 @@ class Scenario:
                 members.update(new)
                 in_group.extend(new)
             if isinstance(a, AddPartitions | DeleteTopic) and a.topic not in topics:
-                raise ConfigError(f"timeline[{i}].topic",
-                                  f"{a.topic!r} is not a topic at t={a.at_s:g} ({', '.join(sorted(topics)) or 'none'})")
+                raise ConfigError(
+                    f"timeline[{i}].topic",
+                    f"{a.topic!r} is not a topic at t={a.at_s:g} ({', '.join(sorted(topics)) or 'none'})",
+                )
             if isinstance(a, CreateTopic):
                 if a.topic in topics:
-                    raise ConfigError(f"timeline[{i}].topic", f"{a.topic!r} already exists at t={a.at_s:g}")
+                    raise ConfigError(
+                        f"timeline[{i}].topic", f"{a.topic!r} already exists at t={a.at_s:g}"
+                    )
                 topics.add(a.topic)
             if isinstance(a, DeleteTopic):
                 topics.discard(a.topic)
             if isinstance(a, RollingRestart) and a.assignors is not None:
                 try:
-                    build(type(cfg.consumer), {"partition_assignment_strategy": list(a.assignors)}, "")
+                    build(
+                        type(cfg.consumer), {"partition_assignment_strategy": list(a.assignors)}, ""
+                    )
                 except ConfigError as e:
                     raise ConfigError(f"timeline[{i}].assignors", e.reason) from None
             resolved.append(a)
@@ -457,11 +520,14 @@ class Scenario:
         needed = self.needed_duration_s()
         if needed > cfg.max_duration_s:
             last = max(range(len(ends)), key=lambda j: ends[j])
-            raise ConfigError("max_duration_s", f"{cfg.max_duration_s:g} s is too short for this timeline: it "
-                              f"needs {needed:,.0f} s (timeline[{last}] {ACTION_NAMES[type(self.timeline[last])]} "
-                              f"ends at t={ends[last]:,.1f} s, plus session.timeout.ms to settle); set "
-                              f"max_duration_s >= {math.ceil(needed)} or leave it out (it then grows with the "
-                              "timeline)")
+            raise ConfigError(
+                "max_duration_s",
+                f"{cfg.max_duration_s:g} s is too short for this timeline: it "
+                f"needs {needed:,.0f} s (timeline[{last}] {ACTION_NAMES[type(self.timeline[last])]} "
+                f"ends at t={ends[last]:,.1f} s, plus session.timeout.ms to settle); set "
+                f"max_duration_s >= {math.ceil(needed)} or leave it out (it then grows with the "
+                "timeline)",
+            )
 
     @staticmethod
     def _resolve(target, action, field: str, members: set, in_group: list, leader_ok: bool) -> str:
@@ -469,19 +535,27 @@ class Scenario:
         if isinstance(target, int):
             if -len(in_group) <= target < len(in_group):
                 return in_group[target]
-            raise ConfigError(field, f"{target} is not a member index at {at} ({len(in_group):,} member(s) by then"
-                              f"{': ' + _span(in_group) if in_group else ''})")
+            raise ConfigError(
+                field,
+                f"{target} is not a member index at {at} ({len(in_group):,} member(s) by then"
+                f"{': ' + _span(in_group) if in_group else ''})",
+            )
         if target in ROLES:
             if target == "leader":
                 if leader_ok:
                     return target
-                raise ConfigError(field, "'leader' is resolved during the run; only crash and pause accept it")
+                raise ConfigError(
+                    field, "'leader' is resolved during the run; only crash and pause accept it"
+                )
             if not in_group:
                 raise ConfigError(field, f"{target!r}: no member is in the group at {at}")
             return in_group[{"first": 0, "middle": len(in_group) // 2, "last": -1}[target]]
         if target not in members:
-            raise ConfigError(field, f"{target!r} is not a member at {at} (members by then: "
-                              f"{_span(sorted(members))}; or use a role: first, middle, last, leader, or an index)")
+            raise ConfigError(
+                field,
+                f"{target!r} is not a member at {at} (members by then: "
+                f"{_span(sorted(members))}; or use a role: first, middle, last, leader, or an index)",
+            )
         return target
 
     def end_of_timeline(self) -> float:
@@ -499,8 +573,10 @@ class Scenario:
             # client's session.timeout.ms is not used (one protocol per group: SimConfig)
             session_s = cfg.group.consumer_session_timeout_s
         else:
-            session_s = max([cfg.consumer.session_timeout_s] + [cfg.consumer_for(n).session_timeout_s
-                                                                  for n in cfg.member_overrides])
+            session_s = max(
+                [cfg.consumer.session_timeout_s]
+                + [cfg.consumer_for(n).session_timeout_s for n in cfg.member_overrides]
+            )
         return self.end_of_timeline() + session_s
 
     def timeline_for_seed(self, seed: int) -> tuple:
@@ -509,10 +585,14 @@ class Scenario:
         timeline = self.resolved_timeline
         if not any(a.jitter_s for a in timeline):
             return timeline
-        rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(JITTER_STREAM,))))
+        rng = np.random.Generator(
+            np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(JITTER_STREAM,)))
+        )
         draws = rng.random(len(timeline))
-        moved = [attrs.evolve(a, at_s=a.at_s + float(u) * a.jitter_s) if a.jitter_s else a
-                 for a, u in zip(timeline, draws, strict=True)]
+        moved = [
+            attrs.evolve(a, at_s=a.at_s + float(u) * a.jitter_s) if a.jitter_s else a
+            for a, u in zip(timeline, draws, strict=True)
+        ]
         return tuple(sorted(moved, key=lambda a: a.at_s))
 
     @classmethod
@@ -527,16 +607,26 @@ class Scenario:
                 raise ConfigError(f"{where}.{key}" if where else key, f"{value!r} is not a string")
         timeline = d.pop("timeline", [])
         if not isinstance(timeline, list | tuple):
-            raise ConfigError(f"{where}.timeline" if where else "timeline", "expected a list of tables")
+            raise ConfigError(
+                f"{where}.timeline" if where else "timeline", "expected a list of tables"
+            )
         config = sim_config_from_dict(d, where)
-        actions = [action_from_dict(a, f"{where + '.' if where else ''}timeline[{i}]")
-                   for i, a in enumerate(timeline)]
+        actions = [
+            action_from_dict(a, f"{where + '.' if where else ''}timeline[{i}]")
+            for i, a in enumerate(timeline)
+        ]
         if "max_duration_s" in {field_key(k) for k in d}:
-            return cls(config=config, timeline=actions, name=str(name), description=str(description))
+            return cls(
+                config=config, timeline=actions, name=str(name), description=str(description)
+            )
         # Not given: the default (SimConfig's), or longer if the timeline needs it, with room for
         # one more rebalance after it (the rebalance timeout, max.poll.interval.ms).
-        free = cls(config=attrs.evolve(config, max_duration_s=_UNBOUNDED_S), timeline=actions,
-                   name=str(name), description=str(description))
+        free = cls(
+            config=attrs.evolve(config, max_duration_s=_UNBOUNDED_S),
+            timeline=actions,
+            name=str(name),
+            description=str(description),
+        )
         needed = free.needed_duration_s()
         if needed + config.consumer.max_poll_interval_s <= config.max_duration_s:
             return attrs.evolve(free, config=config)
@@ -588,6 +678,8 @@ def resolved_name(target: str | int) -> str:
     indexes and roles into names; ``leader`` is looked up when the action runs)."""
     assert isinstance(target, str), target
     return target
+
+
 def set_field(data: dict, key: str, value: Any) -> None:
     """Set the dotted ``key`` of a scenario table: tables by name, arrays of tables by index
     (``timeline.0.at_s``, ``topics.1.partitions``; negative indexes count from the end)."""
@@ -601,8 +693,11 @@ def set_field(data: dict, key: str, value: Any) -> None:
                 index = int(part)
                 cur[index]  # the bounds check
             except (ValueError, IndexError):
-                raise ConfigError(key, f"{part!r} is not an index of {where} (it has {len(cur)} "
-                                  f"entr{'y' if len(cur) == 1 else 'ies'}: 0 to {len(cur) - 1})") from None
+                raise ConfigError(
+                    key,
+                    f"{part!r} is not an index of {where} (it has {len(cur)} "
+                    f"entr{'y' if len(cur) == 1 else 'ies'}: 0 to {len(cur) - 1})",
+                ) from None
             if last:
                 cur[index] = value
                 return
@@ -619,6 +714,8 @@ def set_field(data: dict, key: str, value: Any) -> None:
             raise ConfigError(key, f"{part!r} is not a table")
         cur = nxt
     name = parts[-1]
-    if name in ("partition_assignment_strategy", "partition.assignment.strategy") and isinstance(value, str):
+    if name in ("partition_assignment_strategy", "partition.assignment.strategy") and isinstance(
+        value, str
+    ):
         value = [v.strip() for v in value.split(",") if v.strip()]
     cur[name] = value

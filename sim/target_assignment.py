@@ -50,7 +50,9 @@ from assignors.server import (
 from assignors.server.spec import SubscriptionType
 from assignors.server.uniform_chain import UniformChain
 
-SERVER_ASSIGNORS = DEFAULT_SERVER_ASSIGNORS  # group.consumer.assignors names (GroupCoordinatorConfig)
+SERVER_ASSIGNORS = (
+    DEFAULT_SERVER_ASSIGNORS  # group.consumer.assignors names (GroupCoordinatorConfig)
+)
 
 _EMPTY: frozenset = frozenset()
 
@@ -62,8 +64,12 @@ class MemberSpec:
     topics: tuple[str, ...]
     rack: str | None = None
     instance_id: str | None = None
-    topic_set: frozenset[str] = attrs.field(init=False, eq=False, repr=False,
-                                            default=attrs.Factory(lambda s: frozenset(s.topics), takes_self=True))
+    topic_set: frozenset[str] = attrs.field(
+        init=False,
+        eq=False,
+        repr=False,
+        default=attrs.Factory(lambda s: frozenset(s.topics), takes_self=True),
+    )
 
 
 class TargetAssignment(Mapping[str, frozenset]):
@@ -72,17 +78,35 @@ class TargetAssignment(Mapping[str, frozenset]):
     ``pop`` and item assignment serve the coordinator's bookkeeping between epochs (a member
     removed; a static member's target moved to its new member id)."""
 
-    __slots__ = ("_res", "_base", "_sets", "_previous", "_detached", "_same", "_chain", "_step", "_snapshot")
+    __slots__ = (
+        "_res",
+        "_base",
+        "_sets",
+        "_previous",
+        "_detached",
+        "_same",
+        "_chain",
+        "_step",
+        "_snapshot",
+    )
 
-    def __init__(self, result: GroupAssignment | None = None, members=(),
-                 previous: TargetAssignment | None = None):
+    def __init__(
+        self,
+        result: GroupAssignment | None = None,
+        members=(),
+        previous: TargetAssignment | None = None,
+    ):
         self._res = result if result is not None else GroupAssignment.empty()
         # the members read from ``_result`` (a mapping whose keys are they), less ``_detached``
-        self._base: Mapping[str, object] = members if isinstance(members, Mapping) else dict.fromkeys(members)
-        self._sets: dict[str, frozenset] = {}                    # built, or set explicitly
+        self._base: Mapping[str, object] = (
+            members if isinstance(members, Mapping) else dict.fromkeys(members)
+        )
+        self._sets: dict[str, frozenset] = {}  # built, or set explicitly
         self._previous = previous
         self._detached: dict[str, None] = {}  # set explicitly or popped: not read from ``_result``
-        self._same: np.ndarray | Literal[False] | None = None  # per member of ``_result``: same partitions as in the previous result
+        self._same: np.ndarray | Literal[False] | None = (
+            None  # per member of ``_result``: same partitions as in the previous result
+        )
         self._chain: UniformChain | None = None  # the chain this target is a step of
         self._step = -1
         self._snapshot: tuple | None = None  # (member ids, positions, owner slot per partition)
@@ -105,7 +129,11 @@ class TargetAssignment(Mapping[str, frozenset]):
 
     def _live_chain(self) -> UniformChain | None:
         chain = self._chain
-        return chain if chain is not None and chain.step_count == self._step and not chain.dead else None
+        return (
+            chain
+            if chain is not None and chain.step_count == self._step and not chain.dead
+            else None
+        )
 
     @property
     def _result(self) -> GroupAssignment:
@@ -118,10 +146,13 @@ class TargetAssignment(Mapping[str, frozenset]):
             held = owner >= 0
             by_position = np.full(owner.size, -1, dtype=np.int32)
             by_position[held] = positions[owner[held]]
-            res = GroupAssignment(ids, dict(zip(chain.topics, chain.counts, strict=True)), by_position)
+            res = GroupAssignment(
+                ids, dict(zip(chain.topics, chain.counts, strict=True)), by_position
+            )
             res._index = index
             self._res = res
         return res
+
     def _in_base(self, member_id: object) -> bool:
         return member_id in self._base and member_id not in self._detached
 
@@ -206,9 +237,13 @@ class TargetAssignment(Mapping[str, frozenset]):
         return by_topic
 
 
-def compute_target(name: str, partitions_per_topic: Mapping[str, int],
-                   members: GroupMembers | Mapping[str, MemberSpec],
-                   current: Mapping[str, frozenset], changed: Iterable[str] | None = None) -> TargetAssignment:
+def compute_target(
+    name: str,
+    partitions_per_topic: Mapping[str, int],
+    members: GroupMembers | Mapping[str, MemberSpec],
+    current: Mapping[str, frozenset],
+    changed: Iterable[str] | None = None,
+) -> TargetAssignment:
     """The target assignment of ``members`` (see the module docstring). ``changed``: the member
     ids that may have joined or left since ``current`` was computed (None: unknown, compare all)."""
     if not isinstance(members, GroupMembers):
@@ -228,12 +263,21 @@ def compute_target(name: str, partitions_per_topic: Mapping[str, int],
     return TargetAssignment(result, members._member_index(), current)
 
 
-def _step_chain(name: str, partitions_per_topic: Mapping[str, int], members: GroupMembers,
-                current: TargetAssignment, changed: Iterable[str] | None) -> TargetAssignment | None:
+def _step_chain(
+    name: str,
+    partitions_per_topic: Mapping[str, int],
+    members: GroupMembers,
+    current: TargetAssignment,
+    changed: Iterable[str] | None,
+) -> TargetAssignment | None:
     """The next target as a step of a ``UniformChain``, or None when one does not apply (another
     assignor, a heterogeneous or empty group, other topics or partition counts, a member handed
     an explicit target)."""
-    if name != "uniform" or not len(members) or members.subscription_type is not SubscriptionType.HOMOGENEOUS:
+    if (
+        name != "uniform"
+        or not len(members)
+        or members.subscription_type is not SubscriptionType.HOMOGENEOUS
+    ):
         return None
     (subscribed,) = members._distinct  # homogeneous: one subscription
     topics = sorted((t for t in subscribed if t in partitions_per_topic), key=java_sort_key)
@@ -259,8 +303,12 @@ def _step_chain(name: str, partitions_per_topic: Mapping[str, int], members: Gro
     else:
         candidates = dict.fromkeys(changed)
         candidates.update(detached)
-        gone = [mid for mid in candidates if mid in chain and (mid not in members or mid in detached)]
-        new = [mid for mid in candidates if mid in members and (mid not in chain or mid in detached)]
+        gone = [
+            mid for mid in candidates if mid in chain and (mid not in members or mid in detached)
+        ]
+        new = [
+            mid for mid in candidates if mid in members and (mid not in chain or mid in detached)
+        ]
     for mid in gone:
         chain.remove(mid)
     for mid in new:

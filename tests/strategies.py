@@ -42,7 +42,11 @@ def groups(
         uniform = draw(st.booleans())
     common = draw(st.lists(st.sampled_from(all_topics), min_size=1, unique=True))
     topics_of = {
-        m: (common if uniform else draw(st.lists(st.sampled_from(all_topics), min_size=1, unique=True)))
+        m: (
+            common
+            if uniform
+            else draw(st.lists(st.sampled_from(all_topics), min_size=1, unique=True))
+        )
         for m in members
     }
     owned: dict[str, list[TopicPartition]] = {m: [] for m in members}
@@ -69,7 +73,6 @@ def groups(
         for m in members
     }
     return meta, subs
-
 
 
 @st.composite
@@ -108,7 +111,9 @@ def server_groups(
         pool = names + ["gone1"]
         common = frozenset(draw(st.lists(st.sampled_from(pool), min_size=1, unique=True)))
         topics_of = {
-            m: common if homogeneous else frozenset(draw(st.lists(st.sampled_from(pool), unique=True)))
+            m: common
+            if homogeneous
+            else frozenset(draw(st.lists(st.sampled_from(pool), unique=True)))
             for m in members
         }
     assigned: dict[str, dict[str, list[int]]] = {m: {} for m in members}
@@ -159,11 +164,19 @@ class _HypothesisChooser:
 
 
 @st.composite
-def fault_schedules(draw, members: int, session_s: float, poll_s: float, max_faults: int = 6,
-                    start_s: float = 10.0, end_s: float = 200.0) -> list[dict]:
+def fault_schedules(
+    draw,
+    members: int,
+    session_s: float,
+    poll_s: float,
+    max_faults: int = 6,
+    start_s: float = 10.0,
+    end_s: float = 200.0,
+) -> list[dict]:
     """Timeline actions on the initial members c000.. (``experiments.engine.schedules.fault_schedule``)."""
-    return schedules.fault_schedule(_HypothesisChooser(draw), members, session_s, poll_s, max_faults,
-                                    start_s, end_s)
+    return schedules.fault_schedule(
+        _HypothesisChooser(draw), members, session_s, poll_s, max_faults, start_s, end_s
+    )
 
 
 @st.composite
@@ -177,7 +190,9 @@ def faulty_scenarios(draw, max_faults: int = 6) -> dict:
 
 
 @st.composite
-def membership_changes(draw, max_epochs: int = 25, pool: int = 10, max_partitions: int = 40) -> tuple:
+def membership_changes(
+    draw, max_epochs: int = 25, pool: int = 10, max_partitions: int = 40
+) -> tuple:
     """``(partitions_per_topic, subscription, epochs)`` for a server-side assignor kept between
     group epochs: ``epochs`` lists, per group epoch, the changes since the last one, each
     ``("join", member_id)``, ``("leave", member_id)``, ``("rejoin", member_id)`` (left and joined
@@ -193,10 +208,14 @@ def membership_changes(draw, max_epochs: int = 25, pool: int = 10, max_partition
     for _ in range(draw(st.integers(1, max_epochs))):
         changes = []
         for _ in range(draw(st.integers(1, 3))):
-            kind = draw(st.sampled_from(["join", "join", "join", "leave", "rejoin", "subscribe", "tie"]))
+            kind = draw(
+                st.sampled_from(["join", "join", "join", "leave", "rejoin", "subscribe", "tie"])
+            )
             mid = draw(st.sampled_from(ids))
             if kind == "subscribe":
-                other = draw(st.sampled_from([subscription, frozenset(names[:1]), frozenset(["t", "w"])]))
+                other = draw(
+                    st.sampled_from([subscription, frozenset(names[:1]), frozenset(["t", "w"])])
+                )
                 changes.append((kind, mid, other))
             elif kind == "tie":
                 changes.append((kind, mid, draw(st.integers(0, 1000))))
@@ -206,7 +225,18 @@ def membership_changes(draw, max_epochs: int = 25, pool: int = 10, max_partition
     return meta, subscription, epochs
 
 
-HEARTBEAT_ACTIONS = ("join", "ack", "ack", "lag", "full", "leave", "expire", "grow", "retry", "zombie")
+HEARTBEAT_ACTIONS = (
+    "join",
+    "ack",
+    "ack",
+    "lag",
+    "full",
+    "leave",
+    "expire",
+    "grow",
+    "retry",
+    "zombie",
+)
 
 
 @st.composite
@@ -226,8 +256,19 @@ def heartbeat_sequences(draw, max_clients: int = 8, max_steps: int = 40) -> dict
     for i in range(n):
         subscribed = tuple(sorted(draw(st.lists(st.sampled_from(names), min_size=1, unique=True))))
         clients[f"c{i}"] = (subscribed, draw(st.integers(0, 4)) == 0)
-    steps = [(draw(st.sampled_from(HEARTBEAT_ACTIONS)), draw(st.sampled_from(sorted(clients))),
-              draw(st.integers(0, 3)) == 0, draw(st.sampled_from(names)))
-             for _ in range(draw(st.integers(1, max_steps)))]
-    return {"topics": topics, "clients": clients, "salt": draw(st.integers(0, 10**6)),
-            "rebalance_timeout_s": draw(st.sampled_from([20.0, 300.0])), "steps": steps}
+    steps = [
+        (
+            draw(st.sampled_from(HEARTBEAT_ACTIONS)),
+            draw(st.sampled_from(sorted(clients))),
+            draw(st.integers(0, 3)) == 0,
+            draw(st.sampled_from(names)),
+        )
+        for _ in range(draw(st.integers(1, max_steps)))
+    ]
+    return {
+        "topics": topics,
+        "clients": clients,
+        "salt": draw(st.integers(0, 10**6)),
+        "rebalance_timeout_s": draw(st.sampled_from([20.0, 300.0])),
+        "steps": steps,
+    }

@@ -78,7 +78,12 @@ def test_no_private_name_is_imported_from_another_module():
     wrong = []
     for name, path in MODULES.items():
         for imported, taken, line in _imports(name, path):
-            if _own(imported) is not None and taken and taken.startswith("_") and not taken.startswith("__"):
+            if (
+                _own(imported) is not None
+                and taken
+                and taken.startswith("_")
+                and not taken.startswith("__")
+            ):
                 wrong.append(f"{path.relative_to(ROOT)}:{line} imports {taken} from {imported}")
     assert not wrong, "\n".join(wrong)
 
@@ -101,7 +106,7 @@ def test_no_import_cycle_between_modules():
         stack.append(node)
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                cycles.append(" -> ".join([*stack[stack.index(nxt):], nxt]))
+                cycles.append(" -> ".join([*stack[stack.index(nxt) :], nxt]))
             elif nxt not in state:
                 visit(nxt)
         stack.pop()

@@ -99,7 +99,9 @@ DEFAULT_SERVER_ASSIGNORS: tuple[str, ...] = tuple(_REGISTRY)  # group.consumer.a
 def get_server_assignor(name: str) -> ServerAssignor:
     """A server-side assignor by name (``"uniform"`` or ``"range"``)."""
     if name not in _REGISTRY:
-        raise AssignorError(f"unknown server assignor {name!r}; known server assignors: {', '.join(_REGISTRY)}")
+        raise AssignorError(
+            f"unknown server assignor {name!r}; known server assignors: {', '.join(_REGISTRY)}"
+        )
     return SERVER_ASSIGNORS[name]()
 
 

@@ -25,8 +25,14 @@ class GroupArrays:
     empty (range never reads it).
     """
 
-    def __init__(self, spec: GroupSpec, describer: SubscribedTopicDescriber, topics: Collection[str],
-                 member_topics: list[frozenset[str]] | None = None, read_assignment: bool = True):
+    def __init__(
+        self,
+        spec: GroupSpec,
+        describer: SubscribedTopicDescriber,
+        topics: Collection[str],
+        member_topics: list[frozenset[str]] | None = None,
+        read_assignment: bool = True,
+    ):
         self.member_ids = spec.member_ids
         self._member_index = spec._member_index()  # None: not known
         names = sorted((t for t in topics if describer.num_partitions(t) >= 0), key=java_sort_key)
@@ -36,8 +42,11 @@ class GroupArrays:
         self.offsets = np.zeros(len(names) + 1, dtype=np.int64)
         np.cumsum(self.counts, out=self.offsets[1:])
         self.total = int(self.offsets[-1])
-        self.owner = (self._owners(spec, member_topics) if read_assignment
-                      else np.full(self.total, -1, dtype=np.int32))
+        self.owner = (
+            self._owners(spec, member_topics)
+            if read_assignment
+            else np.full(self.total, -1, dtype=np.int32)
+        )
         self._previous_positions = spec._previous_positions
 
     def _owners(self, spec: GroupSpec, member_topics: list[frozenset[str]] | None) -> np.ndarray:
@@ -77,7 +86,9 @@ class GroupArrays:
             # counts: each partition goes to its earlier member's new position (one member per
             # position, so no partition can be claimed twice).
             ((parent, ours, theirs, remap),) = views.values()
-            if parent.topics == tuple(self.topics) and np.array_equal(parent._offsets, self.offsets):
+            if parent.topics == tuple(self.topics) and np.array_equal(
+                parent._offsets, self.offsets
+            ):
                 if remap is None:
                     remap = self._remap(parent, ours, theirs)
                 return remap[parent._owner].astype(np.int32)
@@ -111,9 +122,16 @@ class GroupArrays:
         owner[gids] = claimants
         return owner
 
-    def _view_claims(self, parent: GroupAssignment, ours: list[int] | None, theirs: list[int] | None,
-                     remap: np.ndarray | None, member_topics: list[frozenset[str]] | None,
-                     gid_chunks: list[np.ndarray], member_chunks: list[np.ndarray]) -> None:
+    def _view_claims(
+        self,
+        parent: GroupAssignment,
+        ours: list[int] | None,
+        theirs: list[int] | None,
+        remap: np.ndarray | None,
+        member_topics: list[frozenset[str]] | None,
+        gid_chunks: list[np.ndarray],
+        member_chunks: list[np.ndarray],
+    ) -> None:
         """Claims of the members whose target is a view of ``parent``, from its owner arrays:
         member ``theirs[k]`` of ``parent`` is our ``ours[k]``, or ``remap`` maps them all (a
         ``GroupSpec.from_members`` spec, one member id per position: no duplicates to look for)."""
@@ -123,8 +141,13 @@ class GroupArrays:
         if member_topics is not None:
             # Heterogeneous rule: keep a claim only if the member subscribes to the topic.
             distinct: dict[frozenset[str], int] = {}
-            kind = np.array([distinct.setdefault(member_topics[i], len(distinct)) for i in range(len(member_topics))],
-                            dtype=np.int64)
+            kind = np.array(
+                [
+                    distinct.setdefault(member_topics[i], len(distinct))
+                    for i in range(len(member_topics))
+                ],
+                dtype=np.int64,
+            )
         for topic in parent.topics:
             r = self.rank.get(topic)
             if r is None:
@@ -160,7 +183,9 @@ class GroupArrays:
     def result(self, owner: np.ndarray) -> GroupAssignment:
         """The assignment of ``owner`` over these members and topics (it keeps the spec's member
         index when the spec had one, for the next epoch's claims)."""
-        out = GroupAssignment(self.member_ids, dict(zip(self.topics, self.counts.tolist(), strict=True)), owner)
+        out = GroupAssignment(
+            self.member_ids, dict(zip(self.topics, self.counts.tolist(), strict=True)), owner
+        )
         if self._member_index is not None:
             out._index = self._member_index
         out._previous_positions = self._previous_positions
@@ -170,17 +195,20 @@ class GroupArrays:
         """The one-line error for the first claim that is not a list of partition ids >= 0."""
         at = 0
         for i, r, n in zip(claim_member, claim_rank, lengths.tolist(), strict=True):
-            chunk = parts[at:at + n] if parts.ndim == 1 else None
+            chunk = parts[at : at + n] if parts.ndim == 1 else None
             at += n
             ok = chunk is not None and all(
-                isinstance(p, int | np.integer) and not isinstance(p, bool) and p >= 0 for p in chunk.tolist()
+                isinstance(p, int | np.integer) and not isinstance(p, bool) and p >= 0
+                for p in chunk.tolist()
             )
             if not ok:
                 member_id, topic = self.member_ids[i], self.topics[r]
                 raise AssignorError(
                     f"members[{member_id!r}].assigned_partitions[{topic!r}]: expected partition ids (integers >= 0)"
                 )
-        raise AssignorError("members: assigned_partitions must map topics to partition ids (integers >= 0)")
+        raise AssignorError(
+            "members: assigned_partitions must map topics to partition ids (integers >= 0)"
+        )
 
     def _raise_duplicate(self, gids: np.ndarray, members: np.ndarray) -> None:
         order = np.argsort(gids, kind="stable")
@@ -196,4 +224,3 @@ class GroupArrays:
 
     def topic_of(self, gids: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.offsets, gids, side="right") - 1
-

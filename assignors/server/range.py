@@ -78,19 +78,23 @@ class RangeAssignor:
             lengths = np.full(k, quota, dtype=np.int64)
             lengths[:extra] += 1
             lo = int(g.offsets[r])
-            owner[lo:lo + n] = np.repeat(ranked, lengths)
+            owner[lo : lo + n] = np.repeat(ranked, lengths)
         return g.result(owner)
 
     def __repr__(self) -> str:
         return f"<server assignor {self.name}>"
 
 
-def _sorted_member_indices(member_ids: tuple[str, ...], instance_ids: list[str | None]) -> list[int]:
+def _sorted_member_indices(
+    member_ids: tuple[str, ...], instance_ids: list[str | None]
+) -> list[int]:
     """Kafka's ``sortMemberIds``: static members by instance id first, then the others by member
     id, both in ``String.compareTo`` order."""
     static = [i for i, inst in enumerate(instance_ids) if inst is not None]
     dynamic = [i for i, inst in enumerate(instance_ids) if inst is None]
-    static.sort(key=lambda i: (java_sort_key(instance_ids[i] or ""), java_sort_key(member_ids[i])))  # (not None here)
+    static.sort(
+        key=lambda i: (java_sort_key(instance_ids[i] or ""), java_sort_key(member_ids[i]))
+    )  # (not None here)
     ids = [member_ids[i] for i in dynamic]
     joined = "".join(ids)
     if len(ids) > 64 and joined.isascii() and "\x00" not in joined:

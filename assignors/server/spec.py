@@ -94,7 +94,10 @@ _set_rack_id = MemberSubscriptionAndAssignment.__dict__["rack_id"].__set__
 
 
 def member_subscription_of(
-    topics: frozenset[str], assigned: Mapping[str, object], instance_id: str | None = None, rack_id: str | None = None
+    topics: frozenset[str],
+    assigned: Mapping[str, object],
+    instance_id: str | None = None,
+    rack_id: str | None = None,
 ) -> MemberSubscriptionAndAssignment:
     """``MemberSubscriptionAndAssignment(topics, assigned, instance_id, rack_id)`` for a caller
     that already holds the converted values (a frozenset of names, a mapping): a coordinator
@@ -126,7 +129,9 @@ class SubscribedTopicDescriber:
             if not isinstance(topic, str) or not topic:
                 raise AssignorError(f"topics: topic name {topic!r} is not a non-empty string")
             if isinstance(count, bool) or not isinstance(count, int | np.integer) or count < 0:
-                raise AssignorError(f"topics[{topic!r}]: partition count {count!r} is not an integer >= 0")
+                raise AssignorError(
+                    f"topics[{topic!r}]: partition count {count!r} is not an integer >= 0"
+                )
             counts[topic] = int(count)
         racks: dict[str, tuple[frozenset[str], ...]] = {}
         for topic, per_partition in (partition_racks or {}).items():
@@ -147,7 +152,9 @@ class SubscribedTopicDescriber:
     def racks_for_partition(self, topic: str, partition: int) -> frozenset[str]:
         """Racks of the replicas of a partition; empty when unknown."""
         racks = self._racks.get(topic)
-        return racks[partition] if racks is not None and 0 <= partition < len(racks) else frozenset()
+        return (
+            racks[partition] if racks is not None and 0 <= partition < len(racks) else frozenset()
+        )
 
     @property
     def partitions_per_topic(self) -> Mapping[str, int]:
@@ -158,7 +165,9 @@ class SubscribedTopicDescriber:
         return topics if isinstance(topics, SubscribedTopicDescriber) else cls(topics)
 
 
-def subscription_type_of(members: Mapping[str, MemberSubscriptionAndAssignment]) -> SubscriptionType:
+def subscription_type_of(
+    members: Mapping[str, MemberSubscriptionAndAssignment],
+) -> SubscriptionType:
     """Kafka's ``ModernGroup.subscriptionType``: homogeneous when every subscribed topic name is
     subscribed by every member (an empty group, or one where nobody subscribes, is homogeneous)."""
     distinct = {m.subscribed_topic_names for m in members.values()}
@@ -187,14 +196,21 @@ class GroupSpec:
         subscription_type: SubscriptionType | None = None,
     ):
         if not isinstance(members, Mapping):
-            raise AssignorError("members: expected a mapping of member id to MemberSubscriptionAndAssignment")
+            raise AssignorError(
+                "members: expected a mapping of member id to MemberSubscriptionAndAssignment"
+            )
         members = dict(members)
         # Whole-group passes of C-level maps first; the loop names the offending member.
-        if not (set(map(type, members)) <= {str} and "" not in members
-                and set(map(type, members.values())) <= {MemberSubscriptionAndAssignment}):
+        if not (
+            set(map(type, members)) <= {str}
+            and "" not in members
+            and set(map(type, members.values())) <= {MemberSubscriptionAndAssignment}
+        ):
             for member_id, member in members.items():
                 if not isinstance(member_id, str) or not member_id:
-                    raise AssignorError(f"members: member id {member_id!r} is not a non-empty string")
+                    raise AssignorError(
+                        f"members: member id {member_id!r} is not a non-empty string"
+                    )
                 if not isinstance(member, MemberSubscriptionAndAssignment):
                     raise AssignorError(
                         f"members[{member_id!r}]: expected a MemberSubscriptionAndAssignment, "
@@ -225,22 +241,35 @@ class GroupSpec:
         if not isinstance(target, GroupAssignment):
             raise AssignorError("target: expected a GroupAssignment")
         if not isinstance(topics, Mapping):
-            raise AssignorError("topics: expected a mapping of member id to a frozenset of topic names")
+            raise AssignorError(
+                "topics: expected a mapping of member id to a frozenset of topic names"
+            )
         spec = object.__new__(cls)
         topics = dict(topics)
-        if not (set(map(type, topics)) <= {str} and "" not in topics
-                and set(map(type, topics.values())) <= {frozenset}):
+        if not (
+            set(map(type, topics)) <= {str}
+            and "" not in topics
+            and set(map(type, topics.values())) <= {frozenset}
+        ):
             for member_id, names in topics.items():
                 if not isinstance(member_id, str) or not member_id:
-                    raise AssignorError(f"members: member id {member_id!r} is not a non-empty string")
+                    raise AssignorError(
+                        f"members: member id {member_id!r} is not a non-empty string"
+                    )
                 if not isinstance(names, frozenset) or not set(map(type, names)) <= {str}:
-                    raise AssignorError(f"topics[{member_id!r}]: expected a frozenset of topic names")
+                    raise AssignorError(
+                        f"topics[{member_id!r}]: expected a frozenset of topic names"
+                    )
         spec._members = None
         spec._member_ids = tuple(hashmap_order(topics))
-        spec._subscription_type = (SubscriptionType.HOMOGENEOUS if len(set(topics.values())) <= 1
-                                   else SubscriptionType.HETEROGENEOUS)
-        spec._bulk = _BulkMembers(topics, target, take, dict(assigned or {}), dict(instance_ids or {}),
-                                  dict(racks or {}))
+        spec._subscription_type = (
+            SubscriptionType.HOMOGENEOUS
+            if len(set(topics.values())) <= 1
+            else SubscriptionType.HETEROGENEOUS
+        )
+        spec._bulk = _BulkMembers(
+            topics, target, take, dict(assigned or {}), dict(instance_ids or {}), dict(racks or {})
+        )
         spec._previous_positions = None
         return spec
 
@@ -267,20 +296,32 @@ class GroupSpec:
         if assigned is None:
             assigned = {}
         elif not isinstance(assigned, Mapping):
-            raise AssignorError("assigned: expected a mapping of member id to {topic: partition ids}")
+            raise AssignorError(
+                "assigned: expected a mapping of member id to {topic: partition ids}"
+            )
         spec = object.__new__(cls)
         spec._members = None
         spec._member_ids = members.member_ids
         spec._subscription_type = members.subscription_type
-        spec._bulk = _BulkMembers(members._topics, target, _Except(assigned), assigned,
-                                  members._instance_ids, members._racks, members, members._version)
+        spec._bulk = _BulkMembers(
+            members._topics,
+            target,
+            _Except(assigned),
+            assigned,
+            members._instance_ids,
+            members._racks,
+            members,
+            members._version,
+        )
         spec._previous_positions = None
         return spec
 
     def _check_live(self) -> None:
         b = self._bulk
         if b is not None and b.source is not None and b.source._version != b.version:
-            raise AssignorError("members: changed since this GroupSpec was built (GroupSpec.from_members)")
+            raise AssignorError(
+                "members: changed since this GroupSpec was built (GroupSpec.from_members)"
+            )
 
     def _member_index(self) -> Mapping[str, int] | None:
         """Member id -> position in ``member_ids`` when the spec already has it (else None)."""
@@ -297,8 +338,12 @@ class GroupSpec:
             assert b is not None  # (a spec holds its members or its bulk form)
             views = b.target.views(self._member_ids)
             self._members = {
-                m: member_subscription_of(b.topics[m], v if v is not None and m in b.take else b.assigned.get(m, {}),
-                                          b.instance_ids.get(m), b.racks.get(m))
+                m: member_subscription_of(
+                    b.topics[m],
+                    v if v is not None and m in b.take else b.assigned.get(m, {}),
+                    b.instance_ids.get(m),
+                    b.racks.get(m),
+                )
                 for m, v in zip(self._member_ids, views, strict=True)
             }
         return self._members
@@ -317,11 +362,17 @@ class GroupSpec:
             take, get = b.take, index.get
             theirs_all = [get(m, -1) if m in take else -1 for m in self._member_ids]
             ours = [i for i, j in enumerate(theirs_all) if j >= 0]
-            views: dict[int, tuple] = ({id(b.target): (b.target, ours, [theirs_all[i] for i in ours], None)}
-                                       if ours else {})
+            views: dict[int, tuple] = (
+                {id(b.target): (b.target, ours, [theirs_all[i] for i in ours], None)}
+                if ours
+                else {}
+            )
             assigned = b.assigned
-            slow_at = [i for i, (m, j) in enumerate(zip(self._member_ids, theirs_all, strict=True))
-                       if j < 0 and assigned.get(m)]
+            slow_at = [
+                i
+                for i, (m, j) in enumerate(zip(self._member_ids, theirs_all, strict=True))
+                if j < 0 and assigned.get(m)
+            ]
             return slow_at, [assigned[self._member_ids[i]] for i in slow_at], views
         members = self._member_map()
         # (Any: the views among them are read as MemberAssignment below)
@@ -342,7 +393,9 @@ class GroupSpec:
         slow_at = [i for i, a in enumerate(assigned_all) if type(a) is not MemberAssignment and a]
         return slow_at, [assigned_all[i] for i in slow_at], views
 
-    def _member_claims(self, b: _BulkMembers) -> tuple[list[int], list[Mapping[str, Any]], dict[int, tuple]]:
+    def _member_claims(
+        self, b: _BulkMembers
+    ) -> tuple[list[int], list[Mapping[str, Any]], dict[int, tuple]]:
         """``_claims`` of a ``from_members`` spec: the previous target's members map to their
         positions in one C-level pass over its member ids; only the members in ``assigned`` are
         visited one by one."""
@@ -357,7 +410,9 @@ class GroupSpec:
             remap = index.positions_of(old_index) if isinstance(old_index, _SlotIndex) else None
             if remap is None:
                 remap = np.full(len(old_ids) + 1, -1, dtype=np.int64)
-                remap[:-1] = np.fromiter(map(index.get, old_ids, repeat(-1)), dtype=np.int64, count=len(old_ids))
+                remap[:-1] = np.fromiter(
+                    map(index.get, old_ids, repeat(-1)), dtype=np.int64, count=len(old_ids)
+                )
             self._previous_positions = (old_ids, remap.copy())
             if assigned:
                 for m in assigned:
@@ -429,7 +484,10 @@ class GroupSpec:
         return member.assigned_partitions if member is not None else {}
 
     def is_partition_assigned(self, topic: str, partition: int) -> bool:
-        return any(partition in _as_set(m.assigned_partitions.get(topic, ())) for m in self._member_map().values())
+        return any(
+            partition in _as_set(m.assigned_partitions.get(topic, ()))
+            for m in self._member_map().values()
+        )
 
     def __len__(self) -> int:
         return len(self._member_ids)
@@ -530,7 +588,7 @@ def _with(a: np.ndarray, at: int, value: int) -> np.ndarray:
     out = np.empty(a.size + 1, dtype=a.dtype)
     out[:at] = a[:at]
     out[at] = value
-    out[at + 1:] = a[at:]
+    out[at + 1 :] = a[at:]
     return out
 
 
@@ -538,7 +596,7 @@ def _without(a: np.ndarray, at: int) -> np.ndarray:
     """A copy of ``a`` without its element at ``at``."""
     out = np.empty(a.size - 1, dtype=a.dtype)
     out[:at] = a[:at]
-    out[at:] = a[at + 1:]
+    out[at:] = a[at + 1 :]
     return out
 
 
@@ -563,41 +621,66 @@ class GroupMembers:
     changes, ``retie`` tells the members (one member, or all of them).
     """
 
-    __slots__ = ("_topics", "_instance_ids", "_racks", "_distinct", "_topic_names", "_keys", "_mask",
-                 "_ids", "_index", "_version", "_slot_of", "_order_slots", "_generation", "_id_list",
-                 "_put_order", "_put_of", "_treeify", "_tie", "_key_of")
+    __slots__ = (
+        "_topics",
+        "_instance_ids",
+        "_racks",
+        "_distinct",
+        "_topic_names",
+        "_keys",
+        "_mask",
+        "_ids",
+        "_index",
+        "_version",
+        "_slot_of",
+        "_order_slots",
+        "_generation",
+        "_id_list",
+        "_put_order",
+        "_put_of",
+        "_treeify",
+        "_tie",
+        "_key_of",
+    )
 
     def __init__(self, tie: Callable[[str], object] | None = None):
         self._tie = tie
-        self._key_of: dict[str, tuple] = {}                # member id -> its entry in ``_keys``
+        self._key_of: dict[str, tuple] = {}  # member id -> its entry in ``_keys``
         self._topics: dict[str, frozenset[str]] = {}
         self._instance_ids: dict[str, str] = {}
         self._racks: dict[str, str] = {}
-        self._distinct: dict[frozenset[str], int] = {}   # subscription -> members with it
-        self._topic_names: dict[str, int] = {}           # topic -> subscribers
+        self._distinct: dict[frozenset[str], int] = {}  # subscription -> members with it
+        self._topic_names: dict[str, int] = {}  # topic -> subscribers
         # (HashMap bucket, String order key, member id), sorted, for a table of ``_mask + 1``
         # buckets; None: rebuild
         self._keys: list[tuple[int, str, str]] | None = []
-        self._id_list: list[str] = []                    # the member ids of ``_keys``, in order
+        self._id_list: list[str] = []  # the member ids of ``_keys``, in order
         self._mask = hashmap_capacity(0) - 1
-        self._ids: tuple[str, ...] | None = ()           # member ids in HashMap order (None: stale)
-        self._index: _SlotIndex | None = None            # member id -> position in ``_ids``
+        self._ids: tuple[str, ...] | None = ()  # member ids in HashMap order (None: stale)
+        self._index: _SlotIndex | None = None  # member id -> position in ``_ids``
         # Every member id seen since the last renumbering has a slot number for good (a member
         # that leaves and comes back keeps it), so that one epoch's members find their position
         # at the next epoch with numpy: ``_order_slots`` lists the slots in HashMap order.
         self._slot_of: dict[str, int] = {}
-        self._order_slots: np.ndarray | None = np.empty(0, dtype=np.int64)  # None with ``_keys``: rebuild
-        self._generation = 0                             # bumped when slots are renumbered
+        self._order_slots: np.ndarray | None = np.empty(
+            0, dtype=np.int64
+        )  # None with ``_keys``: rebuild
+        self._generation = 0  # bumped when slots are renumbered
         self._version = 0
         # (put order key, member id), sorted: the order the keys are put into the map (``tie``,
         # else ``String.compareTo``), and whether Java would treeify a bucket (or double a small
         # table early) filling a map so
         self._put_order: list[tuple] = []
-        self._put_of: dict[str, tuple] = {}            # member id -> its entry in ``_put_order``
+        self._put_of: dict[str, tuple] = {}  # member id -> its entry in ``_put_order``
         self._treeify = TreeifyWatch()
 
-    def put(self, member_id: str, topics: frozenset[str], instance_id: str | None = None,
-            rack_id: str | None = None) -> None:
+    def put(
+        self,
+        member_id: str,
+        topics: frozenset[str],
+        instance_id: str | None = None,
+        rack_id: str | None = None,
+    ) -> None:
         """Add the member or replace what is known of it: ``topics``, its subscribed topic names (a
         frozenset, or any iterable of names), ``instance_id`` (``group.instance.id``), ``rack_id``
         (``client.rack``). A bad value raises ``AssignorError`` naming it; nothing changes then."""
@@ -615,8 +698,11 @@ class GroupMembers:
             raise AssignorError(f"racks[{member_id!r}]: expected a string or None")
         old = self._topics.get(member_id)
         if old is not None:
-            if (old == topics and self._instance_ids.get(member_id) == instance_id
-                    and self._racks.get(member_id) == rack_id):
+            if (
+                old == topics
+                and self._instance_ids.get(member_id) == instance_id
+                and self._racks.get(member_id) == rack_id
+            ):
                 return
             self._unsubscribe(old)
         else:
@@ -737,8 +823,11 @@ class GroupMembers:
         ``String.compareTo`` order)."""
         h = java_string_hash(member_id) & 0xFFFFFFFF
         tie = self._tie
-        return ((h ^ (h >> 16)) & self._mask, java_sort_key(member_id) if tie is None else tie(member_id),
-                member_id)
+        return (
+            (h ^ (h >> 16)) & self._mask,
+            java_sort_key(member_id) if tie is None else tie(member_id),
+            member_id,
+        )
 
     def _add_key(self, member_id: str) -> None:
         # called before the member is in ``_topics``
@@ -778,13 +867,17 @@ class GroupMembers:
                 self._slot_of = dict(zip(ids, range(len(ids)), strict=True))
                 self._order_slots = np.arange(len(ids), dtype=np.int64)
             elif self._order_slots is None:
-                self._order_slots = np.fromiter(map(self._slot_of.__getitem__, ids), dtype=np.int64, count=len(ids))
+                self._order_slots = np.fromiter(
+                    map(self._slot_of.__getitem__, ids), dtype=np.int64, count=len(ids)
+                )
             slots = self._order_slots
             if not self._treeify.free:
                 # Java treeifies a bucket (or doubles a small table early): the order is the
                 # model's; ``_keys`` and ``_order_slots`` stay in bucket order for the next change
                 ids = self._ids = tuple(modelled_hashmap_order([e[-1] for e in self._put_order]))
-                slots = np.fromiter(map(self._slot_of.__getitem__, ids), dtype=np.int64, count=len(ids))
+                slots = np.fromiter(
+                    map(self._slot_of.__getitem__, ids), dtype=np.int64, count=len(ids)
+                )
             self._index = _SlotIndex(self, ids, slots)
         return ids
 
@@ -802,7 +895,11 @@ class GroupMembers:
     def subscription_type(self) -> SubscriptionType:
         """``ModernGroup.subscriptionType``: homogeneous when all members subscribe to the same
         topic names (or there are none)."""
-        return SubscriptionType.HOMOGENEOUS if len(self._distinct) <= 1 else SubscriptionType.HETEROGENEOUS
+        return (
+            SubscriptionType.HOMOGENEOUS
+            if len(self._distinct) <= 1
+            else SubscriptionType.HETEROGENEOUS
+        )
 
     def subscribed_topic_names(self) -> Mapping[str, int]:
         """Topic name -> number of members subscribed to it (``ConsumerGroup.subscribedTopicNames``;
@@ -875,8 +972,16 @@ class GroupAssignment(Mapping[str, MemberAssignment]):
     topics with no partition for that member left out; ``to_dict()`` gives plain dicts.
     """
 
-    __slots__ = ("_member_ids", "_index", "_topics", "_offsets", "_owner", "_slices", "_reads",
-                 "_previous_positions")
+    __slots__ = (
+        "_member_ids",
+        "_index",
+        "_topics",
+        "_offsets",
+        "_owner",
+        "_slices",
+        "_reads",
+        "_previous_positions",
+    )
 
     def __init__(self, member_ids: Sequence[str], topics: Mapping[str, int], owner: np.ndarray):
         self._member_ids = tuple(member_ids)
@@ -914,13 +1019,15 @@ class GroupAssignment(Mapping[str, MemberAssignment]):
     def owners(self, topic: str) -> np.ndarray:
         """Member index per partition of ``topic`` (-1: unassigned); a read-only view."""
         r = self._topics.index(topic)
-        view = self._owner[self._offsets[r]:self._offsets[r + 1]]
+        view = self._owner[self._offsets[r] : self._offsets[r + 1]]
         view.flags.writeable = False
         return view
 
     def partition_counts(self) -> dict[str, int]:
         """Number of partitions per member."""
-        counts = np.bincount(self._owner[self._owner >= 0], minlength=len(self._member_ids)).tolist()
+        counts = np.bincount(
+            self._owner[self._owner >= 0], minlength=len(self._member_ids)
+        ).tolist()
         return dict(zip(self._member_ids, counts, strict=True))
 
     def _member_runs(self) -> tuple[list[int], list[int], list[int], list[int], list[int]]:
@@ -939,8 +1046,13 @@ class GroupAssignment(Mapping[str, MemberAssignment]):
             starts = np.concatenate(([0], change)) if order.size else np.empty(0, dtype=np.int64)
             ends = np.append(starts[1:], order.size)
             first_run = np.searchsorted(sorted_owner[starts], np.arange(len(self._member_ids) + 1))
-            self._slices = (parts.tolist(), ranks[starts].tolist(), starts.tolist(), ends.tolist(),
-                            first_run.tolist())
+            self._slices = (
+                parts.tolist(),
+                ranks[starts].tolist(),
+                starts.tolist(),
+                ends.tolist(),
+                first_run.tolist(),
+            )
         return self._slices
 
     def _member_index(self) -> Mapping[str, int]:
@@ -962,7 +1074,9 @@ class GroupAssignment(Mapping[str, MemberAssignment]):
         else:
             index = self._member_index()
             remap = np.full(len(old_ids) + 1, -1, dtype=np.int64)  # [-1]: unassigned stays -1
-            remap[:-1] = np.fromiter(map(index.get, old_ids, repeat(-1)), dtype=np.int64, count=len(old_ids))
+            remap[:-1] = np.fromiter(
+                map(index.get, old_ids, repeat(-1)), dtype=np.int64, count=len(old_ids)
+            )
         mapped = remap[previous._owner]
         moved = mapped != self._owner
         changed = np.zeros(len(self._member_ids) + 1, dtype=bool)  # [-1]: unassigned, ignored
@@ -1006,10 +1120,15 @@ class GroupAssignment(Mapping[str, MemberAssignment]):
             bounds = [0, *cut, len(parts)]
             rank_list = ranks[[0, *cut]].tolist()
             topics = self._topics
-            return {topics[r]: tuple(parts[bounds[k]:bounds[k + 1]]) for k, r in enumerate(rank_list)}
+            return {
+                topics[r]: tuple(parts[bounds[k] : bounds[k + 1]]) for k, r in enumerate(rank_list)
+            }
         parts, run_rank, starts, ends, first_run = self._member_runs()
         topics = self._topics
-        return {topics[run_rank[j]]: tuple(parts[starts[j]:ends[j]]) for j in range(first_run[i], first_run[i + 1])}
+        return {
+            topics[run_rank[j]]: tuple(parts[starts[j] : ends[j]])
+            for j in range(first_run[i], first_run[i + 1])
+        }
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._member_ids)

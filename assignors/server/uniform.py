@@ -105,8 +105,13 @@ def java_hashset_capacity(n: np.ndarray) -> np.ndarray:
     return (1 << np.ceil(np.log2(want)).astype(np.int64)).astype(np.int64)
 
 
-def _treeified_walks(bucket: np.ndarray, partition: np.ndarray, group: np.ndarray,
-                     group_size: np.ndarray, capacity: np.ndarray) -> None:
+def _treeified_walks(
+    bucket: np.ndarray,
+    partition: np.ndarray,
+    group: np.ndarray,
+    group_size: np.ndarray,
+    capacity: np.ndarray,
+) -> None:
     """Where 9 or more of one set's partitions share a bucket, Java's ``HashSet`` doubles its
     table (under 64 buckets) or makes the bucket a red-black tree (``HashMap.treeifyBin``), so
     the bucket order above is not its iteration order: for those sets (rare: it takes a member
@@ -156,7 +161,9 @@ def _homogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupA
         partition = mine - g.offsets[rank]
         n_topics = len(g.topics)
         member_topic = holder * n_topics + rank
-        _, inverse, per_member_topic = np.unique(member_topic, return_inverse=True, return_counts=True)
+        _, inverse, per_member_topic = np.unique(
+            member_topic, return_inverse=True, return_counts=True
+        )
         capacity = java_hashset_capacity(per_member_topic[inverse])
         bucket = (partition ^ (partition >> 16)) & (capacity - 1)
         _treeified_walks(bucket, partition, inverse, per_member_topic, capacity)
@@ -213,7 +220,9 @@ class _HeterogeneousBuilder:
     def __init__(self, g: GroupArrays, subscribers: list[np.ndarray]):
         self.g = g
         self.subscribers = subscribers
-        self.sizes = np.bincount(g.owner[g.owner >= 0], minlength=len(g.member_ids)).astype(np.int64)
+        self.sizes = np.bincount(g.owner[g.owner >= 0], minlength=len(g.member_ids)).astype(
+            np.int64
+        )
         self.converged = True  # False when balance() stops at MAX_ITERATION_COUNT passes
 
     def _sorted_topics(self, ranks: list[int]) -> list[int]:

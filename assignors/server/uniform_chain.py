@@ -138,19 +138,21 @@ class UniformChain:
         self.offsets = offsets
         self.total = offsets[-1]
         self.generation = members._generation
-        self.slot_of: dict[str, int] = {}         # member id -> slot (the GroupMembers' slot)
-        self.owner = np.full(self.total, -1, dtype=np.int32)   # slot holding each partition
-        self.count = np.zeros(0, dtype=np.int64)                # partitions per slot
+        self.slot_of: dict[str, int] = {}  # member id -> slot (the GroupMembers' slot)
+        self.owner = np.full(self.total, -1, dtype=np.int32)  # slot holding each partition
+        self.count = np.zeros(0, dtype=np.int64)  # partitions per slot
         # per slot: per topic, its partition ids (topic-local), in walk order for a table of
         # ``sorted_for[slot][rank]`` buckets (0: not in order)
         self.parts: list[list[list[int]] | None] = []
         self.sorted_for: list[list[int] | None] = []
-        self.free: list[int] = []       # partitions nobody holds (global ids), ascending once sorted
+        self.free: list[int] = []  # partitions nobody holds (global ids), ascending once sorted
         self.changed: set[int] = set()  # slots whose partitions the last step changed
-        self.sets: dict[int, frozenset] = {}  # slot -> its partitions as TopicPartitions, once built
+        self.sets: dict[
+            int, frozenset
+        ] = {}  # slot -> its partitions as TopicPartitions, once built
         self._tps: list[list[TopicPartition]] | None = None
         self.step_count = 0
-        self.dead = False               # set by a caller that gave up on it mid-way
+        self.dead = False  # set by a caller that gave up on it mid-way
 
     # ------------------------------------------------------------------ building
 
@@ -199,7 +201,7 @@ class UniformChain:
         if slots > self.count.size:
             size = max(slots, 2 * self.count.size, 16)
             count = np.zeros(size, dtype=np.int64)
-            count[:self.count.size] = self.count
+            count[: self.count.size] = self.count
             self.count = count
             self.parts.extend([None] * (size - len(self.parts)))
             self.sorted_for.extend([None] * (size - len(self.sorted_for)))
@@ -214,7 +216,11 @@ class UniformChain:
 
     def matches(self, members: GroupMembers, topics: Sequence[str], counts: Sequence[int]) -> bool:
         """Whether this chain can step ``members`` over these topics and partition counts."""
-        return members is self.members and tuple(topics) == self.topics and tuple(counts) == self.counts
+        return (
+            members is self.members
+            and tuple(topics) == self.topics
+            and tuple(counts) == self.counts
+        )
 
     def __contains__(self, member_id: str) -> bool:
         return member_id in self.slot_of
@@ -310,7 +316,7 @@ class UniformChain:
         count, parts, sorted_for = self.count, self.parts, self.sorted_for
         at = 0
         for slot, r in zip(order[takers].tolist(), rooms, strict=True):
-            chunk = todo[at:at + r]
+            chunk = todo[at : at + r]
             at += r
             lists = parts[slot]
             if n_topics == 1:
@@ -324,7 +330,9 @@ class UniformChain:
                     marks[t] = 0
             count[slot] += r
             changed.add(slot)
-        self.owner[np.array(todo, dtype=np.int64)] = np.repeat(order[takers], rooms).astype(np.int32)
+        self.owner[np.array(todo, dtype=np.int64)] = np.repeat(order[takers], rooms).astype(
+            np.int32
+        )
         sets = self.sets
         if sets:
             for slot in changed:
@@ -391,8 +399,10 @@ class UniformChain:
         if s is None:
             tps = self._tps
             if tps is None:  # one TopicPartition per partition, shared by the sets built
-                tps = self._tps = [[TopicPartition(t, p) for p in range(n)]
-                                   for t, n in zip(self.topics, self.counts, strict=True)]
+                tps = self._tps = [
+                    [TopicPartition(t, p) for p in range(n)]
+                    for t, n in zip(self.topics, self.counts, strict=True)
+                ]
             lists = self.parts[slot]
             assert lists is not None  # (None: the slot of a member that left)
             if len(lists) == 1:
@@ -401,4 +411,3 @@ class UniformChain:
                 s = frozenset(tps[r][p] for r, parts in enumerate(lists) for p in parts)
             self.sets[slot] = s
         return s
-

@@ -91,7 +91,9 @@ def group_of(case: Case) -> tuple[dict[str, int], dict[str, list[str]]]:
         rng = np.random.default_rng(case.random_half_seed)
         k = max(1, case.topics // 2)
         return metadata, {
-            f"consumer-{i:05d}": [names[j] for j in np.sort(rng.choice(case.topics, k, replace=False)).tolist()]
+            f"consumer-{i:05d}": [
+                names[j] for j in np.sort(rng.choice(case.topics, k, replace=False)).tolist()
+            ]
             for i in range(case.members)
         }
     topics_of = {
@@ -134,8 +136,9 @@ def _peak_mib(fn: Callable[[], object]) -> float:
 MODES = ("fresh", "one member left")
 
 
-def bench_case(name: str, case: Case, repeat: int, measure_memory: bool = True,
-               modes: tuple[str, ...] = MODES) -> list[dict]:
+def bench_case(
+    name: str, case: Case, repeat: int, measure_memory: bool = True, modes: tuple[str, ...] = MODES
+) -> list[dict]:
     """Rows for ``modes`` of ``case`` (the fresh assignment is computed, untimed, when only the
     reassignment is asked for)."""
     metadata, topics_of = group_of(case)
@@ -144,8 +147,21 @@ def bench_case(name: str, case: Case, repeat: int, measure_memory: bool = True,
     assignor = get_assignor(name)
     if "fresh" in modes:
         wall, fresh, _ = timed_median(lambda: assignor.assign(metadata, fresh_subs), repeat)
-        rows.append(_row(name, case, "fresh", wall, metadata, fresh_subs, fresh, None,
-                         _peak_mib(lambda: assignor.assign(metadata, fresh_subs)) if measure_memory else None))
+        rows.append(
+            _row(
+                name,
+                case,
+                "fresh",
+                wall,
+                metadata,
+                fresh_subs,
+                fresh,
+                None,
+                _peak_mib(lambda: assignor.assign(metadata, fresh_subs))
+                if measure_memory
+                else None,
+            )
+        )
     else:
         fresh = assignor.assign(metadata, fresh_subs)
     if "one member left" not in modes:
@@ -153,11 +169,24 @@ def bench_case(name: str, case: Case, repeat: int, measure_memory: bool = True,
     generation = 1
     leaver = next(iter(topics_of))
     if name == "stream-join-sticky":
-        generation = decode_assignment_user_data(fresh[leaver].user_data or encode_assignment_user_data(0))
+        generation = decode_assignment_user_data(
+            fresh[leaver].user_data or encode_assignment_user_data(0)
+        )
     subs = next_round(name, topics_of, fresh, generation, leaver)
     wall, again, _ = timed_median(lambda: assignor.assign(metadata, subs), repeat)
-    rows.append(_row(name, case, "one member left", wall, metadata, subs, again, fresh,
-                     _peak_mib(lambda: assignor.assign(metadata, subs)) if measure_memory else None))
+    rows.append(
+        _row(
+            name,
+            case,
+            "one member left",
+            wall,
+            metadata,
+            subs,
+            again,
+            fresh,
+            _peak_mib(lambda: assignor.assign(metadata, subs)) if measure_memory else None,
+        )
+    )
     return rows
 
 
@@ -188,8 +217,20 @@ def _row(name, case, mode, wall, metadata, subs, result, previous, peak) -> dict
     }
 
 
-COLUMNS = ["assignor", "case", "mode", "members", "partitions", "wall_s", "java_ms", "spec_ms", "peak_mib", "spread",
-           "moved", "withheld"]
+COLUMNS = [
+    "assignor",
+    "case",
+    "mode",
+    "members",
+    "partitions",
+    "wall_s",
+    "java_ms",
+    "spec_ms",
+    "peak_mib",
+    "spread",
+    "moved",
+    "withheld",
+]
 
 
 def _fmt(row: dict, col: str) -> str:
@@ -215,7 +256,10 @@ def run(args) -> int:
     names = args.assignor or known
     unknown = [n for n in names if n not in known]
     if unknown:
-        print(f"rebalance-sim bench assignors: unknown assignor {unknown[0]!r}; known: {', '.join(known)}", file=sys.stderr)
+        print(
+            f"rebalance-sim bench assignors: unknown assignor {unknown[0]!r}; known: {', '.join(known)}",
+            file=sys.stderr,
+        )
         return 2
     if args.out:
         from ..outputs import OutputError, check_output_file
@@ -249,16 +293,25 @@ def _all_rows(args, names: list[str]) -> list[dict]:
     cases = QUICK_CASES if args.quick else CASES
     plan = [(n, c) for n in names if n in ASSIGNORS for c in cases]
     # KIP-848 server-side assignors ("server:uniform", "server:range") on their own cases.
-    plan += [(n, c) for n in names if n not in ASSIGNORS for c in (QUICK_SERVER_CASES if args.quick else SERVER_CASES)]
+    plan += [
+        (n, c)
+        for n in names
+        if n not in ASSIGNORS
+        for c in (QUICK_SERVER_CASES if args.quick else SERVER_CASES)
+    ]
     if not args.quick:
-        plan += [(n, c) for n in names if n in ("range", "roundrobin") for c in RANGE_ROUNDROBIN_CASES]
+        plan += [
+            (n, c) for n in names if n in ("range", "roundrobin") for c in RANGE_ROUNDROBIN_CASES
+        ]
     rows: list[dict] = []
     for i, (name, case) in enumerate(plan, 1):
         print(f"[{i}/{len(plan)}] {name:<20} {case.name}", file=sys.stderr, flush=True)
         if name in ASSIGNORS:
             rows.extend(bench_case(name, case, args.repeat, measure_memory=not args.no_memory))
         else:
-            rows.extend(bench_server_case(name, case, args.repeat, None if args.no_memory else _peak_mib))
+            rows.extend(
+                bench_server_case(name, case, args.repeat, None if args.no_memory else _peak_mib)
+            )
     return rows
 
 
@@ -269,7 +322,9 @@ def _target_rows(args, names: list[str]) -> list[dict]:
     rows: list[dict] = []
     for i, (name, case, mode) in enumerate(plan, 1):
         print(f"[{i}/{len(plan)}] {name:<20} {case.name}, {mode}", file=sys.stderr, flush=True)
-        rows.extend(bench_case(name, case, args.repeat, measure_memory=not args.no_memory, modes=(mode,)))
+        rows.extend(
+            bench_case(name, case, args.repeat, measure_memory=not args.no_memory, modes=(mode,))
+        )
     return rows
 
 
@@ -277,6 +332,7 @@ def _machine() -> str:
     import os
     import platform
 
-    load = f", load average {os.getloadavg()[0]:.1f} at the end" if hasattr(os, "getloadavg") else ""
+    load = (
+        f", load average {os.getloadavg()[0]:.1f} at the end" if hasattr(os, "getloadavg") else ""
+    )
     return f"{os.cpu_count()} cores, Python {platform.python_version()}{load}"
-

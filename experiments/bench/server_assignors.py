@@ -62,7 +62,10 @@ def _subscriptions(case: ServerCase) -> tuple[dict[str, int], dict[str, frozense
     buckets = min(case.buckets, case.members)
     topics_per_bucket = -(-case.topics // buckets)
     members_per_bucket = -(-case.members // buckets)
-    sets = [frozenset(names[b * topics_per_bucket:(b + 1) * topics_per_bucket]) for b in range(buckets)]
+    sets = [
+        frozenset(names[b * topics_per_bucket : (b + 1) * topics_per_bucket])
+        for b in range(buckets)
+    ]
     subs = {f"member-{i:05d}": sets[i // members_per_bucket] for i in range(case.members)}
     return dict.fromkeys(names, case.partitions_per_topic), subs
 
@@ -74,8 +77,18 @@ def bench_server_case(name: str, case: ServerCase, repeat: int, peak_mib=None) -
     members = {m: MemberSubscriptionAndAssignment(ts) for m, ts in subs.items()}
     spec_s, spec, _ = timed_median(lambda: GroupSpec(members), repeat)
     wall, fresh, _ = timed_median(lambda: assignor.assign(spec, meta), repeat)
-    rows = [_row(name, case, "fresh", spec_s, wall, fresh, None,
-                 peak_mib(lambda: assignor.assign(spec, meta)) if peak_mib else None)]
+    rows = [
+        _row(
+            name,
+            case,
+            "fresh",
+            spec_s,
+            wall,
+            fresh,
+            None,
+            peak_mib(lambda: assignor.assign(spec, meta)) if peak_mib else None,
+        )
+    ]
 
     # Everyone hands back its part of the fresh target, as the coordinator keeps it (Kafka's
     # benchmark likewise passes the MemberAssignment objects of its first run).
@@ -83,8 +96,18 @@ def bench_server_case(name: str, case: ServerCase, repeat: int, peak_mib=None) -
     joined["member-new"] = MemberSubscriptionAndAssignment(subs[next(reversed(subs))])
     spec_s, spec2, _ = timed_median(lambda: GroupSpec(joined), repeat)
     wall, again, _ = timed_median(lambda: assignor.assign(spec2, meta), repeat)
-    rows.append(_row(name, case, "one member joined", spec_s, wall, again, fresh,
-                     peak_mib(lambda: assignor.assign(spec2, meta)) if peak_mib else None))
+    rows.append(
+        _row(
+            name,
+            case,
+            "one member joined",
+            spec_s,
+            wall,
+            again,
+            fresh,
+            peak_mib(lambda: assignor.assign(spec2, meta)) if peak_mib else None,
+        )
+    )
     return rows
 
 

@@ -16,16 +16,21 @@ from sim import Scenario, run_scenario
 from sim.kernel import DEFAULT_KERNEL, KERNELS
 
 
-def _scenario(name: str, members: int, partitions: int, action: dict, protocol: str = "classic") -> Scenario:
+def _scenario(
+    name: str, members: int, partitions: int, action: dict, protocol: str = "classic"
+) -> Scenario:
     consumer = {"partition_assignment_strategy": ["cooperative-sticky"]}
     if protocol != "classic":
         consumer = {"group_protocol": protocol}  # KIP-848: the coordinator assigns (uniform)
-    return Scenario.from_dict({
-        "name": name, "members": members,
-        "topics": [{"name": "events", "partitions": partitions, "rate": 1.0}],
-        "consumer": consumer,
-        "timeline": [action],
-    })
+    return Scenario.from_dict(
+        {
+            "name": name,
+            "members": members,
+            "topics": [{"name": "events", "partitions": partitions, "rate": 1.0}],
+            "consumer": consumer,
+            "timeline": [action],
+        }
+    )
 
 
 def cases(quick: bool) -> list[tuple[str, Scenario, float | None]]:
@@ -35,11 +40,18 @@ def cases(quick: bool) -> list[tuple[str, Scenario, float | None]]:
     if quick:
         return [
             ("210x210 coop add one", _scenario("bench-add", 210, 210, add), None),
-            ("1000x10000 coop crash", _scenario("bench-crash", 1000, 10000, dict(crash, member="c001")), None),
+            (
+                "1000x10000 coop crash",
+                _scenario("bench-crash", 1000, 10000, dict(crash, member="c001")),
+                None,
+            ),
             ("scale-out 100 members", _scenario("bench-growth", 100, 1000, add), None),
             ("scale-out 1000 members", _scenario("bench-growth", 1000, 10000, add), None),
-            ("scale-out 1000 members, consumer protocol",
-             _scenario("bench-growth", 1000, 10000, add, "consumer"), None),
+            (
+                "scale-out 1000 members, consumer protocol",
+                _scenario("bench-growth", 1000, 10000, add, "consumer"),
+                None,
+            ),
             ("run rolling-deploy members=100", _builtin("rolling-deploy", members=100), None),
         ]
     return [
@@ -49,17 +61,26 @@ def cases(quick: bool) -> list[tuple[str, Scenario, float | None]]:
         ("scale-out 1000 members", _scenario("bench-growth", 1000, 10000, add), None),
         ("scale-out 10000 members", _scenario("bench-growth", 10000, 100000, add), None),
         # issue 11 target: a 10,000-member scale-out under the consumer group protocol in <= 60 s
-        ("scale-out 10000 members, consumer protocol",
-         _scenario("bench-growth", 10000, 100000, add, "consumer"), 60.0),
+        (
+            "scale-out 10000 members, consumer protocol",
+            _scenario("bench-growth", 10000, 100000, add, "consumer"),
+            60.0,
+        ),
         # issue 8: the built-ins as a user types them (`rebalance-sim run NAME --set members=N`)
         ("run crash members=10000", _builtin("crash", members=10000), 60.0),
         ("run rolling-deploy members=1000", _builtin("rolling-deploy", members=1000), 120.0),
         ("run rolling-deploy members=10000", _builtin("rolling-deploy", members=10000), 1200.0),
         # issue 11: the built-ins at 10,000 members under the consumer group protocol, as typed
-        ("run scale-out members=10000 consumer",
-         _builtin("scale-out", members=10000, **{"consumer.group_protocol": "consumer"}), 60.0),
-        ("run crash members=10000 consumer",
-         _builtin("crash", members=10000, **{"consumer.group_protocol": "consumer"}), 60.0),
+        (
+            "run scale-out members=10000 consumer",
+            _builtin("scale-out", members=10000, **{"consumer.group_protocol": "consumer"}),
+            60.0,
+        ),
+        (
+            "run crash members=10000 consumer",
+            _builtin("crash", members=10000, **{"consumer.group_protocol": "consumer"}),
+            60.0,
+        ),
     ]
 
 
@@ -86,17 +107,33 @@ def measure(index: int, quick: bool, kernel: str = DEFAULT_KERNEL) -> dict:
     s = result.summary
     # CPU seconds as well: on a shared machine wall time measures the neighbours too.
     # messages_per_s and ok are derived once, from all repeats (``_summarize``).
-    return {"case": label, "kernel": kernel, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "sim_wall_s": s["wall_s"],
-            "messages": s["messages"], "peak_rss_mib": round(_peak_rss_mib()), "target_s": target,
-            "invariant_violations": len(result.invariant_violations or []),
-            "rounds": s["rounds_total"], "rebalance_s": round(s["rebalance_time_max_s"], 3)}
+    return {
+        "case": label,
+        "kernel": kernel,
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
+        "sim_wall_s": s["wall_s"],
+        "messages": s["messages"],
+        "peak_rss_mib": round(_peak_rss_mib()),
+        "target_s": target,
+        "invariant_violations": len(result.invariant_violations or []),
+        "rounds": s["rounds_total"],
+        "rebalance_s": round(s["rebalance_time_max_s"], 3),
+    }
 
 
 def _measure_in_subprocess(index: int, quick: bool, kernel: str = DEFAULT_KERNEL) -> dict:
     """Each case in a fresh interpreter: a process's peak RSS never goes down, so measuring the
     100-member case after the 10,000-member one in the same process would report the latter."""
-    argv = ([sys.executable, "-m", "experiments.bench.sim", "--case", str(index), "--kernel", kernel]
-            + (["--quick"] if quick else []))
+    argv = [
+        sys.executable,
+        "-m",
+        "experiments.bench.sim",
+        "--case",
+        str(index),
+        "--kernel",
+        kernel,
+    ] + (["--quick"] if quick else [])
     p = subprocess.run(argv, capture_output=True, text=True)
     if p.returncode != 0:
         tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
@@ -109,10 +146,16 @@ def _check_same_run(reps: list[dict]) -> None:
     deterministic, whichever kernel runs it)."""
     first = reps[0]
     for r in reps[1:]:
-        if (r["messages"], r["rounds"], r["rebalance_s"]) != (first["messages"], first["rounds"], first["rebalance_s"]):
+        if (r["messages"], r["rounds"], r["rebalance_s"]) != (
+            first["messages"],
+            first["rounds"],
+            first["rebalance_s"],
+        ):
             what = "repeats" if r.get("kernel") == first.get("kernel") else "kernels"
-            raise RuntimeError(f"{what} disagree ({first['messages']:,} vs {r['messages']:,} messages): "
-                               "the same scenario and seed must give the same run")
+            raise RuntimeError(
+                f"{what} disagree ({first['messages']:,} vs {r['messages']:,} messages): "
+                "the same scenario and seed must give the same run"
+            )
 
 
 def _summarize(reps: list[dict], judge_target: bool = True) -> dict:
@@ -127,12 +170,15 @@ def _summarize(reps: list[dict], judge_target: bool = True) -> dict:
         values = [r[key] for r in reps]
         row[key] = round(statistics.median(values), 3)
         row[f"{key}_min"], row[f"{key}_max"] = min(values), max(values)
-    row["messages_per_s"] = round(row["messages"] / row["sim_wall_s"]) if row["sim_wall_s"] else None
+    row["messages_per_s"] = (
+        round(row["messages"] / row["sim_wall_s"]) if row["sim_wall_s"] else None
+    )
     row["peak_rss_mib"] = max(r["peak_rss_mib"] for r in reps)
     # the target is judged on the median; any repeat with an invariant violation fails the case
     row["invariant_violations"] = max(r["invariant_violations"] for r in reps)
-    row["ok"] = ((not judge_target or row["target_s"] is None or row["wall_s"] <= row["target_s"])
-                 and not row["invariant_violations"])
+    row["ok"] = (
+        not judge_target or row["target_s"] is None or row["wall_s"] <= row["target_s"]
+    ) and not row["invariant_violations"]
     row["repeat"] = len(reps)
     return row
 
@@ -147,17 +193,25 @@ def cmd_bench_sim(args) -> int:
     only = [text.lower() for text in getattr(args, "only", None) or []]
     for text in only:
         if not any(text in label.lower() for label in labels):
-            print(f"rebalance-sim bench sim: --only: {text!r} matches no case; cases: {'; '.join(labels)}",
-                  file=sys.stderr)
+            print(
+                f"rebalance-sim bench sim: --only: {text!r} matches no case; cases: {'; '.join(labels)}",
+                file=sys.stderr,
+            )
             return 2
-    chosen = [i for i, label in enumerate(labels) if not only or any(t in label.lower() for t in only)]
+    chosen = [
+        i for i, label in enumerate(labels) if not only or any(t in label.lower() for t in only)
+    ]
     kernel = getattr(args, "kernel", None)
     if kernel is not None and kernel not in KERNELS:
-        print(f"rebalance-sim bench sim: --kernel: {kernel!r} is not one of {', '.join(sorted(KERNELS))}",
-              file=sys.stderr)
+        print(
+            f"rebalance-sim bench sim: --kernel: {kernel!r} is not one of {', '.join(sorted(KERNELS))}",
+            file=sys.stderr,
+        )
         return 2
     # the default kernel first, its target judged; the other as a ratio of it
-    kernels = [kernel] if kernel else [DEFAULT_KERNEL, *sorted(k for k in KERNELS if k != DEFAULT_KERNEL)]
+    kernels = (
+        [kernel] if kernel else [DEFAULT_KERNEL, *sorted(k for k in KERNELS if k != DEFAULT_KERNEL)]
+    )
     rows = []
     for index in chosen:
         label, _sc, target = all_cases[index]
@@ -181,17 +235,29 @@ def cmd_bench_sim(args) -> int:
         rows += case_rows
         if not args.json:
             for row in case_rows:
-                spread = (f" (CPU {row['cpu_s_min']:.2f}-{row['cpu_s_max']:.2f}s over {repeat} runs)"
-                          if repeat > 1 else "")
-                ratio = (f"  x{row['cpu_s_ratio']:.2f} CPU, x{row['wall_s_ratio']:.2f} wall of {row['ratio_to']}"
-                         if row.get("ratio_to") and row["cpu_s_ratio"] and row["wall_s_ratio"] else "")
-                print(f"{label:<28} {row['kernel']:<6} wall {row['wall_s']:7.2f}s  CPU {row['cpu_s']:7.2f}s{spread}  "
-                      f"(simulation {row['sim_wall_s']:.2f}s, rest = "
-                      f"metrics/tables)  messages {row['messages']:>8,}  {row['messages_per_s'] or 0:>8,}/s  "
-                      f"peak RSS {row['peak_rss_mib']:>6,} MiB"
-                      + (f"  target <= {target:g}s {'OK' if row['ok'] else 'MISSED'}"
-                         if target and row["kernel"] == DEFAULT_KERNEL else "")
-                      + ratio, flush=True)
+                spread = (
+                    f" (CPU {row['cpu_s_min']:.2f}-{row['cpu_s_max']:.2f}s over {repeat} runs)"
+                    if repeat > 1
+                    else ""
+                )
+                ratio = (
+                    f"  x{row['cpu_s_ratio']:.2f} CPU, x{row['wall_s_ratio']:.2f} wall of {row['ratio_to']}"
+                    if row.get("ratio_to") and row["cpu_s_ratio"] and row["wall_s_ratio"]
+                    else ""
+                )
+                print(
+                    f"{label:<28} {row['kernel']:<6} wall {row['wall_s']:7.2f}s  CPU {row['cpu_s']:7.2f}s{spread}  "
+                    f"(simulation {row['sim_wall_s']:.2f}s, rest = "
+                    f"metrics/tables)  messages {row['messages']:>8,}  {row['messages_per_s'] or 0:>8,}/s  "
+                    f"peak RSS {row['peak_rss_mib']:>6,} MiB"
+                    + (
+                        f"  target <= {target:g}s {'OK' if row['ok'] else 'MISSED'}"
+                        if target and row["kernel"] == DEFAULT_KERNEL
+                        else ""
+                    )
+                    + ratio,
+                    flush=True,
+                )
     if args.json:
         print(json.dumps(rows, indent=2))
     return 0 if all(r["ok"] for r in rows) else 1

@@ -9,9 +9,12 @@ from __future__ import annotations
 from ..engine.pipeline import Experiment
 from . import assignor_scaling, ci_regression, eager_vs_cooperative, protocols
 
-EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
-    eager_vs_cooperative.EXPERIMENT,
-    assignor_scaling.EXPERIMENT,
-    protocols.EXPERIMENT,
-    ci_regression.EXPERIMENT,
-)}
+EXPERIMENTS: dict[str, Experiment] = {
+    e.name: e
+    for e in (
+        eager_vs_cooperative.EXPERIMENT,
+        assignor_scaling.EXPERIMENT,
+        protocols.EXPERIMENT,
+        ci_regression.EXPERIMENT,
+    )
+}

@@ -10,4 +10,5 @@ EXPERIMENT = Experiment(
     "ci-regression",
     "a small deterministic suite compared metric by metric with results/baseline/ (exit 1 on a "
     "move beyond tolerance; --update-baseline)",
-    run=ci_regression.run)
+    run=ci_regression.run,
+)

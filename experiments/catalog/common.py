@@ -35,7 +35,9 @@ def variant_overrides(variant: str) -> tuple[str, ...]:
 DEPLOY_BATCH = "25%"
 
 
-def seeds_for(seeds: tuple[int, ...], by_size: tuple[tuple[int, int], ...], members: int) -> tuple[int, ...]:
+def seeds_for(
+    seeds: tuple[int, ...], by_size: tuple[tuple[int, int], ...], members: int
+) -> tuple[int, ...]:
     """The first of ``seeds`` that group size ``members`` runs: as many as ``by_size`` gives it,
     else all."""
     n = dict(by_size).get(members)
@@ -88,16 +90,28 @@ def formation_allowance_s(partitions: int) -> float:
     return PHASE_PERIOD_S * math.ceil(max(0.0, need_s) / PHASE_PERIOD_S)
 
 
-def scenario_dict(label: str, membership: str, members: int, partitions: int, deploy_batch: str,
-                   consumer_protocol: bool = True) -> dict:
+def scenario_dict(
+    label: str,
+    membership: str,
+    members: int,
+    partitions: int,
+    deploy_batch: str,
+    consumer_protocol: bool = True,
+) -> dict:
     """A built-in at this size with the experiment's consumer and network; when the consumer
     protocol runs it too, its fault moved past that protocol's formation (``formation_allowance_s``)."""
     from sim.builtin_scenarios import builtin_dict
 
     overrides = {"members": str(members), "partitions": str(partitions)}
     if label == "rolling-deploy":
-        data = builtin_dict(label, {**overrides, "batch_size": deploy_batch,
-                                    "static": str(membership == "static").lower()})
+        data = builtin_dict(
+            label,
+            {
+                **overrides,
+                "batch_size": deploy_batch,
+                "static": str(membership == "static").lower(),
+            },
+        )
     else:
         data = builtin_dict(label, overrides)  # crash: the second member by name, at any size
         data["consumer"]["static"] = membership == "static"
@@ -105,7 +119,10 @@ def scenario_dict(label: str, membership: str, members: int, partitions: int, de
     data["description"] = f"{label}, {membership} members (eager-vs-cooperative experiment)"
     data["consumer"].update(CONSUMER_PROFILE)
     net = data.setdefault("network", {})
-    net["latency"] = {"kind": COMMON_OVERRIDES["network.latency.kind"], "ms": COMMON_OVERRIDES["network.latency.ms"]}
+    net["latency"] = {
+        "kind": COMMON_OVERRIDES["network.latency.kind"],
+        "ms": COMMON_OVERRIDES["network.latency.ms"],
+    }
     shift = formation_allowance_s(partitions) if consumer_protocol else 0.0
     for action in data["timeline"]:
         action["at_s"] = action["at_s"] + shift
@@ -134,6 +151,12 @@ def time_assignors(assignors, shapes) -> list[dict]:
                 t0 = time.perf_counter()
                 get_assignor(name).assign(metadata, subs)
                 times.append(time.perf_counter() - t0)
-            rows.append({"assignor": name, "members": members, "partitions": case.partitions,
-                         "assign_s": statistics.median(times)})
+            rows.append(
+                {
+                    "assignor": name,
+                    "members": members,
+                    "partitions": case.partitions,
+                    "assign_s": statistics.median(times),
+                }
+            )
     return rows

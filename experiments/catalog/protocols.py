@@ -51,10 +51,13 @@ EAGER = "range"
 COOPERATIVE = "cooperative-sticky"
 CONSUMER = CONSUMER_PROTOCOL
 PROTOCOLS = (EAGER, COOPERATIVE, CONSUMER)
-PROTOCOL_NAMES = {EAGER: "classic eager (range)", COOPERATIVE: "classic cooperative (cooperative-sticky)",
-                  CONSUMER: "consumer protocol (uniform)"}
+PROTOCOL_NAMES = {
+    EAGER: "classic eager (range)",
+    COOPERATIVE: "classic cooperative (cooperative-sticky)",
+    CONSUMER: "consumer protocol (uniform)",
+}
 SCENARIOS = ("scale-out", "crash", "rolling-deploy", "slow-member")
-SLOW_POLL_S = 30.0          # one poll batch of the slow member, in seconds
+SLOW_POLL_S = 30.0  # one poll batch of the slow member, in seconds
 CLASSIC_HEARTBEAT_MS = 3000  # heartbeat.interval.ms, the classic client's default
 CONSUMER_HEARTBEAT_MS = 5000  # group.consumer.heartbeat.interval.ms, the broker's default (KIP-848)
 COMMON = ("assignor_cost=model",)
@@ -65,8 +68,8 @@ class Scale:
     sizes: tuple[int, ...]
     partitions_per_member: tuple[int, ...]
     seeds: tuple[int, ...]
-    heartbeat_size: int                      # group size of the heartbeat-interval grid
-    heartbeat_ms: tuple[int, ...]            # intervals besides the default 5000 ms
+    heartbeat_size: int  # group size of the heartbeat-interval grid
+    heartbeat_ms: tuple[int, ...]  # intervals besides the default 5000 ms
     # the largest group that also runs the partition counts after the first (None: every size)
     more_partitions_up_to: int | None = None
     # (group size, number of seeds) where a size runs fewer seeds than ``seeds``
@@ -74,8 +77,12 @@ class Scale:
 
     def points(self) -> list[tuple[int, int]]:
         """(members, partitions per member) of the main grid."""
-        return [(members, ppm) for members in self.sizes for i, ppm in enumerate(self.partitions_per_member)
-                if i == 0 or self.more_partitions_up_to is None or members <= self.more_partitions_up_to]
+        return [
+            (members, ppm)
+            for members in self.sizes
+            for i, ppm in enumerate(self.partitions_per_member)
+            if i == 0 or self.more_partitions_up_to is None or members <= self.more_partitions_up_to
+        ]
 
     def seeds_for(self, members: int) -> tuple[int, ...]:
         return seeds_for(self.seeds, self.seeds_by_size, members)
@@ -85,15 +92,28 @@ SCALES = {
     # A few minutes on 2 cores. A seed samples start instants, member ids, latencies and the
     # fault's instant (see the main job); ten seeds per point, three at 1,000 members, whose runs
     # cost ten times as much.
-    "default": Scale(sizes=(10, 100, 1000), partitions_per_member=(2, 10), seeds=tuple(range(10)),
-                     heartbeat_size=100, heartbeat_ms=(1000, 2500), seeds_by_size=((1000, 3),)),
+    "default": Scale(
+        sizes=(10, 100, 1000),
+        partitions_per_member=(2, 10),
+        seeds=tuple(range(10)),
+        heartbeat_size=100,
+        heartbeat_ms=(1000, 2500),
+        seeds_by_size=((1000, 3),),
+    ),
     # Up to 10,000 members x 100,000 partitions (the consumer protocol's cold start there is
     # 6,000 s of simulated time: its waiting members' idle heartbeats are elided meanwhile).
-    "large": Scale(sizes=(10, 100, 1000, 10_000), partitions_per_member=(2, 10), seeds=tuple(range(3)),
-                   heartbeat_size=1000, heartbeat_ms=(1000, 2500), seeds_by_size=((10_000, 1),)),
+    "large": Scale(
+        sizes=(10, 100, 1000, 10_000),
+        partitions_per_member=(2, 10),
+        seeds=tuple(range(3)),
+        heartbeat_size=1000,
+        heartbeat_ms=(1000, 2500),
+        seeds_by_size=((10_000, 1),),
+    ),
     # The tests.
-    "smoke": Scale(sizes=(4,), partitions_per_member=(2,), seeds=(0, 1), heartbeat_size=4,
-                   heartbeat_ms=(1000,)),
+    "smoke": Scale(
+        sizes=(4,), partitions_per_member=(2,), seeds=(0, 1), heartbeat_size=4, heartbeat_ms=(1000,)
+    ),
 }
 
 
@@ -110,8 +130,10 @@ def _slow_member_dict(members: int, partitions: int) -> dict:
     records = sc.config.consumer.max_poll_records
     data["member_overrides"] = {slow: {"capacity": records / SLOW_POLL_S}}
     data["name"] = "slow-member"
-    data["description"] = (f"scale-out while {slow}'s poll loop takes {SLOW_POLL_S:g} s per batch "
-                           "(protocols experiment)")
+    data["description"] = (
+        f"scale-out while {slow}'s poll loop takes {SLOW_POLL_S:g} s per batch "
+        "(protocols experiment)"
+    )
     return data
 
 
@@ -125,8 +147,13 @@ def _scenario(label: str, members: int, partitions: int) -> dict:
 
 
 def _point(label, assignor, members, partitions, heartbeat_ms):
-    return (("scenario", label), ("assignor", assignor), ("members", members),
-            ("partitions", partitions), ("heartbeat_ms", heartbeat_ms))
+    return (
+        ("scenario", label),
+        ("assignor", assignor),
+        ("members", members),
+        ("partitions", partitions),
+        ("heartbeat_ms", heartbeat_ms),
+    )
 
 
 def protocol_specs(scale: Scale, scenarios: Path) -> list[RunSpec]:
@@ -149,19 +176,31 @@ def protocol_specs(scale: Scale, scenarios: Path) -> list[RunSpec]:
             path = scenario_file(label, members, partitions)
             for assignor in PROTOCOLS:
                 hb = CONSUMER_HEARTBEAT_MS if assignor == CONSUMER else CLASSIC_HEARTBEAT_MS
-                specs.extend(RunSpec(path, (*variant_overrides(assignor), *COMMON), seed,
-                                     _point(label, assignor, members, partitions, hb))
-                             for seed in scale.seeds_for(members))
+                specs.extend(
+                    RunSpec(
+                        path,
+                        (*variant_overrides(assignor), *COMMON),
+                        seed,
+                        _point(label, assignor, members, partitions, hb),
+                    )
+                    for seed in scale.seeds_for(members)
+                )
     members = scale.heartbeat_size
     partitions = members * scale.partitions_per_member[0]
     for label in ("scale-out", "rolling-deploy"):
         path = scenario_file(label, members, partitions)
         for hb in scale.heartbeat_ms:
-            overrides = (*variant_overrides(CONSUMER), *COMMON, f"group.consumer_heartbeat_interval_ms={hb}",
-                         # below group.consumer.min.heartbeat.interval.ms
-                         f"group.consumer_min_heartbeat_interval_ms={hb}")
-            specs.extend(RunSpec(path, overrides, seed, _point(label, CONSUMER, members, partitions, hb))
-                         for seed in scale.seeds_for(members))
+            overrides = (
+                *variant_overrides(CONSUMER),
+                *COMMON,
+                f"group.consumer_heartbeat_interval_ms={hb}",
+                # below group.consumer.min.heartbeat.interval.ms
+                f"group.consumer_min_heartbeat_interval_ms={hb}",
+            )
+            specs.extend(
+                RunSpec(path, overrides, seed, _point(label, CONSUMER, members, partitions, hb))
+                for seed in scale.seeds_for(members)
+            )
     return resolve(specs, "protocols")
 
 
@@ -188,10 +227,16 @@ def comparison_table(points, assign=None):
     interval, with the metrics the answer quotes (medians across seeds)."""
     import pandas as pd
 
-    p = points[points["heartbeat_ms"] == points["assignor"].map(
-        lambda a: CONSUMER_HEARTBEAT_MS if a == CONSUMER else CLASSIC_HEARTBEAT_MS)].copy()
+    p = points[
+        points["heartbeat_ms"]
+        == points["assignor"].map(
+            lambda a: CONSUMER_HEARTBEAT_MS if a == CONSUMER else CLASSIC_HEARTBEAT_MS
+        )
+    ].copy()
     if assign is not None:
-        p = p.merge(assign, on=["scenario", "assignor", "members", "partitions", "heartbeat_ms"], how="left")
+        p = p.merge(
+            assign, on=["scenario", "assignor", "members", "partitions", "heartbeat_ms"], how="left"
+        )
     else:
         for col in (ASSIGN, "assignments_median", "formation_s_median"):
             p[col] = float("nan")
@@ -200,20 +245,25 @@ def comparison_table(points, assign=None):
     srank = {s: i for i, s in enumerate(SCENARIOS)}
     p = p.assign(_s=p["scenario"].map(srank), _o=p["assignor"].map(rank))
     p = p.sort_values(["_s", "members", "partitions", "_o"])
-    table = pd.DataFrame({
-        "scenario": p["scenario"], "members": p["members"], "partitions": p["partitions"],
-        "protocol": p["assignor"], "seeds": p["seeds"],
-        HUMAN["unassigned_partition_s"]: p[STALL].astype(float),
-        HUMAN["throughput_loss_records"]: p[DELAYED].astype(float),
-        HUMAN["records_reprocessed"]: p[REPROCESSED].astype(float),
-        HUMAN["unassigned_max_s"]: p[GAP].astype(float),
-        HUMAN["stop_the_world_s"]: p[STW].astype(float),
-        HUMAN["rebalance_time_total_s"]: p[SETTLE].astype(float),
-        "assignment s": p[ASSIGN].astype(float),
-        "assignments": p["assignments_median"].astype(float),
-        "formation s": p["formation_s_median"].astype(float),
-        "fault counted": p["episodes_min"].fillna(0).astype(int) >= 1,
-    })
+    table = pd.DataFrame(
+        {
+            "scenario": p["scenario"],
+            "members": p["members"],
+            "partitions": p["partitions"],
+            "protocol": p["assignor"],
+            "seeds": p["seeds"],
+            HUMAN["unassigned_partition_s"]: p[STALL].astype(float),
+            HUMAN["throughput_loss_records"]: p[DELAYED].astype(float),
+            HUMAN["records_reprocessed"]: p[REPROCESSED].astype(float),
+            HUMAN["unassigned_max_s"]: p[GAP].astype(float),
+            HUMAN["stop_the_world_s"]: p[STW].astype(float),
+            HUMAN["rebalance_time_total_s"]: p[SETTLE].astype(float),
+            "assignment s": p[ASSIGN].astype(float),
+            "assignments": p["assignments_median"].astype(float),
+            "formation s": p["formation_s_median"].astype(float),
+            "fault counted": p["episodes_min"].fillna(0).astype(int) >= 1,
+        }
+    )
     # the p10-p90 band across seeds of the metrics the sentences compare (headline.same)
     for col in BANDED:
         metric = col.removesuffix("_median")
@@ -237,14 +287,20 @@ def answer_sentences(table) -> list[str]:
         t = t[t["partitions"] == partitions].set_index("protocol")
         if not set(PROTOCOLS) <= set(t.index):
             continue
-        out.append(f"{scenario} ({members:,} members, {partitions:,} partitions): "
-                   + consumer_vs_classic(t.loc[CONSUMER], t.loc[COOPERATIVE], t.loc[EAGER]))
+        out.append(
+            f"{scenario} ({members:,} members, {partitions:,} partitions): "
+            + consumer_vs_classic(t.loc[CONSUMER], t.loc[COOPERATIVE], t.loc[EAGER])
+        )
     return out
 
 
 # The metrics on which "costs more" is judged, with the smallest difference that counts (a third
 # of a record reprocessed is not a cost).
-COST_FLOORS = (("unassigned_partition_s", 1.0), ("records_reprocessed", 1.0), ("rebalance_time_total_s", 0.1))
+COST_FLOORS = (
+    ("unassigned_partition_s", 1.0),
+    ("records_reprocessed", 1.0),
+    ("rebalance_time_total_s", 0.1),
+)
 
 
 def costs_more(table) -> list[tuple]:
@@ -252,7 +308,9 @@ def costs_more(table) -> list[tuple]:
     the metric's floor, and outside that protocol's p10-p90 band), at every size and partition
     count run: (scenario, members, partitions, metric label, consumer, best classic)."""
     rows = []
-    for (scenario, members, partitions), g in table.groupby(["scenario", "members", "partitions"], sort=False):
+    for (scenario, members, partitions), g in table.groupby(
+        ["scenario", "members", "partitions"], sort=False
+    ):
         g = g.set_index("protocol")
         if not set(PROTOCOLS) <= set(g.index):
             continue
@@ -261,7 +319,11 @@ def costs_more(table) -> list[tuple]:
             c = float(g.loc[CONSUMER, label])
             other = min((EAGER, COOPERATIVE), key=lambda p: float(g.loc[p, label]))
             best = float(g.loc[other, label])
-            if c > best * 1.05 and c - best >= floor and not same(g.loc[CONSUMER], g.loc[other], label):
+            if (
+                c > best * 1.05
+                and c - best >= floor
+                and not same(g.loc[CONSUMER], g.loc[other], label)
+            ):
                 rows.append((scenario, int(members), int(partitions), label, c, best))
     return rows
 
@@ -270,9 +332,11 @@ def costs_more_sentence(rows, points_run: int) -> str:
     """``rows`` from ``costs_more`` in one sentence: per metric, how many of the ``points_run``
     (scenario, size, partitions) points, which scenarios, and the worst case."""
     if not rows:
-        return ("Where it costs more: nowhere in this grid; the consumer protocol is never more than 5% "
-                "worse than the better classic protocol on unassigned partition-seconds, records "
-                "reprocessed or time to settle.")
+        return (
+            "Where it costs more: nowhere in this grid; the consumer protocol is never more than 5% "
+            "worse than the better classic protocol on unassigned partition-seconds, records "
+            "reprocessed or time to settle."
+        )
     by_metric: dict[str, list] = {}
     for scenario, members, partitions, label, c, best in rows:
         by_metric.setdefault(label, []).append((scenario, members, partitions, c, best))
@@ -280,10 +344,16 @@ def costs_more_sentence(rows, points_run: int) -> str:
     for label, items in by_metric.items():
         worst = max(items, key=lambda r: (r[4] > 0, r[3] / r[4] if r[4] > 0 else r[3] - r[4]))
         scen = sorted({r[0] for r in items}, key=SCENARIOS.index)
-        parts.append(f"{label} in {len(items)} of {points_run} points ({', '.join(scen)}; worst: "
-                     f"{worst[0]} at {worst[1]:,} members x {worst[2]:,} partitions, {num(worst[3])} vs "
-                     f"{num(worst[4])})")
-    return ("Where it costs more than the better classic protocol (by more than 5%): " + "; ".join(parts) + ".")
+        parts.append(
+            f"{label} in {len(items)} of {points_run} points ({', '.join(scen)}; worst: "
+            f"{worst[0]} at {worst[1]:,} members x {worst[2]:,} partitions, {num(worst[3])} vs "
+            f"{num(worst[4])})"
+        )
+    return (
+        "Where it costs more than the better classic protocol (by more than 5%): "
+        + "; ".join(parts)
+        + "."
+    )
 
 
 def heartbeat_sentence(points) -> str | None:
@@ -295,15 +365,23 @@ def heartbeat_sentence(points) -> str | None:
         return None
     parts = []
     for scenario, members, partitions in keys:
-        g = p[(p["scenario"] == scenario) & (p["members"] == members)
-              & (p["partitions"] == partitions)].sort_values("heartbeat_ms")
-        values = ", ".join(f"{r[SETTLE]:.1f} s at {r['heartbeat_ms'] / 1000:g} s"
-                           for _, r in g.iterrows())
+        g = p[
+            (p["scenario"] == scenario)
+            & (p["members"] == members)
+            & (p["partitions"] == partitions)
+        ].sort_values("heartbeat_ms")
+        values = ", ".join(
+            f"{r[SETTLE]:.1f} s at {r['heartbeat_ms'] / 1000:g} s" for _, r in g.iterrows()
+        )
         parts.append(f"{scenario} at {members:,} members settles in {values}")
-    return ("The heartbeat interval paces reconciliation: a member learns its new target, and the "
-            "coordinator its revocations, only at heartbeats (acknowledgements are sent at once). "
-            "Under the consumer protocol, " + "; ".join(parts) + " (group.consumer.heartbeat.interval.ms; "
-            "the default is 5 s).")
+    return (
+        "The heartbeat interval paces reconciliation: a member learns its new target, and the "
+        "coordinator its revocations, only at heartbeats (acknowledgements are sent at once). "
+        "Under the consumer protocol, "
+        + "; ".join(parts)
+        + " (group.consumer.heartbeat.interval.ms; "
+        "the default is 5 s)."
+    )
 
 
 def assignment_sentence(table) -> str | None:
@@ -320,14 +398,16 @@ def assignment_sentence(table) -> str | None:
     if not set(PROTOCOLS) <= set(t.index):
         return None
     c, k, e = t.loc[CONSUMER], t.loc[COOPERATIVE], t.loc[EAGER]
-    return (f"Assignment work: in a rolling deploy of {members:,} members x {partitions:,} partitions the "
-            f"coordinator computes a target assignment {c['assignments']:.0f} times "
-            f"({c['assignment s']:.2f} s of simulated assignor time; every join or leave bumps the group "
-            f"epoch) where the classic leader assigns {k['assignments']:.0f} times under cooperative "
-            f"({k['assignment s']:.2f} s) and {e['assignments']:.0f} under eager ({e['assignment s']:.2f} s). "
-            "The cost per computation is the deterministic model (1 ms + 2 us per partition + 20 us per "
-            "member), the same on both sides; under the consumer protocol the coordinator answers no "
-            "heartbeat of the group while it computes.")
+    return (
+        f"Assignment work: in a rolling deploy of {members:,} members x {partitions:,} partitions the "
+        f"coordinator computes a target assignment {c['assignments']:.0f} times "
+        f"({c['assignment s']:.2f} s of simulated assignor time; every join or leave bumps the group "
+        f"epoch) where the classic leader assigns {k['assignments']:.0f} times under cooperative "
+        f"({k['assignment s']:.2f} s) and {e['assignments']:.0f} under eager ({e['assignment s']:.2f} s). "
+        "The cost per computation is the deterministic model (1 ms + 2 us per partition + 20 us per "
+        "member), the same on both sides; under the consumer protocol the coordinator answers no "
+        "heartbeat of the group while it computes."
+    )
 
 
 def formation_sentence(table) -> str | None:
@@ -343,14 +423,16 @@ def formation_sentence(table) -> str | None:
         return None
     c, k, e = (float(t.loc[p, "formation s"]) for p in (CONSUMER, COOPERATIVE, EAGER))
     members, partitions = int(t["members"].iloc[0]), int(t["partitions"].iloc[0])
-    return (f"Cold start: forming a group of {members:,} members x {partitions:,} partitions takes "
-            f"{c:.1f} s under the consumer protocol vs {k:.1f} s (cooperative) and {e:.1f} s (eager). "
-            "Under the consumer protocol the first member to join is assigned every partition at once "
-            "(there is no group.initial.rebalance.delay.ms) and must finish onPartitionsAssigned for "
-            f"all of them ({CONSUMER_PROFILE['assign_cost_ms']:.0f} ms each here) before it can hand any "
-            "over, unless the callback outlasts max.poll.interval.ms (300 s): then the member leaves the "
-            "group, the others take its partitions, and it rejoins when the callback returns; the "
-            "classic coordinator waits 3 s for more members before the first assignment.")
+    return (
+        f"Cold start: forming a group of {members:,} members x {partitions:,} partitions takes "
+        f"{c:.1f} s under the consumer protocol vs {k:.1f} s (cooperative) and {e:.1f} s (eager). "
+        "Under the consumer protocol the first member to join is assigned every partition at once "
+        "(there is no group.initial.rebalance.delay.ms) and must finish onPartitionsAssigned for "
+        f"all of them ({CONSUMER_PROFILE['assign_cost_ms']:.0f} ms each here) before it can hand any "
+        "over, unless the callback outlasts max.poll.interval.ms (300 s): then the member leaves the "
+        "group, the others take its partitions, and it rejoins when the callback returns; the "
+        "classic coordinator waits 3 s for more members before the first assignment."
+    )
 
 
 def report(opts: Options, results: Results) -> Page:
@@ -363,13 +445,21 @@ def report(opts: Options, results: Results) -> Page:
     scale = SCALES[opts.scale]
     out = Path(opts.out)
     points, runs = results.tables["points"], results.tables["runs"]
-    assign_runs = assignment_time(results.raw("events"), results.raw("episodes")).toArrow().to_pandas()
+    assign_runs = (
+        assignment_time(results.raw("events"), results.raw("episodes")).toArrow().to_pandas()
+    )
     keys = ["scenario", "assignor", "members", "partitions", "heartbeat_ms"]
-    per_run = runs[["run_id", *keys, "formation_s", "episodes"]].merge(
-        assign_runs, on="run_id", how="left").fillna({"leader_assign_s": 0.0, "assignments": 0})
+    per_run = (
+        runs[["run_id", *keys, "formation_s", "episodes"]]
+        .merge(assign_runs, on="run_id", how="left")
+        .fillna({"leader_assign_s": 0.0, "assignments": 0})
+    )
     assign = per_run.groupby(keys, as_index=False).agg(
-        leader_assign_s_median=("leader_assign_s", "median"), assignments_median=("assignments", "median"),
-        formation_s_median=("formation_s", "median"), episodes_min=("episodes", "min"))
+        leader_assign_s_median=("leader_assign_s", "median"),
+        assignments_median=("assignments", "median"),
+        formation_s_median=("formation_s", "median"),
+        episodes_min=("episodes", "min"),
+    )
     full = comparison_table(points, assign)
     atomic_write_bytes(out / "protocols.csv", full.to_csv(index=False).encode())
     # A fault that came before the group had formed joins the formation, which no metric counts:
@@ -379,30 +469,55 @@ def report(opts: Options, results: Results) -> Page:
     answers = answer_sentences(table)
     more = costs_more(table)
     points_run = len(table.groupby(["scenario", "members", "partitions"]))
-    mechanisms = [s for s in (heartbeat_sentence(points), assignment_sentence(table),
-                              formation_sentence(full)) if s]
+    mechanisms = [
+        s
+        for s in (heartbeat_sentence(points), assignment_sentence(table), formation_sentence(full))
+        if s
+    ]
     if len(lost):
-        mechanisms.insert(0, "Left out: " + "; ".join(
-            f"{r.scenario} / {r.protocol} at {r.members:,} members x {r.partitions:,} partitions"
-            for r in lost.itertuples()) + ": the fault came before the group had formed (formation "
-            f"took up to {lost['formation s'].max():.0f} s), so no episode measures it.")
+        mechanisms.insert(
+            0,
+            "Left out: "
+            + "; ".join(
+                f"{r.scenario} / {r.protocol} at {r.members:,} members x {r.partitions:,} partitions"
+                for r in lost.itertuples()
+            )
+            + ": the fault came before the group had formed (formation "
+            f"took up to {lost['formation s'].max():.0f} s), so no episode measures it.",
+        )
     biggest = full[(full["members"] == full["members"].max())]
     biggest = biggest[biggest["partitions"] == biggest["partitions"].max()]
 
     figs = []
-    main = points[points["heartbeat_ms"] == points["assignor"].map(
-        lambda a: CONSUMER_HEARTBEAT_MS if a == CONSUMER else CLASSIC_HEARTBEAT_MS)].copy()
+    main = points[
+        points["heartbeat_ms"]
+        == points["assignor"].map(
+            lambda a: CONSUMER_HEARTBEAT_MS if a == CONSUMER else CLASSIC_HEARTBEAT_MS
+        )
+    ].copy()
     main["membership"] = main["partitions"] // main["members"]
     main["membership"] = main["membership"].map(lambda v: f"{v} partitions per member")
     for metric, label, logy, name in (
-            ("unassigned_partition_s", "unassigned partition-s (log)", True, "unassigned_vs_size.png"),
-            ("rebalance_time_total_s", "time to settle (s)", False, "settle_vs_size.png"),
-            ("records_reprocessed", "records reprocessed", False, "reprocessed_vs_size.png")):
-        figs.append(Figure(out / name, plots.metric_vs_size(
-            main, metric, label, out / name, logy=logy, row_suffix="",
-            caption=f"{HUMAN[metric].capitalize()} vs group size per protocol: median across seeds, band "
+        ("unassigned_partition_s", "unassigned partition-s (log)", True, "unassigned_vs_size.png"),
+        ("rebalance_time_total_s", "time to settle (s)", False, "settle_vs_size.png"),
+        ("records_reprocessed", "records reprocessed", False, "reprocessed_vs_size.png"),
+    ):
+        figs.append(
+            Figure(
+                out / name,
+                plots.metric_vs_size(
+                    main,
+                    metric,
+                    label,
+                    out / name,
+                    logy=logy,
+                    row_suffix="",
+                    caption=f"{HUMAN[metric].capitalize()} vs group size per protocol: median across seeds, band "
                     "from the p10 to the p90; rows: partitions per member. range = classic eager, "
-                    f"cooperative-sticky = classic cooperative, {CONSUMER} = consumer protocol.")))
+                    f"cooperative-sticky = classic cooperative, {CONSUMER} = consumer protocol.",
+                ),
+            )
+        )
 
     intro = [
         "What does moving a consumer group from Kafka's classic group protocol to the consumer group "
@@ -418,8 +533,12 @@ def report(opts: Options, results: Results) -> Page:
         f"Grid: scenarios {', '.join(SCENARIOS)} with dynamic members; group sizes "
         f"{', '.join(f'{s:,}' for s in scale.sizes)}; "
         f"{' and '.join(map(str, scale.partitions_per_member))} partitions per member"
-        + ("" if scale.more_partitions_up_to is None or scale.more_partitions_up_to >= max(scale.sizes) else
-           f" ({scale.partitions_per_member[0]} only above {scale.more_partitions_up_to:,} members)")
+        + (
+            ""
+            if scale.more_partitions_up_to is None
+            or scale.more_partitions_up_to >= max(scale.sizes)
+            else f" ({scale.partitions_per_member[0]} only above {scale.more_partitions_up_to:,} members)"
+        )
         + " (one topic, 100 records/s "
         f"per partition); {seeds_text(scale.seeds, scale.seeds_by_size, scale.sizes)}: a seed samples "
         "the members' start instants (spread over 5 s), their member ids, the link latencies "
@@ -438,33 +557,63 @@ def report(opts: Options, results: Results) -> Page:
         f"broker defaults under the consumer protocol (heartbeat {CONSUMER_HEARTBEAT_MS / 1000:g} s, "
         "session 45 s); the consumer protocol also runs with a heartbeat of "
         f"{', '.join(f'{h / 1000:g}' for h in scale.heartbeat_ms)} s at {scale.heartbeat_size:,} members "
-        "(scale-out and rolling deploy). Assignment time: the deterministic model cost on both sides.")
-    defs = ("Unassigned partition-s: partitions x seconds with no live member processing them. "
-            "Records delayed: records produced meanwhile (they wait). Records processed twice: records a new "
-            "owner processes again because the previous owner's progress was not committed. Longest gap: "
-            "the longest single partition's wait. Stop-the-world: time the whole group processed "
-            "nothing. Time to settle (rebalance s): trigger to settled (every partition owned by a live "
-            "processing member, nothing pending), summed over the run's episodes. Assignment s / "
-            "assignments: simulated time and number of assignment computations inside the episodes. "
-            "Formation s: from the start until the new group first settled. Fault counted: every "
-            "seed's fault came after formation (else the point is left out of the sentences).")
+        "(scale-out and rolling deploy). Assignment time: the deterministic model cost on both sides."
+    )
+    defs = (
+        "Unassigned partition-s: partitions x seconds with no live member processing them. "
+        "Records delayed: records produced meanwhile (they wait). Records processed twice: records a new "
+        "owner processes again because the previous owner's progress was not committed. Longest gap: "
+        "the longest single partition's wait. Stop-the-world: time the whole group processed "
+        "nothing. Time to settle (rebalance s): trigger to settled (every partition owned by a live "
+        "processing member, nothing pending), summed over the run's episodes. Assignment s / "
+        "assignments: simulated time and number of assignment computations inside the episodes. "
+        "Formation s: from the start until the new group first settled. Fault counted: every "
+        "seed's fault came after formation (else the point is left out of the sentences)."
+    )
     sections = [
-        ("The answer at the largest size", [
-            Table(f"{biggest['members'].max():,} members x {biggest['partitions'].max():,} partitions, "
-                  "median across seeds (p10-p90)", with_bands(biggest.reset_index(drop=True)), csv="protocols.csv",
-                  note=defs)]),
+        (
+            "The answer at the largest size",
+            [
+                Table(
+                    f"{biggest['members'].max():,} members x {biggest['partitions'].max():,} partitions, "
+                    "median across seeds (p10-p90)",
+                    with_bands(biggest.reset_index(drop=True)),
+                    csv="protocols.csv",
+                    note=defs,
+                )
+            ],
+        ),
         ("How this was set up", [grid_text]),
         ("Figures", figs),
-        ("Every size and partition count", [Table("Median across seeds (p10-p90), each protocol at its "
-                                                  "default heartbeat", with_bands(full), csv="protocols.csv")]),
-        ("Consumer protocol: heartbeat interval", [Table(
-            "Consumer protocol runs by heartbeat interval (median across seeds)",
-            _heartbeat_view(points), csv="points.csv")]),
+        (
+            "Every size and partition count",
+            [
+                Table(
+                    "Median across seeds (p10-p90), each protocol at its default heartbeat",
+                    with_bands(full),
+                    csv="protocols.csv",
+                )
+            ],
+        ),
+        (
+            "Consumer protocol: heartbeat interval",
+            [
+                Table(
+                    "Consumer protocol runs by heartbeat interval (median across seeds)",
+                    _heartbeat_view(points),
+                    csv="points.csv",
+                )
+            ],
+        ),
     ]
     matched = int(runs["intervals_match"].sum())
-    meta = [f"{matched} of {len(runs)} runs: unassigned partition-seconds and max window recomputed by "
-            "Spark from the intervals equal the simulator's summary"]
-    summary = "\n".join(f"- {line}" for line in (*answers, costs_more_sentence(more, points_run), *mechanisms))
+    meta = [
+        f"{matched} of {len(runs)} runs: unassigned partition-seconds and max window recomputed by "
+        "Spark from the intervals equal the simulator's summary"
+    ]
+    summary = "\n".join(
+        f"- {line}" for line in (*answers, costs_more_sentence(more, points_run), *mechanisms)
+    )
     return Page(intro, sections, meta=meta, summary=summary)
 
 
@@ -474,9 +623,17 @@ def _heartbeat_view(points):
     p = points[points["assignor"] == CONSUMER]
     hb = p.groupby(["scenario", "members", "partitions"])["heartbeat_ms"].transform("nunique")
     p = p[hb > 1].sort_values(["scenario", "members", "partitions", "heartbeat_ms"])
-    cols = ["scenario", "members", "partitions", "heartbeat_ms", "seeds",
-            "rebalance_time_total_s_median", "unassigned_partition_s_median", "unassigned_max_s_median",
-            "records_reprocessed_median"]
+    cols = [
+        "scenario",
+        "members",
+        "partitions",
+        "heartbeat_ms",
+        "seeds",
+        "rebalance_time_total_s_median",
+        "unassigned_partition_s_median",
+        "unassigned_max_s_median",
+        "records_reprocessed_median",
+    ]
     return human_columns(p[cols].reset_index(drop=True))
 
 
@@ -485,4 +642,7 @@ EXPERIMENT = Experiment(
     "classic eager vs classic cooperative vs the consumer group protocol (KIP-848): scale-out, crash, "
     "rolling deploy and a slow member, 10-1000 members (10,000 with --scale large), two partition counts",
     title="Classic eager, classic cooperative and the consumer group protocol",
-    grid=grid, report=report, windows=False)
+    grid=grid,
+    report=report,
+    windows=False,
+)

@@ -52,7 +52,12 @@ def _partition(field: str, value: Any) -> TopicPartition:
         topic, sep, num = value.rpartition("-")
         if sep and topic and num.isdigit():
             return TopicPartition(topic, int(num))
-    elif isinstance(value, list) and len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], int):
+    elif (
+        isinstance(value, list)
+        and len(value) == 2
+        and isinstance(value[0], str)
+        and isinstance(value[1], int)
+    ):
         return TopicPartition(value[0], value[1])
     raise InputError(f'{field}: {value!r} is not a partition ("topic-N" or ["topic", N])')
 
@@ -67,13 +72,17 @@ def _int(field: str, value: Any) -> int:
     return value
 
 
-def build_group(doc: Any, assignor_name: str | None) -> tuple[str, dict[str, int], dict[str, Subscription]]:
+def build_group(
+    doc: Any, assignor_name: str | None
+) -> tuple[str, dict[str, int], dict[str, Subscription]]:
     """Parse the JSON document into (assignor name, metadata, subscriptions)."""
     if not isinstance(doc, dict):
         raise InputError("input: expected a JSON object with 'topics' and 'members'")
     unknown = set(doc) - {"assignor", "topics", "members"}
     if unknown:
-        raise InputError(f"input: unknown field {sorted(unknown)[0]!r} (allowed: assignor, topics, members)")
+        raise InputError(
+            f"input: unknown field {sorted(unknown)[0]!r} (allowed: assignor, topics, members)"
+        )
     name = assignor_name or doc.get("assignor")
     if not isinstance(name, str):
         raise InputError("assignor: missing; give it in the input or with --assignor")
@@ -85,11 +94,15 @@ def build_group(doc: Any, assignor_name: str | None) -> tuple[str, dict[str, int
         if _int(f"topics.{t}", n) < 0:
             raise InputError(f"topics.{t}: partition count {n} is negative")
         if n > MAX_PARTITIONS:
-            raise InputError(f"topics.{t}: {n:,} partitions is above the limit of {MAX_PARTITIONS:,}")
+            raise InputError(
+                f"topics.{t}: {n:,} partitions is above the limit of {MAX_PARTITIONS:,}"
+            )
         metadata[t] = n
     total = sum(metadata.values())
     if total > MAX_PARTITIONS:
-        raise InputError(f"topics: {total:,} partitions in all is above the limit of {MAX_PARTITIONS:,}")
+        raise InputError(
+            f"topics: {total:,} partitions in all is above the limit of {MAX_PARTITIONS:,}"
+        )
     members = doc.get("members")
     if not isinstance(members, dict) or not members:
         raise InputError("members: expected a non-empty object of member id -> member")
@@ -103,24 +116,32 @@ def build_group(doc: Any, assignor_name: str | None) -> tuple[str, dict[str, int
             raise InputError(f"{where}: expected an object")
         extra = set(spec) - allowed
         if extra:
-            raise InputError(f"{where}: unknown field {sorted(extra)[0]!r} (allowed: {', '.join(sorted(allowed))})")
+            raise InputError(
+                f"{where}: unknown field {sorted(extra)[0]!r} (allowed: {', '.join(sorted(allowed))})"
+            )
         sub_topics = spec.get("topics")
         if not isinstance(sub_topics, list) or not all(isinstance(t, str) for t in sub_topics):
             raise InputError(f"{where}.topics: expected a list of topic names")
         for i, t in enumerate(sub_topics):
             if t not in metadata:
-                raise InputError(f"{where}.topics[{i}]: unknown topic {t!r} (topics: {_names(metadata)})")
+                raise InputError(
+                    f"{where}.topics[{i}]: unknown topic {t!r} (topics: {_names(metadata)})"
+                )
         owned_in = spec.get("owned", [])
         if not isinstance(owned_in, list):
             raise InputError(f"{where}.owned: expected a list of partitions")
         owned = [_partition(f"{where}.owned[{i}]", v) for i, v in enumerate(owned_in)]
         for i, tp in enumerate(owned):
             if tp.topic not in metadata:
-                raise InputError(f"{where}.owned[{i}]: {tp} is of unknown topic {tp.topic!r} "
-                                 f"(topics: {_names(metadata)})")
+                raise InputError(
+                    f"{where}.owned[{i}]: {tp} is of unknown topic {tp.topic!r} "
+                    f"(topics: {_names(metadata)})"
+                )
             if not 0 <= tp.partition < metadata[tp.topic]:
-                raise InputError(f"{where}.owned[{i}]: {tp} is out of range ({tp.topic} has "
-                                 f"{metadata[tp.topic]:,} partitions: 0..{metadata[tp.topic] - 1})")
+                raise InputError(
+                    f"{where}.owned[{i}]: {tp} is out of range ({tp.topic} has "
+                    f"{metadata[tp.topic]:,} partitions: 0..{metadata[tp.topic] - 1})"
+                )
         generation = _int(f"{where}.generation", spec.get("generation", -1))
         instance_id = spec.get("group_instance_id")
         if instance_id is not None and not isinstance(instance_id, str):
@@ -148,7 +169,9 @@ def _member_user_data(name: str, owned, generation: int, spec: dict, where: str)
     if owned or generation >= 0:
         assignment_data = None
         if name == "stream-join-sticky":
-            assignment_data = encode_assignment_user_data(_int(f"{where}.epoch", spec.get("epoch", generation)))
+            assignment_data = encode_assignment_user_data(
+                _int(f"{where}.epoch", spec.get("epoch", generation))
+            )
         member_side.on_assignment(Assignment(owned, assignment_data), generation)
     return member_side.subscription_user_data(None, None)
 
@@ -219,12 +242,16 @@ def read_input(path: str) -> Any:
                 data = f.read()
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise InputError(f"{source}: not a text file (byte {e.start}: not UTF-8); expected the JSON "
-                         "description of a group") from None
+        raise InputError(
+            f"{source}: not a text file (byte {e.start}: not UTF-8); expected the JSON "
+            "description of a group"
+        ) from None
     try:
         doc = json.loads(text, object_pairs_hook=_object)
     except json.JSONDecodeError as e:
-        raise InputError(f"{source}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+        raise InputError(
+            f"{source}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}"
+        ) from None
     except RecursionError:
         raise InputError(f"{source}: nested too deeply to be a group description") from None
     twice = _first_duplicate(doc)

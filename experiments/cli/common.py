@@ -61,8 +61,12 @@ class SigintSeen:
         import threading
 
         self.previous = None
-        if (self.active and threading.current_thread() is threading.main_thread()
-                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+        if (
+            self.active
+            and threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        ):
+
             def on_sigint(signum, frame):
                 self.seen = True
                 signal.default_int_handler(signum, frame)

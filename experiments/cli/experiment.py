@@ -20,17 +20,29 @@ from .options import add_kernel_option, add_spark_options, check_spark_options, 
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("experiment", help="run a packaged experiment and write its report",
-                              description="Run a packaged experiment: " + "; ".join(
-                                  f"{e.name}: {e.description}" for e in EXPERIMENTS.values()))
+    p = subparsers.add_parser(
+        "experiment",
+        help="run a packaged experiment and write its report",
+        description="Run a packaged experiment: "
+        + "; ".join(f"{e.name}: {e.description}" for e in EXPERIMENTS.values()),
+    )
     p.add_argument("name", choices=sorted(EXPERIMENTS), help="which experiment")
-    p.add_argument("--scale", choices=("default", "large", "smoke"), default="default",
-                   help="large adds bigger groups (takes much longer); smoke: tiny groups, 2 seeds")
+    p.add_argument(
+        "--scale",
+        choices=("default", "large", "smoke"),
+        default="default",
+        help="large adds bigger groups (takes much longer); smoke: tiny groups, 2 seeds",
+    )
     p.add_argument("--out", help="report directory (default out/NAME/report)")
-    p.add_argument("--update-reference", action="store_true",
-                   help="write the report to the committed reference results (results/NAME; "
-                   "results/ci for ci-regression) instead of out/")
-    p.add_argument("--work", help="directory or URI of the raw runs (default out/NAME; reruns resume)")
+    p.add_argument(
+        "--update-reference",
+        action="store_true",
+        help="write the report to the committed reference results (results/NAME; "
+        "results/ci for ci-regression) instead of out/",
+    )
+    p.add_argument(
+        "--work", help="directory or URI of the raw runs (default out/NAME; reruns resume)"
+    )
     add_spark_options(p)
     add_kernel_option(p)
     ci_regression.add_arguments(p, with_out=False)
@@ -50,10 +62,16 @@ def cmd_experiment(args) -> int:
     # A user's run writes under out/ (ignored by git); the committed reference results under
     # results/ change only when asked (--update-reference), never as a side effect of a run.
     if getattr(args, "out", None) is None:
-        args.out = (str(REFERENCE_DIRS.get(args.name, Path("results") / args.name))
-                    if getattr(args, "update_reference", False) else f"out/{args.name}/report")
-    bad = (check_spark_options("experiment", args) or _check_applicable(args)
-           or kernel_error("experiment", args))
+        args.out = (
+            str(REFERENCE_DIRS.get(args.name, Path("results") / args.name))
+            if getattr(args, "update_reference", False)
+            else f"out/{args.name}/report"
+        )
+    bad = (
+        check_spark_options("experiment", args)
+        or _check_applicable(args)
+        or kernel_error("experiment", args)
+    )
     if bad is not None:
         return bad
     work = getattr(args, "work", None) or f"out/{args.name}"
@@ -61,18 +79,24 @@ def cmd_experiment(args) -> int:
         check_output_dir(args.out)
         if args.name != "ci-regression":
             check_out("--work", work) if getattr(args, "work", None) else check_output_dir(
-                work, flag="work directory")
+                work, flag="work directory"
+            )
             lock.hold(work, "--work" if getattr(args, "work", None) else "work directory")
     except (OutputError, lock.LockHeld) as e:
         return err("experiment", str(e))
     exp = EXPERIMENTS[args.name]
     opts = Options(
-        name=args.name, scale=getattr(args, "scale", "default"),
+        name=args.name,
+        scale=getattr(args, "scale", "default"),
         out=Path(args.out),
         work=work,
-        master=getattr(args, "master", None), conf=tuple(getattr(args, "conf", None) or ()),
-        ship=getattr(args, "ship", True), timeout_s=getattr(args, "spark_timeout", None),
-        command=command_line(args), extra=args)
+        master=getattr(args, "master", None),
+        conf=tuple(getattr(args, "conf", None) or ()),
+        ship=getattr(args, "ship", True),
+        timeout_s=getattr(args, "spark_timeout", None),
+        command=command_line(args),
+        extra=args,
+    )
     with SigintSeen(active=exp.run is None) as sigint:  # (ci-regression simulates here, in trio)
         try:
             return run_experiment(exp, opts)
@@ -84,15 +108,21 @@ def cmd_experiment(args) -> int:
             return failed("experiment", str(e))
         except KeyboardInterrupt:
             interrupt_all()
-            return interrupted("experiment", f"interrupted; the runs complete so far are kept in "
-                                f"{opts.work} (rerun the same command to resume)")
+            return interrupted(
+                "experiment",
+                f"interrupted; the runs complete so far are kept in "
+                f"{opts.work} (rerun the same command to resume)",
+            )
         except Exception as e:
             if not is_spark_error(e):
                 raise
             if sigint.seen:
                 interrupt_all()
-                return interrupted("experiment", f"interrupted; the runs complete so far are kept in "
-                                    f"{opts.work} (rerun the same command to resume)")
+                return interrupted(
+                    "experiment",
+                    f"interrupted; the runs complete so far are kept in "
+                    f"{opts.work} (rerun the same command to resume)",
+                )
             return failed("experiment", spark_error_line(e))
         finally:
             lock.release_all()
@@ -100,10 +130,21 @@ def cmd_experiment(args) -> int:
 
 # Options that only ci-regression reads, and those only the Spark experiments read (with their
 # parser defaults): given where they do not apply, they are an error rather than ignored.
-CI_ONLY = {"baseline": None, "update_baseline": False, "tolerance": None, "abs_tolerance": None,
-           "quiet": False}
-SPARK_ONLY = {"scale": "default", "work": None, "master": None, "conf": [], "ship": True,
-              "spark_timeout": None}
+CI_ONLY = {
+    "baseline": None,
+    "update_baseline": False,
+    "tolerance": None,
+    "abs_tolerance": None,
+    "quiet": False,
+}
+SPARK_ONLY = {
+    "scale": "default",
+    "work": None,
+    "master": None,
+    "conf": [],
+    "ship": True,
+    "spark_timeout": None,
+}
 
 
 def _check_applicable(args) -> int | None:
@@ -120,8 +161,11 @@ def _check_applicable(args) -> int | None:
         where = "it applies only to ci-regression"
     if wrong:
         name = wrong[0]
-        return err("experiment", f"{flag.get(name, '--' + name.replace('_', '-'))}: not an option of "
-                    f"{args.name} ({where})")
+        return err(
+            "experiment",
+            f"{flag.get(name, '--' + name.replace('_', '-'))}: not an option of "
+            f"{args.name} ({where})",
+        )
     return None
 
 

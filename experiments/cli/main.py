@@ -61,7 +61,10 @@ def _main(argv: list[str] | None, started_at: float) -> int:
         print("rebalance-sim: interrupted", file=sys.stderr)
         return 130
     except BaseExceptionGroup as group:  # trio wraps what escapes its tasks
-        if group.subgroup(KeyboardInterrupt) is not None and group.split(KeyboardInterrupt)[1] is None:
+        if (
+            group.subgroup(KeyboardInterrupt) is not None
+            and group.split(KeyboardInterrupt)[1] is None
+        ):
             print("rebalance-sim: interrupted", file=sys.stderr)
             return 130
         if group.subgroup(BrokenPipeError) is not None and group.split(BrokenPipeError)[1] is None:

@@ -59,7 +59,9 @@ def _fmt(v) -> str:
 
 
 def format_table(rows: list[list[str]], headers: list[str]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
+    ]
     line = "  ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True))
     out = [line, "  ".join("-" * w for w in widths)]
     out += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
@@ -67,13 +69,19 @@ def format_table(rows: list[list[str]], headers: list[str]) -> str:
 
 
 def format_result(result, scenario) -> str:
-    parts = [f"scenario {scenario.name}: {scenario.description}".rstrip(": "),
-             f"run {result.run_id}", ""]
+    parts = [
+        f"scenario {scenario.name}: {scenario.description}".rstrip(": "),
+        f"run {result.run_id}",
+        "",
+    ]
     rows = [[_fmt(ep[k]) for k, _ in EPISODE_COLUMNS] for ep in result.episodes]
     parts.append(format_table(rows, [h for _, h in EPISODE_COLUMNS]))
     parts.append("")
-    parts += [f"  episode {ep['episode']}: {ep['triggers']}" + ("" if ep["settled"] else "  (did not settle)")
-              for ep in result.episodes]
+    parts += [
+        f"  episode {ep['episode']}: {ep['triggers']}"
+        + ("" if ep["settled"] else "  (did not settle)")
+        for ep in result.episodes
+    ]
     parts.append("")
     width = max(len(k) for k in result.summary)
     for k, v in result.summary.items():
@@ -123,10 +131,15 @@ class _Stopper:
         kernel.clear_stop()
         self.started = kernel.started()
         if self.active:
-            self.previous = (signal.signal(signal.SIGINT, self._on_sigint),
-                             signal.signal(signal.SIGALRM, self._on_alarm))
+            self.previous = (
+                signal.signal(signal.SIGINT, self._on_sigint),
+                signal.signal(signal.SIGALRM, self._on_alarm),
+            )
             if self.max_wall is not None:
-                signal.setitimer(signal.ITIMER_REAL, max(1e-3, self.max_wall - (time.monotonic() - self.started_at)))
+                signal.setitimer(
+                    signal.ITIMER_REAL,
+                    max(1e-3, self.max_wall - (time.monotonic() - self.started_at)),
+                )
         return self
 
     def __exit__(self, *exc) -> None:
@@ -146,8 +159,10 @@ class _Stopper:
             kernel.request_stop(why)
             signal.setitimer(signal.ITIMER_REAL, ESCALATE_S)
         elif kernel.started() == self.started:
-            raise _StopNow(f"{why} before the simulation started (loading the scenario, building "
-                           "the group)", interrupted)
+            raise _StopNow(
+                f"{why} before the simulation started (loading the scenario, building the group)",
+                interrupted,
+            )
         elif interrupted:
             raise KeyboardInterrupt  # the simulation is over: its result is being built
         # --max-wall once the simulation is over: its result is being built
@@ -164,9 +179,11 @@ class _Stopper:
         if self.stopping is None:
             self._stop(f"max_wall_s={self.max_wall:g} reached", False)
         elif kernel.running():  # one step of the simulation outlasted the stop
-            raise _StopNow(f"{self.stopping}; one step of the simulation went on for more than "
-                           f"{ESCALATE_S:g} s after that, so it was cut short without a result",
-                           self.interrupted)
+            raise _StopNow(
+                f"{self.stopping}; one step of the simulation went on for more than "
+                f"{ESCALATE_S:g} s after that, so it was cut short without a result",
+                self.interrupted,
+            )
 
 
 def _one_line(e: BaseException) -> str:
@@ -188,15 +205,24 @@ def check_run_dir(out: str) -> bool:
     if existed and p.is_dir():
         here = Path.cwd().resolve()
         if here == p.resolve() or p.resolve() in here.parents:
-            raise OutputError(f"--out {out}: is the current directory or holds it; give a "
-                              "directory for this run's files")
+            raise OutputError(
+                f"--out {out}: is the current directory or holds it; give a "
+                "directory for this run's files"
+            )
         # what else a run's directory may hold: timelines drawn from it
         drawn = tuple(f".{ext}" for ext in IMAGE_FORMATS)
-        foreign = sorted(f.name for f in p.iterdir() if not f.name.startswith(".")
-                         and f.name not in RUN_FILES and not f.name.lower().endswith(drawn))
+        foreign = sorted(
+            f.name
+            for f in p.iterdir()
+            if not f.name.startswith(".")
+            and f.name not in RUN_FILES
+            and not f.name.lower().endswith(drawn)
+        )
         if foreign:
-            raise OutputError(f"--out {out}: holds {foreign[0]!r}, which no run wrote (a run "
-                              "replaces its directory whole); give a new or empty directory")
+            raise OutputError(
+                f"--out {out}: holds {foreign[0]!r}, which no run wrote (a run "
+                "replaces its directory whole); give a new or empty directory"
+            )
     check_output_dir(out)
     return existed
 
@@ -211,7 +237,9 @@ def write_run_dir(out: str, result) -> None:
     from ..atomic import atomic_directory
 
     with atomic_directory(Path(out)) as tmp:
-        for name, table in zip(RUN_FILES, (result.events, result.intervals, result.runs), strict=True):
+        for name, table in zip(
+            RUN_FILES, (result.events, result.intervals, result.runs), strict=True
+        ):
             write_parquet_atomic(table, str(tmp / name))
 
 
@@ -230,7 +258,10 @@ def cmd_run(args) -> int:
         print(f"rebalance-sim run: --seed: {args.seed} must be >= 0", file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.seed > MAX_SEED:
-        print(f"rebalance-sim run: --seed: {args.seed} is above the largest seed, {MAX_SEED}", file=sys.stderr)
+        print(
+            f"rebalance-sim run: --seed: {args.seed} is above the largest seed, {MAX_SEED}",
+            file=sys.stderr,
+        )
         return EXIT_BAD_INPUT
     if kernel_error("run", args) is not None:
         return EXIT_BAD_INPUT
@@ -251,9 +282,14 @@ def cmd_run(args) -> int:
             except (OSError, ValueError, TypeError, KeyError, RecursionError, MemoryError) as e:
                 print(f"rebalance-sim run: {args.scenario}: {_one_line(e)}", file=sys.stderr)
                 return EXIT_BAD_INPUT
-            result = run_scenario(scenario, seed=args.seed, progress=not args.json,
-                                  raise_on_violation=False, max_events=args.max_events,
-                                  kernel=args.kernel)
+            result = run_scenario(
+                scenario,
+                seed=args.seed,
+                progress=not args.json,
+                raise_on_violation=False,
+                max_events=args.max_events,
+                kernel=args.kernel,
+            )
     except _StopNow as e:
         print(f"rebalance-sim run: {e}", file=sys.stderr)
         return EXIT_INTERRUPTED if e.interrupted else EXIT_PARTIAL
@@ -261,8 +297,11 @@ def cmd_run(args) -> int:
         print(f"rebalance-sim run: {_one_line(e)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except Exception as e:  # a simulator bug: still one line, never a traceback
-        print(f"rebalance-sim run: internal error (please report with the scenario and seed): "
-              f"{_one_line(e)}", file=sys.stderr)
+        print(
+            f"rebalance-sim run: internal error (please report with the scenario and seed): "
+            f"{_one_line(e)}",
+            file=sys.stderr,
+        )
         return EXIT_INTERNAL
     finally:
         if args.out and not existed:
@@ -270,8 +309,17 @@ def cmd_run(args) -> int:
                 os.rmdir(args.out)  # created by the check and left empty: nothing was written
     partial = result.summary.get("partial")
     if args.json:
-        print(json.dumps({"summary": result.summary, "episodes": result.episodes,
-                          "invariant_violations": result.invariant_violations}, indent=2, default=str))
+        print(
+            json.dumps(
+                {
+                    "summary": result.summary,
+                    "episodes": result.episodes,
+                    "invariant_violations": result.invariant_violations,
+                },
+                indent=2,
+                default=str,
+            )
+        )
     else:
         print(format_result(result, scenario))
     sys.stdout.flush()  # the result is out before its files are written (or fail to be)
@@ -280,19 +328,26 @@ def cmd_run(args) -> int:
             write_run_dir(args.out, result)
         except OSError as e:
             why = os.strerror(e.errno) if e.errno else _one_line(e)
-            print(f"rebalance-sim run: cannot write the results to {args.out} ({why}); "
-                  f"{'its previous contents are unchanged' if existed else 'nothing was written'}",
-                  file=sys.stderr)
+            print(
+                f"rebalance-sim run: cannot write the results to {args.out} ({why}); "
+                f"{'its previous contents are unchanged' if existed else 'nothing was written'}",
+                file=sys.stderr,
+            )
             if not existed:
                 with contextlib.suppress(OSError):
                     os.rmdir(args.out)
             return EXIT_BAD_INPUT
         if not args.json:
-            print(f"\nwrote {os.path.join(args.out, 'events.parquet')}, intervals.parquet, runs.parquet")
+            print(
+                f"\nwrote {os.path.join(args.out, 'events.parquet')}, intervals.parquet, runs.parquet"
+            )
     if stopper.interrupted:
         kept = f" in {args.out}" if args.out else " above"
-        print(f"rebalance-sim run: interrupted; kept the partial result{kept} "
-              f"({result.summary['partial_reason']})", file=sys.stderr)
+        print(
+            f"rebalance-sim run: interrupted; kept the partial result{kept} "
+            f"({result.summary['partial_reason']})",
+            file=sys.stderr,
+        )
         return EXIT_INTERRUPTED
     if partial:
         line = f"PARTIAL: the run stopped early ({result.summary['partial_reason']}); results cover only that much"
@@ -306,24 +361,38 @@ def register(subparsers) -> None:
     """Add ``run`` to the CLI's subparsers."""
     names = ", ".join(BUILTINS)
     p = subparsers.add_parser(
-        "run", help="run one scenario and print its rebalance episodes and metrics",
+        "run",
+        help="run one scenario and print its rebalance episodes and metrics",
         description=f"Run a built-in scenario ({names}) or a TOML scenario file.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  rebalance-sim run scale-out --set members=12 --set assignor=range\n"
-               "  rebalance-sim run crash --set consumer.session_timeout_ms=10000 --json\n"
-               "  rebalance-sim run my-scenario.toml --seed 3 --out out/run1\n"
-               "  rebalance-sim run crash --set members=2000 --max-wall 60\n\n"
-               "exit status: 0 ok, 1 invariant violations, 2 bad input, 3 partial (a bound was hit), "
-               "4 internal error, 130 interrupted by Ctrl-C (partial result kept)")
+        "  rebalance-sim run crash --set consumer.session_timeout_ms=10000 --json\n"
+        "  rebalance-sim run my-scenario.toml --seed 3 --out out/run1\n"
+        "  rebalance-sim run crash --set members=2000 --max-wall 60\n\n"
+        "exit status: 0 ok, 1 invariant violations, 2 bad input, 3 partial (a bound was hit), "
+        "4 internal error, 130 interrupted by Ctrl-C (partial result kept)",
+    )
     p.add_argument("scenario", help="built-in name or path to a .toml file")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="override a parameter (repeatable), e.g. members=12 or consumer.static=true")
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a parameter (repeatable), e.g. members=12 or consumer.static=true",
+    )
     p.add_argument("--seed", type=int, default=0, help="random seed, >= 0 (default 0)")
     p.add_argument("--out", metavar="DIR", help="write events/intervals/runs Parquet files here")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    p.add_argument("--max-wall", type=float, metavar="SECONDS",
-                   help="stop after this much wall time; results are kept and marked partial (exit 3)")
-    p.add_argument("--max-events", type=int, metavar="N",
-                   help="stop after N simulation inputs (messages, timers); results marked partial (exit 3)")
+    p.add_argument(
+        "--max-wall",
+        type=float,
+        metavar="SECONDS",
+        help="stop after this much wall time; results are kept and marked partial (exit 3)",
+    )
+    p.add_argument(
+        "--max-events",
+        type=int,
+        metavar="N",
+        help="stop after N simulation inputs (messages, timers); results marked partial (exit 3)",
+    )
     add_kernel_option(p)
     p.set_defaults(func=cmd_run)

@@ -32,8 +32,11 @@ def _report_failure(out: Path, args, index: int, found: list[str]) -> None:
     """Print a failing schedule with its replay command as soon as it is known."""
     path = write_replay(out, args.seed, index, args.max_faults)
     _, sim_seed = schedule(args.seed, index, args.max_faults)
-    print(f"FAIL schedule {index}: {found[0]}"
-          + (f" (and {len(found) - 1} more)" if len(found) > 1 else ""), flush=True)
+    print(
+        f"FAIL schedule {index}: {found[0]}"
+        + (f" (and {len(found) - 1} more)" if len(found) > 1 else ""),
+        flush=True,
+    )
     print(f"  replay: rebalance-sim run {path} --seed {sim_seed}", flush=True)
 
 
@@ -41,8 +44,12 @@ def cmd_soak(args) -> int:
     from ..outputs import OutputError, check_output_dir
     from .options import kernel_error
 
-    for flag, value, low in (("--schedules", args.schedules, 1), ("--seed", args.seed, 0),
-                             ("--first", args.first, 0), ("--max-faults", args.max_faults, 0)):
+    for flag, value, low in (
+        ("--schedules", args.schedules, 1),
+        ("--seed", args.seed, 0),
+        ("--first", args.first, 0),
+        ("--max-faults", args.max_faults, 0),
+    ):
         if value < low:
             print(f"rebalance-sim soak: {flag}: {value} must be >= {low}", file=sys.stderr)
             return 2
@@ -64,8 +71,11 @@ def cmd_soak(args) -> int:
     except OutputError as e:
         print(f"rebalance-sim soak: {e}", file=sys.stderr)
         return 2
-    indices = ([args.only] if args.only is not None
-               else list(range(args.first, args.first + args.schedules)))
+    indices = (
+        [args.only]
+        if args.only is not None
+        else list(range(args.first, args.first + args.schedules))
+    )
     total = len(indices)
     t0 = time.monotonic()
     failures: dict[int, list[str]] = {}
@@ -75,8 +85,12 @@ def cmd_soak(args) -> int:
         from ..engine.soak import run_on_spark
         from ..engine.spark import SparkUnavailable
 
-        print(f"soak: {total} schedules (seed {args.seed}) as Spark tasks "
-              f"({args.master or 'local[*]'}) ...", file=sys.stderr, flush=True)
+        print(
+            f"soak: {total} schedules (seed {args.seed}) as Spark tasks "
+            f"({args.master or 'local[*]'}) ...",
+            file=sys.stderr,
+            flush=True,
+        )
         try:
             failures = run_on_spark(args.master, args.seed, args.max_faults, args.kernel, indices)
         except SparkUnavailable as e:
@@ -96,18 +110,27 @@ def cmd_soak(args) -> int:
                 if not args.quiet and (now - last > 10.0 or done == total) and total > 1:
                     last = now
                     left = (now - t0) / done * (total - done)
-                    print(f"soak: {done}/{total} schedules, {len(failures)} violations "
-                          f"({now - t0:.0f} s, ~{left:.0f} s left)", file=sys.stderr, flush=True)
+                    print(
+                        f"soak: {done}/{total} schedules, {len(failures)} violations "
+                        f"({now - t0:.0f} s, ~{left:.0f} s left)",
+                        file=sys.stderr,
+                        flush=True,
+                    )
         except KeyboardInterrupt:
             interrupted = True
     if args.spark:
         for index in sorted(failures):
             _report_failure(out, args, index, failures[index])
-    print(f"{done} schedules, {len(failures)} violations (seed {args.seed}, "
-          f"{time.monotonic() - t0:.0f} s)")
+    print(
+        f"{done} schedules, {len(failures)} violations (seed {args.seed}, "
+        f"{time.monotonic() - t0:.0f} s)"
+    )
     if interrupted:
-        print(f"rebalance-sim soak: interrupted after {done} of {total} schedules; "
-              "the figures above cover those", file=sys.stderr)
+        print(
+            f"rebalance-sim soak: interrupted after {done} of {total} schedules; "
+            "the figures above cover those",
+            file=sys.stderr,
+        )
         return 130
     return 1 if failures else 0
 
@@ -116,23 +139,37 @@ def register(subparsers) -> None:
     from .options import add_kernel_option
 
     p = subparsers.add_parser(
-        "soak", help="run many random fault schedules and check every invariant and liveness",
+        "soak",
+        help="run many random fault schedules and check every invariant and liveness",
         description=__doc__.split("\n\n")[1].replace("``", "`"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  rebalance-sim soak --schedules 200 --seed 1\n"
-               "  rebalance-sim soak --schedules 10000 --seed 7 --spark\n"
-               "  rebalance-sim soak --seed 7 --only 4711      # one schedule again\n\n"
-               "exit status: 0 no violations, 1 violations (each with its replay command), "
-               "2 bad input, 130 interrupted")
+        "  rebalance-sim soak --schedules 10000 --seed 7 --spark\n"
+        "  rebalance-sim soak --seed 7 --only 4711      # one schedule again\n\n"
+        "exit status: 0 no violations, 1 violations (each with its replay command), "
+        "2 bad input, 130 interrupted",
+    )
     p.add_argument("--schedules", type=int, default=200, help="how many schedules (default 200)")
     p.add_argument("--seed", type=int, default=0, help="soak seed, >= 0 (default 0)")
-    p.add_argument("--first", type=int, default=0, metavar="INDEX",
-                   help="start at schedule INDEX (default 0): split a long soak across machines")
+    p.add_argument(
+        "--first",
+        type=int,
+        default=0,
+        metavar="INDEX",
+        help="start at schedule INDEX (default 0): split a long soak across machines",
+    )
     p.add_argument("--only", type=int, metavar="INDEX", help="run only schedule INDEX of this seed")
-    p.add_argument("--max-faults", type=int, default=MAX_FAULTS,
-                   help=f"at most this many faults per schedule (default {MAX_FAULTS})")
-    p.add_argument("--out", default="out/soak", help="where failing schedules are written as "
-                   "scenario files (default out/soak)")
+    p.add_argument(
+        "--max-faults",
+        type=int,
+        default=MAX_FAULTS,
+        help=f"at most this many faults per schedule (default {MAX_FAULTS})",
+    )
+    p.add_argument(
+        "--out",
+        default="out/soak",
+        help="where failing schedules are written as scenario files (default out/soak)",
+    )
     p.add_argument("--spark", action="store_true", help="run the schedules as Spark tasks")
     p.add_argument("--master", help="Spark master URL with --spark (default local[*])")
     p.add_argument("--quiet", action="store_true", help="no progress lines")

@@ -14,16 +14,28 @@ from .options import add_kernel_option, add_spark_options, check_spark_options, 
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("sweep", help="run a grid of scenarios x assignors x seeds on Spark",
-                              description="Run every point of GRID (TOML; format in experiments/engine/grid.py) "
-                              "as Spark tasks, then aggregate. Rerunning skips complete runs.")
+    p = subparsers.add_parser(
+        "sweep",
+        help="run a grid of scenarios x assignors x seeds on Spark",
+        description="Run every point of GRID (TOML; format in experiments/engine/grid.py) "
+        "as Spark tasks, then aggregate. Rerunning skips complete runs.",
+    )
     p.add_argument("grid", help="grid TOML file")
-    p.add_argument("--out", required=True, help="output directory or URI (file://, s3a://, hdfs://, ...): "
-                   "the runs' tables and aggregate/")
-    p.add_argument("--batch-runs", type=int, default=None, metavar="N",
-                   help="runs per committed batch (default: about 1/6 of the sweep's cost, at least 2 "
-                   "runs per core); each batch is committed when its runs are done, so a kill loses "
-                   "at most the batches in flight (two)")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="output directory or URI (file://, s3a://, hdfs://, ...): "
+        "the runs' tables and aggregate/",
+    )
+    p.add_argument(
+        "--batch-runs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="runs per committed batch (default: about 1/6 of the sweep's cost, at least 2 "
+        "runs per core); each batch is committed when its runs are done, so a kill loses "
+        "at most the batches in flight (two)",
+    )
     add_spark_options(p)
     add_kernel_option(p)
     p.set_defaults(func=cmd_sweep)
@@ -77,10 +89,16 @@ def _sweep_interrupted(out, phase: str) -> int:
 
     interrupt_all()
     if phase == "aggregating":
-        return interrupted("sweep", f"interrupted while aggregating; every run is complete in {out} "
-                            "(rerun the same command to aggregate)")
-    return interrupted("sweep", f"interrupted while {phase}; the runs complete so far are kept in {out} "
-                        "(rerun the same command to resume)")
+        return interrupted(
+            "sweep",
+            f"interrupted while aggregating; every run is complete in {out} "
+            "(rerun the same command to aggregate)",
+        )
+    return interrupted(
+        "sweep",
+        f"interrupted while {phase}; the runs complete so far are kept in {out} "
+        "(rerun the same command to resume)",
+    )
 
 
 def _sweep(args, grid, specs, out, phase: list[str]) -> int:
@@ -93,24 +111,41 @@ def _sweep(args, grid, specs, out, phase: list[str]) -> int:
 
     if local_path(out) is not None:
         atomic_write_bytes(local_path(out) / "grid.toml", Path(args.grid).read_bytes())
-    print(f"sweep {grid.name}: {len(specs)} runs ({len(grid.scenarios)} scenario(s) x "
-          f"{len(grid.assignors or [None])} assignor(s) x {_points(grid)} point(s) x {len(grid.seeds)} seed(s))",
-          file=sys.stderr)
+    print(
+        f"sweep {grid.name}: {len(specs)} runs ({len(grid.scenarios)} scenario(s) x "
+        f"{len(grid.assignors or [None])} assignor(s) x {_points(grid)} point(s) x {len(grid.seeds)} seed(s))",
+        file=sys.stderr,
+    )
     master = getattr(args, "master", None)
-    spark = get_spark(master, conf=getattr(args, "conf", None) or (),
-                      ship=getattr(args, "ship", True), timeout_s=getattr(args, "spark_timeout", None))
+    spark = get_spark(
+        master,
+        conf=getattr(args, "conf", None) or (),
+        ship=getattr(args, "ship", True),
+        timeout_s=getattr(args, "spark_timeout", None),
+    )
     lock.hold(out, "--out", spark)  # a Hadoop URI: once Spark can reach it
     phase[0] = "sweeping"
-    status = run_sweep(specs, out, master=master, label=f"sweep {grid.name}",
-                       batch_runs=getattr(args, "batch_runs", None))
+    status = run_sweep(
+        specs,
+        out,
+        master=master,
+        label=f"sweep {grid.name}",
+        batch_runs=getattr(args, "batch_runs", None),
+    )
     failed = report_failures(status)
     phase[0] = "aggregating"
     tables = aggregate(spark, out, run_ids=[s.run_id for s in specs], collect_windows=False)
     check_aggregate(specs, status, tables["runs"])
     points = tables["points"].to_pandas()
-    cols = [c for c in ("scenario", "assignor", *map(column_name, grid.vary)) if c in points.columns]
-    show = cols + ["seeds", "rebalance_time_total_s_median", "unassigned_partition_s_median",
-                   "unassigned_max_s_max"]
+    cols = [
+        c for c in ("scenario", "assignor", *map(column_name, grid.vary)) if c in points.columns
+    ]
+    show = cols + [
+        "seeds",
+        "rebalance_time_total_s_median",
+        "unassigned_partition_s_median",
+        "unassigned_max_s_max",
+    ]
     print(points[show].to_string(index=False))
     print(f"\naggregate tables: {str(out).rstrip('/')}/aggregate")
     return 1 if failed else 0

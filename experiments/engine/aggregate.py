@@ -75,9 +75,13 @@ def load_runs(spark, sweep_dir, run_ids: Sequence[str] | None = None):
     runs = read_table(spark, sweep_dir, "runs", run_ids)
     have = set(runs.columns)
     wanted = METRICS + EXTRA
-    runs = runs.select("run_id", *[
-        (F.col(f"`summary.{m}`") if f"summary.{m}" in have else F.lit(None)).cast(t).alias(m)
-        for m, t in wanted])
+    runs = runs.select(
+        "run_id",
+        *[
+            (F.col(f"`summary.{m}`") if f"summary.{m}" in have else F.lit(None)).cast(t).alias(m)
+            for m, t in wanted
+        ],
+    )
     return points.drop("spec").join(runs, "run_id", "inner")
 
 
@@ -94,20 +98,41 @@ def unassigned_windows(spark, sweep_dir, runs_df, run_ids: Sequence[str] | None 
     from .store import read_table
 
     run_ids = None if run_ids is None else list(run_ids)
-    intervals = (read_table(spark, sweep_dir, "intervals", run_ids)
-                 .where(F.col("kind") == "unassigned")
-                 .select("run_id", "topic", "partition", "start", "end"))
-    episodes = (read_table(spark, sweep_dir, "episodes", run_ids)
-                .select("run_id", F.col("episode").cast("long"), F.col("start_s").cast("double"),
-                        F.col("end_s").cast("double"))
-                .where(F.col("episode") > 0))
+    intervals = (
+        read_table(spark, sweep_dir, "intervals", run_ids)
+        .where(F.col("kind") == "unassigned")
+        .select("run_id", "topic", "partition", "start", "end")
+    )
+    episodes = (
+        read_table(spark, sweep_dir, "episodes", run_ids)
+        .select(
+            "run_id",
+            F.col("episode").cast("long"),
+            F.col("start_s").cast("double"),
+            F.col("end_s").cast("double"),
+        )
+        .where(F.col("episode") > 0)
+    )
     i, e = intervals.alias("i"), episodes.alias("e")
-    clipped = (i.join(e, (F.col("i.run_id") == F.col("e.run_id"))
-                      & (F.col("i.end") > F.col("e.start_s")) & (F.col("i.start") < F.col("e.end_s")))
-               .select(F.col("i.run_id").alias("run_id"), "topic", "partition", "episode",
-                       (F.least(F.col("i.end"), F.col("e.end_s"))
-                        - F.greatest(F.col("i.start"), F.col("e.start_s"))).alias("window_s"))
-               .where(F.col("window_s") > 0))
+    clipped = (
+        i.join(
+            e,
+            (F.col("i.run_id") == F.col("e.run_id"))
+            & (F.col("i.end") > F.col("e.start_s"))
+            & (F.col("i.start") < F.col("e.end_s")),
+        )
+        .select(
+            F.col("i.run_id").alias("run_id"),
+            "topic",
+            "partition",
+            "episode",
+            (
+                F.least(F.col("i.end"), F.col("e.end_s"))
+                - F.greatest(F.col("i.start"), F.col("e.start_s"))
+            ).alias("window_s"),
+        )
+        .where(F.col("window_s") > 0)
+    )
     cols = point_columns(runs_df)
     return clipped.join(runs_df.select("run_id", "seed", *cols), "run_id", "inner")
 
@@ -118,20 +143,27 @@ def per_run(runs_df, windows_df):
 
     # Per episode first: the summary's max window is the largest of the episodes' maxima.
     # The sum in sorted order: the same floats give the same bits however Spark partitioned them.
-    ordered_sum = F.aggregate(F.array_sort(F.collect_list("window_s")), F.lit(0.0), lambda acc, x: acc + x)
-    recomputed = (windows_df.groupBy("run_id")
-                  .agg(ordered_sum.alias("unassigned_partition_s_from_intervals"),
-                       F.max("window_s").alias("unassigned_max_s_from_intervals")))
+    ordered_sum = F.aggregate(
+        F.array_sort(F.collect_list("window_s")), F.lit(0.0), lambda acc, x: acc + x
+    )
+    recomputed = windows_df.groupBy("run_id").agg(
+        ordered_sum.alias("unassigned_partition_s_from_intervals"),
+        F.max("window_s").alias("unassigned_max_s_from_intervals"),
+    )
     out = runs_df.join(recomputed, "run_id", "left").fillna(
-        0.0, ["unassigned_partition_s_from_intervals", "unassigned_max_s_from_intervals"])
+        0.0, ["unassigned_partition_s_from_intervals", "unassigned_max_s_from_intervals"]
+    )
 
     def close(a, b):
-        return F.abs(F.col(a) - F.col(b)) <= F.lit(MATCH_TOL) * F.greatest(F.lit(1.0), F.abs(F.col(b)))
+        return F.abs(F.col(a) - F.col(b)) <= F.lit(MATCH_TOL) * F.greatest(
+            F.lit(1.0), F.abs(F.col(b))
+        )
 
     return out.withColumn(
         "intervals_match",
         close("unassigned_partition_s_from_intervals", "unassigned_partition_s")
-        & close("unassigned_max_s_from_intervals", "unassigned_max_s"))
+        & close("unassigned_max_s_from_intervals", "unassigned_max_s"),
+    )
 
 
 # The events that carry one assignment computation's simulated cost (``cost=...s``): the classic
@@ -147,13 +179,16 @@ def assignment_time(events_df, episodes_df):
     assignor under the consumer group protocol."""
     from pyspark.sql import functions as F
 
-    ev = (events_df.where(F.col("kind").isin(*ASSIGNMENT_EVENTS))
-          .select("run_id", "t", F.regexp_extract("detail", r"cost=([0-9.eE+-]+)s", 1)
-                  .cast("double").alias("cost_s")))
+    ev = events_df.where(F.col("kind").isin(*ASSIGNMENT_EVENTS)).select(
+        "run_id",
+        "t",
+        F.regexp_extract("detail", r"cost=([0-9.eE+-]+)s", 1).cast("double").alias("cost_s"),
+    )
     ep = episodes_df.select("run_id", "episode", "start_s", "end_s").where(F.col("episode") > 0)
     joined = ev.join(ep, (ev.run_id == ep.run_id) & (ev.t >= ep.start_s) & (ev.t <= ep.end_s))
-    return joined.groupBy(ev.run_id).agg(F.sum("cost_s").alias("leader_assign_s"),
-                                         F.count(F.lit(1)).alias("assignments"))
+    return joined.groupBy(ev.run_id).agg(
+        F.sum("cost_s").alias("leader_assign_s"), F.count(F.lit(1)).alias("assignments")
+    )
 
 
 def per_point(runs_df, metrics: Sequence[str] | None = None):
@@ -180,15 +215,28 @@ def window_quantiles(windows_df, runs_df):
 
     cols = point_columns(runs_df)
     w = F.col("window_s")
-    touched = (windows_df.select(*cols, "run_id", "episode", "topic", "partition").distinct()
-               .groupBy(*cols).agg(F.count(F.lit(1)).alias("partitions_touched")))
+    touched = (
+        windows_df.select(*cols, "run_id", "episode", "topic", "partition")
+        .distinct()
+        .groupBy(*cols)
+        .agg(F.count(F.lit(1)).alias("partitions_touched"))
+    )
     names = ("window_p50_s", "window_p90_s", "window_p99_s")
-    q = (windows_df.groupBy(*cols)
-         .agg(F.count(F.lit(1)).alias("windows"),
-              # one exact percentile aggregate for the three (one buffer of values, not three)
-              F.percentile(w, F.array(F.lit(0.5), F.lit(0.9), F.lit(0.99))).alias("_q"),
-              F.max(w).alias("window_max_s"))
-         .select(*cols, "windows", *(F.col("_q")[i].alias(n) for i, n in enumerate(names)), "window_max_s"))
+    q = (
+        windows_df.groupBy(*cols)
+        .agg(
+            F.count(F.lit(1)).alias("windows"),
+            # one exact percentile aggregate for the three (one buffer of values, not three)
+            F.percentile(w, F.array(F.lit(0.5), F.lit(0.9), F.lit(0.99))).alias("_q"),
+            F.max(w).alias("window_max_s"),
+        )
+        .select(
+            *cols,
+            "windows",
+            *(F.col("_q")[i].alias(n) for i, n in enumerate(names)),
+            "window_max_s",
+        )
+    )
     return q.join(touched, cols, "inner").orderBy(*cols)
 
 
@@ -213,8 +261,13 @@ def _write(spark, df, table: pa.Table | None, out_dir: str, name: str, csv: bool
         df.coalesce(1).write.mode("overwrite").option("header", "true").csv(f"{out_dir}/{name}.csv")
 
 
-def aggregate(spark, sweep_dir, out_dir=None, run_ids: Sequence[str] | None = None,
-              collect_windows: bool = True) -> dict[str, pa.Table]:
+def aggregate(
+    spark,
+    sweep_dir,
+    out_dir=None,
+    run_ids: Sequence[str] | None = None,
+    collect_windows: bool = True,
+) -> dict[str, pa.Table]:
     """Aggregate the complete runs under ``sweep_dir`` (all, or only ``run_ids``); write the
     tables to ``out_dir`` (default ``sweep_dir/aggregate``). Returns them as pyarrow Tables,
     sorted deterministically; ``windows`` only with ``collect_windows`` (a sweep of 10,000-member
@@ -241,7 +294,9 @@ def aggregate(spark, sweep_dir, out_dir=None, run_ids: Sequence[str] | None = No
         _write(spark, df, tables[name], out_dir, name)
         if local is None:
             df.unpersist()
-    windows = windows_df.select(*cols, "seed", "run_id", "episode", "topic", "partition", "window_s")
+    windows = windows_df.select(
+        *cols, "seed", "run_id", "episode", "topic", "partition", "window_s"
+    )
     order = [*cols, "seed", "episode", "topic", "partition", "window_s"]
     if local is not None and (collect_windows or windows_df.count() <= DRIVER_WINDOWS_MAX):
         # Collected as Spark computed them and sorted here: Spark's global sort (a sampling job,
@@ -267,7 +322,9 @@ def aggregate(spark, sweep_dir, out_dir=None, run_ids: Sequence[str] | None = No
 def sort_like_spark(table: pa.Table, keys: Sequence[str]) -> pa.Table:
     """``table`` sorted by ``keys`` ascending as Spark's ``orderBy`` sorts them (nulls first;
     strings by their UTF-8 bytes, as both compare them)."""
-    if int(pa.__version__.split(".")[0]) >= 25:  # null placement per key (the global one is deprecated)
+    if (
+        int(pa.__version__.split(".")[0]) >= 25
+    ):  # null placement per key (the global one is deprecated)
         return table.sort_by([(k, "ascending", "at_start") for k in keys])
     return table.sort_by([(k, "ascending") for k in keys], null_placement="at_start")
 

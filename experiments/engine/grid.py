@@ -59,15 +59,20 @@ class RunSpec:
     seed: int
     point: tuple[tuple[str, Any], ...]
     run_id: str = ""
-    cost: float = 0.0   # rough relative cost, to start the biggest runs first
-    source: str = ""    # the text of a TOML scenario file, read on the driver (executors cannot)
+    cost: float = 0.0  # rough relative cost, to start the biggest runs first
+    source: str = ""  # the text of a TOML scenario file, read on the driver (executors cannot)
     # the simulation kernel (``--kernel``; "" for the default): how the run is computed, not
     # which run it is (both kernels give the same results), so not part of its identity
     kernel: str = attrs.field(default="", eq=False)
 
     def to_json(self) -> str:
-        d = {"scenario": self.scenario, "overrides": list(self.overrides), "seed": self.seed,
-             "point": [list(kv) for kv in self.point], "source": self.source}
+        d = {
+            "scenario": self.scenario,
+            "overrides": list(self.overrides),
+            "seed": self.seed,
+            "point": [list(kv) for kv in self.point],
+            "source": self.source,
+        }
         if self.kernel:
             d["kernel"] = self.kernel
         return json.dumps(d, sort_keys=True)
@@ -75,9 +80,15 @@ class RunSpec:
     @classmethod
     def from_json(cls, text: str, run_id: str = "") -> RunSpec:
         d = json.loads(text)
-        return cls(d["scenario"], tuple(d["overrides"]), d["seed"],
-                   tuple((k, v) for k, v in d["point"]), run_id, source=d.get("source", ""),
-                   kernel=d.get("kernel", ""))
+        return cls(
+            d["scenario"],
+            tuple(d["overrides"]),
+            d["seed"],
+            tuple((k, v) for k, v in d["point"]),
+            run_id,
+            source=d.get("source", ""),
+            kernel=d.get("kernel", ""),
+        )
 
 
 def with_kernel(specs: Sequence[RunSpec], kernel: str | None) -> list[RunSpec]:
@@ -130,8 +141,9 @@ def load_grid(path: str | os.PathLike) -> Grid:
     except IsADirectoryError:
         raise GridError(f"{where}: is a directory, expected a grid TOML file") from None
     except UnicodeDecodeError as e:
-        raise GridError(f"{where}: not a text file (byte {e.start}: not UTF-8); expected a grid "
-                        "TOML file") from None
+        raise GridError(
+            f"{where}: not a text file (byte {e.start}: not UTF-8); expected a grid TOML file"
+        ) from None
     except tomllib.TOMLDecodeError as e:
         raise GridError(f"{where}: not valid TOML: {' '.join(str(e).split())}") from None
     except OSError as e:
@@ -139,8 +151,11 @@ def load_grid(path: str | os.PathLike) -> Grid:
     return grid_from_dict(data, where, base_dir=path.parent)
 
 
-def grid_from_dict(data: Mapping[str, Any], where: str = "<grid>", base_dir: Path | None = None) -> Grid:
+def grid_from_dict(
+    data: Mapping[str, Any], where: str = "<grid>", base_dir: Path | None = None
+) -> Grid:
     """A ``Grid`` from the parsed TOML document (see the module docstring for the fields)."""
+
     def fail(field: str, reason: str) -> GridError:
         return GridError(f"{where}: {field}: {reason}")
 
@@ -156,7 +171,11 @@ def grid_from_dict(data: Mapping[str, Any], where: str = "<grid>", base_dir: Pat
         raise fail("scenarios", "missing; give a list of built-in scenario names or TOML paths")
     if isinstance(scenarios, str):
         scenarios = [scenarios]
-    if not isinstance(scenarios, list) or not scenarios or not all(isinstance(s, str) and s for s in scenarios):
+    if (
+        not isinstance(scenarios, list)
+        or not scenarios
+        or not all(isinstance(s, str) and s for s in scenarios)
+    ):
         raise fail("scenarios", f"{scenarios!r} is not a non-empty list of scenario names or paths")
     resolved = []
     for s in scenarios:
@@ -173,7 +192,10 @@ def grid_from_dict(data: Mapping[str, Any], where: str = "<grid>", base_dir: Pat
         if isinstance(assignors, str):
             assignors = [assignors]
         if not isinstance(assignors, list) or not assignors:
-            raise fail("assignors", f"{assignors!r} is not a non-empty list; allowed: {', '.join(ASSIGNORS)}")
+            raise fail(
+                "assignors",
+                f"{assignors!r} is not a non-empty list; allowed: {', '.join(ASSIGNORS)}",
+            )
         for a in assignors:
             if a not in ASSIGNORS:
                 raise fail("assignors", f"{a!r} is not one of {', '.join(ASSIGNORS)}")
@@ -186,8 +208,11 @@ def grid_from_dict(data: Mapping[str, Any], where: str = "<grid>", base_dir: Pat
         if seeds < 1:
             raise fail("seeds", f"{seeds} must be >= 1 (a count) or a list of seeds")
         seeds = list(range(seeds))
-    if (not isinstance(seeds, list) or not seeds
-            or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)):
+    if (
+        not isinstance(seeds, list)
+        or not seeds
+        or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)
+    ):
         raise fail("seeds", f"{seeds!r} is not a count >= 1 or a non-empty list of integers >= 0")
     if len(set(seeds)) != len(seeds):
         raise fail("seeds", f"{seeds!r} repeats a seed")
@@ -225,8 +250,15 @@ def grid_from_dict(data: Mapping[str, Any], where: str = "<grid>", base_dir: Pat
             raise fail(f"vary.{k}", f"use the top-level '{k}s' list instead")
     if "assignor" in fixed and assignors is not None:
         raise fail("set.assignor", "conflicts with the top-level 'assignors' list")
-    return Grid(scenarios=tuple(resolved), seeds=tuple(seeds), assignors=assignors,
-                set=fixed, vary={k: tuple(v) for k, v in vary.items()}, name=name, source=where)
+    return Grid(
+        scenarios=tuple(resolved),
+        seeds=tuple(seeds),
+        assignors=assignors,
+        set=fixed,
+        vary={k: tuple(v) for k, v in vary.items()},
+        name=name,
+        source=where,
+    )
 
 
 def _override(key: str, value: Any) -> str:
@@ -253,7 +285,9 @@ def expand(grid: Grid) -> list[RunSpec]:
                     overrides.append(_override("assignor", assignor))
                 point = [("scenario", _scenario_label(scenario)), ("assignor", assignor or "")]
                 point += [(column_name(k), v) for k, v in zip(keys, values, strict=True)]
-                specs.extend(RunSpec(scenario, tuple(overrides), seed, tuple(point)) for seed in grid.seeds)
+                specs.extend(
+                    RunSpec(scenario, tuple(overrides), seed, tuple(point)) for seed in grid.seeds
+                )
     return resolve(specs, grid.source)
 
 
@@ -278,8 +312,10 @@ def resolve(specs: Iterable[RunSpec], where: str = "<grid>") -> list[RunSpec]:
             spec = attrs.evolve(spec, source=Path(spec.scenario).read_text(encoding="utf-8"))
         run_id = run_id_of(scenario, spec.seed)
         if run_id in seen:
-            raise GridError(f"{where}: {_describe(spec)} and {_describe(seen[run_id])} give the same "
-                            f"simulation; remove one")
+            raise GridError(
+                f"{where}: {_describe(spec)} and {_describe(seen[run_id])} give the same "
+                f"simulation; remove one"
+            )
         resolved = attrs.evolve(spec, run_id=run_id, cost=estimated_cost(scenario))
         seen[run_id] = resolved
         out.append(resolved)
@@ -287,7 +323,9 @@ def resolve(specs: Iterable[RunSpec], where: str = "<grid>") -> list[RunSpec]:
 
 
 def _describe(spec: RunSpec) -> str:
-    return f"scenario {spec.scenario!r}" + (f" with {', '.join(spec.overrides)}" if spec.overrides else "")
+    return f"scenario {spec.scenario!r}" + (
+        f" with {', '.join(spec.overrides)}" if spec.overrides else ""
+    )
 
 
 def one_line(e: BaseException) -> str:
@@ -346,7 +384,9 @@ def estimated_cost(scenario) -> float:
         if getattr(action, "down_s", None) is None:
             continue
         n = len(action.members) if getattr(action, "members", None) else members
-        static = action.static if getattr(action, "static", None) is not None else config.consumer.static
+        static = (
+            action.static if getattr(action, "static", None) is not None else config.consumer.static
+        )
         waves = -(-n // max(1, batch_count(getattr(action, "batch_size", 1), n)))
         rounds += waves * (0.3 if static else 1.0)
     protocol = 3.0 if getattr(config.consumer, "group_protocol", "classic") == "consumer" else 1.0

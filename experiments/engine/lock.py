@@ -54,9 +54,14 @@ def _start_ticks(pid: int) -> str:
 
 
 def _me(command: str) -> dict[str, Any]:
-    return {"pid": os.getpid(), "host": socket.gethostname(), "boot": _boot_id(),
-            "start": _start_ticks(os.getpid()), "command": command,
-            "since": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")}
+    return {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "boot": _boot_id(),
+        "start": _start_ticks(os.getpid()),
+        "command": command,
+        "since": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+    }
 
 
 def _gone(holder: dict) -> bool:
@@ -129,8 +134,10 @@ class _LocalLock:
         self.fd = fd
 
     def _held(self, holder: dict | None) -> str:
-        return (f"{self.flag} {self.path.parent} is being written by {_describe(holder, self.path)}; "
-                "wait for it to end or stop it (one writer per output)")
+        return (
+            f"{self.flag} {self.path.parent} is being written by {_describe(holder, self.path)}; "
+            "wait for it to end or stop it (one writer per output)"
+        )
 
     def release(self) -> None:
         if self.fd is None:
@@ -165,13 +172,22 @@ class _HadoopLock:
             fs, path = self._fs()
             if not fs.exists(path):
                 return None
-            files = [path] if fs.isFile(path) else [
-                s.getPath() for s in fs.listStatus(path) if s.isFile() and not s.getPath().getName().startswith(("_", "."))]
+            files = (
+                [path]
+                if fs.isFile(path)
+                else [
+                    s.getPath()
+                    for s in fs.listStatus(path)
+                    if s.isFile() and not s.getPath().getName().startswith(("_", "."))
+                ]
+            )
             chunks = []
             for p in files:
                 stream = fs.open(p)
                 try:
-                    chunks.append(bytes(self.spark._jvm.org.apache.commons.io.IOUtils.toByteArray(stream)))
+                    chunks.append(
+                        bytes(self.spark._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+                    )
                 finally:
                     stream.close()
             return b"".join(chunks)
@@ -204,8 +220,12 @@ class _HadoopLock:
             return True
         mode = "overwrite" if replace else "errorifexists"
         try:
-            (self.spark.createDataFrame([(data.decode(),)], "value string").coalesce(1)
-             .write.mode(mode).text(self.path))
+            (
+                self.spark.createDataFrame([(data.decode(),)], "value string")
+                .coalesce(1)
+                .write.mode(mode)
+                .text(self.path)
+            )
         except Exception as e:
             if "PATH_ALREADY_EXISTS" in str(e) or "already exists" in str(e):
                 return False
@@ -219,14 +239,18 @@ class _HadoopLock:
                 break
             holder = _parse(self._read() or b"")
             if holder is None or not _gone(holder):
-                raise LockHeld(f"{self.flag} {self.path.rsplit('/', 1)[0]} is being written by "
-                               f"{_describe(holder, self.path)}; wait for it to end or stop it "
-                               f"(if that process is gone, delete {self.path})")
+                raise LockHeld(
+                    f"{self.flag} {self.path.rsplit('/', 1)[0]} is being written by "
+                    f"{_describe(holder, self.path)}; wait for it to end or stop it "
+                    f"(if that process is gone, delete {self.path})"
+                )
             self._write(data, replace=True)
             break
         if _parse(self._read() or b"") != json.loads(data):
-            raise LockHeld(f"{self.flag} {self.path.rsplit('/', 1)[0]}: another process took "
-                           f"{self.path} at the same time; try again")
+            raise LockHeld(
+                f"{self.flag} {self.path.rsplit('/', 1)[0]}: another process took "
+                f"{self.path} at the same time; try again"
+            )
         self.mine = data
 
     def release(self) -> None:
@@ -238,7 +262,9 @@ class _HadoopLock:
                     fs, path = self._fs()
                     fs.delete(path, True)
                 else:  # no delete under Spark Connect: marked released
-                    self._write(json.dumps({**json.loads(self.mine), "released": True}).encode(), True)
+                    self._write(
+                        json.dumps({**json.loads(self.mine), "released": True}).encode(), True
+                    )
         except Exception:  # a lost session at exit: the next writer takes it over
             pass
         self.mine = None

@@ -33,14 +33,14 @@ class Options:
 
     name: str
     scale: str = "default"
-    out: Path = Path("results")          # report directory (report.html, PNGs, CSVs)
-    work: Path | str = Path("out")       # raw runs: a local path or any Hadoop URI
+    out: Path = Path("results")  # report directory (report.html, PNGs, CSVs)
+    work: Path | str = Path("out")  # raw runs: a local path or any Hadoop URI
     master: str | None = None
-    conf: tuple[str, ...] = ()           # extra Spark settings, KEY=VALUE
-    ship: bool = True                    # ship code and dependencies to a non-local master
-    timeout_s: float | None = None       # how long a master may take to answer (None: 60 s)
-    command: str = ""                    # the command line, for the report
-    extra: Any = None                    # the parsed arguments, for experiment-specific options
+    conf: tuple[str, ...] = ()  # extra Spark settings, KEY=VALUE
+    ship: bool = True  # ship code and dependencies to a non-local master
+    timeout_s: float | None = None  # how long a master may take to answer (None: 60 s)
+    command: str = ""  # the command line, for the report
+    extra: Any = None  # the parsed arguments, for experiment-specific options
 
 
 @attrs.frozen
@@ -138,7 +138,9 @@ def run_experiment(exp: Experiment, opts: Options) -> int:
     status = run_sweep(specs, opts.work, master=opts.master, label=opts.name)
     failed = report_failures(status)
     say(opts, f"aggregating with Spark ({time.monotonic() - t_start:.0f} s) ...")
-    arrow = aggregate(spark, opts.work, run_ids=[s.run_id for s in specs], collect_windows=exp.windows)
+    arrow = aggregate(
+        spark, opts.work, run_ids=[s.run_id for s in specs], collect_windows=exp.windows
+    )
     check_aggregate(specs, status, arrow["runs"])
     tables = {k: v.to_pandas() for k, v in arrow.items()}
     out = Path(opts.out)
@@ -149,13 +151,19 @@ def run_experiment(exp: Experiment, opts: Options) -> int:
     say(opts, f"figures and report ({time.monotonic() - t_start:.0f} s) ...")
     page = exp.report(opts, results)
     reused = int((status["status"] == "skipped").sum())
-    meta = [f"command: {opts.command or 'rebalance-sim experiment ' + opts.name}",
-            f"{len(specs)} runs ({reused} reused from {opts.work}), {failed} failed; "
-            f"wall time {time.monotonic() - t_start:.0f} s including Spark start",
-            *produced_by(current_master()),
-            *page.meta]
-    report = write_report(out / "report.html", exp.title or exp.name, page.intro, page.sections, meta)
-    print(f"\n{opts.name}: done in {time.monotonic() - t_start:.0f} s; {len(specs)} runs, {failed} failed")
+    meta = [
+        f"command: {opts.command or 'rebalance-sim experiment ' + opts.name}",
+        f"{len(specs)} runs ({reused} reused from {opts.work}), {failed} failed; "
+        f"wall time {time.monotonic() - t_start:.0f} s including Spark start",
+        *produced_by(current_master()),
+        *page.meta,
+    ]
+    report = write_report(
+        out / "report.html", exp.title or exp.name, page.intro, page.sections, meta
+    )
+    print(
+        f"\n{opts.name}: done in {time.monotonic() - t_start:.0f} s; {len(specs)} runs, {failed} failed"
+    )
     if page.summary:
         print(page.summary)
     print(f"\nreport: {report.resolve()}")

@@ -31,17 +31,31 @@ CONSUMER_UNIFORM = "consumer-uniform"
 # (scenario, assignor); "default" keeps the scenario's own assignor list (the upgrade scenario
 # changes it mid-run).
 SUITE = [
-    *((s, a) for s in ("scale-out", "crash", "rolling-bounce-static", "rolling-bounce-dynamic")
-      for a in ("range", "sticky", "cooperative-sticky")),
+    *(
+        (s, a)
+        for s in ("scale-out", "crash", "rolling-bounce-static", "rolling-bounce-dynamic")
+        for a in ("range", "sticky", "cooperative-sticky")
+    ),
     ("gc-pause-zombie", "sticky"),
     ("eager-to-cooperative-upgrade", "default"),
     ("slow-assignor", "range"),
     # The consumer group protocol (KIP-848) with the coordinator's uniform assignor.
-    *((s, CONSUMER_UNIFORM) for s in ("scale-out", "crash", "rolling-bounce-static",
-                                      "rolling-bounce-dynamic", "gc-pause-zombie")),
+    *(
+        (s, CONSUMER_UNIFORM)
+        for s in (
+            "scale-out",
+            "crash",
+            "rolling-bounce-static",
+            "rolling-bounce-dynamic",
+            "gc-pause-zombie",
+        )
+    ),
     # Manual commit strategies (consumer.commit_mode), written ASSIGNOR/MODE.
-    *((s, f"cooperative-sticky/{mode}") for s in ("crash", "rolling-bounce-dynamic")
-      for mode in ("sync-per-batch", "async-per-batch")),
+    *(
+        (s, f"cooperative-sticky/{mode}")
+        for s in ("crash", "rolling-bounce-dynamic")
+        for mode in ("sync-per-batch", "async-per-batch")
+    ),
     ("crash", f"{CONSUMER_UNIFORM}/sync-per-batch"),
 ]
 SEEDS = [1, 2]
@@ -83,7 +97,9 @@ class Finding:
         if self.status == "new":
             return f"{self.metric} of {run}: not in the baseline (current {self.current:g})"
         if self.status == "missing":
-            return f"{self.metric} of {run}: in the baseline ({self.baseline:g}) but not produced now"
+            return (
+                f"{self.metric} of {run}: in the baseline ({self.baseline:g}) but not produced now"
+            )
         change = _relative(self.baseline, self.current)
         pct = "" if change is None else f" ({change:+.1%})"
         return f"{self.metric} of {run}: baseline {self.baseline:g}, now {self.current:g}{pct}"
@@ -105,21 +121,32 @@ def run_suite(progress: bool = True, kernel: str | None = None) -> list[dict]:
     plan = [(s, a, seed) for s, a in SUITE for seed in SEEDS]
     for i, (scenario, assignor, seed) in enumerate(plan, 1):
         if progress:
-            print(f"[{i}/{len(plan)}] {scenario} {assignor} seed {seed}", file=sys.stderr, flush=True)
+            print(
+                f"[{i}/{len(plan)}] {scenario} {assignor} seed {seed}", file=sys.stderr, flush=True
+            )
         name, _, mode = assignor.partition("/")
         if name == "default":
             params = dict(PARAMS)
         elif name == CONSUMER_UNIFORM:
-            params = {**PARAMS, "consumer.group_protocol": "consumer",
-                      "consumer.group_remote_assignor": "uniform"}
+            params = {
+                **PARAMS,
+                "consumer.group_protocol": "consumer",
+                "consumer.group_remote_assignor": "uniform",
+            }
         else:
             params = {**PARAMS, "assignor": name}
         if mode:
             params["consumer.commit_mode"] = mode
         sc = load_scenario(scenario, params)
         summary = run_scenario(sc, seed=seed, kernel=kernel).summary
-        rows.append({"scenario": scenario, "assignor": assignor, "seed": seed,
-                     **{m: float(summary[m]) for m in METRICS}})
+        rows.append(
+            {
+                "scenario": scenario,
+                "assignor": assignor,
+                "seed": seed,
+                **{m: float(summary[m]) for m in METRICS},
+            }
+        )
     return rows
 
 
@@ -137,15 +164,24 @@ def read_csv(path: Path) -> list[dict]:
         rows = []
         for i, r in enumerate(csv.DictReader(f), 2):
             try:
-                rows.append({"scenario": r["scenario"], "assignor": r["assignor"], "seed": int(r["seed"]),
-                             **{m: float(r[m]) for m in METRICS if r.get(m) not in (None, "")}})
+                rows.append(
+                    {
+                        "scenario": r["scenario"],
+                        "assignor": r["assignor"],
+                        "seed": int(r["seed"]),
+                        **{m: float(r[m]) for m in METRICS if r.get(m) not in (None, "")},
+                    }
+                )
             except (KeyError, ValueError) as e:
                 raise ValueError(f"{path}: line {i}: bad or missing column ({e})") from None
         return rows
 
 
-def compare(baseline: list[dict], current: list[dict], rel_tol: float, abs_tol: float) -> list[Finding]:
+def compare(
+    baseline: list[dict], current: list[dict], rel_tol: float, abs_tol: float
+) -> list[Finding]:
     """Every metric of every run, judged against the baseline."""
+
     def key(r):
         return (r["scenario"], r["assignor"], r["seed"])
 
@@ -184,19 +220,32 @@ def _plot(findings: list[Finding], out: Path, rel_tol: float = 0.02) -> list[Pat
             continue
         labels = [f"{f.scenario} {f.assignor} s{f.seed}" for f in rows]
         x = np.arange(len(rows))
-        fig, (rel, ax) = plt.subplots(2, 1, figsize=(max(8, 0.45 * len(rows)), 7.0), sharex=True,
-                                      gridspec_kw={"height_ratios": [1, 1.3]})
+        fig, (rel, ax) = plt.subplots(
+            2,
+            1,
+            figsize=(max(8, 0.45 * len(rows)), 7.0),
+            sharex=True,
+            gridspec_kw={"height_ratios": [1, 1.3]},
+        )
         change = [_relative(f.baseline, f.current) for f in rows]
         pct = np.array([100.0 * c if c is not None else np.nan for c in change])
         colors = ["#d62728" if f.status != "ok" else "#3182bd" for f in rows]
         rel.bar(x, np.nan_to_num(pct), 0.6, color=colors)
-        rel.axhspan(-100 * rel_tol, 100 * rel_tol, color="grey", alpha=0.15, linewidth=0,
-                    label=f"tolerance ±{rel_tol:.0%}")
+        rel.axhspan(
+            -100 * rel_tol,
+            100 * rel_tol,
+            color="grey",
+            alpha=0.15,
+            linewidth=0,
+            label=f"tolerance ±{rel_tol:.0%}",
+        )
         rel.axhline(0, color="black", linewidth=0.6)
         top = max(2.5 * 100 * rel_tol, float(np.nanmax(np.abs(pct), initial=0.0)) * 1.15)
         rel.set_ylim(-top, top)
         rel.set_ylabel("change vs baseline (%)")
-        rel.set_title(f"{metric}: this commit vs baseline (ci-regression suite; red = outside tolerance)")
+        rel.set_title(
+            f"{metric}: this commit vs baseline (ci-regression suite; red = outside tolerance)"
+        )
         rel.legend(fontsize=8, loc="upper right")
         rel.grid(True, axis="y", alpha=0.3)
         ax.bar(x - 0.2, [f.baseline or 0 for f in rows], 0.4, label="baseline", color="#9ecae1")
@@ -218,8 +267,12 @@ def _plot(findings: list[Finding], out: Path, rel_tol: float = 0.02) -> list[Pat
 
 def _summary_md(findings: list[Finding], rel_tol: float) -> str:
     bad = [f for f in findings if f.status != "ok"]
-    lines = ["# ci-regression", "", f"{len(findings)} metric values compared, tolerance {rel_tol:.0%}; "
-             f"{len(bad)} outside it.", ""]
+    lines = [
+        "# ci-regression",
+        "",
+        f"{len(findings)} metric values compared, tolerance {rel_tol:.0%}; {len(bad)} outside it.",
+        "",
+    ]
     lines += [f"- {f.describe()}" for f in bad]
     lines += ["", "Figures: " + ", ".join(f"`{m}.png`" for m in METRICS)]
     return "\n".join(lines) + "\n"
@@ -240,8 +293,11 @@ def run(args) -> int:
         print(f"baseline rewritten: {baseline_path} ({len(rows)} runs)")
         return 0
     if not baseline_path.exists():
-        print(f"rebalance-sim experiment ci-regression: no baseline at {baseline_path} "
-              "(create it with --update-baseline)", file=sys.stderr)
+        print(
+            f"rebalance-sim experiment ci-regression: no baseline at {baseline_path} "
+            "(create it with --update-baseline)",
+            file=sys.stderr,
+        )
         return 2
     try:
         baseline = read_csv(baseline_path)
@@ -251,32 +307,59 @@ def run(args) -> int:
     findings = compare(baseline, rows, tolerance, abs_tolerance)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["scenario", "assignor", "seed", "metric", "baseline", "current", "change", "status"])
+    w.writerow(
+        ["scenario", "assignor", "seed", "metric", "baseline", "current", "change", "status"]
+    )
     for f in findings:
         change = _relative(f.baseline, f.current)
-        w.writerow([f.scenario, f.assignor, f.seed, f.metric, f.baseline, f.current,
-                    "" if change is None else f"{change:.6f}", f.status])
+        w.writerow(
+            [
+                f.scenario,
+                f.assignor,
+                f.seed,
+                f.metric,
+                f.baseline,
+                f.current,
+                "" if change is None else f"{change:.6f}",
+                f.status,
+            ]
+        )
     atomic_write_text(out / "comparison.csv", buf.getvalue())
     _plot(findings, out, tolerance)
     atomic_write_text(out / "summary.md", _summary_md(findings, tolerance))
     bad = [f for f in findings if f.status != "ok"]
     for f in bad:
         print(f"REGRESSION {f.describe()}", file=sys.stderr)
-    print(f"ci-regression: {len(findings) - len(bad)} of {len(findings)} metric values within "
-          f"{tolerance:.0%} of the baseline; figures in {out}/")
+    print(
+        f"ci-regression: {len(findings) - len(bad)} of {len(findings)} metric values within "
+        f"{tolerance:.0%} of the baseline; figures in {out}/"
+    )
     return 1 if bad else 0
 
 
 def add_arguments(p, with_out: bool = True) -> None:
     """The suite's options (``--out`` too unless the caller's parser already has one)."""
     if with_out:
-        p.add_argument("--out", default=str(DEFAULT_OUT), help="where metrics, comparison and plots go")
+        p.add_argument(
+            "--out", default=str(DEFAULT_OUT), help="where metrics, comparison and plots go"
+        )
     # defaults are applied in run(): None says the option was not given (``experiments.cli.experiment`` refuses
     # these options for the other experiments)
-    p.add_argument("--baseline", help=f"ci-regression: baseline CSV to compare with (default {DEFAULT_BASELINE})")
-    p.add_argument("--update-baseline", action="store_true", help="ci-regression: rewrite the baseline with this run")
-    p.add_argument("--tolerance", type=float,
-                   help="ci-regression: relative tolerance (default 0.02 = 2%%)")
-    p.add_argument("--abs-tolerance", type=float,
-                   help="ci-regression: absolute tolerance for values near zero (default 0.001)")
+    p.add_argument(
+        "--baseline",
+        help=f"ci-regression: baseline CSV to compare with (default {DEFAULT_BASELINE})",
+    )
+    p.add_argument(
+        "--update-baseline",
+        action="store_true",
+        help="ci-regression: rewrite the baseline with this run",
+    )
+    p.add_argument(
+        "--tolerance", type=float, help="ci-regression: relative tolerance (default 0.02 = 2%%)"
+    )
+    p.add_argument(
+        "--abs-tolerance",
+        type=float,
+        help="ci-regression: absolute tolerance for values near zero (default 0.001)",
+    )
     p.add_argument("--quiet", action="store_true", help="ci-regression: no progress lines")

@@ -31,7 +31,7 @@ class Chooser(Protocol):
     """A source of choices: Hypothesis's ``draw`` or a seeded ``random.Random``."""
 
     def choice(self, options: Sequence[T]) -> T: ...
-    def integer(self, lo: int, hi: int) -> int: ...      # lo..hi inclusive
+    def integer(self, lo: int, hi: int) -> int: ...  # lo..hi inclusive
     def real(self, lo: float, hi: float) -> float: ...
 
 
@@ -53,10 +53,26 @@ class RandomChooser:
 
 # Assignment strategies of the classic protocol: every assignor alone, and the mixed list a group
 # has midway through an eager-to-cooperative upgrade (KIP-429's two rolling bounces).
-CLASSIC_STRATEGIES = (("range",), ("roundrobin",), ("sticky",), ("cooperative-sticky",),
-                      ("stream-join-sticky",), ("range", "cooperative-sticky"))
-FAULT_KINDS = ("crash", "pause", "add_members", "remove_members", "join_and_leave", "rolling_restart",
-               "network_partition", "delay_spike", "packet_loss", "crash_leader")
+CLASSIC_STRATEGIES = (
+    ("range",),
+    ("roundrobin",),
+    ("sticky",),
+    ("cooperative-sticky",),
+    ("stream-join-sticky",),
+    ("range", "cooperative-sticky"),
+)
+FAULT_KINDS = (
+    "crash",
+    "pause",
+    "add_members",
+    "remove_members",
+    "join_and_leave",
+    "rolling_restart",
+    "network_partition",
+    "delay_spike",
+    "packet_loss",
+    "crash_leader",
+)
 
 
 def _classic(c: Chooser, consumer: dict, strategies: Sequence[tuple[str, ...]]) -> None:
@@ -81,8 +97,15 @@ GROUP_PROTOCOLS: dict[str, Callable[[Chooser, dict, Sequence[tuple[str, ...]]], 
 }
 
 
-def fault_schedule(c: Chooser, members: int, session_s: float, poll_s: float, max_faults: int = 6,
-                   start_s: float = 10.0, end_s: float = 200.0) -> list[dict]:
+def fault_schedule(
+    c: Chooser,
+    members: int,
+    session_s: float,
+    poll_s: float,
+    max_faults: int = 6,
+    start_s: float = 10.0,
+    end_s: float = 200.0,
+) -> list[dict]:
     """Timeline actions on the initial members c000..c{members-1} (see the module docstring)."""
     names = [f"c{i:03d}" for i in range(members)]
     actions: list[dict] = []
@@ -98,7 +121,9 @@ def fault_schedule(c: Chooser, members: int, session_s: float, poll_s: float, ma
             actions.append({"action": "crash", "at_s": at, "member": member})
         elif kind == "pause":
             duration = c.choice([0.5, session_s * 0.5, session_s + 2.0, poll_s + 2.0])
-            actions.append({"action": "pause", "at_s": at, "member": member, "duration_s": duration})
+            actions.append(
+                {"action": "pause", "at_s": at, "member": member, "duration_s": duration}
+            )
         elif kind == "add_members":
             actions.append({"action": "add_members", "at_s": at, "count": c.integer(1, 2)})
         elif kind == "remove_members":
@@ -107,29 +132,65 @@ def fault_schedule(c: Chooser, members: int, session_s: float, poll_s: float, ma
             actions.append({"action": "add_members", "at_s": at})
             actions.append({"action": "remove_members", "at_s": at, "members": [member]})
         elif kind == "rolling_restart":
-            actions.append({"action": "rolling_restart", "at_s": at, "members": [member],
-                            "down_s": c.choice([1.0, session_s + 5.0]),
-                            "graceful": c.choice([False, True])})
+            actions.append(
+                {
+                    "action": "rolling_restart",
+                    "at_s": at,
+                    "members": [member],
+                    "down_s": c.choice([1.0, session_s + 5.0]),
+                    "graceful": c.choice([False, True]),
+                }
+            )
         elif kind == "network_partition":
-            actions.append({"action": "network_partition", "at_s": at, "member": member,
-                            "duration_s": c.choice([2.0, session_s + 5.0]),
-                            "direction": c.choice(["both", "to_coordinator", "from_coordinator"])})
+            actions.append(
+                {
+                    "action": "network_partition",
+                    "at_s": at,
+                    "member": member,
+                    "duration_s": c.choice([2.0, session_s + 5.0]),
+                    "direction": c.choice(["both", "to_coordinator", "from_coordinator"]),
+                }
+            )
         elif kind == "delay_spike":
-            actions.append({"action": "delay_spike", "at_s": at, "duration_s": c.choice([1.0, 8.0]),
-                            "extra_ms": c.choice([50.0, 2000.0]), "member": c.choice([None, member])})
+            actions.append(
+                {
+                    "action": "delay_spike",
+                    "at_s": at,
+                    "duration_s": c.choice([1.0, 8.0]),
+                    "extra_ms": c.choice([50.0, 2000.0]),
+                    "member": c.choice([None, member]),
+                }
+            )
         elif kind == "packet_loss":
-            actions.append({"action": "packet_loss", "at_s": at, "duration_s": c.choice([5.0, 60.0]),
-                            "probability": c.choice([0.05, 0.2]), "member": c.choice([None, member])})
+            actions.append(
+                {
+                    "action": "packet_loss",
+                    "at_s": at,
+                    "duration_s": c.choice([5.0, 60.0]),
+                    "probability": c.choice([0.05, 0.2]),
+                    "member": c.choice([None, member]),
+                }
+            )
         else:
             actions.append({"action": "add_members", "at_s": at})  # starts a rebalance
-            actions.append({"action": "crash_leader", "at_s": at, "phase": c.choice(["join", "sync"]),
-                            "delay_s": c.choice([0.0, 0.0005, 0.001, 0.002])})
+            actions.append(
+                {
+                    "action": "crash_leader",
+                    "at_s": at,
+                    "phase": c.choice(["join", "sync"]),
+                    "delay_s": c.choice([0.0, 0.0005, 0.001, 0.002]),
+                }
+            )
     return [{k: v for k, v in a.items() if v is not None} for a in actions]
 
 
-def faulty_scenario(c: Chooser, max_faults: int = 6, protocols: Sequence[str] | None = None,
-                    strategies: Sequence[tuple[str, ...]] = CLASSIC_STRATEGIES,
-                    name: str = "faults") -> dict[str, Any]:
+def faulty_scenario(
+    c: Chooser,
+    max_faults: int = 6,
+    protocols: Sequence[str] | None = None,
+    strategies: Sequence[tuple[str, ...]] = CLASSIC_STRATEGIES,
+    name: str = "faults",
+) -> dict[str, Any]:
     """A scenario table (``Scenario.from_dict`` input) with random settings and faults."""
     members = c.integer(2, 5)
     session_ms = c.choice([10000, 45000])
@@ -140,28 +201,40 @@ def faulty_scenario(c: Chooser, max_faults: int = 6, protocols: Sequence[str] | 
     consumer: dict[str, Any] = {}
     protocol = c.choice(list(protocols or GROUP_PROTOCOLS))
     GROUP_PROTOCOLS[protocol](c, consumer, strategies)
-    if "stream-join-sticky" in consumer.get("partition_assignment_strategy", ()) and len(topics) > 1:
+    if (
+        "stream-join-sticky" in consumer.get("partition_assignment_strategy", ())
+        and len(topics) > 1
+    ):
         # KIP-315's assignor joins co-partitioned topics: it needs equal partition counts
         topics[1]["partitions"] = topics[0]["partitions"]
-    consumer.update({
-        "static": c.choice([False, True]),
-        "session_timeout_ms": session_ms, "max_poll_interval_ms": poll_ms,
-        "capacity": c.choice([10000.0, 1000.0]),
-        "max_poll_records": c.choice([500, 100]),
-        "revoke_cost_ms": c.choice([0.0, 50.0]),
-        "assign_cost_ms": c.choice([0.0, 300.0]),
-        # the application's commit strategy: auto-commit half the time, else commitSync or
-        # commitAsync after every poll batch
-        "commit_mode": c.choice(["auto", "auto", "sync-per-batch", "async-per-batch"]),
-    })
+    consumer.update(
+        {
+            "static": c.choice([False, True]),
+            "session_timeout_ms": session_ms,
+            "max_poll_interval_ms": poll_ms,
+            "capacity": c.choice([10000.0, 1000.0]),
+            "max_poll_records": c.choice([500, 100]),
+            "revoke_cost_ms": c.choice([0.0, 50.0]),
+            "assign_cost_ms": c.choice([0.0, 300.0]),
+            # the application's commit strategy: auto-commit half the time, else commitSync or
+            # commitAsync after every poll batch
+            "commit_mode": c.choice(["auto", "auto", "sync-per-batch", "async-per-batch"]),
+        }
+    )
     data: dict[str, Any] = {
-        "name": name, "members": members, "topics": topics, "max_duration_s": 4000.0,
+        "name": name,
+        "members": members,
+        "topics": topics,
+        "max_duration_s": 4000.0,
         "consumer": consumer,
-        "network": {"latency": c.choice([{"kind": "constant", "ms": 1.0},
-                                         {"kind": "lognormal", "ms": 2.0, "sigma": 1.0}]),
-                    # loss that never ends is kept small: a lost message waits for its request
-                    # timeout, so heavy endless loss can keep a group rebalancing for hours
-                    "drop_probability": c.choice([0.0, 0.0, 0.0, 0.005])},
+        "network": {
+            "latency": c.choice(
+                [{"kind": "constant", "ms": 1.0}, {"kind": "lognormal", "ms": 2.0, "sigma": 1.0}]
+            ),
+            # loss that never ends is kept small: a lost message waits for its request
+            # timeout, so heavy endless loss can keep a group rebalancing for hours
+            "drop_probability": c.choice([0.0, 0.0, 0.0, 0.005]),
+        },
         "assignor_cost": c.choice(["zero", "model", "fixed:0.5"]),
         "timeline": fault_schedule(c, members, session_ms / 1000.0, poll_ms / 1000.0, max_faults),
     }
@@ -169,6 +242,8 @@ def faulty_scenario(c: Chooser, max_faults: int = 6, protocols: Sequence[str] | 
         # KIP-848: the session timeout is the broker's (group.consumer.session.timeout.ms), so the
         # drawn one goes there and the pauses above are timed against the timeout that applies;
         # a timeout below group.consumer.min.session.timeout.ms (45 s) needs that bound lowered
-        data["group"] = {"consumer_session_timeout_ms": session_ms,
-                         "consumer_min_session_timeout_ms": min(session_ms, 45000)}
+        data["group"] = {
+            "consumer_session_timeout_ms": session_ms,
+            "consumer_min_session_timeout_ms": min(session_ms, 45000),
+        }
     return data

@@ -41,21 +41,30 @@ def problems(result) -> list[str]:
     for r in result.intervals.to_pylist():
         if r["kind"] == "owned" and r["end"] >= end:
             owners.setdefault((r["topic"], r["partition"]), []).append(r["member"])
-    out += [f"{t}-{p} ends with {len(m)} owners ({', '.join(m)})" for (t, p), m in sorted(owners.items())
-            if len(m) != 1]
+    out += [
+        f"{t}-{p} ends with {len(m)} owners ({', '.join(m)})"
+        for (t, p), m in sorted(owners.items())
+        if len(m) != 1
+    ]
     return out
 
 
-def check(seed: int, index: int, max_faults: int = MAX_FAULTS,
-          kernel: str | None = None) -> tuple[int, list[str]]:
+def check(
+    seed: int, index: int, max_faults: int = MAX_FAULTS, kernel: str | None = None
+) -> tuple[int, list[str]]:
     """Run schedule ``index`` (with ``kernel``, see ``sim.kernel``) and return (simulation seed,
     problems); nothing escapes."""
     from sim import Scenario, run_scenario
 
     data, sim_seed = schedule(seed, index, max_faults)
     try:
-        result = run_scenario(Scenario.from_dict(data), seed=sim_seed, raise_on_violation=False,
-                              max_events=MAX_EVENTS, kernel=kernel)
+        result = run_scenario(
+            Scenario.from_dict(data),
+            seed=sim_seed,
+            raise_on_violation=False,
+            max_events=MAX_EVENTS,
+            kernel=kernel,
+        )
     except Exception as e:  # a crash of the simulator is a finding like any other
         return sim_seed, [f"raised {type(e).__name__}: {' '.join(str(e).split())}"]
     return sim_seed, problems(result)
@@ -69,8 +78,11 @@ def write_replay(out: Path, seed: int, index: int, max_faults: int) -> Path:
 
     data, sim_seed = schedule(seed, index, max_faults)
     path = out / f"soak-{seed}-{index}.toml"
-    atomic_write_text(path, f"# rebalance-sim soak --seed {seed}: schedule {index}\n"
-                            f"# replay: rebalance-sim run {path} --seed {sim_seed}\n" + to_toml(data))
+    atomic_write_text(
+        path,
+        f"# rebalance-sim soak --seed {seed}: schedule {index}\n"
+        f"# replay: rebalance-sim run {path} --seed {sim_seed}\n" + to_toml(data),
+    )
     return path
 
 
@@ -93,8 +105,9 @@ class SoakTask:
             yield pd.DataFrame(rows, columns=["index", "sim_seed", "problems"])
 
 
-def run_on_spark(master: str | None, seed: int, max_faults: int, kernel: str | None,
-                 indices: list[int]) -> dict[int, list[str]]:
+def run_on_spark(
+    master: str | None, seed: int, max_faults: int, kernel: str | None, indices: list[int]
+) -> dict[int, list[str]]:
     """Check schedules ``indices`` of soak seed ``seed`` as Spark tasks; returns each failing
     schedule's problems by index."""
     import pandas as pd
@@ -104,6 +117,11 @@ def run_on_spark(master: str | None, seed: int, max_faults: int, kernel: str | N
     spark = get_spark(master)
     slices = max(1, min(len(indices), 64))
     df = spark.createDataFrame(pd.DataFrame({"index": indices})).repartition(slices)
-    rows = df.mapInPandas(SoakTask(seed, max_faults, kernel),
-                          "index long, sim_seed long, problems string").toArrow().to_pandas()
+    rows = (
+        df.mapInPandas(
+            SoakTask(seed, max_faults, kernel), "index long, sim_seed long, problems string"
+        )
+        .toArrow()
+        .to_pandas()
+    )
     return {int(r.index): r.problems.split("\n") for r in rows.itertuples() if r.problems}

@@ -59,16 +59,63 @@ SHIPPED_PACKAGES = ("assignors", "sim", "experiments")
 ENV_ALIAS = "rsim_env"
 # What the executors never import: Spark brings its own pyspark and py4j; plots, tests, tools and
 # the Connect client stay on the driver. Excluding them makes the archive ~4x smaller.
-PACK_EXCLUDES = tuple(f"lib/python*/site-packages/{p}" for p in (
-    "pyspark/*", "pyspark-*", "py4j/*", "py4j-*", "matplotlib/*", "matplotlib-*", "mpl_toolkits/*",
-    "PIL/*", "pillow*", "fontTools/*", "fonttools-*", "contourpy/*", "contourpy-*",
-    "kiwisolver*", "cycler*", "pip/*", "pip-*", "setuptools/*", "setuptools-*", "_pytest/*",
-    "pytest*", "py.py", "hypothesis/*", "hypothesis-*", "ruff/*", "ruff-*", "pygments/*",
-    "pygments-*", "grpc/*", "grpcio*", "grpc_status/*", "grpcio_status*", "google/*",
-    "googleapis*", "protobuf-*", "venv_pack/*", "venv_pack-*", "pluggy/*", "pluggy-*",
-    "iniconfig*", "_pytest*", "*__editable__*", "rebalance_sim-*", "pyarrow/include/*",
-    "pyarrow/tests/*", "numpy/*/tests/*", "pandas/tests/*", "*/__pycache__/*", "zstandard/*",
-    "zstandard-*", "pyarrow/libarrow_flight*", "pyarrow/_flight*")) + ("bin/ruff",)
+PACK_EXCLUDES = tuple(
+    f"lib/python*/site-packages/{p}"
+    for p in (
+        "pyspark/*",
+        "pyspark-*",
+        "py4j/*",
+        "py4j-*",
+        "matplotlib/*",
+        "matplotlib-*",
+        "mpl_toolkits/*",
+        "PIL/*",
+        "pillow*",
+        "fontTools/*",
+        "fonttools-*",
+        "contourpy/*",
+        "contourpy-*",
+        "kiwisolver*",
+        "cycler*",
+        "pip/*",
+        "pip-*",
+        "setuptools/*",
+        "setuptools-*",
+        "_pytest/*",
+        "pytest*",
+        "py.py",
+        "hypothesis/*",
+        "hypothesis-*",
+        "ruff/*",
+        "ruff-*",
+        "pygments/*",
+        "pygments-*",
+        "grpc/*",
+        "grpcio*",
+        "grpc_status/*",
+        "grpcio_status*",
+        "google/*",
+        "googleapis*",
+        "protobuf-*",
+        "venv_pack/*",
+        "venv_pack-*",
+        "pluggy/*",
+        "pluggy-*",
+        "iniconfig*",
+        "_pytest*",
+        "*__editable__*",
+        "rebalance_sim-*",
+        "pyarrow/include/*",
+        "pyarrow/tests/*",
+        "numpy/*/tests/*",
+        "pandas/tests/*",
+        "*/__pycache__/*",
+        "zstandard/*",
+        "zstandard-*",
+        "pyarrow/libarrow_flight*",
+        "pyarrow/_flight*",
+    )
+) + ("bin/ruff",)
 
 _QUIET_LOG4J = """\
 # Root at WARN: Spark prints a "Setting default log level" banner whenever the root level differs
@@ -141,8 +188,9 @@ def parse_conf(items: Sequence[str]) -> list[tuple[str, str]]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"--conf {item!r}: expected KEY=VALUE (for example "
-                             "spark.driver.host=10.0.0.5)")
+            raise ValueError(
+                f"--conf {item!r}: expected KEY=VALUE (for example spark.driver.host=10.0.0.5)"
+            )
         pairs.append((key.strip(), value))
     return pairs
 
@@ -152,8 +200,10 @@ def is_local(master: str | None) -> bool:
 
 
 # The master URLs Spark accepts (its SparkContext's and spark-submit's forms) and Spark Connect's.
-_MASTER_URL = re.compile(r"local(\[(\*|[1-9]\d*)(,[1-9]\d*)?\])?|local-cluster\[\d+,\d+,\d+\]"
-                         r"|spark://[^\s/]+(:\d+)?(,[^\s/]+(:\d+)?)*/?|yarn|k8s://\S+|sc://[^\s/]+(/\S*)?")
+_MASTER_URL = re.compile(
+    r"local(\[(\*|[1-9]\d*)(,[1-9]\d*)?\])?|local-cluster\[\d+,\d+,\d+\]"
+    r"|spark://[^\s/]+(:\d+)?(,[^\s/]+(:\d+)?)*/?|yarn|k8s://\S+|sc://[^\s/]+(/\S*)?"
+)
 
 
 def check_master(master: str | None, flag: str = "--master") -> None:
@@ -162,8 +212,10 @@ def check_master(master: str | None, flag: str = "--master") -> None:
     if master is None:
         return
     if not _MASTER_URL.fullmatch(master.strip()):
-        raise SparkUnavailable(f"{flag} {master}: not a Spark master URL; use local[*], local[N], "
-                               "spark://HOST:PORT, yarn, k8s://HOST:PORT or sc://HOST:PORT (Spark Connect)")
+        raise SparkUnavailable(
+            f"{flag} {master}: not a Spark master URL; use local[*], local[N], "
+            "spark://HOST:PORT, yarn, k8s://HOST:PORT or sc://HOST:PORT (Spark Connect)"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -173,11 +225,11 @@ def check_master(master: str | None, flag: str = "--master") -> None:
 def _endpoints(url: str) -> list[tuple[str, int]]:
     """(host, port) pairs a master URL names: ``spark://h1:7077,h2:7077``, ``sc://h:15002/;...``."""
     if url.startswith("sc://"):
-        parsed = urlparse("http://" + url[len("sc://"):].split("/", 1)[0])
+        parsed = urlparse("http://" + url[len("sc://") :].split("/", 1)[0])
         return [(parsed.hostname or "localhost", parsed.port or 15002)]
     if url.startswith("spark://"):
         out = []
-        for part in url[len("spark://"):].split(","):
+        for part in url[len("spark://") :].split(","):
             parsed = urlparse("http://" + part)
             out.append((parsed.hostname or "localhost", parsed.port or 7077))
         return out
@@ -198,11 +250,15 @@ def check_reachable(url: str, timeout_s: float) -> None:
                 return
         except OSError as e:
             errors.append(f"{host}:{port}: {e.strerror or e}")
-    what = ("a Spark Connect server (start-connect-server.sh) listening there"
-            if url.startswith("sc://") else "a Spark master (spark-class ...deploy.master.Master) "
-            "listening there")
-    raise SparkUnavailable(f"cannot reach {url} ({'; '.join(errors)}); check the URL, that "
-                           f"{what}, and the firewall between this machine and it")
+    what = (
+        "a Spark Connect server (start-connect-server.sh) listening there"
+        if url.startswith("sc://")
+        else "a Spark master (spark-class ...deploy.master.Master) listening there"
+    )
+    raise SparkUnavailable(
+        f"cannot reach {url} ({'; '.join(errors)}); check the URL, that "
+        f"{what}, and the firewall between this machine and it"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,7 +277,9 @@ def code_zip() -> Path:
     files = []
     for pkg in SHIPPED_PACKAGES:
         root = Path(importlib.import_module(pkg).__file__).parent
-        files += [(f"{pkg}/{p.relative_to(root).as_posix()}", p) for p in sorted(root.rglob("*.py"))]
+        files += [
+            (f"{pkg}/{p.relative_to(root).as_posix()}", p) for p in sorted(root.rglob("*.py"))
+        ]
     h = hashlib.sha256()
     for name, path in files:
         h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
@@ -231,7 +289,9 @@ def code_zip() -> Path:
         tmp = target.with_suffix(".zip.tmp")
         with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
             for name, path in files:
-                z.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), path.read_bytes())
+                z.writestr(
+                    zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), path.read_bytes()
+                )
         os.replace(tmp, target)
     return target
 
@@ -241,9 +301,11 @@ def venv_archive(stream=None) -> Path:
     import), cached by the set of installed distributions and the Python version."""
     prefix = Path(sys.prefix)
     if prefix == Path(sys.base_prefix):
-        raise SparkUnavailable(f"shipping dependencies needs a virtual environment (this Python, "
-                               f"{sys.executable}, is not one); run from the project's .venv or "
-                               "use --no-ship on a cluster whose workers have them installed")
+        raise SparkUnavailable(
+            f"shipping dependencies needs a virtual environment (this Python, "
+            f"{sys.executable}, is not one); run from the project's .venv or "
+            "use --no-ship on a cluster whose workers have them installed"
+        )
     site = next(prefix.glob("lib/python*/site-packages"))
     dists = sorted(p.name for p in site.glob("*.dist-info"))
     key = hashlib.sha256("\n".join([sys.version, *dists, *PACK_EXCLUDES]).encode()).hexdigest()[:12]
@@ -253,12 +315,20 @@ def venv_archive(stream=None) -> Path:
     import venv_pack
 
     target.parent.mkdir(parents=True, exist_ok=True)
-    print(f"packing the Python environment for the executors (once): {target}",
-          file=stream or sys.stderr, flush=True)
+    print(
+        f"packing the Python environment for the executors (once): {target}",
+        file=stream or sys.stderr,
+        flush=True,
+    )
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp.tar.gz")
     try:
-        venv_pack.pack(prefix=str(prefix), output=str(tmp), compress_level=1, force=True,
-                       filters=[("exclude", p) for p in PACK_EXCLUDES])
+        venv_pack.pack(
+            prefix=str(prefix),
+            output=str(tmp),
+            compress_level=1,
+            force=True,
+            filters=[("exclude", p) for p in PACK_EXCLUDES],
+        )
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
@@ -292,8 +362,13 @@ class _JvmOutputToLog:
 
 # Settings the driver JVM takes when it is launched (spark-submit reads them; once the JVM runs,
 # setting them changes nothing): they go to the launch as well as to the session.
-LAUNCH_KEYS = ("spark.driver.memory", "spark.driver.extraJavaOptions", "spark.driver.defaultJavaOptions",
-               "spark.driver.extraClassPath", "spark.driver.extraLibraryPath")
+LAUNCH_KEYS = (
+    "spark.driver.memory",
+    "spark.driver.extraJavaOptions",
+    "spark.driver.defaultJavaOptions",
+    "spark.driver.extraClassPath",
+    "spark.driver.extraLibraryPath",
+)
 # The local driver JVM compiles with C1 only: Spark generates and compiles new classes for every
 # query, and C2 recompiling them costs much of the JVM's CPU for no gain in wall time (C2 makes
 # the Parquet writes cheaper, not the job faster; docs/performance.md). A user's -XX:TieredStopAtLevel=4 in spark.driver.extraJavaOptions brings C2
@@ -327,8 +402,9 @@ def _start(builder, timeout_s: float, url: str, remote: bool, launch: dict[str, 
                 from pyspark import SparkConf, SparkContext
 
                 # launch the JVM (py4j gateway) only, with the settings it takes at launch
-                SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(
-                    sorted((launch or {}).items())))
+                SparkContext._ensure_initialized(
+                    conf=SparkConf(loadDefaults=False).setAll(sorted((launch or {}).items()))
+                )
             jvm_up.set()
             session = builder.getOrCreate()
             if remote:
@@ -354,9 +430,11 @@ def _start(builder, timeout_s: float, url: str, remote: bool, launch: dict[str, 
             t.join()
     if t.is_alive():
         what = "Spark Connect server" if remote else "Spark master"
-        raise SparkHung(f"no answer from the {what} at {url} after {timeout_s:.0f} s; check "
-                               "the URL and that the server there is up (raise the limit with "
-                               "--spark-timeout)")
+        raise SparkHung(
+            f"no answer from the {what} at {url} after {timeout_s:.0f} s; check "
+            "the URL and that the server there is up (raise the limit with "
+            "--spark-timeout)"
+        )
     if "error" in box:
         e = box["error"]
         line = _error_summary(str(e), type(e).__name__)
@@ -365,8 +443,12 @@ def _start(builder, timeout_s: float, url: str, remote: bool, launch: dict[str, 
     return box["session"]
 
 
-def get_spark(master: str | None = None, conf: Sequence[str] = (), ship: bool = True,
-              timeout_s: float | None = None) -> SparkSession:
+def get_spark(
+    master: str | None = None,
+    conf: Sequence[str] = (),
+    ship: bool = True,
+    timeout_s: float | None = None,
+) -> SparkSession:
     """The process's SparkSession, created on the first call (later arguments are ignored).
 
     ``conf``: ``KEY=VALUE`` Spark settings; ``ship``: ship code and dependencies to a non-local
@@ -398,13 +480,17 @@ def get_spark(master: str | None = None, conf: Sequence[str] = (), ship: bool = 
             # silently on import, so check first and say what to install.
             import importlib.util
 
-            missing = [m for m in ("grpc", "grpc_status", "google.protobuf")
-                       if importlib.util.find_spec(m.split(".")[0]) is None]
+            missing = [
+                m
+                for m in ("grpc", "grpc_status", "google.protobuf")
+                if importlib.util.find_spec(m.split(".")[0]) is None
+            ]
             if missing:
                 raise SparkUnavailable(
                     f"Spark Connect ({remote}) needs the packages of pyspark[connect] "
                     f"(missing: {', '.join(missing)}); install them with "
-                    f"'{sys.executable} -m pip install \"pyspark[connect]\"'")
+                    f"'{sys.executable} -m pip install \"pyspark[connect]\"'"
+                )
             check_reachable(remote, timeout_s)
             builder = builder.remote(remote)
         else:
@@ -419,7 +505,9 @@ def get_spark(master: str | None = None, conf: Sequence[str] = (), ship: bool = 
             # A driver out of heap (collecting a large aggregate) leaves a dead result thread and a
             # Python caller waiting forever; exiting turns that into a failed call, reported in
             # one line.
-            driver_opts = f"{java_opts} {EXIT_ON_OOM}" + (f" {LOCAL_JIT}" if is_local(master) else "")
+            driver_opts = f"{java_opts} {EXIT_ON_OOM}" + (
+                f" {LOCAL_JIT}" if is_local(master) else ""
+            )
             given = dict(pairs).get("spark.driver.extraJavaOptions")
             if given:  # the user's options after ours: theirs win where both set one
                 driver_opts = f"{driver_opts} {given}"
@@ -439,9 +527,11 @@ def get_spark(master: str | None = None, conf: Sequence[str] = (), ship: bool = 
                 .config("spark.scheduler.mode", "FAIR")
             )
             if is_local(master):
-                builder = (builder.config("spark.default.parallelism", str(max(2, os.cpu_count() or 2)))
-                           .config("spark.executor.extraJavaOptions", java_opts)
-                           .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable))
+                builder = (
+                    builder.config("spark.default.parallelism", str(max(2, os.cpu_count() or 2)))
+                    .config("spark.executor.extraJavaOptions", java_opts)
+                    .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
+                )
             elif ship:
                 # Spark's "Python Package Management": the packed venv, unpacked by every
                 # executor as ./rsim_env, and its Python for the workers. pyspark takes the
@@ -449,9 +539,11 @@ def get_spark(master: str | None = None, conf: Sequence[str] = (), ship: bool = 
                 # environment said: the shipped one is the one that has our dependencies).
                 worker_python = f"./{ENV_ALIAS}/bin/python"
                 os.environ["PYSPARK_PYTHON"] = worker_python
-                builder = (builder.config("spark.archives", f"{venv_archive()}#{ENV_ALIAS}")
-                           .config("spark.pyspark.python", worker_python)
-                           .config("spark.pyspark.driver.python", sys.executable))
+                builder = (
+                    builder.config("spark.archives", f"{venv_archive()}#{ENV_ALIAS}")
+                    .config("spark.pyspark.python", worker_python)
+                    .config("spark.pyspark.driver.python", sys.executable)
+                )
             else:
                 # --no-ship: the cluster's own Python, as the user configured it.
                 given = dict(pairs).get("spark.pyspark.python")
@@ -470,8 +562,11 @@ def get_spark(master: str | None = None, conf: Sequence[str] = (), ship: bool = 
                 # runs out collecting a large experiment's aggregate (a maximum, not a reservation).
                 pairs = [("spark.driver.memory", LOCAL_DRIVER_MEMORY), *pairs]
                 builder = builder.config("spark.driver.memory", LOCAL_DRIVER_MEMORY)
-            launch = {k: v for k, v in [("spark.driver.extraJavaOptions", driver_opts), *pairs]
-                      if k in LAUNCH_KEYS}
+            launch = {
+                k: v
+                for k, v in [("spark.driver.extraJavaOptions", driver_opts), *pairs]
+                if k in LAUNCH_KEYS
+            }
             _quiet_accumulator_server()
         session = _start(builder, timeout_s, url, bool(remote), launch)
         if not remote:
@@ -479,8 +574,10 @@ def get_spark(master: str | None = None, conf: Sequence[str] = (), ship: bool = 
             if not is_local(master) and ship:
                 session.sparkContext.addPyFile(str(code_zip()))
         else:
-            for key, value in (("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS)),
-                               ("spark.sql.session.timeZone", "UTC")):
+            for key, value in (
+                ("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS)),
+                ("spark.sql.session.timeZone", "UTC"),
+            ):
                 try:
                     session.conf.set(key, value)
                 except Exception:  # a cluster may forbid it; its own setting is then fine
@@ -504,7 +601,10 @@ def is_spark_error(e: BaseException) -> bool:
     """An error raised by Spark (a failed job, a lost connection), classic or Connect."""
     mod = type(e).__module__ or ""
     return mod.startswith(("pyspark", "py4j", "grpc")) or any(
-        (type(c).__module__ or "").startswith(("pyspark", "py4j")) for c in (e.__cause__, e.__context__) if c)
+        (type(c).__module__ or "").startswith(("pyspark", "py4j"))
+        for c in (e.__cause__, e.__context__)
+        if c
+    )
 
 
 def spark_error_line(e: BaseException) -> str:
@@ -513,9 +613,13 @@ def spark_error_line(e: BaseException) -> str:
     a Python worker's exception (its traceback's last line) or the first Java exception."""
     summary = _error_summary(str(e), type(e).__name__)[:300]
     if not _remote and _driver_out_of_memory():
-        summary = ("the driver ran out of Java heap (java.lang.OutOfMemoryError) and exited; give it "
-                   "more with --conf spark.driver.memory=4g")
-    return f"Spark failed on {_master}: {summary}" + ("" if _remote else f" (Spark's log: {jvm_log_path()})")
+        summary = (
+            "the driver ran out of Java heap (java.lang.OutOfMemoryError) and exited; give it "
+            "more with --conf spark.driver.memory=4g"
+        )
+    return f"Spark failed on {_master}: {summary}" + (
+        "" if _remote else f" (Spark's log: {jvm_log_path()})"
+    )
 
 
 def _driver_out_of_memory() -> bool:
@@ -537,12 +641,14 @@ def _error_summary(text: str, fallback: str) -> str:
     lines = [s.rstrip() for s in text.splitlines()]
     for i, s in enumerate(lines):
         if s.endswith("Traceback (most recent call last):"):
-            for t in lines[i + 1:]:
+            for t in lines[i + 1 :]:
                 if t.startswith("\tat "):
                     break
                 if t and not t[0].isspace():  # frames and their code are indented
                     return t.strip()
-    causes = [s.strip()[len("Caused by:"):].strip() for s in lines if s.strip().startswith("Caused by:")]
+    causes = [
+        s.strip()[len("Caused by:") :].strip() for s in lines if s.strip().startswith("Caused by:")
+    ]
     if causes:
         return causes[-1]
     first = next((s.strip() for s in lines if s.strip()), fallback)
@@ -598,7 +704,9 @@ def tag_thread(group: str, pool: str | None = None) -> None:
 _live_threads: set = set()  # futures of in_daemon_thread's threads still running
 
 
-def in_daemon_thread(fn: Callable[[], Any], name: str, before_start: Callable[[Any], None] | None = None):
+def in_daemon_thread(
+    fn: Callable[[], Any], name: str, before_start: Callable[[Any], None] | None = None
+):
     """``fn()`` in a daemon thread (a thread stuck in a Spark call never holds the process at
     exit); returns a ``concurrent.futures.Future`` of its result. ``before_start(future)`` runs
     before the thread starts: a Ctrl-C while ``Thread.start`` waits for the thread to run (up to

@@ -41,15 +41,16 @@ from ..outputs import OutputError
 
 TABLES = ("events", "intervals", "episodes", "runs", "points")
 COMPLETE_STATUSES = ("ok", "violations")
-COMMIT_SCHEMA = ("run_id string, model string, status string, wall_s double, error string, "
-                 "committed_at string, files string, batch string")
+COMMIT_SCHEMA = (
+    "run_id string, model string, status string, wall_s double, error string, "
+    "committed_at string, files string, batch string"
+)
 # Fixed read schemas (the simulator's recorder tables); the others merge the batches' schemas.
 READ_SCHEMAS = {
     "events": "run_id string, t double, kind string, member string, generation long, detail string",
     "intervals": "run_id string, kind string, member string, topic string, partition long, "
-                 "start double, `end` double",
+    "start double, `end` double",
 }
-
 
 
 def local_path(uri: str | os.PathLike) -> Path | None:
@@ -88,8 +89,16 @@ def table_path(out: str, name: str, batch: str | None = None) -> str:
 def is_missing(e: Exception) -> bool:
     """Whether Spark's or Hadoop's error ``e`` says that the path it read does not exist."""
     text = str(e)
-    return any(s in text for s in ("PATH_NOT_FOUND", "Path does not exist", "UNABLE_TO_INFER_SCHEMA",
-                                   "Unable to infer schema", "FileNotFoundException"))
+    return any(
+        s in text
+        for s in (
+            "PATH_NOT_FOUND",
+            "Path does not exist",
+            "UNABLE_TO_INFER_SCHEMA",
+            "Unable to infer schema",
+            "FileNotFoundException",
+        )
+    )
 
 
 def _hidden(name: str) -> bool:
@@ -152,13 +161,15 @@ def _read_local_commits(out, signature: tuple) -> tuple[pd.DataFrame, dict[str, 
     by_batch: dict[str, list[str]] = {}
     for batch_dir, name, _size, _mtime in signature[1]:
         if batch_dir.startswith("batch=") and not _hidden(name):
-            by_batch.setdefault(batch_dir[len("batch="):], []).append(name)
+            by_batch.setdefault(batch_dir[len("batch=") :], []).append(name)
     for batch, names in sorted(by_batch.items()):
         for name in sorted(names):
             try:
                 rows = pq.read_table(root / f"batch={batch}" / name).to_pandas()
             except Exception as e:  # a damaged commit file: that batch is not committed
-                unreadable[batch] = f"commits/batch={batch}/{name}: unreadable ({_first_line(e)[:120]})"
+                unreadable[batch] = (
+                    f"commits/batch={batch}/{name}: unreadable ({_first_line(e)[:120]})"
+                )
                 continue
             for c in _columns():
                 if c not in rows.columns:
@@ -181,8 +192,12 @@ def _commits_and_problems(spark, out) -> tuple[pd.DataFrame, dict[str, str]]:  #
             _commits_cache[uri(out)] = (signature, rows.copy(), dict(unreadable))
         return rows, unreadable
     try:
-        rows = (spark.read.schema(COMMIT_SCHEMA).parquet(table_path(out, "commits"))
-                .toArrow().to_pandas())
+        rows = (
+            spark.read.schema(COMMIT_SCHEMA)
+            .parquet(table_path(out, "commits"))
+            .toArrow()
+            .to_pandas()
+        )
         return rows, {}
     except Exception as e:  # pyspark raises several classes (classic, Connect) for the same thing
         if is_missing(e):
@@ -288,11 +303,16 @@ def list_files(spark, out, dirs: Sequence[str]) -> dict[str, int]:
                 if st.isFile() and not _hidden(name):
                     found[f"{d}/{name}"] = int(st.getLen())
         return found
+
     # Spark Connect: no filesystem on this side; Spark lists the files (all directories in one
     # job, one by one when one of them does not exist)
     def listed(paths: list[str]) -> list:
-        return (spark.read.format("binaryFile").load([f"{uri(out)}/{d}" for d in paths])
-                .select("path", "length").collect())
+        return (
+            spark.read.format("binaryFile")
+            .load([f"{uri(out)}/{d}" for d in paths])
+            .select("path", "length")
+            .collect()
+        )
 
     try:
         rows = listed(list(dirs))
@@ -401,11 +421,14 @@ def damage_line(damaged: dict, wanted: set[str] | None = None) -> str | None:
     runs = sorted({r for _, rs in damaged.values() for r in rs if wanted is None or r in wanted})
     first = damaged[sorted(damaged)[0]][0]
     more = f"; and {len(damaged) - 1} more" if len(damaged) > 1 else ""
-    return (f"{len(damaged)} committed batch(es) damaged ({first}{more}); "
-            + (f"their {len(runs)} run(s) are recomputed" if runs else "none of their runs is in this grid"))
+    return f"{len(damaged)} committed batch(es) damaged ({first}{more}); " + (
+        f"their {len(runs)} run(s) are recomputed" if runs else "none of their runs is in this grid"
+    )
 
 
-def read_table(spark, out, name: str, run_ids: Sequence[str] | None = None, model: str | None = None):
+def read_table(
+    spark, out, name: str, run_ids: Sequence[str] | None = None, model: str | None = None
+):
     """The raw table ``name`` of the runs complete for ``model`` (default: the current one), as
     a Spark DataFrame without the ``batch`` column; only ``run_ids`` if given."""
     from pyspark.sql import functions as F
@@ -432,8 +455,10 @@ def read_table(spark, out, name: str, run_ids: Sequence[str] | None = None, mode
     # A run held by two chosen batches is read from its newest only.
     import pandas as pd
 
-    keys = spark.createDataFrame(pd.DataFrame({"run_id": list(chosen), "batch": list(chosen.values())}),
-                                 "run_id string, batch string")
+    keys = spark.createDataFrame(
+        pd.DataFrame({"run_id": list(chosen), "batch": list(chosen.values())}),
+        "run_id string, batch string",
+    )
     df = df.join(F.broadcast(keys), ["run_id", "batch"], "left_semi")
     return df.drop("batch")
 
@@ -447,8 +472,9 @@ def to_blob(table) -> bytes:
     import pyarrow as pa
 
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema,
-                           options=pa.ipc.IpcWriteOptions(compression="zstd")) as w:
+    with pa.ipc.new_stream(
+        sink, table.schema, options=pa.ipc.IpcWriteOptions(compression="zstd")
+    ) as w:
         w.write_table(table)
     return sink.getvalue().to_pybytes()
 
@@ -494,8 +520,9 @@ class _Decode:
                 yield from table.to_batches(max_chunksize=65_536)
 
 
-def write_batch(spark, out, batch: str, blobs, schemas: dict, commit_rows, partitions: int,
-                tag=None) -> None:
+def write_batch(
+    spark, out, batch: str, blobs, schemas: dict, commit_rows, partitions: int, tag=None
+) -> None:
     """Write one batch with Spark's Parquet writer: every table from ``blobs`` (a DataFrame with
     one binary column per table), a job per table, then its commit rows (pandas: run_id, model,
     status, wall_s, error) with the list of the files written, last.
@@ -510,8 +537,11 @@ def write_batch(spark, out, batch: str, blobs, schemas: dict, commit_rows, parti
             tag()
         schema = schemas[name]
         # coalesce first: the decoding runs once per output partition, not per run's task
-        rows = blobs.select(name).coalesce(partitions).mapInArrow(_Decode(schema.serialize().to_pybytes()),
-                                                                  from_arrow_schema(schema))
+        rows = (
+            blobs.select(name)
+            .coalesce(partitions)
+            .mapInArrow(_Decode(schema.serialize().to_pybytes()), from_arrow_schema(schema))
+        )
         rows.write.mode("overwrite").parquet(table_path(out, name, batch))
 
     files: dict[str, int] = {}
@@ -522,13 +552,19 @@ def write_batch(spark, out, batch: str, blobs, schemas: dict, commit_rows, parti
         else:
             from .spark import in_daemon_thread
 
-            for f in [in_daemon_thread(lambda n=name: write(n), f"write-{name}") for name in TABLES]:
+            for f in [
+                in_daemon_thread(lambda n=name: write(n), f"write-{name}") for name in TABLES
+            ]:
                 f.result()  # the first failure is raised; the commit rows are not written
         files = list_files(spark, out, [f"{t}/batch={batch}" for t in TABLES])
     schema = COMMIT_SCHEMA.rsplit(", batch string", 1)[0]
     rows = stamped_commit_rows(commit_rows).assign(files=json.dumps(files, sort_keys=True))
-    (spark.createDataFrame(rows[_columns()[:-1]], schema)
-     .coalesce(1).write.mode("overwrite").parquet(table_path(out, "commits", batch)))
+    (
+        spark.createDataFrame(rows[_columns()[:-1]], schema)
+        .coalesce(1)
+        .write.mode("overwrite")
+        .parquet(table_path(out, "commits", batch))
+    )
 
 
 def stamped_commit_rows(commit_rows):
@@ -546,9 +582,13 @@ def commit_arrow_schema():
     """The commit rows' Arrow schema, without ``files`` and ``batch``."""
     import pyarrow as pa
 
-    return pa.schema([(name, getattr(pa, _ARROW_TYPES[kind])())
-                      for name, kind in (c.split() for c in COMMIT_SCHEMA.split(", "))
-                      if name not in ("files", "batch")])
+    return pa.schema(
+        [
+            (name, getattr(pa, _ARROW_TYPES[kind])())
+            for name, kind in (c.split() for c in COMMIT_SCHEMA.split(", "))
+            if name not in ("files", "batch")
+        ]
+    )
 
 
 def tasks_write(out) -> bool:

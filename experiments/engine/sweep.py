@@ -34,7 +34,6 @@ class SweepInterrupted(Exception):
     """Ctrl-C during a sweep: what was kept, in one line."""
 
 
-
 def _parallelism(spark) -> int:
     try:
         return max(1, int(spark.sparkContext.defaultParallelism))
@@ -48,8 +47,12 @@ def _parallelism(spark) -> int:
 BATCHES = 6  # batches of a sweep (by estimated cost) when --batch-runs does not fix their size
 
 
-def _batches(todo: list[RunSpec], parallelism: int, batch_runs: int | None,
-             cost: Mapping[str, float] | None = None) -> list[list[RunSpec]]:
+def _batches(
+    todo: list[RunSpec],
+    parallelism: int,
+    batch_runs: int | None,
+    cost: Mapping[str, float] | None = None,
+) -> list[list[RunSpec]]:
     """Runs in batches, in the given order (biggest first). Each batch is one Spark job and one
     commit: small enough that a kill loses little, large enough that every core stays busy and
     that the cost of a commit (a few seconds of Spark jobs, whatever the runs) is paid rarely.
@@ -57,7 +60,7 @@ def _batches(todo: list[RunSpec], parallelism: int, batch_runs: int | None,
     the estimated cost each, at least 2 runs per core (so the many small runs that come last
     share one or two batches)."""
     if batch_runs:
-        return [todo[i:i + batch_runs] for i in range(0, len(todo), batch_runs)]
+        return [todo[i : i + batch_runs] for i in range(0, len(todo), batch_runs)]
     weight = [max(cost.get(s.run_id, 1.0), 1.0) if cost else 1.0 for s in todo]
     groups = _cost_groups(weight, sum(weight) / BATCHES, least=2 * parallelism)
     return [[todo[i] for i in group] for group in groups]
@@ -96,7 +99,9 @@ def _tasks(batch: list[RunSpec], parallelism: int, cost: Mapping[str, float]) ->
 
 
 def _eta(elapsed: float, done_cost: float, left_cost: float) -> str:
-    return f", ~{elapsed / done_cost * left_cost:.0f} s left" if done_cost and left_cost > 1e-9 else ""
+    return (
+        f", ~{elapsed / done_cost * left_cost:.0f} s left" if done_cost and left_cost > 1e-9 else ""
+    )
 
 
 PROGRESS_EVERY_S = 15.0  # at most one progress line this often while batches run
@@ -107,7 +112,9 @@ COMMIT_WAIT_S = 120.0  # how long a failed sweep waits for a commit under way
 # How long an interrupted or failed sweep waits for its batches' threads: a cancelled job's
 # thread returns once Spark has cancelled it, a commit under way lands or fails.
 INTERRUPT_WAIT_S = 10.0
-COMMIT_POOL = "commit"  # the scheduler pool of the commits' jobs (experiments.engine.spark FAIR mode)
+COMMIT_POOL = (
+    "commit"  # the scheduler pool of the commits' jobs (experiments.engine.spark FAIR mode)
+)
 
 
 @attrs.define(eq=False)
@@ -134,12 +141,12 @@ class _Progress:
         import threading
 
         self.label, self.stream, self.total, self.t0 = label, stream, total, t0
-        self.kept = kept          # runs complete: before this sweep, and in committed batches
+        self.kept = kept  # runs complete: before this sweep, and in committed batches
         self.left_cost = left_cost
         self.every_s = every_s or PROGRESS_EVERY_S
         self.batches: list[_Batch] = []  # computing or computed, not yet counted in ``done``
         self.done_runs, self.done_cost = 0, 0.0
-        self.shown = kept         # the count last shown
+        self.shown = kept  # the count last shown
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="sweep-progress", daemon=True)
@@ -186,8 +193,11 @@ class _Progress:
             elapsed = time.monotonic() - self.t0
             eta = _eta(elapsed, cost, self.left_cost - cost)
             # "done": finished running; "saved": committed, what a kill keeps
-            text = (f"{self.kept}/{self.total} runs complete" if force
-                    else f"{runs}/{self.total} runs done, {self.kept} saved")
+            text = (
+                f"{self.kept}/{self.total} runs complete"
+                if force
+                else f"{runs}/{self.total} runs done, {self.kept} saved"
+            )
             try:
                 print(f"{self.label}: {text} ({elapsed:.0f} s{eta})", file=self.stream, flush=True)
             except (OSError, ValueError):  # a closed stream: the main thread reports that
@@ -202,10 +212,16 @@ class _Progress:
         self._thread.join(timeout=1.0)
 
 
-def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str | None = None,
-              label: str = "sweep", stream=None,
-              runner: Callable[[RunSpec], tuple[str, str, dict]] | None = None,
-              batch_runs: int | None = None):
+def run_sweep(
+    specs: Sequence[RunSpec],
+    out: str | os.PathLike,
+    *,
+    master: str | None = None,
+    label: str = "sweep",
+    stream=None,
+    runner: Callable[[RunSpec], tuple[str, str, dict]] | None = None,
+    batch_runs: int | None = None,
+):
     """Run every spec not yet complete under ``out`` (for the current model) as Spark tasks, and
     write their rows batch by batch (``experiments.engine.store``).
 
@@ -258,40 +274,72 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
     if line:
         print(f"{label}: {line}", file=stream, flush=True)
     todo = [s for s in specs if s.run_id not in complete]
-    done = pd.DataFrame({"run_id": [s.run_id for s in specs if s.run_id in complete],
-                         "status": "skipped", "wall_s": 0.0, "error": ""})
+    done = pd.DataFrame(
+        {
+            "run_id": [s.run_id for s in specs if s.run_id in complete],
+            "status": "skipped",
+            "wall_s": 0.0,
+            "error": "",
+        }
+    )
     if not todo:
         print(f"{label}: all {len(specs)} runs already complete", file=stream)
         return done
     todo.sort(key=lambda s: (-s.cost, s.run_id))
     cost = {s.run_id: max(s.cost, 1.0) for s in specs}
     parallelism = _parallelism(spark)
-    batches = [_Batch(b, _tasks(b, parallelism, cost), sum(cost[s.run_id] for s in b))
-               for b in _batches(todo, parallelism, batch_runs, cost)]
+    batches = [
+        _Batch(b, _tasks(b, parallelism, cost), sum(cost[s.run_id] for s in b))
+        for b in _batches(todo, parallelism, batch_runs, cost)
+    ]
     kept = len(specs) - len(todo)
-    print(f"{label}: {kept}/{len(specs)} runs complete" + (" (resuming)" if kept else "")
-          + f"; {len(todo)} to run in {len(batches)} batch(es), model {model}", file=stream, flush=True)
+    print(
+        f"{label}: {kept}/{len(specs)} runs complete"
+        + (" (resuming)" if kept else "")
+        + f"; {len(todo)} to run in {len(batches)} batch(es), model {model}",
+        file=stream,
+        flush=True,
+    )
     points_schema = pa.Table.from_pylist(
-        [{"run_id": s.run_id, "seed": s.seed, **dict(s.point), "spec": s.to_json()} for s in specs]).schema
+        [{"run_id": s.run_id, "seed": s.seed, **dict(s.point), "spec": s.to_json()} for s in specs]
+    ).schema
     overlap = can_overlap_jobs()
     direct = tasks_write(out)
-    fixed = {"events": _recorder_schema("EVENTS_SCHEMA"), "intervals": _recorder_schema("INTERVALS_SCHEMA"),
-             "points": points_schema}
+    fixed = {
+        "events": _recorder_schema("EVENTS_SCHEMA"),
+        "intervals": _recorder_schema("INTERVALS_SCHEMA"),
+        "points": points_schema,
+    }
 
     def status_rows(meta):
         return meta[["run_id", "status", "wall_s", "error"]].assign(model=model)
 
     def compute(batch: _Batch) -> _Batch:
         tag_thread(batch.id)
-        pdf = pd.DataFrame({"task": range(len(batch.tasks)), "runs": [
-            json.dumps([[i, batch.specs[i].run_id, batch.specs[i].to_json()] for i in task])
-            for task in batch.tasks]})
+        pdf = pd.DataFrame(
+            {
+                "task": range(len(batch.tasks)),
+                "runs": [
+                    json.dumps([[i, batch.specs[i].run_id, batch.specs[i].to_json()] for i in task])
+                    for task in batch.tasks
+                ],
+            }
+        )
         # one row, so one partition and one task, per group of runs
         df = spark.createDataFrame(pdf).repartitionByRange(len(batch.tasks), "task")
         if direct:
-            files = TaskFiles(str(local.resolve()), batch.id, tuple(
-                (t, fixed[t].serialize().to_pybytes() if t in fixed else None) for t in TABLES))
-            meta = df.mapInPandas(SweepTask(model, runner, files), WRITTEN_SCHEMA).toArrow().to_pandas()
+            files = TaskFiles(
+                str(local.resolve()),
+                batch.id,
+                tuple(
+                    (t, fixed[t].serialize().to_pybytes() if t in fixed else None) for t in TABLES
+                ),
+            )
+            meta = (
+                df.mapInPandas(SweepTask(model, runner, files), WRITTEN_SCHEMA)
+                .toArrow()
+                .to_pandas()
+            )
             landed = [tuple(f) for text in meta["files"] if text for f in json.loads(text)]
             any_complete = bool(meta["status"].isin(COMPLETE_STATUSES).any())
             commit_local(out, batch.id, landed, fixed if any_complete else {}, status_rows(meta))
@@ -299,8 +347,13 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
             return batch
         batch.blobs = df.mapInPandas(SweepTask(model, runner), BLOB_SCHEMA).persist()
         try:
-            batch.meta = batch.blobs.select("run_id", "status", "wall_s", "error", "runs_schema",
-                                            "episodes_schema").toArrow().to_pandas()
+            batch.meta = (
+                batch.blobs.select(
+                    "run_id", "status", "wall_s", "error", "runs_schema", "episodes_schema"
+                )
+                .toArrow()
+                .to_pandas()
+            )
         except BaseException:
             batch.blobs.unpersist()
             raise
@@ -316,10 +369,21 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
             ok = meta[meta["status"].isin(COMPLETE_STATUSES)]
             schemas = {}
             if len(ok):
-                schemas = {**fixed, "runs": unify(_schemas(ok["runs_schema"])),
-                           "episodes": unify(_schemas(ok["episodes_schema"]))}
-            write_batch(spark, out, batch.id, batch.blobs.where(batch.blobs.status.isin(*COMPLETE_STATUSES)),
-                        schemas, status_rows(meta), max(1, min(len(ok), parallelism)), tag if overlap else None)
+                schemas = {
+                    **fixed,
+                    "runs": unify(_schemas(ok["runs_schema"])),
+                    "episodes": unify(_schemas(ok["episodes_schema"])),
+                }
+            write_batch(
+                spark,
+                out,
+                batch.id,
+                batch.blobs.where(batch.blobs.status.isin(*COMPLETE_STATUSES)),
+                schemas,
+                status_rows(meta),
+                max(1, min(len(ok), parallelism)),
+                tag if overlap else None,
+            )
         finally:
             batch.blobs.unpersist()
         return batch
@@ -339,14 +403,20 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
             batch = queue.pop(0)
             progress.add(batch)
             # registered before the thread starts, so that a Ctrl-C waits for it (see below)
-            in_daemon_thread(lambda b=batch: compute(b), f"sweep-{batch.id}",
-                             before_start=lambda f, b=batch: computing.__setitem__(f, b))
+            in_daemon_thread(
+                lambda b=batch: compute(b),
+                f"sweep-{batch.id}",
+                before_start=lambda f, b=batch: computing.__setitem__(f, b),
+            )
 
     def start_committing() -> None:
         if waiting and not committing:
             batch = waiting.pop(0)
-            in_daemon_thread(lambda b=batch: commit(b), f"commit-{batch.id}",
-                             before_start=lambda f, b=batch: committing.__setitem__(f, b))
+            in_daemon_thread(
+                lambda b=batch: commit(b),
+                f"commit-{batch.id}",
+                before_start=lambda f, b=batch: committing.__setitem__(f, b),
+            )
 
     def committed(batch: _Batch) -> None:
         results.append(batch.meta[["run_id", "status", "wall_s", "error"]])
@@ -383,8 +453,10 @@ def run_sweep(specs: Sequence[RunSpec], out: str | os.PathLike, *, master: str |
             kept = len(wanted & set(complete_runs(spark, out, model)))
         except BaseException:  # a second Ctrl-C, a lost session: keep the count
             kept = progress.kept
-        raise SweepInterrupted(f"interrupted; {kept} of {len(specs)} runs are complete in {out} "
-                               "(rerun the same command to finish the rest)") from None
+        raise SweepInterrupted(
+            f"interrupted; {kept} of {len(specs)} runs are complete in {out} "
+            "(rerun the same command to finish the rest)"
+        ) from None
     except Exception:
         # a failed batch: stop the batches still running, keep those already computed
         for batch in computing.values():
@@ -440,8 +512,11 @@ def check_aggregate(specs: Sequence[RunSpec], status, runs) -> None:
         raise AggregateIncomplete(
             f"{len(missing)} of {len(complete)} complete runs are missing from the aggregate tables "
             f"({len(points)} point(s) with fewer seeds than the grid; first: {first.run_id}, {where}); "
-            "their rows could not be read: rerun the same command to check the output")
-    raise AggregateIncomplete(f"{len(twice)} run(s) appear twice in the aggregate tables (first: {twice[0]})")
+            "their rows could not be read: rerun the same command to check the output"
+        )
+    raise AggregateIncomplete(
+        f"{len(twice)} run(s) appear twice in the aggregate tables (first: {twice[0]})"
+    )
 
 
 def report_failures(status, stream=None) -> int:

@@ -47,8 +47,14 @@ class TaskTables:
     directory. ``schemas``: every table's Arrow schema, or None for a table whose schema is the
     union of its runs' (``experiments.engine.store.unify``: the simulator's runs and episodes)."""
 
-    def __init__(self, out_dir: str, batch: str, schemas: Mapping[str, object | None], part: int,
-                 attempt: int):
+    def __init__(
+        self,
+        out_dir: str,
+        batch: str,
+        schemas: Mapping[str, object | None],
+        part: int,
+        attempt: int,
+    ):
         self.out_dir, self.batch, self.part, self.attempt = out_dir, batch, part, attempt
         self.schemas = dict(schemas)
         self.pending: dict[str, list] = {t: [] for t in self.schemas}
@@ -117,8 +123,13 @@ class TaskTables:
                 pass
 
 
-def commit(out_dir: str | os.PathLike, batch: str, landed: Iterable[tuple[str, str]],
-           empty_schemas: Mapping[str, object], commit_rows) -> dict[str, int]:
+def commit(
+    out_dir: str | os.PathLike,
+    batch: str,
+    landed: Iterable[tuple[str, str]],
+    empty_schemas: Mapping[str, object],
+    commit_rows,
+) -> dict[str, int]:
     """Make batch ``batch`` visible: every table's files (``landed``: (table, temporary path)
     pairs, from the task attempts Spark returned) moved into ``OUT/<table>/batch=B/``, built
     aside and swapped in whole; a table no task wrote gets an empty file of its schema in
@@ -147,7 +158,9 @@ def commit(out_dir: str | os.PathLike, batch: str, landed: Iterable[tuple[str, s
                 files[f"{table}/batch={batch}/{f.name}"] = f.stat().st_size
             (tmp / "_SUCCESS").touch()
     listing = json.dumps(files, sort_keys=True)
-    rows = commit_rows.append_column("files", pa.array([listing] * commit_rows.num_rows, pa.string()))
+    rows = commit_rows.append_column(
+        "files", pa.array([listing] * commit_rows.num_rows, pa.string())
+    )
     with atomic_directory(batch_dir(out_dir, COMMITS, batch)) as tmp:
         path = tmp / part_name(0)
         pq.write_table(rows, path, compression="snappy")
@@ -165,6 +178,7 @@ def commit_local(out, batch: str, landed, empty_schemas: dict, commit_rows) -> d
 
     from .store import commit_arrow_schema, local_path, stamped_commit_rows
 
-    rows = pa.Table.from_pandas(stamped_commit_rows(commit_rows), schema=commit_arrow_schema(),
-                                preserve_index=False)
+    rows = pa.Table.from_pandas(
+        stamped_commit_rows(commit_rows), schema=commit_arrow_schema(), preserve_index=False
+    )
     return commit(str(local_path(out).resolve()), batch, landed, empty_schemas, rows)

@@ -29,15 +29,25 @@ def run_one(spec: RunSpec) -> tuple[str, str, dict]:
     from sim import run_scenario
 
     scenario = load_run_scenario(spec)
-    result = run_scenario(scenario, seed=spec.seed, raise_on_violation=False, kernel=spec.kernel or None)
+    result = run_scenario(
+        scenario, seed=spec.seed, raise_on_violation=False, kernel=spec.kernel or None
+    )
     runs = result.runs
     point = {"run_id": spec.run_id, "seed": spec.seed, **dict(spec.point), "spec": spec.to_json()}
-    tables = {"events": result.events, "intervals": result.intervals,
-              "episodes": episodes_table(spec.run_id, result.episodes), "runs": runs,
-              "points": pa.Table.from_pylist([point])}
+    tables = {
+        "events": result.events,
+        "intervals": result.intervals,
+        "episodes": episodes_table(spec.run_id, result.episodes),
+        "runs": runs,
+        "points": pa.Table.from_pylist([point]),
+    }
     violations = list(result.invariant_violations or [])
     if violations:
-        return "violations", f"{len(violations)} invariant violation(s); first: {violations[0]}", tables
+        return (
+            "violations",
+            f"{len(violations)} invariant violation(s); first: {violations[0]}",
+            tables,
+        )
     return "ok", "", tables
 
 
@@ -55,7 +65,13 @@ def episodes_table(run_id: str, episodes: list[dict]):
         present = [v for v in values if v is not None]
         if all(isinstance(v, bool) for v in present) and present:
             typ = pa.bool_()
-        elif k in ("episode", "rounds", "members_revoking", "partitions_revoked", "partitions_touched"):
+        elif k in (
+            "episode",
+            "rounds",
+            "members_revoking",
+            "partitions_revoked",
+            "partitions_touched",
+        ):
             typ = pa.int64()
         elif all(isinstance(v, int | float) and not isinstance(v, bool) for v in present):
             typ = pa.float64()
@@ -67,13 +83,14 @@ def episodes_table(run_id: str, episodes: list[dict]):
     return pa.table(columns)
 
 
-
-BLOB_SCHEMA = ("slot long, run_id string, status string, wall_s double, error string, "
-               + ", ".join(f"{t} binary, {t}_schema binary" for t in TABLES))
+BLOB_SCHEMA = "slot long, run_id string, status string, wall_s double, error string, " + ", ".join(
+    f"{t} binary, {t}_schema binary" for t in TABLES
+)
 # What a task returns when it writes its runs' files itself (experiments.engine.table_sink): its runs'
 # status rows, and on its first row the files it wrote (JSON: [[table, path], ...]).
-WRITTEN_SCHEMA = "slot long, run_id string, status string, wall_s double, error string, files string"
-
+WRITTEN_SCHEMA = (
+    "slot long, run_id string, status string, wall_s double, error string, files string"
+)
 
 
 @attrs.frozen
@@ -92,9 +109,13 @@ class SweepTask:
     status, and either its tables as Arrow IPC blobs (Spark writes them, see
     ``experiments.engine.store``) or, with ``files``, nothing more: the task writes them itself."""
 
-    def __init__(self, model: str, runner: Callable[[RunSpec], tuple[str, str, dict]] | None = None,
-                 files: TaskFiles | None = None):
-        self.model = model     # computed on the driver, from the sources it ships
+    def __init__(
+        self,
+        model: str,
+        runner: Callable[[RunSpec], tuple[str, str, dict]] | None = None,
+        files: TaskFiles | None = None,
+    ):
+        self.model = model  # computed on the driver, from the sources it ships
         self.runner = runner
         self.files = files
 
@@ -104,7 +125,9 @@ class SweepTask:
         runner = self.runner or run_one
         for batch in batches:
             # each input row is one Spark task's runs: [[slot, run_id, spec], ...] as JSON
-            for slot, run_id, spec_json in (run for task in batch["runs"] for run in json.loads(task)):
+            for slot, run_id, spec_json in (
+                run for task in batch["runs"] for run in json.loads(task)
+            ):
                 spec = RunSpec.from_json(spec_json, run_id)
                 t0 = time.perf_counter()
                 tables: dict = {}
@@ -115,10 +138,19 @@ class SweepTask:
                 if "runs" in tables:  # the runs table records the model that produced the run
                     version, _, digest = self.model.partition("+")
                     runs = tables["runs"]
-                    runs = runs.append_column("model_version", pa.array([version] * runs.num_rows, pa.string()))
-                    tables["runs"] = runs.append_column("model_digest", pa.array([digest] * runs.num_rows, pa.string()))
-                row = {"slot": int(slot), "run_id": run_id, "status": status,
-                       "wall_s": time.perf_counter() - t0, "error": detail}
+                    runs = runs.append_column(
+                        "model_version", pa.array([version] * runs.num_rows, pa.string())
+                    )
+                    tables["runs"] = runs.append_column(
+                        "model_digest", pa.array([digest] * runs.num_rows, pa.string())
+                    )
+                row = {
+                    "slot": int(slot),
+                    "run_id": run_id,
+                    "status": status,
+                    "wall_s": time.perf_counter() - t0,
+                    "error": detail,
+                }
                 yield row, tables
 
     def __call__(self, batches: Iterator) -> Iterator:
@@ -134,7 +166,9 @@ class SweepTask:
             for t in TABLES:
                 table = tables.get(t)
                 row[t] = None if table is None else to_blob(table)
-                row[f"{t}_schema"] = None if table is None else table.schema.serialize().to_pybytes()
+                row[f"{t}_schema"] = (
+                    None if table is None else table.schema.serialize().to_pybytes()
+                )
             if row["status"] not in COMPLETE_STATUSES:
                 for t in TABLES:
                     row[t] = row[f"{t}_schema"] = None
@@ -149,10 +183,17 @@ class SweepTask:
         from experiments.engine.table_sink import TaskTables
 
         ctx = TaskContext.get()
-        schemas = {t: None if b is None else pa.ipc.read_schema(pa.py_buffer(b)) for t, b in self.files.schemas}
-        out = TaskTables(self.files.out_dir, self.files.batch, schemas,
-                         ctx.partitionId() if ctx is not None else 0,
-                         ctx.taskAttemptId() if ctx is not None else 0)
+        schemas = {
+            t: None if b is None else pa.ipc.read_schema(pa.py_buffer(b))
+            for t, b in self.files.schemas
+        }
+        out = TaskTables(
+            self.files.out_dir,
+            self.files.batch,
+            schemas,
+            ctx.partitionId() if ctx is not None else 0,
+            ctx.taskAttemptId() if ctx is not None else 0,
+        )
         rows = []
         try:
             for row, tables in self._runs(batches):

@@ -56,8 +56,15 @@ def headline_table(points: pd.DataFrame, size: int, order=EAGER + (COOPERATIVE,)
     rank = {a: i for i, a in enumerate(order)}
     p["_o"] = p["assignor"].map(rank)
     p = p.sort_values(["scenario", "membership", "_o"])
-    out = pd.DataFrame({"scenario": p["scenario"], "members": p["membership"], "assignor": p["assignor"],
-                        "protocol": [protocol_of(a) for a in p["assignor"]], "seeds": p["seeds"]})
+    out = pd.DataFrame(
+        {
+            "scenario": p["scenario"],
+            "members": p["membership"],
+            "assignor": p["assignor"],
+            "protocol": [protocol_of(a) for a in p["assignor"]],
+            "seeds": p["seeds"],
+        }
+    )
     for label, col, kind in COLUMNS:
         values = p[col]
         # a median of rounds across an even number of seeds can be x.5: rounds are counted, so round
@@ -76,10 +83,13 @@ def with_bands(table: pd.DataFrame) -> pd.DataFrame:
     for col in list(table.columns):
         lo, hi = f"{col} p10", f"{col} p90"
         if lo in table.columns and hi in table.columns:
-            out[col] = [_cell(m, a, b) for m, a, b in zip(table[col], table[lo], table[hi], strict=True)]
+            out[col] = [
+                _cell(m, a, b) for m, a, b in zip(table[col], table[lo], table[hi], strict=True)
+            ]
             out = out.drop(columns=[lo, hi])
-    return out.rename(columns={c: f"{c} (p10-p90)" for c in out.columns
-                               if f"{c} p10" in table.columns})
+    return out.rename(
+        columns={c: f"{c} (p10-p90)" for c in out.columns if f"{c} p10" in table.columns}
+    )
 
 
 def _cell(median, lo, hi) -> str:
@@ -152,10 +162,12 @@ def sentences(table: pd.DataFrame) -> list[str]:
         e, eager_name = best_eager(eager)
         cs, es = float(c[STALL]), float(e[STALL])
         head = f"{scenario}, {membership} members: "
-        quoted = (f"{quote(c, STALL)} vs {quote(e, STALL)} unassigned partition-seconds, "
-                  f"{num(float(c['records delayed']))} vs {num(float(e['records delayed']))} records "
-                  f"delayed, stop-the-world {num(float(c['stop-the-world s']))} vs "
-                  f"{num(float(e['stop-the-world s']))} s")
+        quoted = (
+            f"{quote(c, STALL)} vs {quote(e, STALL)} unassigned partition-seconds, "
+            f"{num(float(c['records delayed']))} vs {num(float(e['records delayed']))} records "
+            f"delayed, stop-the-world {num(float(c['stop-the-world s']))} vs "
+            f"{num(float(e['stop-the-world s']))} s"
+        )
         if same(c, e, STALL):
             text = f"cooperative-sticky and {eager_name} stall about the same ({quoted})"
         elif cs < es:
@@ -164,11 +176,14 @@ def sentences(table: pd.DataFrame) -> list[str]:
             text = f"cooperative-sticky stalls {_ratio(cs, es)} more than {eager_name}: {quoted}"
         cr, er = float(c["rebalance s"]), float(e["rebalance s"])
         if c["rounds"] == 0 and e["rounds"] == 0:
-            text += ("; no rebalance round happens (the stall is the time a restarting member "
-                     "is down).")
+            text += (
+                "; no rebalance round happens (the stall is the time a restarting member is down)."
+            )
         else:
-            text += (f"; its rebalance takes {cr:.1f} s in {_rounds(c['rounds'])} vs {er:.1f} s in "
-                     f"{_rounds(e['rounds'])}.")
+            text += (
+                f"; its rebalance takes {cr:.1f} s in {_rounds(c['rounds'])} vs {er:.1f} s in "
+                f"{_rounds(e['rounds'])}."
+            )
         out.append(head + text)
     return out
 
@@ -187,7 +202,11 @@ def _versus(c, o, label: str, what: str, other: str) -> str:
     if same(c, o, label):
         return f"about the same {what} as {other}"
     if cv < ov:
-        return f"{_ratio(ov, cv)} less {what} than {other}" if cv > 0 else f"no {what} where {other} has {num(ov)}"
+        return (
+            f"{_ratio(ov, cv)} less {what} than {other}"
+            if cv > 0
+            else f"no {what} where {other} has {num(ov)}"
+        )
     return f"{_ratio(cv, ov)} more {what} than {other}"
 
 
@@ -197,15 +216,23 @@ def consumer_vs_classic(c, k, e, eager_name: str = "classic eager") -> str:
     (medians across seeds) and, where the rows have them, ``"<label> p10"`` / ``"<label> p90"``
     bands: a difference inside overlapping bands is "about the same". Records processed twice are
     quoted when the rows have them."""
-    st, dl, rp = HUMAN["unassigned_partition_s"], HUMAN["throughput_loss_records"], HUMAN["records_reprocessed"]
+    st, dl, rp = (
+        HUMAN["unassigned_partition_s"],
+        HUMAN["throughput_loss_records"],
+        HUMAN["records_reprocessed"],
+    )
     se = HUMAN["rebalance_time_total_s"]
-    quoted = (f"{quote(c, st)} vs {quote(k, st)} vs {quote(e, st)} unassigned partition-seconds; "
-              f"{num(c[dl])} vs {num(k[dl])} vs {num(e[dl])} records delayed")
+    quoted = (
+        f"{quote(c, st)} vs {quote(k, st)} vs {quote(e, st)} unassigned partition-seconds; "
+        f"{num(c[dl])} vs {num(k[dl])} vs {num(e[dl])} records delayed"
+    )
     if rp in c and rp in k and rp in e:
         quoted += f"; {quote(c, rp)} vs {quote(k, rp)} vs {quote(e, rp)} records processed twice"
-    text = (f"the consumer protocol has {_versus(c, k, st, 'stall', 'classic cooperative')} and "
-            f"{_versus(c, e, st, 'stall', eager_name)} ({quoted}); it settles in {c[se]:.1f} s vs "
-            f"{k[se]:.1f} s (cooperative) and {e[se]:.1f} s (eager)")
+    text = (
+        f"the consumer protocol has {_versus(c, k, st, 'stall', 'classic cooperative')} and "
+        f"{_versus(c, e, st, 'stall', eager_name)} ({quoted}); it settles in {c[se]:.1f} s vs "
+        f"{k[se]:.1f} s (cooperative) and {e[se]:.1f} s (eager)"
+    )
     best = k if float(k[se]) <= float(e[se]) else e
     if same(c, best, se):
         return text + ", about as fast as the faster classic protocol."
@@ -220,7 +247,7 @@ def human_columns(frame: pd.DataFrame) -> pd.DataFrame:
     for col in frame.columns:
         for metric, label in HUMAN.items():
             if col.startswith(metric + "_"):
-                names[col] = f"{label} {col[len(metric) + 1:]}"
+                names[col] = f"{label} {col[len(metric) + 1 :]}"
             elif col == metric:
                 names[col] = label
     return frame.rename(columns=names)

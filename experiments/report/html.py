@@ -17,15 +17,15 @@ from ..atomic import atomic_write_text
 
 @attrs.frozen
 class Figure:
-    path: Path      # the PNG beside the report
-    caption: str    # one line
+    path: Path  # the PNG beside the report
+    caption: str  # one line
 
 
 @attrs.frozen
 class Table:
     title: str
     frame: pd.DataFrame
-    csv: str = ""   # file name of the full table beside the report, if any
+    csv: str = ""  # file name of the full table beside the report, if any
     note: str = ""
 
 
@@ -58,8 +58,12 @@ def _cell(v) -> tuple[str, bool]:
 
 
 def table_html(frame: pd.DataFrame) -> str:
-    head = "".join(f'<th class="text">{html.escape(str(c))}</th>' if frame[c].dtype == object
-                   else f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    head = "".join(
+        f'<th class="text">{html.escape(str(c))}</th>'
+        if frame[c].dtype == object
+        else f"<th>{html.escape(str(c))}</th>"
+        for c in frame.columns
+    )
     rows = []
     for rec in frame.itertuples(index=False):
         cells = []
@@ -67,23 +71,34 @@ def table_html(frame: pd.DataFrame) -> str:
             text, is_text = _cell(v.item() if hasattr(v, "item") else v)
             cells.append(f'<td class="text">{text}</td>' if is_text else f"<td>{text}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    return (f'<div class="table-wrap"><table><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(rows)}</tbody></table></div>")
+    return (
+        f'<div class="table-wrap"><table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
 
 
 def figure_html(fig: Figure) -> str:
     data = base64.b64encode(Path(fig.path).read_bytes()).decode("ascii")
     name = html.escape(Path(fig.path).name)
-    return (f'<figure><img alt="{name}" data-file="{name}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{html.escape(fig.caption)} <span class=\"meta\">({name})</span>"
-            "</figcaption></figure>")
+    return (
+        f'<figure><img alt="{name}" data-file="{name}" src="data:image/png;base64,{data}">'
+        f'<figcaption>{html.escape(fig.caption)} <span class="meta">({name})</span>'
+        "</figcaption></figure>"
+    )
 
 
-def write_report(path: Path, title: str, intro: Sequence[str], sections: Sequence[tuple[str, Sequence]],
-                 meta: Sequence[str] = ()) -> Path:
+def write_report(
+    path: Path,
+    title: str,
+    intro: Sequence[str],
+    sections: Sequence[tuple[str, Sequence]],
+    meta: Sequence[str] = (),
+) -> Path:
     """Write ``path`` (report.html): ``sections`` are (heading, [Figure | Table | str]) pairs."""
-    parts = [f"<!doctype html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
-             f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>"]
+    parts = [
+        f'<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>"
+    ]
     parts += [f"<p>{html.escape(p)}</p>" for p in intro]
     for heading, items in sections:
         parts.append(f"<h2>{html.escape(heading)}</h2>")
@@ -97,11 +112,13 @@ def write_report(path: Path, title: str, intro: Sequence[str], sections: Sequenc
                 parts.append(table_html(item.frame))
                 if item.csv:
                     name = html.escape(item.csv)
-                    parts.append(f'<p class="meta">Full table: <a href="{name}"><code>{name}</code></a></p>')
+                    parts.append(
+                        f'<p class="meta">Full table: <a href="{name}"><code>{name}</code></a></p>'
+                    )
             else:
                 parts.append(f"<p>{html.escape(str(item))}</p>")
     if meta:
-        parts.append("<h2>How this was produced</h2><ul class=\"meta\">")
+        parts.append('<h2>How this was produced</h2><ul class="meta">')
         parts += [f"<li>{html.escape(m)}</li>" for m in meta]
         parts.append("</ul>")
     parts.append("</body></html>")

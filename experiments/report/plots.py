@@ -27,12 +27,17 @@ ASSIGNOR_COLORS = {
     "sticky": "#9467bd",
     "cooperative-sticky": "#1f77b4",
     "stream-join-sticky": "#2ca02c",
-    "consumer-uniform": "#111111",   # the consumer group protocol (KIP-848)
+    "consumer-uniform": "#111111",  # the consumer group protocol (KIP-848)
 }
 # Eager assignors often give identical curves: distinct dashes and widths keep each one visible.
-ASSIGNOR_LINES = {"range": ("-", 3.2), "roundrobin": ("--", 2.2), "sticky": (":", 1.8),
-                  "cooperative-sticky": ("-", 1.4), "stream-join-sticky": ("-.", 1.4),
-                  "consumer-uniform": ("-", 2.0)}
+ASSIGNOR_LINES = {
+    "range": ("-", 3.2),
+    "roundrobin": ("--", 2.2),
+    "sticky": (":", 1.8),
+    "cooperative-sticky": ("-", 1.4),
+    "stream-join-sticky": ("-.", 1.4),
+    "consumer-uniform": ("-", 2.0),
+}
 DPI = 110
 
 
@@ -91,13 +96,21 @@ def save(fig, path: Path) -> Path:
 # Ownership timeline
 
 
-def ownership_timeline(runs: Sequence[tuple[str, pd.DataFrame]], path: Path, window: tuple[float, float],
-                       trigger_s: float | None = None) -> str:
+def ownership_timeline(
+    runs: Sequence[tuple[str, pd.DataFrame]],
+    path: Path,
+    window: tuple[float, float],
+    trigger_s: float | None = None,
+) -> str:
     """Side-by-side panels, one per (title, intervals) run: partition on y, time on x, a bar per
     owner (coloured by member) and red where the partition is unassigned."""
-    fig, axes = plt.subplots(1, len(runs), figsize=(6.2 * len(runs), 4.6), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(runs), figsize=(6.2 * len(runs), 4.6), sharey=True, squeeze=False
+    )
     lo, hi = window
-    members = sorted({m for _, iv in runs for m in iv.loc[iv["kind"] == "owned", "member"].dropna()})
+    members = sorted(
+        {m for _, iv in runs for m in iv.loc[iv["kind"] == "owned", "member"].dropna()}
+    )
     member_color = member_colours(members)
     joiners = []  # members that own nothing when the window opens: the ones the story is about
     for _, iv in runs:
@@ -130,8 +143,11 @@ def ownership_timeline(runs: Sequence[tuple[str, pd.DataFrame]], path: Path, win
         # the figures go under the axis, where they cannot cover a partition's row
         ax.set_title(title, fontsize=10)
         ax.set_xlim(lo, hi)
-        ax.set_xlabel(f"simulated time (s)\nunassigned: {lengths.sum():,.2f} partition-s, longest "
-                      f"{lengths.max() if len(lengths) else 0:.2f} s", fontsize=9)
+        ax.set_xlabel(
+            f"simulated time (s)\nunassigned: {lengths.sum():,.2f} partition-s, longest "
+            f"{lengths.max() if len(lengths) else 0:.2f} s",
+            fontsize=9,
+        )
         if run_end < hi:
             ax.axvline(run_end, color="grey", linewidth=0.8, linestyle="--")
         ax.set_ylim(-0.7, max(len(parts), 1) - 0.3)
@@ -152,24 +168,39 @@ def ownership_timeline(runs: Sequence[tuple[str, pd.DataFrame]], path: Path, win
     if trigger_s is not None:
         handles.append(plt.Line2D([0], [0], color="black", linestyle=":"))
         labels.append("trigger")
-    fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 6), fontsize=8,
-               bbox_to_anchor=(0.5, 1.08), frameon=False)
+    fig.legend(
+        handles,
+        labels,
+        loc="upper center",
+        ncol=min(len(labels), 6),
+        fontsize=8,
+        bbox_to_anchor=(0.5, 1.08),
+        frameon=False,
+    )
     save(fig, path)
-    return ("Ownership of each partition over time (colour = owning member, red = no member "
-            "processing it), eager vs cooperative, same group and trigger. A run stops 1 s after "
-            "its group settles (dashed line); its final ownership is drawn on from there.")
+    return (
+        "Ownership of each partition over time (colour = owning member, red = no member "
+        "processing it), eager vs cooperative, same group and trigger. A run stops 1 s after "
+        "its group settles (dashed line); its final ownership is drawn on from there."
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Unassigned windows
 
 
-def window_cdf(windows: pd.DataFrame, path: Path, facet: str = "scenario", line: str = "assignor",
-               where: str = "") -> str:
+def window_cdf(
+    windows: pd.DataFrame,
+    path: Path,
+    facet: str = "scenario",
+    line: str = "assignor",
+    where: str = "",
+) -> str:
     """Empirical CDF of per-partition unassigned windows, one panel per ``facet`` value."""
     facets = sorted(windows[facet].unique()) if len(windows) else []
-    fig, axes = plt.subplots(1, max(1, len(facets)), figsize=(4.6 * max(1, len(facets)), 3.8),
-                             sharey=True, squeeze=False)
+    fig, axes = plt.subplots(
+        1, max(1, len(facets)), figsize=(4.6 * max(1, len(facets)), 3.8), sharey=True, squeeze=False
+    )
     for ax, f in zip(axes[0], facets, strict=False):
         sub = windows[windows[facet] == f]
         for name in sorted(sub[line].unique(), key=_assignor_order):
@@ -178,8 +209,15 @@ def window_cdf(windows: pd.DataFrame, path: Path, facet: str = "scenario", line:
                 continue
             y = np.arange(1, x.size + 1) / x.size
             ls, lw = ASSIGNOR_LINES.get(name, ("-", 1.4))
-            ax.step(x, y, where="post", color=color(name), linestyle=ls, linewidth=lw,
-                    label=f"{name} (n={x.size:,})")
+            ax.step(
+                x,
+                y,
+                where="post",
+                color=color(name),
+                linestyle=ls,
+                linewidth=lw,
+                label=f"{name} (n={x.size:,})",
+            )
         values = sub["window_s"].to_numpy(dtype=float)
         values = values[values > 0]
         if values.size and values.max() / values.min() >= 10:
@@ -198,8 +236,10 @@ def window_cdf(windows: pd.DataFrame, path: Path, facet: str = "scenario", line:
         ax.legend(fontsize=7, loc="lower right")
     axes[0][0].set_ylabel("fraction of windows ≤ x")
     save(fig, path)
-    return (f"CDF of per-partition unassigned windows inside rebalance episodes{where}: how long "
-            "a partition waits for a new owner.")
+    return (
+        f"CDF of per-partition unassigned windows inside rebalance episodes{where}: how long "
+        "a partition waits for a new owner."
+    )
 
 
 def _assignor_order(name: str) -> int:
@@ -211,13 +251,26 @@ def _assignor_order(name: str) -> int:
 # Metrics vs group size
 
 
-ASSIGNOR_MARKERS = {"range": ("o", 9), "roundrobin": ("s", 7), "sticky": ("^", 6),
-                    "cooperative-sticky": ("D", 5), "stream-join-sticky": ("v", 5)}
+ASSIGNOR_MARKERS = {
+    "range": ("o", 9),
+    "roundrobin": ("s", 7),
+    "sticky": ("^", 6),
+    "cooperative-sticky": ("D", 5),
+    "stream-join-sticky": ("v", 5),
+}
 
 
-def metric_vs_size(points: pd.DataFrame, metric: str, ylabel: str, path: Path, facet: str = "scenario",
-                   size: str = "members", logy: bool = True, caption: str = "",
-                   row_suffix: str = " members") -> str:
+def metric_vs_size(
+    points: pd.DataFrame,
+    metric: str,
+    ylabel: str,
+    path: Path,
+    facet: str = "scenario",
+    size: str = "members",
+    logy: bool = True,
+    caption: str = "",
+    row_suffix: str = " members",
+) -> str:
     """Median across seeds (line) with the p10-p90 band, per assignor, vs group size; one
     column per ``facet`` value and one row per ``membership`` value (dynamic / static) if present,
     titled with ``row_suffix`` after it."""
@@ -225,8 +278,13 @@ def metric_vs_size(points: pd.DataFrame, metric: str, ylabel: str, path: Path, f
 
     facets = sorted(points[facet].unique())
     rows = sorted(points["membership"].unique()) if "membership" in points.columns else [None]
-    fig, axes = plt.subplots(len(rows), len(facets), figsize=(4.4 * len(facets), 3.2 * len(rows)),
-                             squeeze=False, sharex=True)
+    fig, axes = plt.subplots(
+        len(rows),
+        len(facets),
+        figsize=(4.4 * len(facets), 3.2 * len(rows)),
+        squeeze=False,
+        sharex=True,
+    )
     for i, membership in enumerate(rows):
         for j, f in enumerate(facets):
             ax = axes[i][j]
@@ -240,8 +298,18 @@ def metric_vs_size(points: pd.DataFrame, metric: str, ylabel: str, path: Path, f
                 p90 = g[f"{metric}_p90"].to_numpy(dtype=float)
                 x = g[size].to_numpy(dtype=float)
                 marker, ms = ASSIGNOR_MARKERS.get(assignor, ("o", 5))
-                ax.plot(x, med, "-", marker=marker, markersize=ms, color=color(assignor), label=assignor,
-                        markerfacecolor="none" if ms >= 7 else color(assignor), linewidth=1.3, alpha=0.9)
+                ax.plot(
+                    x,
+                    med,
+                    "-",
+                    marker=marker,
+                    markersize=ms,
+                    color=color(assignor),
+                    label=assignor,
+                    markerfacecolor="none" if ms >= 7 else color(assignor),
+                    linewidth=1.3,
+                    alpha=0.9,
+                )
                 ax.fill_between(x, p10, p90, color=color(assignor), alpha=0.12, linewidth=0)
             ax.set_xscale("log")
             sizes = sorted(points[size].unique())
@@ -251,14 +319,18 @@ def metric_vs_size(points: pd.DataFrame, metric: str, ylabel: str, path: Path, f
             if logy:
                 ax.set_yscale("log")
                 plain_log_ticks(ax.yaxis)
-                values = sub[[f"{metric}_median", f"{metric}_p10", f"{metric}_p90"]].to_numpy(dtype=float)
+                values = sub[[f"{metric}_median", f"{metric}_p10", f"{metric}_p90"]].to_numpy(
+                    dtype=float
+                )
                 values = values[values > 0]
                 if values.size and values.max() / values.min() < 10:
                     # nearly flat: show one decade around it, not a magnified wiggle
                     mid = np.sqrt(values.max() * values.min())
                     ax.set_ylim(mid / np.sqrt(10), mid * np.sqrt(10))
             else:
-                top = np.nanmax(sub[[f"{metric}_median", f"{metric}_p90"]].to_numpy(dtype=float), initial=0.0)
+                top = np.nanmax(
+                    sub[[f"{metric}_median", f"{metric}_p90"]].to_numpy(dtype=float), initial=0.0
+                )
                 ax.set_ylim(0, top * 1.15 if top > 0 else 1.0)
             title = f"{f}" + (f", {membership}{row_suffix}" if membership else "")
             ax.set_title(title, fontsize=10)
@@ -268,11 +340,20 @@ def metric_vs_size(points: pd.DataFrame, metric: str, ylabel: str, path: Path, f
             if j == 0:
                 ax.set_ylabel(ylabel)
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=9, frameon=False,
-               bbox_to_anchor=(0.5, 1.04))
+    fig.legend(
+        handles,
+        labels,
+        loc="upper center",
+        ncol=len(labels),
+        fontsize=9,
+        frameon=False,
+        bbox_to_anchor=(0.5, 1.04),
+    )
     fig.tight_layout()
     save(fig, path)
-    return caption or f"{ylabel} vs group size: median across seeds, shaded from the p10 to the p90."
+    return (
+        caption or f"{ylabel} vs group size: median across seeds, shaded from the p10 to the p90."
+    )
 
 
 def deploy_stall(points: pd.DataFrame, path: Path, caption: str = "") -> str:
@@ -280,7 +361,9 @@ def deploy_stall(points: pd.DataFrame, path: Path, caption: str = "") -> str:
     (unassigned partition-seconds / partitions), one bar per assignor with its p10-p90 range;
     dynamic and static members side by side."""
     rows = sorted(points["membership"].unique()) if "membership" in points.columns else [None]
-    fig, axes = plt.subplots(1, len(rows), figsize=(6.2 * len(rows), 3.6), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(
+        1, len(rows), figsize=(6.2 * len(rows), 3.6), squeeze=False, sharey=True
+    )
     sizes = sorted(points["members"].unique())
     for ax, membership in zip(axes[0], rows, strict=True):
         sub = points if membership is None else points[points["membership"] == membership]
@@ -293,28 +376,51 @@ def deploy_stall(points: pd.DataFrame, path: Path, caption: str = "") -> str:
             for k, a in enumerate(present):  # the bars of one size stay together, centred
                 r = here.loc[a]
                 per = float(r["partitions"])
-                bars[a].append((i + width * (k - (len(present) - 1) / 2),
-                                *(float(r[f"unassigned_partition_s_{s}"]) / per for s in ("median", "p10", "p90"))))
+                bars[a].append(
+                    (
+                        i + width * (k - (len(present) - 1) / 2),
+                        *(
+                            float(r[f"unassigned_partition_s_{s}"]) / per
+                            for s in ("median", "p10", "p90")
+                        ),
+                    )
+                )
         for a in assignors:
             if not bars[a]:
                 continue
             xs, med, lo, hi = (np.array(v) for v in zip(*bars[a], strict=True))
             ax.bar(xs, med, width * 0.92, color=color(a), label=a, alpha=0.85)
-            ax.errorbar(xs, med, yerr=[med - lo, hi - med], fmt="none", ecolor="#333333", elinewidth=1,
-                        capsize=2)
+            ax.errorbar(
+                xs,
+                med,
+                yerr=[med - lo, hi - med],
+                fmt="none",
+                ecolor="#333333",
+                elinewidth=1,
+                capsize=2,
+            )
         ax.set_xticks(range(len(sizes)), [f"{int(s):,}" for s in sizes])
         ax.set_xlabel("group size (members)")
         ax.set_title(f"{membership} members" if membership else "", fontsize=10)
         ax.grid(True, axis="y", alpha=0.3)
     axes[0][0].set_ylabel("seconds unprocessed per partition")
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=9, frameon=False,
-               bbox_to_anchor=(0.5, 1.06))
+    fig.legend(
+        handles,
+        labels,
+        loc="upper center",
+        ncol=len(labels),
+        fontsize=9,
+        frameon=False,
+        bbox_to_anchor=(0.5, 1.06),
+    )
     fig.tight_layout()
     save(fig, path)
-    return caption or ("A full rolling deploy: seconds each partition went unprocessed on average "
-                       "(unassigned partition-seconds / partitions), median across seeds, whiskers "
-                       "from the p10 to the p90.")
+    return caption or (
+        "A full rolling deploy: seconds each partition went unprocessed on average "
+        "(unassigned partition-seconds / partitions), median across seeds, whiskers "
+        "from the p10 to the p90."
+    )
 
 
 def _first(key):
@@ -325,8 +431,9 @@ def _first(key):
 # Throughput around a rebalance
 
 
-def throughput_curve(intervals: pd.DataFrame, rate_per_partition: float, partitions: int,
-                     lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+def throughput_curve(
+    intervals: pd.DataFrame, rate_per_partition: float, partitions: int, lo: float, hi: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Records/s being processed, as an exact step function (value from each time on): the
     production rate of every partition that some live member is processing (the catch-up of the
     backlog afterwards is not included)."""
@@ -342,8 +449,13 @@ def throughput_curve(intervals: pd.DataFrame, rate_per_partition: float, partiti
     return t, rate_per_partition * (partitions - c)
 
 
-def throughput(curves: Sequence[tuple[str, np.ndarray, np.ndarray]], path: Path, total_rate: float,
-               trigger_s: float | None, title: str) -> str:
+def throughput(
+    curves: Sequence[tuple[str, np.ndarray, np.ndarray]],
+    path: Path,
+    total_rate: float,
+    trigger_s: float | None,
+    title: str,
+) -> str:
     """Left: the whole window; right: zoomed on the rebalance itself (after detection)."""
     fig, (ax, zoom) = plt.subplots(1, 2, figsize=(12, 3.9), gridspec_kw={"width_ratios": [3, 2]})
     changes = [t[1:-1][np.abs(np.diff(y))[: len(t) - 2] > 0] for _, t, y in curves]
@@ -351,9 +463,19 @@ def throughput(curves: Sequence[tuple[str, np.ndarray, np.ndarray]], path: Path,
     for name, t, y in curves:
         ls, lw = ASSIGNOR_LINES.get(name, ("-", 1.4))
         for a in (ax, zoom):
-            a.step(t, y / 1000.0, where="post", color=color(name), label=name, linewidth=lw, linestyle=ls)
+            a.step(
+                t,
+                y / 1000.0,
+                where="post",
+                color=color(name),
+                label=name,
+                linewidth=lw,
+                linestyle=ls,
+            )
     for a in (ax, zoom):
-        a.axhline(total_rate / 1000.0, color="grey", linewidth=0.8, linestyle=":", label="production rate")
+        a.axhline(
+            total_rate / 1000.0, color="grey", linewidth=0.8, linestyle=":", label="production rate"
+        )
         if trigger_s is not None:
             a.axvline(trigger_s, color="black", linestyle=":", linewidth=1, label="trigger")
         a.set_xlabel("simulated time (s)")
@@ -372,19 +494,28 @@ def throughput(curves: Sequence[tuple[str, np.ndarray, np.ndarray]], path: Path,
     zoom.set_title("zoom on the rebalance (shaded on the left)", fontsize=10)
     fig.tight_layout()
     save(fig, path)
-    return ("Group throughput around one rebalance: records/s of the partitions being processed "
-            "(catch-up of the backlog afterwards not drawn); right: zoomed on the rebalance.")
+    return (
+        "Group throughput around one rebalance: records/s of the partitions being processed "
+        "(catch-up of the backlog afterwards not drawn); right: zoomed on the rebalance."
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Leader assignment time
 
 
-def assignment_time(timings: pd.DataFrame, path: Path, x: str = "partitions", facet: str = "members",
-                    title_fmt: str = "{} members") -> str:
+def assignment_time(
+    timings: pd.DataFrame,
+    path: Path,
+    x: str = "partitions",
+    facet: str = "members",
+    title_fmt: str = "{} members",
+) -> str:
     """Wall time of one leader assignment vs partitions, per assignor, one panel per group size."""
     facets = sorted(timings[facet].unique())
-    fig, axes = plt.subplots(1, len(facets), figsize=(4.4 * len(facets), 3.8), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(facets), figsize=(4.4 * len(facets), 3.8), sharey=True, squeeze=False
+    )
     for ax, f in zip(axes[0], facets, strict=True):
         sub = timings[timings[facet] == f]
         for name in sorted(sub["assignor"].unique(), key=_assignor_order):
@@ -398,8 +529,10 @@ def assignment_time(timings: pd.DataFrame, path: Path, x: str = "partitions", fa
         ax.legend(fontsize=7, loc="upper left")
     axes[0][0].set_ylabel("leader assignment time (s, log scale)")
     save(fig, path)
-    return ("Wall time of one leader assignment (rebalance after one member left) vs partitions, "
-            "per assignor, measured by calling our assignors directly.")
+    return (
+        "Wall time of one leader assignment (rebalance after one member left) vs partitions, "
+        "per assignor, measured by calling our assignors directly."
+    )
 
 
 def share_of_rebalance(df: pd.DataFrame, path: Path) -> str:
@@ -415,5 +548,7 @@ def share_of_rebalance(df: pd.DataFrame, path: Path) -> str:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     save(fig, path)
-    return ("Share of the end-to-end rebalance time spent computing the assignment on the leader "
-            "(simulated with the measured assignor cost).")
+    return (
+        "Share of the end-to-end rebalance time spent computing the assignment on the leader "
+        "(simulated with the measured assignor cost)."
+    )

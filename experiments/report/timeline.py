@@ -56,8 +56,13 @@ def draw_timeline(run_dir: str, out: str, max_partitions: int = 200, fmt: str = 
         elif r["kind"] == "unassigned":
             ax.broken_barh([(r["start"], width)], (y - 0.4, 0.8), facecolors="red", alpha=0.6)
         elif r["kind"] == "double_processing":
-            ax.broken_barh([(r["start"], width)], (y - 0.45, 0.9), facecolors="none", edgecolors="black",
-                           linewidth=1.5)
+            ax.broken_barh(
+                [(r["start"], width)],
+                (y - 0.45, 0.9),
+                facecolors="none",
+                edgecolors="black",
+                linewidth=1.5,
+            )
     for r in rows:
         if r["kind"] == "rebalance":
             ax.axvspan(r["start"], r["end"], color="grey", alpha=0.12, linewidth=0)
@@ -73,11 +78,18 @@ def draw_timeline(run_dir: str, out: str, max_partitions: int = 200, fmt: str = 
     handles = [Patch(color=colour[m], label=m) for m in shown]
     if len(members) > len(shown):
         handles.append(Patch(color="white", label=f"... {len(members):,} members in all"))
-    handles += [Patch(color="red", alpha=0.6, label="unassigned"),
-                Patch(facecolor="none", edgecolor="black", label="double processing"),
-                Patch(color="grey", alpha=0.2, label="rebalance")]
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=6 if len(handles) > 60 else 7,
-              ncol=max(1, math.ceil(len(handles) / 40)))
+    handles += [
+        Patch(color="red", alpha=0.6, label="unassigned"),
+        Patch(facecolor="none", edgecolor="black", label="double processing"),
+        Patch(color="grey", alpha=0.2, label="rebalance"),
+    ]
+    ax.legend(
+        handles=handles,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize=6 if len(handles) > 60 else 7,
+        ncol=max(1, math.ceil(len(handles) / 40)),
+    )
     fig.tight_layout()
     import io
 

@@ -13,9 +13,14 @@ from assignors.types import AssignorError, Subscription, TopicPartition
     [
         ({"topics": ["t", 3]}, r"Subscription\.topics: 3 is not a string"),
         ({"topics": None}, r"Subscription\.topics: expected a list of topic names"),
-        ({"topics": ["t"], "owned_partitions": [TopicPartition("t", 0), ("t", 1)]},
-         r"Subscription\.owned_partitions: \('t', 1\) is not a TopicPartition"),
-        ({"topics": ["t"], "user_data": "text"}, r"Subscription\.user_data: expected bytes or None, got str"),
+        (
+            {"topics": ["t"], "owned_partitions": [TopicPartition("t", 0), ("t", 1)]},
+            r"Subscription\.owned_partitions: \('t', 1\) is not a TopicPartition",
+        ),
+        (
+            {"topics": ["t"], "user_data": "text"},
+            r"Subscription\.user_data: expected bytes or None, got str",
+        ),
     ],
 )
 def test_a_subscription_checks_its_fields_when_built(kwargs, field):
@@ -34,7 +39,9 @@ def test_a_good_subscription_keeps_its_fields():
 @pytest.mark.parametrize("name", sorted(ASSIGNORS))
 def test_assign_names_the_member_whose_value_is_not_a_subscription(name):
     subs = {"a": Subscription(["t"]), "b": {"topics": ["t"]}}
-    with pytest.raises(AssignorError, match=r"subscriptions\['b'\]: expected a Subscription, got dict"):
+    with pytest.raises(
+        AssignorError, match=r"subscriptions\['b'\]: expected a Subscription, got dict"
+    ):
         get_assignor(name).assign({"t": 2}, subs)
     with pytest.raises(AssignorError, match=r"member id '' is not a non-empty string"):
         get_assignor(name).assign({"t": 2}, {"": Subscription(["t"])})

@@ -58,6 +58,7 @@ def closed_form(keys) -> list[str]:
     def bucket(k):
         h = java_string_hash(k) & 0xFFFFFFFF
         return (h ^ (h >> 16)) & mask
+
     return sorted(keys, key=lambda k: (bucket(k), java_sort_key(k)))
 
 
@@ -66,7 +67,9 @@ def test_the_model_replays_the_jvms_orders(case):
     """Puts, computeIfAbsent and removals on crowded buckets (tree bins built, grown, split by a
     resize, shrunk back to chains) iterate as on a JVM, at every recorded step."""
     ints = case["kind"] == "I"
-    m = JavaHashMap(int if ints else java_string_hash, int if ints else java_sort_key, case["capacity"])
+    m = JavaHashMap(
+        int if ints else java_string_hash, int if ints else java_sort_key, case["capacity"]
+    )
     act = {"+": m.put, "*": m.compute_if_absent, "-": m.remove}
     shots = []
     for op in case["ops"]:
@@ -88,9 +91,16 @@ def test_hashmap_order_is_the_jvms_for_keys_put_in_string_order(name):
     assert GroupSpec({k: M({"t"}) for k in keys}).member_ids == tuple(final_order(name))
 
 
-@pytest.mark.parametrize("name", ["identical hashes, 11 keys in order", "identical hashes, 32 keys in order",
-                                  "9 keys share a bucket of 16", "9 of 12 keys share a bucket of 16",
-                                  "tree bin of 64 split 9/3, puts in key order"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "identical hashes, 11 keys in order",
+        "identical hashes, 32 keys in order",
+        "9 keys share a bucket of 16",
+        "9 of 12 keys share a bucket of 16",
+        "tree bin of 64 split 9/3, puts in key order",
+    ],
+)
 def test_crowded_buckets_change_the_order(name):
     """These key sets are ones where bucket-then-String order (no trees, no early doubling) is
     not Java's: the cases test something."""
@@ -112,7 +122,9 @@ def test_computed_orders_follow_the_jvm_when_a_bucket_reaches_8():
     """computeIfAbsent treeifies at 8 keys (it counts the chain before linking the new key at
     its head): the sticky user data's topic order follows the model there."""
     for case in CASES:
-        if case["name"].startswith("computeIfAbsent") and all(op == "|" or op[0] == "*" for op in case["ops"]):
+        if case["name"].startswith("computeIfAbsent") and all(
+            op == "|" or op[0] == "*" for op in case["ops"]
+        ):
             first_use = list(dict.fromkeys(op[1:] for op in case["ops"] if op != "|"))
             assert computed_hashmap_order(first_use) == case["orders"][-1], case["name"]
 
@@ -134,11 +146,15 @@ def test_the_closed_forms_equal_the_model_exactly_when_treeify_free_says_so(keys
     shuffled = list(keys)
     rnd.shuffle(shuffled)
     assert hashmap_insertion_order(shuffled) == modelled_hashmap_order(shuffled)
-    assert computed_hashmap_order(shuffled) == modelled_hashmap_order(shuffled, compute_if_absent=True)
+    assert computed_hashmap_order(shuffled) == modelled_hashmap_order(
+        shuffled, compute_if_absent=True
+    )
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.booleans(), st.integers(0, 10**6), st.sampled_from(_POOL)), max_size=300))
+@given(
+    st.lists(st.tuples(st.booleans(), st.integers(0, 10**6), st.sampled_from(_POOL)), max_size=300)
+)
 def test_the_incremental_check_follows_insertions_and_deletions(steps):
     """TreeifyWatch (GroupMembers' check, one step per table size per change) says what
     treeify_free says of the whole list after every insertion and deletion, across table sizes
@@ -182,7 +198,7 @@ def test_uniform_revocation_walks_a_hashset_that_doubled_early():
     target = get_server_assignor("uniform").assign(GroupSpec(members), {"t": 129})
     kept = sorted(target["A"]["t"])
     assert len(kept) in (6, 7)  # 129 over 20 members
-    assert kept == sorted(java[:len(kept)])
+    assert kept == sorted(java[: len(kept)])
 
 
 @pytest.mark.parametrize("seed", range(4))

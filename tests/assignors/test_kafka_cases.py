@@ -16,8 +16,11 @@ def sub(kind: str, topics, owned=(), generation=1) -> Subscription:
     """Kafka's ``buildSubscriptionV2Above``: the generation travels in the subscription's own
     field as well as (eager sticky) in the user data."""
     if kind == "sticky":
-        return Subscription(topics, user_data=encode_sticky_user_data(list(owned), generation),
-                            generation=generation)
+        return Subscription(
+            topics,
+            user_data=encode_sticky_user_data(list(owned), generation),
+            generation=generation,
+        )
     return Subscription(topics, owned_partitions=owned, generation=generation)
 
 
@@ -54,7 +57,10 @@ def test_multiple_consumers_mixed_topic_subscriptions(kind):
 def test_two_consumers_one_partition(kind):
     """testTwoConsumersOneTopicOnePartition: the first member by id gets the only partition."""
     subs = {c: Subscription(["topic"]) for c in ("consumer1", "consumer2")}
-    assert lists(get_assignor(kind).assign({"topic": 1}, subs)) == {"consumer1": [TP("topic", 0)], "consumer2": []}
+    assert lists(get_assignor(kind).assign({"topic": 1}, subs)) == {
+        "consumer1": [TP("topic", 0)],
+        "consumer2": [],
+    }
 
 
 @pytest.mark.parametrize("kind", BOTH)
@@ -115,19 +121,34 @@ def v1_sticky_sub(topics, owned, generation):
 def test_contested_claim_below_v2_goes_to_the_later_member():
     """Kafka compares the claimant's user-data generation with the other claimant's subscription
     field, -1 below v2: the later member in HashMap order (b) keeps t-0 although a is newer."""
-    subs = {"a": v1_sticky_sub(["t"], [TP("t", 0)], 13), "b": v1_sticky_sub(["t"], [TP("t", 0)], 10)}
-    assert lists(get_assignor("sticky").assign({"t": 2}, subs)) == {"a": [TP("t", 1)], "b": [TP("t", 0)]}
+    subs = {
+        "a": v1_sticky_sub(["t"], [TP("t", 0)], 13),
+        "b": v1_sticky_sub(["t"], [TP("t", 0)], 10),
+    }
+    assert lists(get_assignor("sticky").assign({"t": 2}, subs)) == {
+        "a": [TP("t", 1)],
+        "b": [TP("t", 0)],
+    }
 
 
 def test_contested_claim_v2_goes_to_the_higher_generation():
-    subs = {"a": sub("sticky", ["t"], [TP("t", 0)], 13), "b": sub("sticky", ["t"], [TP("t", 0)], 10)}
-    assert lists(get_assignor("sticky").assign({"t": 2}, subs)) == {"a": [TP("t", 0)], "b": [TP("t", 1)]}
+    subs = {
+        "a": sub("sticky", ["t"], [TP("t", 0)], 13),
+        "b": sub("sticky", ["t"], [TP("t", 0)], 10),
+    }
+    assert lists(get_assignor("sticky").assign({"t": 2}, subs)) == {
+        "a": [TP("t", 0)],
+        "b": [TP("t", 1)],
+    }
 
 
 def test_contested_claim_below_v2_without_generation_is_lost_by_both():
     """b's own generation is -1 (V0 user data), equal to a's missing field: nobody keeps t-0, and
     it is dealt afresh (to a, the first member by id below quota)."""
-    subs = {"a": v1_sticky_sub(["t"], [TP("t", 0)], 13), "b": v1_sticky_sub(["t"], [TP("t", 0)], None)}
+    subs = {
+        "a": v1_sticky_sub(["t"], [TP("t", 0)], 13),
+        "b": v1_sticky_sub(["t"], [TP("t", 0)], None),
+    }
     result = lists(get_assignor("sticky").assign({"t": 2}, subs))
     assert result == {"a": [TP("t", 0)], "b": [TP("t", 1)]}
 
@@ -137,8 +158,11 @@ def test_partition_listed_twice(field, keeps):
     """Below v2 a member that lists t-0 twice keeps it (its generation beats its own missing
     field); with v2 the two claims are of one generation and t-0 is invalidated."""
     ud = encode_sticky_user_data([TP("t", 0), TP("t", 0)], 4)
-    subs = {"z": Subscription(["t"], user_data=ud, generation=field),
-            "a": Subscription(["t"]), "b": Subscription(["t"])}
+    subs = {
+        "z": Subscription(["t"], user_data=ud, generation=field),
+        "a": Subscription(["t"]),
+        "b": Subscription(["t"]),
+    }
     result = lists(get_assignor("sticky").assign({"t": 3}, subs))
     # Kept: z holds t-0 and a, b get the rest; invalidated: all three are dealt by member id.
     assert result["z"] == ([TP("t", 0)] if keeps else [TP("t", 2)])
@@ -158,10 +182,19 @@ def test_empty_subscription_first_takes_the_constrained_path():
 def test_empty_subscription_first_withholds_under_cooperative():
     """b owns both partitions; the constrained quota gives one to a, so cooperative-sticky
     withholds it from this round."""
-    subs = {"a": Subscription([]), "b": sub("cooperative-sticky", ["t"], [TP("t", 0), TP("t", 1)], 3)}
-    assert lists(get_assignor("cooperative-sticky").assign({"t": 2}, subs)) == {"a": [], "b": [TP("t", 0)]}
+    subs = {
+        "a": Subscription([]),
+        "b": sub("cooperative-sticky", ["t"], [TP("t", 0), TP("t", 1)], 3),
+    }
+    assert lists(get_assignor("cooperative-sticky").assign({"t": 2}, subs)) == {
+        "a": [],
+        "b": [TP("t", 0)],
+    }
 
 
 def test_empty_subscription_later_takes_the_general_path():
     subs = {"a": Subscription(["t"]), "b": Subscription([])}
-    assert lists(get_assignor("sticky").assign({"t": 2}, subs)) == {"a": [TP("t", 0), TP("t", 1)], "b": []}
+    assert lists(get_assignor("sticky").assign({"t": 2}, subs)) == {
+        "a": [TP("t", 0), TP("t", 1)],
+        "b": [],
+    }

@@ -67,7 +67,9 @@ def test_each_subscribed_partition_assigned_once_to_a_subscriber(name, group):
         # RoundRobin deals from the sorted partition list; Range walks topics in Kafka's HashMap
         # order: either way a topic's partitions are contiguous and ascending in a member's list.
         topics_in_order = list(dict.fromkeys(p.topic for p in partitions))
-        assert partitions == sorted(partitions, key=lambda p: (topics_in_order.index(p.topic), p.partition))
+        assert partitions == sorted(
+            partitions, key=lambda p: (topics_in_order.index(p.topic), p.partition)
+        )
         if name == "roundrobin":
             assert partitions == sorted(partitions)
 

@@ -30,11 +30,13 @@ def test_registry_names_follow_kafkas_default_order():
 
 def test_docstring_example():
     """The example in assignors.server's docstring gives what it says."""
-    spec = GroupSpec({
-        "m1": M({"orders"}, assigned_partitions={"orders": (0, 1, 2)}),
-        "m2": M({"orders"}, assigned_partitions={"orders": (3, 4, 5)}),
-        "m3": M({"orders"}),
-    })
+    spec = GroupSpec(
+        {
+            "m1": M({"orders"}, assigned_partitions={"orders": (0, 1, 2)}),
+            "m2": M({"orders"}, assigned_partitions={"orders": (3, 4, 5)}),
+            "m3": M({"orders"}),
+        }
+    )
     target = get_server_assignor("uniform").assign(spec, {"orders": 6})
     assert target["m3"] == {"orders": (2, 5)}
     assert target["m1"] == {"orders": (0, 1)} and target["m2"] == {"orders": (3, 4)}
@@ -46,8 +48,13 @@ def test_docstring_example():
 
 def test_subscription_type_is_computed_like_the_group():
     """Homogeneous iff all members subscribe to the same names (ModernGroup.subscriptionType)."""
-    assert GroupSpec({"a": M({"t"}), "b": M({"t"})}).subscription_type is SubscriptionType.HOMOGENEOUS
-    assert GroupSpec({"a": M({"t"}), "b": M({"t", "u"})}).subscription_type is SubscriptionType.HETEROGENEOUS
+    assert (
+        GroupSpec({"a": M({"t"}), "b": M({"t"})}).subscription_type is SubscriptionType.HOMOGENEOUS
+    )
+    assert (
+        GroupSpec({"a": M({"t"}), "b": M({"t", "u"})}).subscription_type
+        is SubscriptionType.HETEROGENEOUS
+    )
     assert GroupSpec({"a": M(()), "b": M(())}).subscription_type is SubscriptionType.HOMOGENEOUS
 
 
@@ -57,7 +64,9 @@ def test_bad_input_names_the_field(name):
     a = get_server_assignor(name)
     dup = GroupSpec({"a": M({"t"}, {"t": [0]}), "b": M({"t"}, {"t": [0]})})
     if name == "uniform":  # range never reads the current assignment
-        with pytest.raises(AssignorError, match=r"partition t-0 is in the target assignment of both"):
+        with pytest.raises(
+            AssignorError, match=r"partition t-0 is in the target assignment of both"
+        ):
             a.assign(dup, {"t": 2})
         with pytest.raises(AssignorError, match=r"assigned_partitions\['t'\]"):
             a.assign(GroupSpec({"a": M({"t"}, {"t": ["x"]})}), {"t": 2})
@@ -89,7 +98,9 @@ def test_partition_counts_and_to_dict_agree():
     target = get_server_assignor("uniform").assign(spec, {"t": 10, "u": 5})
     d = target.to_dict()
     assert target.partition_counts() == {m: sum(len(v) for v in d[m].values()) for m in d}
-    assert np.array_equal(np.sort(np.concatenate([target.owners("t"), target.owners("u")])) >= 0, np.ones(15, bool))
+    assert np.array_equal(
+        np.sort(np.concatenate([target.owners("t"), target.owners("u")])) >= 0, np.ones(15, bool)
+    )
 
 
 def test_readme_server_example_runs():
@@ -97,7 +108,9 @@ def test_readme_server_example_runs():
     from pathlib import Path
 
     readme = (Path(__file__).parents[2] / "README.md").read_text()
-    block = next(b for b in readme.split("```python")[1:] if "assignors.server import" in b).split("```")[0]
+    block = next(b for b in readme.split("```python")[1:] if "assignors.server import" in b).split(
+        "```"
+    )[0]
     scope: dict = {}
     exec(block, scope)  # our own README
     assert scope["target"]["m3"] == {"orders": (2, 5)}
@@ -114,8 +127,12 @@ def test_from_target_is_the_spec_of_views(name, seed):
     topics = {"a": 7, "b": 5, "c": 12}
     names = sorted(topics)
     mixed = seed % 2 == 1  # heterogeneous subscriptions in odd seeds
-    subs = {f"m{i:03d}": frozenset(rng.choice(names, rng.integers(1, 4), replace=False).tolist()) if mixed
-            else frozenset(names) for i in range(int(rng.integers(70, 90)))}
+    subs = {
+        f"m{i:03d}": frozenset(rng.choice(names, rng.integers(1, 4), replace=False).tolist())
+        if mixed
+        else frozenset(names)
+        for i in range(int(rng.integers(70, 90)))
+    }
     assignor = get_server_assignor(name)
     previous = assignor.assign(GroupSpec({m: M(t) for m, t in subs.items()}), topics)
     # the next epoch: some leave, some join, one member's target is handed in explicitly, one
@@ -131,10 +148,12 @@ def test_from_target_is_the_spec_of_views(name, seed):
     take = {m for m in members if m in previous and m != dropped}
     assigned = {explicit: dict(previous[left[0]])}
     instance_ids = {m: f"i-{m}" for m in sorted(members)[::9]}
-    spec_views = GroupSpec({
-        m: M(t, previous[m] if m in take else assigned.get(m, {}), instance_ids.get(m))
-        for m, t in members.items()
-    })
+    spec_views = GroupSpec(
+        {
+            m: M(t, previous[m] if m in take else assigned.get(m, {}), instance_ids.get(m))
+            for m, t in members.items()
+        }
+    )
     bulk = GroupSpec.from_target(members, previous, take, assigned, instance_ids)
     assert bulk.member_ids == spec_views.member_ids
     assert bulk.subscription_type is spec_views.subscription_type

@@ -26,9 +26,9 @@ TOPICS = {"a": 7, "b": 5, "c": 12, "d": 0}
 def _member_id(rng: np.random.Generator, n: int) -> str:
     kind = int(rng.integers(0, 10))
     if kind == 0:
-        return f"m\u00e9-{n}"          # outside ASCII
+        return f"m\u00e9-{n}"  # outside ASCII
     if kind == 1:
-        return f"m\U0001f600-{n}"      # outside the Basic Multilingual Plane (surrogate pair in Java)
+        return f"m\U0001f600-{n}"  # outside the Basic Multilingual Plane (surrogate pair in Java)
     return f"consumer-{int(rng.integers(0, 1 << 30)):x}-{n}"
 
 
@@ -57,16 +57,20 @@ def test_members_kept_between_epochs_give_the_from_scratch_target(seed):
     for epoch, size in enumerate([1, 3, 13, 12, 30, 25, 70, 97, 140, 60, 11, 2, 0, 20]):
         # leave, change, join towards ``size``
         ids = sorted(model)
-        leaving = rng.choice(ids, min(len(ids), max(0, len(ids) - size) + int(rng.integers(0, 3))),
-                             replace=False).tolist()
+        leaving = rng.choice(
+            ids, min(len(ids), max(0, len(ids) - size) + int(rng.integers(0, 3))), replace=False
+        ).tolist()
         before = set(model)
         for mid in leaving:
             members.remove(mid)
             del model[mid]
         for mid in sorted(model):
             if rng.random() < 0.1:
-                spec = (subscription(), f"i-{mid}" if rng.random() < 0.3 else None,
-                        str(rng.choice(["r1", "r2"])) if rng.random() < 0.3 else None)
+                spec = (
+                    subscription(),
+                    f"i-{mid}" if rng.random() < 0.3 else None,
+                    str(rng.choice(["r1", "r2"])) if rng.random() < 0.3 else None,
+                )
                 members.put(mid, *spec)
                 model[mid] = spec
         while len(model) < size:
@@ -81,7 +85,9 @@ def test_members_kept_between_epochs_give_the_from_scratch_target(seed):
         assert list(members) == list(members.member_ids) and len(members) == len(model)
         by_id = {mid: M(t, instance_id=i, rack_id=r) for mid, (t, i, r) in model.items()}
         assert members.subscription_type is subscription_type_of(by_id)
-        assert dict(members.subscribed_topic_names()) == dict(Counter(t for s, _, _ in model.values() for t in s))
+        assert dict(members.subscribed_topic_names()) == dict(
+            Counter(t for s, _, _ in model.values() for t in s)
+        )
 
         # the current targets: the previous result's views, except a member that joined with the
         # target of one that left (a static member's new member id) and one whose target was
@@ -185,10 +191,16 @@ def test_same_partitions_as_compares_each_member(seed):
     new_owner = remap[old_owner].astype(np.int32)
     moved = rng.random(13) < 0.3
     new_owner[moved] = rng.integers(-1, len(new_ids), int(moved.sum()))
-    old, new = GroupAssignment(old_ids, topics, old_owner), GroupAssignment(new_ids, topics, new_owner)
+    old, new = (
+        GroupAssignment(old_ids, topics, old_owner),
+        GroupAssignment(new_ids, topics, new_owner),
+    )
     same = new.same_partitions_as(old)
     assert same.tolist() == [m in old and dict(new[m]) == dict(old[m]) for m in new_ids]
-    assert new.same_partitions_as(GroupAssignment(old_ids, {"a": 9, "b": 5}, np.append(old_owner, -1))) is None
+    assert (
+        new.same_partitions_as(GroupAssignment(old_ids, {"a": 9, "b": 5}, np.append(old_owner, -1)))
+        is None
+    )
     assert new.same_partitions_as(GroupAssignment.empty()) is None
 
 
@@ -215,7 +227,11 @@ def test_members_that_come_and_go_for_long_stay_right():
         gone = [m for m in ("m0", "m1", "m2", "m3", f"n{k - 40}") if m not in alive]
         assert all(m in result for m in alive) and not any(m in result for m in gone)
         previous = result
-    assert {m: dict(first[m]) for m in first_dict} == first_dict and "m0" in first and "n5" not in first
+    assert (
+        {m: dict(first[m]) for m in first_dict} == first_dict
+        and "m0" in first
+        and "n5" not in first
+    )
 
 
 def test_a_member_that_leaves_and_comes_back_is_found_again():
@@ -231,4 +247,6 @@ def test_a_member_that_leaves_and_comes_back_is_found_again():
     three = assignor.assign(GroupSpec.from_members(members, two), {"t": 6})
     scratch = GroupSpec({m: M({"t"}, two.get(m, {})) for m in ("a1", "b2", "c3", "d4")})
     assert three.to_dict() == assignor.assign(scratch, {"t": 6}).to_dict()
-    assert "b2" in one and "b2" not in two and "b2" in three and dict(one["b2"]) == one.to_dict()["b2"]
+    assert (
+        "b2" in one and "b2" not in two and "b2" in three and dict(one["b2"]) == one.to_dict()["b2"]
+    )

@@ -51,7 +51,11 @@ def assert_balanced(members, result):
 
 # ---- uniform, homogeneous (OptimizedUniformAssignmentBuilderTest) ----
 
-T1, T2, T3 = "c-topic1", "a-topic2", "b-topic3"  # Kafka's HashSet<Uuid> order: topic2, topic3, topic1
+T1, T2, T3 = (
+    "c-topic1",
+    "a-topic2",
+    "b-topic3",
+)  # Kafka's HashSet<Uuid> order: topic2, topic3, topic1
 
 
 def test_uniform_one_member_no_topic_subscription():
@@ -183,8 +187,10 @@ def test_uniform_het_reassignment_given_unbalanced_previous_assignment():
     members = {
         "A": member({"topic1"}, {"topic1": {0, 1, 2}}),
         "B": member({"topic1", "topic2"}, {"topic1": {3}, "topic2": {0}}),
-        "C": member({"topic1", "topic2", "topic3"},
-                    {"topic1": {4, 5}, "topic2": {1, 2, 3}, "topic3": {0, 1, 2, 3}}),
+        "C": member(
+            {"topic1", "topic2", "topic3"},
+            {"topic1": {4, 5}, "topic2": {1, 2, 3}, "topic3": {0, 1, 2, 3}},
+        ),
     }
     result = run("uniform", members, {"topic1": 6, "topic2": 4, "topic3": 4})
     assert result == {
@@ -198,7 +204,9 @@ def test_uniform_het_reassignment_when_partitions_are_added():
     """testReassignmentWhenPartitionsAreAddedForTwoMembers."""
     members = {
         "A": member({"topic1", "topic3"}, {"topic1": {0, 1, 2, 3}, "topic3": {0, 1}}),
-        "B": member({"topic1", "topic2", "topic3", "topic4"}, {"topic2": {0, 1, 2}, "topic4": {0, 1, 2}}),
+        "B": member(
+            {"topic1", "topic2", "topic3", "topic4"}, {"topic2": {0, 1, 2}, "topic4": {0, 1, 2}}
+        ),
     }
     result = run("uniform", members, {"topic1": 6, "topic2": 5, "topic3": 3, "topic4": 3})
     assert result == {
@@ -283,7 +291,11 @@ def test_range_first_assignment_same_subscriptions():
 
 def test_range_first_assignment_different_subscriptions():
     """testFirstAssignmentThreeMembersThreeTopicsDifferentSubscriptions."""
-    members = {"A": member({"topic1", "topic2"}), "B": member({"topic3"}), "C": member({"topic2", "topic3"})}
+    members = {
+        "A": member({"topic1", "topic2"}),
+        "B": member({"topic3"}),
+        "C": member({"topic2", "topic3"}),
+    }
     result = run("range", members, {"topic1": 3, "topic2": 3, "topic3": 2})
     assert result == {
         "A": {"topic1": {0, 1, 2}, "topic2": {0, 1}},
@@ -328,7 +340,11 @@ def test_range_reassignment_more_members_than_partitions_when_one_added():
         "C": member({"topic1", "topic2"}),
     }
     result = run("range", members, {"topic1": 2, "topic2": 2})
-    assert result == {"A": {"topic1": {0}, "topic2": {0}}, "B": {"topic1": {1}, "topic2": {1}}, "C": {}}
+    assert result == {
+        "A": {"topic1": {0}, "topic2": {0}},
+        "B": {"topic1": {1}, "topic2": {1}},
+        "C": {},
+    }
 
 
 def test_range_reassignment_when_one_partition_added():
@@ -338,7 +354,10 @@ def test_range_reassignment_when_one_partition_added():
         "B": member({"topic1", "topic2"}, {"topic1": {2}, "topic2": {2}}),
     }
     result = run("range", members, {"topic1": 4, "topic2": 4})
-    assert result == {"A": {"topic1": {0, 1}, "topic2": {0, 1}}, "B": {"topic1": {2, 3}, "topic2": {2, 3}}}
+    assert result == {
+        "A": {"topic1": {0, 1}, "topic2": {0, 1}},
+        "B": {"topic1": {2, 3}, "topic2": {2, 3}},
+    }
 
 
 def test_range_reassignment_when_one_member_added():
@@ -374,7 +393,9 @@ def test_range_reassignment_when_one_member_and_one_partition_added():
 def test_range_reassignment_when_one_member_removed():
     """testReassignmentWhenOneMemberRemovedAfterInitialAssignmentWithTwoMembersTwoTopics."""
     members = {"B": member({"topic1", "topic2"}, {"topic1": {2}, "topic2": {2}})}
-    assert run("range", members, {"topic1": 3, "topic2": 3}) == {"B": {"topic1": {0, 1, 2}, "topic2": {0, 1, 2}}}
+    assert run("range", members, {"topic1": 3, "topic2": 3}) == {
+        "B": {"topic1": {0, 1, 2}, "topic2": {0, 1, 2}}
+    }
 
 
 def test_range_reassignment_when_subscriptions_change():

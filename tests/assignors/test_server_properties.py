@@ -139,7 +139,9 @@ def test_a_target_is_a_fixed_point(group, name):
     a = get_server_assignor(name)
     first = a.assign(spec, meta)
     again_members = {
-        m: MemberSubscriptionAndAssignment(s.subscribed_topic_names, first.get(m, {}), s.instance_id)
+        m: MemberSubscriptionAndAssignment(
+            s.subscribed_topic_names, first.get(m, {}), s.instance_id
+        )
         for m, s in members.items()
     }
     second = a.assign(GroupSpec(again_members), meta)
@@ -161,14 +163,20 @@ def test_deterministic_whatever_the_mapping_order(group, name, rnd):
     reordered = {
         m: MemberSubscriptionAndAssignment(
             s.subscribed_topic_names,
-            {t: tuple(sorted(ps, reverse=True)) for t, ps in reversed(list(s.assigned_partitions.items()))},
+            {
+                t: tuple(sorted(ps, reverse=True))
+                for t, ps in reversed(list(s.assigned_partitions.items()))
+            },
             s.instance_id,
         )
         for m, s in shuffled(members, perm).items()
     }
     meta2 = dict(reversed(list(meta.items())))
     a = get_server_assignor(name)
-    assert a.assign(GroupSpec(members), meta).to_dict() == a.assign(GroupSpec(reordered), meta2).to_dict()
+    assert (
+        a.assign(GroupSpec(members), meta).to_dict()
+        == a.assign(GroupSpec(reordered), meta2).to_dict()
+    )
 
 
 @SETTINGS
@@ -181,7 +189,9 @@ def test_range_is_valid_per_topic_balanced_and_co_partitioned(group):
     check_valid(meta, members, target)
     order = sorted(
         members,
-        key=lambda m: (0, members[m].instance_id, m) if members[m].instance_id is not None else (1, m, ""),
+        key=lambda m: (
+            (0, members[m].instance_id, m) if members[m].instance_id is not None else (1, m, "")
+        ),
     )
     subscribers = {t: [m for m in order if t in members[m].subscribed_topic_names] for t in meta}
     for t, subs in subscribers.items():
@@ -225,11 +235,20 @@ def test_views_of_a_previous_target_read_like_plain_dicts(group, name, data):
             topics = frozenset(data.draw(st.lists(st.sampled_from(sorted(meta)), unique=True)))
         view = first[m]
         plain = data.draw(st.booleans())
-        as_view[m] = MemberSubscriptionAndAssignment(topics, dict(view) if plain else view, members[m].instance_id)
+        as_view[m] = MemberSubscriptionAndAssignment(
+            topics, dict(view) if plain else view, members[m].instance_id
+        )
         as_dict[m] = MemberSubscriptionAndAssignment(topics, dict(view), members[m].instance_id)
-    as_view["rejoined"] = MemberSubscriptionAndAssignment(members[leaver].subscribed_topic_names, first[leaver])
-    as_dict["rejoined"] = MemberSubscriptionAndAssignment(members[leaver].subscribed_topic_names, dict(first[leaver]))
-    assert a.assign(GroupSpec(as_view), grown).to_dict() == a.assign(GroupSpec(as_dict), grown).to_dict()
+    as_view["rejoined"] = MemberSubscriptionAndAssignment(
+        members[leaver].subscribed_topic_names, first[leaver]
+    )
+    as_dict["rejoined"] = MemberSubscriptionAndAssignment(
+        members[leaver].subscribed_topic_names, dict(first[leaver])
+    )
+    assert (
+        a.assign(GroupSpec(as_view), grown).to_dict()
+        == a.assign(GroupSpec(as_dict), grown).to_dict()
+    )
 
 
 def test_the_same_view_twice_is_a_duplicate_claim():
@@ -238,7 +257,10 @@ def test_the_same_view_twice_is_a_duplicate_claim():
 
     from assignors import AssignorError
 
-    members = {"a": MemberSubscriptionAndAssignment({"t"}), "b": MemberSubscriptionAndAssignment({"t"})}
+    members = {
+        "a": MemberSubscriptionAndAssignment({"t"}),
+        "b": MemberSubscriptionAndAssignment({"t"}),
+    }
     first = get_server_assignor("uniform").assign(GroupSpec(members), {"t": 4})
     twice = {m: MemberSubscriptionAndAssignment({"t"}, first["a"]) for m in ("a", "b")}
     with pytest.raises(AssignorError, match="same target assignment"):

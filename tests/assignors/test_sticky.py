@@ -23,8 +23,11 @@ def eager_sub(topics, owned=(), generation=None) -> Subscription:
     """An eager sticky subscription of a current client (ConsumerProtocolSubscription v2+):
     ownership travels in V1 user data (V0 when no generation), the generation also in the
     subscription's own field."""
-    return Subscription(topics, user_data=encode_sticky_user_data(list(owned), generation),
-                        generation=-1 if generation is None else generation)
+    return Subscription(
+        topics,
+        user_data=encode_sticky_user_data(list(owned), generation),
+        generation=-1 if generation is None else generation,
+    )
 
 
 def coop_sub(topics, owned=(), generation=-1) -> Subscription:
@@ -54,14 +57,19 @@ def owned_of(kind: str, sub: Subscription) -> list[TP]:
 
 def test_one_consumer_gets_everything():
     """A single member receives every partition of every topic it subscribes to, and nothing else."""
-    result = get_assignor("sticky").assign({"t0": 3, "t1": 2, "other": 4}, {"c": eager_sub(["t0", "t1"])})
+    result = get_assignor("sticky").assign(
+        {"t0": 3, "t1": 2, "other": 4}, {"c": eager_sub(["t0", "t1"])}
+    )
     assert as_lists(result) == {"c": tps("t0", 0, 1, 2) + tps("t1", 0, 1)}
 
 
 def test_added_consumer_takes_the_excess_of_the_owner_eager():
     """Kafka's testAddRemoveConsumerOneTopic: c1 owned all 3 and keeps p0, p1; c2 gets p2."""
     subs = {"c1": eager_sub(["t"], tps("t", 0, 1, 2), 1), "c2": eager_sub(["t"])}
-    assert as_lists(get_assignor("sticky").assign({"t": 3}, subs)) == {"c1": tps("t", 0, 1), "c2": tps("t", 2)}
+    assert as_lists(get_assignor("sticky").assign({"t": 3}, subs)) == {
+        "c1": tps("t", 0, 1),
+        "c2": tps("t", 2),
+    }
 
 
 def test_cooperative_withholds_moving_partitions_until_follow_up():
@@ -124,12 +132,18 @@ def test_v0_user_data_zombie_ties_and_v1_owner_wins():
         "b-owner": eager_sub(["t"], tps("t", 0, 1), None),
         "a-zombie": eager_sub(["t"], tps("t", 1), None),
     }
-    assert as_lists(a.assign({"t": 4}, v0)) == {"b-owner": tps("t", 0, 2), "a-zombie": tps("t", 1, 3)}
+    assert as_lists(a.assign({"t": 4}, v0)) == {
+        "b-owner": tps("t", 0, 2),
+        "a-zombie": tps("t", 1, 3),
+    }
     v1 = {
         "b-owner": eager_sub(["t"], tps("t", 0, 1), 7),
         "a-zombie": eager_sub(["t"], tps("t", 1), 6),
     }
-    assert as_lists(a.assign({"t": 4}, v1)) == {"b-owner": tps("t", 0, 1), "a-zombie": tps("t", 2, 3)}
+    assert as_lists(a.assign({"t": 4}, v1)) == {
+        "b-owner": tps("t", 0, 1),
+        "a-zombie": tps("t", 2, 3),
+    }
 
 
 def test_general_path_keeps_owner_of_single_subscriber_topic():
@@ -183,7 +197,11 @@ def _valid_owned_by(kind, subs, meta):
     subscribed = {t for s in subs.values() for t in s.topics if t in meta}
     out = {}
     for m, s in subs.items():
-        out[m] = [tp for tp in owned_of(kind, s) if tp.topic in subscribed and tp.partition < meta[tp.topic]]
+        out[m] = [
+            tp
+            for tp in owned_of(kind, s)
+            if tp.topic in subscribed and tp.partition < meta[tp.topic]
+        ]
     return out
 
 
@@ -209,7 +227,9 @@ def _materialise(kind, meta, raw):
     return {
         m: Subscription(
             s.topics,
-            user_data=encode_sticky_user_data(list(s.owned_partitions), s.generation if s.generation >= 0 else None),
+            user_data=encode_sticky_user_data(
+                list(s.owned_partitions), s.generation if s.generation >= 0 else None
+            ),
             group_instance_id=s.group_instance_id,
         )
         for m, s in raw.items()
@@ -294,7 +314,10 @@ def test_cooperative_converges(data, rounds):
         if sum(len(x.partitions) for x in result.values()) == total:
             break
         gen += 1
-        subs = {m: Subscription(s.topics, owned_partitions=result[m].partitions, generation=gen) for m, s in subs.items()}
+        subs = {
+            m: Subscription(s.topics, owned_partitions=result[m].partitions, generation=gen)
+            for m, s in subs.items()
+        }
     else:
         pytest.fail("cooperative-sticky did not converge in 4 follow-up rounds")
     assert _kafka_balanced(meta, subs, result)
@@ -338,7 +361,12 @@ def _run_rounds(kind, meta, members_per_round, topics_of=None):
         for _ in range(5):
             gen += 1
             subs = {
-                m: sticky_sub(kind, (topics_of or {}).get(m, sorted(meta)), owned.get(m, []), gen - 1 if m in owned else -1)
+                m: sticky_sub(
+                    kind,
+                    (topics_of or {}).get(m, sorted(meta)),
+                    owned.get(m, []),
+                    gen - 1 if m in owned else -1,
+                )
                 for m in members
             }
             result = a.assign(meta, subs)
@@ -461,7 +489,9 @@ def test_owned_quotas_equal_kafkas_member_by_member_loop(lengths, n_members_extr
     min_q, expected = divmod(total, n)
     max_q = min_q + (1 if expected else 0)
     keep, under, exact = _owned_quotas(np.array(lengths, dtype=np.int64), min_q, max_q, expected)
-    assert (keep.tolist(), under.tolist(), exact.tolist()) == _owned_quotas_one_by_one(lengths, min_q, max_q, expected)
+    assert (keep.tolist(), under.tolist(), exact.tolist()) == _owned_quotas_one_by_one(
+        lengths, min_q, max_q, expected
+    )
 
 
 @given(st.lists(st.lists(st.sampled_from(["a", "b", "c"]), max_size=3), min_size=1, max_size=8))
@@ -472,4 +502,6 @@ def test_all_subscriptions_equal_matches_member_by_member(topic_lists):
 
     subs = {f"m{i}": Subscription(ts) for i, ts in enumerate(topic_lists)}
     order = list(subs)
-    assert _all_subscriptions_equal(subs, order) == _all_subscriptions_equal_member_by_member(subs, order)
+    assert _all_subscriptions_equal(subs, order) == _all_subscriptions_equal_member_by_member(
+        subs, order
+    )

@@ -111,7 +111,11 @@ def test_member_joins_moves_only_what_fairness_needs():
     rebalance(KIP_METADATA, members)
     result = rebalance(KIP_METADATA, [*members, Member("E")])
     assert units_by_member(result) == {
-        "A": [0, 1], "B": [3, 4], "C": [6, 7], "D": [8, 9], "E": [2, 5]
+        "A": [0, 1],
+        "B": [3, 4],
+        "C": [6, 7],
+        "D": [8, 9],
+        "E": [2, 5],
     }
 
 
@@ -124,7 +128,9 @@ def test_extra_units_go_to_members_that_owned_most():
     }
     # B keeps four; C gives up 9 and B gives up 5, both to A.
     assert units_by_member(assign(KIP_METADATA, subs)) == {
-        "A": [0, 5, 9], "B": [1, 2, 3, 4], "C": [6, 7, 8]
+        "A": [0, 5, 9],
+        "B": [1, 2, 3, 4],
+        "C": [6, 7, 8],
     }
 
 
@@ -137,7 +143,10 @@ def test_stealing_starts_with_longest_previous_list():
         "D": sub(JOIN),
     }
     assert units_by_member(assign({"impressions": 12, "clicks": 12}, subs)) == {
-        "A": [0, 1, 2], "B": [7, 8, 9], "C": [3, 4, 5], "D": [6, 10, 11]
+        "A": [0, 1, 2],
+        "B": [7, 8, 9],
+        "C": [3, 4, 5],
+        "D": [6, 10, 11],
     }
 
 
@@ -158,12 +167,16 @@ def test_equal_epoch_claims_are_dropped():
     subs = {"A": sub(JOIN, [2], 5), "B": sub(JOIN, [2], 5), "C": sub(JOIN)}
     # Nobody owns anything, so the units go out in member order as for a fresh group.
     assert units_by_member(assign({"impressions": 3, "clicks": 3}, subs)) == {
-        "A": [0], "B": [1], "C": [2]
+        "A": [0],
+        "B": [1],
+        "C": [2],
     }
     # A higher epoch among the claimants still decides: C's claim of 2 wins.
     subs = {"A": sub(JOIN, [0, 1, 2], 5), "B": sub(JOIN, [2, 3], 5), "C": sub(JOIN, [2], 6)}
     assert units_by_member(assign({"impressions": 6, "clicks": 6}, subs)) == {
-        "A": [0, 1], "B": [3, 4], "C": [2, 5]
+        "A": [0, 1],
+        "B": [3, 4],
+        "C": [2, 5],
     }
 
 
@@ -203,7 +216,8 @@ def test_corrupt_claim_does_not_beat_true_owner():
     truncated = encode_subscription_user_data([2, 3], 9)[:-2]
     subs = {"A": Subscription(JOIN, user_data=truncated), "B": sub(JOIN)}
     assert units_by_member(assign({"impressions": 4, "clicks": 4}, subs)) == {
-        "A": [0, 1], "B": [2, 3]
+        "A": [0, 1],
+        "B": [2, 3],
     }
 
 
@@ -213,22 +227,22 @@ def test_corrupt_claim_does_not_beat_true_owner():
 def test_subscription_user_data_bytes():
     """Subscription user data is INT16 version 0, INT32 epoch, INT32 count, sorted INT32 numbers."""
     assert encode_subscription_user_data([7, 2, 7, 300], 258) == bytes.fromhex(
-        "0000" "00000102" "00000003" "00000002" "00000007" "0000012c"
+        "0000000001020000000300000002000000070000012c"
     )
-    assert encode_subscription_user_data([], -1) == bytes.fromhex("0000" "ffffffff" "00000000")
+    assert encode_subscription_user_data([], -1) == bytes.fromhex("0000ffffffff00000000")
 
 
 def test_assignment_user_data_bytes():
     """Assignment user data is INT16 version 0 then the INT32 epoch."""
-    assert encode_assignment_user_data(258) == bytes.fromhex("0000" "00000102")
-    assert decode_assignment_user_data(bytes.fromhex("0000" "fffffffe")) == -2
+    assert encode_assignment_user_data(258) == bytes.fromhex("000000000102")
+    assert decode_assignment_user_data(bytes.fromhex("0000fffffffe")) == -2
 
 
 def test_decoders_ignore_trailing_bytes_of_later_versions():
     """Readers accept a later version with appended fields, reading the version 0 fields."""
-    data = bytes.fromhex("0003" "00000004" "00000001" "00000005" "abcdef")
+    data = bytes.fromhex("0003000000040000000100000005abcdef")
     assert decode_subscription_user_data(data) == StreamJoinUserData((5,), 4)
-    assert decode_assignment_user_data(bytes.fromhex("0001" "00000004" "ff")) == 4
+    assert decode_assignment_user_data(bytes.fromhex("000100000004ff")) == 4
 
 
 def test_encoders_reject_values_outside_int32():
@@ -248,7 +262,9 @@ int32 = st.integers(-(1 << 31), (1 << 31) - 1)
 def test_subscription_user_data_round_trip(numbers, epoch):
     """Decoding encoded subscription user data gives the distinct numbers, ascending, and the epoch."""
     data = encode_subscription_user_data(numbers, epoch)
-    assert decode_subscription_user_data(data) == StreamJoinUserData(tuple(sorted(set(numbers))), epoch)
+    assert decode_subscription_user_data(data) == StreamJoinUserData(
+        tuple(sorted(set(numbers))), epoch
+    )
 
 
 @given(int32)
@@ -326,7 +342,8 @@ def test_claims_beyond_the_unit_count_are_ignored():
     """Claims of partition numbers at or above the unit count do not count as ownership."""
     subs = {"A": sub(JOIN, [5, 6, 7], 1), "B": sub(JOIN, [0], 1)}
     assert units_by_member(assign({"impressions": 4, "clicks": 4}, subs)) == {
-        "A": [2, 3], "B": [0, 1]
+        "A": [2, 3],
+        "B": [0, 1],
     }
 
 
@@ -358,8 +375,13 @@ def previous_owners(n_units: int, claims) -> dict[int, str]:
     """The reference claim resolution: each unit goes to its single highest-epoch claimant."""
     owners = {}
     for k in range(n_units):
-        claimants = [(epoch, m) for m, c in claims.items() if c is not None for (nums, epoch) in [c]
-                     if k in nums]
+        claimants = [
+            (epoch, m)
+            for m, c in claims.items()
+            if c is not None
+            for (nums, epoch) in [c]
+            if k in nums
+        ]
         if not claimants:
             continue
         best = max(e for e, _ in claimants)

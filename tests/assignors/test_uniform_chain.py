@@ -24,7 +24,10 @@ def _reference(members, previous, dropped, meta):
 def _sets(result: GroupAssignment) -> dict:
     from assignors import TopicPartition
 
-    return {m: frozenset(TopicPartition(t, p) for t, ps in result[m].items() for p in ps) for m in result}
+    return {
+        m: frozenset(TopicPartition(t, p) for t, ps in result[m].items() for p in ps)
+        for m in result
+    }
 
 
 @given(membership_changes())
@@ -35,7 +38,7 @@ def test_chain_steps_give_the_assignors_targets(case):
     subscribed: dict[str, frozenset] = {}
     reference = GroupAssignment.empty()
     target = TargetAssignment()
-    kept = []           # (an earlier target, what it held): read again after later epochs
+    kept = []  # (an earlier target, what it held): read again after later epochs
 
     last_subscriptions = None
 
@@ -132,7 +135,9 @@ def test_the_chain_follows_the_members_renumbering_their_slots():
 
 
 @pytest.mark.parametrize("partitions,joins,cap", [(750, 60, 32), (5000, 40, 512)])
-def test_members_holding_a_hashset_bucket_of_nine_give_up_in_javas_tree_order(monkeypatch, partitions, joins, cap):
+def test_members_holding_a_hashset_bucket_of_nine_give_up_in_javas_tree_order(
+    monkeypatch, partitions, joins, cap
+):
     """Members join one at a time: a newcomer collects the partitions others give up, the tails of
     their walks (the last buckets of their sets), so it comes to hold 9 or more that share a
     bucket of its set, where Java's HashSet makes the bucket a tree (or, under 64 buckets, doubles
@@ -143,7 +148,9 @@ def test_members_holding_a_hashset_bucket_of_nine_give_up_in_javas_tree_order(mo
 
     trees = []
     real = chain_module._hashset_order
-    monkeypatch.setattr(chain_module, "_hashset_order", lambda parts, c: trees.append(c) or real(parts, c))
+    monkeypatch.setattr(
+        chain_module, "_hashset_order", lambda parts, c: trees.append(c) or real(parts, c)
+    )
     members = GroupMembers()
     reference = GroupAssignment.empty()
     target = TargetAssignment()

@@ -36,7 +36,7 @@ def test_java_string_hash_matches_known_values():
     assert java_string_hash("t0") == 3644
     assert java_string_hash("hello") == 99162322
     assert java_string_hash("polygenelubricants") == -2147483648  # a famous Integer.MIN_VALUE hash
-    assert java_string_hash("\U0001F600") == 31 * 0xD83D + 0xDE00  # surrogate pair
+    assert java_string_hash("\U0001f600") == 31 * 0xD83D + 0xDE00  # surrogate pair
 
 
 def test_java_string_hashes_count_trailing_nuls():
@@ -55,13 +55,13 @@ def test_hashmap_order_is_bucket_order():
 def test_sticky_v1_bytes_exact():
     """V1 layout: ARRAY[topic STRING, ARRAY[INT32]] then INT32 generation, big-endian."""
     data = encode_sticky_user_data([TP("t0", 0), TP("t0", 1)], 5)
-    assert data == bytes.fromhex("00000001" "0002" "7430" "00000002" "00000000" "00000001" "00000005")
+    assert data == bytes.fromhex("000000010002743000000002000000000000000100000005")
 
 
 def test_sticky_topics_grouped_in_java_hashmap_order():
     """Topics are grouped as Kafka's groupPartitionsByTopic (a HashMap) iterates them."""
     data = encode_sticky_user_data([TP("a", 3), TP("bb", 1), TP("a", 0)], None)
-    assert data == bytes.fromhex("00000002" "0002" "6262" "00000001" "00000001" "0001" "61" "00000002" "00000003" "00000000")
+    assert data == bytes.fromhex("00000002000262620000000100000001000161000000020000000300000000")
 
 
 def test_sticky_topics_of_one_bucket_in_reverse_first_appearance():
@@ -93,9 +93,9 @@ def test_v0_bytes_decode_without_generation():
     [
         b"\x00\x00",  # truncated array size
         bytes.fromhex("ffffffff"),  # negative array size
-        bytes.fromhex("00000001" "0005" "74"),  # string longer than the bytes
-        bytes.fromhex("00000001" "ffff"),  # negative string length
-        bytes.fromhex("00000001" "0001" "74" "00000003" "00000000"),  # partitions truncated
+        bytes.fromhex("00000001000574"),  # string longer than the bytes
+        bytes.fromhex("00000001ffff"),  # negative string length
+        bytes.fromhex("000000010001740000000300000000"),  # partitions truncated
         bytes.fromhex("7fffffff"),  # absurd array size
     ],
 )
@@ -124,7 +124,7 @@ def test_cooperative_user_data():
 
 def test_invalid_utf8_decodes_with_replacement():
     """Invalid UTF-8 in a topic name decodes with replacement characters, as java.lang.String does."""
-    data = bytes.fromhex("00000001" "0002" "ff61" "00000001" "00000004")
+    data = bytes.fromhex("000000010002ff610000000100000004")
     (tp,) = decode_sticky_user_data(data).partitions
     assert tp.partition == 4 and tp.topic.endswith("a")
 
@@ -140,7 +140,10 @@ def test_any_bytes_decode_or_fail_cleanly(data):
     cooperative_generation(data)
 
 
-@given(st.lists(st.tuples(st.sampled_from(["a", "b", "topic-ü"]), st.integers(0, 2**31 - 1))), st.integers(-1, 2**31 - 1))
+@given(
+    st.lists(st.tuples(st.sampled_from(["a", "b", "topic-ü"]), st.integers(0, 2**31 - 1))),
+    st.integers(-1, 2**31 - 1),
+)
 def test_sticky_round_trip(pairs, generation):
     """Encoding then decoding gives back the partitions (grouped by topic) and the generation."""
     parts = [TP(t, p) for t, p in pairs]
@@ -155,7 +158,13 @@ def test_leader_survives_garbage_user_data(a, b):
     subs = {"m1": Subscription(["t"], user_data=a), "m2": Subscription(["t"], user_data=b)}
     for name in ("sticky", "cooperative-sticky"):
         result = get_assignor(name).assign({"t": 5}, subs)
-        assert sorted(tp.partition for x in result.values() for tp in x.partitions) == [0, 1, 2, 3, 4]
+        assert sorted(tp.partition for x in result.values() for tp in x.partitions) == [
+            0,
+            1,
+            2,
+            3,
+            4,
+        ]
 
 
 def test_member_side_sticky_sends_last_assignment_and_generation():
@@ -166,18 +175,28 @@ def test_member_side_sticky_sends_last_assignment_and_generation():
     a = get_assignor("sticky")
     assert a.subscription_user_data(None, -1) is None
     a.on_assignment(Assignment([TP("t0", 0), TP("t0", 1)]), 5)
-    assert a.subscription_user_data(None, None) == encode_sticky_user_data([TP("t0", 0), TP("t0", 1)], 5)
+    assert a.subscription_user_data(None, None) == encode_sticky_user_data(
+        [TP("t0", 0), TP("t0", 1)], 5
+    )
 
 
-@given(st.lists(st.one_of(
-    st.none(),
-    st.binary(max_size=40),
-    st.builds(
-        encode_sticky_user_data,
-        st.lists(st.builds(TP, st.sampled_from(["a", "bb", "t-1"]), st.integers(0, 2**31 - 1)), max_size=6),
-        st.one_of(st.none(), st.integers(-1, 2**31 - 1)),
-    ),
-), max_size=6))
+@given(
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.binary(max_size=40),
+            st.builds(
+                encode_sticky_user_data,
+                st.lists(
+                    st.builds(TP, st.sampled_from(["a", "bb", "t-1"]), st.integers(0, 2**31 - 1)),
+                    max_size=6,
+                ),
+                st.one_of(st.none(), st.integers(-1, 2**31 - 1)),
+            ),
+        ),
+        max_size=6,
+    )
+)
 def test_batch_reading_equals_member_by_member(datas):
     """The leader's batched reading of many members' bytes (V1, V0, corrupt, none) gives each
     member exactly what ``sticky_member_data`` gives it alone."""
@@ -190,11 +209,13 @@ def test_batch_reading_equals_member_by_member(datas):
         md = sticky_member_data(data)
         lo, hi = batch.run_bounds[i], batch.run_bounds[i + 1]
         assert tuple(batch.run_topics[lo:hi]) == md.topics
-        assert numbers[ends[lo]:ends[hi]] == md.numbers.tolist()
+        assert numbers[ends[lo] : ends[hi]] == md.numbers.tolist()
         assert batch.generations[i] == md.generation
 
 
-_TOPIC_NAMES = st.sampled_from(["a", "bb", "t-1", "t-2", "y" * 60 + "z", "t-1\x00", "\u00e9t\u00e9", "x" * 70, "y" * 61])
+_TOPIC_NAMES = st.sampled_from(
+    ["a", "bb", "t-1", "t-2", "y" * 60 + "z", "t-1\x00", "\u00e9t\u00e9", "x" * 70, "y" * 61]
+)
 
 
 def _mangled(data: bytes, cut: int, flip: int) -> bytes:
@@ -203,25 +224,28 @@ def _mangled(data: bytes, cut: int, flip: int) -> bytes:
         return data[: cut % (len(data) + 1)]
     if cut % 3 == 1 and data:
         i = flip % len(data)
-        return data[:i] + bytes([(data[i] + 1 + cut) % 256]) + data[i + 1:]
+        return data[:i] + bytes([(data[i] + 1 + cut) % 256]) + data[i + 1 :]
     return data
 
 
 @given(
-    st.lists(st.one_of(
-        st.none(),
-        st.binary(max_size=24),
-        st.builds(
-            _mangled,
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.binary(max_size=24),
             st.builds(
-                encode_sticky_user_data,
-                st.lists(st.builds(TP, _TOPIC_NAMES, st.integers(0, 2**31 - 1)), max_size=12),
-                st.one_of(st.none(), st.integers(-1, 2**31 - 1)),
+                _mangled,
+                st.builds(
+                    encode_sticky_user_data,
+                    st.lists(st.builds(TP, _TOPIC_NAMES, st.integers(0, 2**31 - 1)), max_size=12),
+                    st.one_of(st.none(), st.integers(-1, 2**31 - 1)),
+                ),
+                st.integers(0, 300),
+                st.integers(0, 300),
             ),
-            st.integers(0, 300),
-            st.integers(0, 300),
         ),
-    ), max_size=40),
+        max_size=40,
+    ),
     st.sampled_from([0, 1, 3, 1000]),
 )
 def test_vectorised_batch_reading_equals_member_by_member(datas, scalar_below):
@@ -238,5 +262,5 @@ def test_vectorised_batch_reading_equals_member_by_member(datas, scalar_below):
         md = sticky_member_data(data)
         lo, hi = batch.run_bounds[i], batch.run_bounds[i + 1]
         assert tuple(run_topics[lo:hi]) == md.topics
-        assert numbers[ends[lo]:ends[hi]] == md.numbers.tolist()
+        assert numbers[ends[lo] : ends[hi]] == md.numbers.tolist()
         assert batch.generations[i] == md.generation

@@ -17,6 +17,7 @@ def spark():
 
 def pytest_configure(config):
     # pyspark 4.x warns on every pandas >= 3 conversion; the APIs used here are fine with it.
-    config.addinivalue_line("filterwarnings",
-                            "ignore:PySpark does not yet fully support pandas:FutureWarning")
+    config.addinivalue_line(
+        "filterwarnings", "ignore:PySpark does not yet fully support pandas:FutureWarning"
+    )
     config.addinivalue_line("filterwarnings", "ignore:The copy keyword is deprecated")

@@ -15,11 +15,22 @@ INTERVAL_COLUMNS = ("run_id", "kind", "member", "topic", "partition", "start", "
 
 
 def _summary(rebalance, rounds, ua_s, ua_max, loss, stw):
-    return {"rebalance_time_total_s": rebalance, "rebalance_time_max_s": rebalance, "rounds_total": rounds,
-            "unassigned_partition_s": ua_s, "unassigned_max_s": ua_max,
-            "throughput_loss_records": loss, "stop_the_world_s": stw, "peak_lag_records": 0.0,
-            "double_processing_partition_s": 0.0, "episodes": 1, "formation_s": 5.0,
-            "invariant_violations": 0, "wall_s": 0.1, "messages": 100}
+    return {
+        "rebalance_time_total_s": rebalance,
+        "rebalance_time_max_s": rebalance,
+        "rounds_total": rounds,
+        "unassigned_partition_s": ua_s,
+        "unassigned_max_s": ua_max,
+        "throughput_loss_records": loss,
+        "stop_the_world_s": stw,
+        "peak_lag_records": 0.0,
+        "double_processing_partition_s": 0.0,
+        "episodes": 1,
+        "formation_s": 5.0,
+        "invariant_violations": 0,
+        "wall_s": 0.1,
+        "messages": 100,
+    }
 
 
 def _write_run(root: Path, run_id, assignor, seed, summary, episodes, intervals):
@@ -31,20 +42,65 @@ def _write_run(root: Path, run_id, assignor, seed, summary, episodes, intervals)
         d.mkdir(parents=True)
         pq.write_table(table, d / "part-00000.parquet")
 
-    write(pa.Table.from_pylist([{"run_id": run_id, "seed": seed, "scenario": "crash",
-                                 "assignor": assignor, "members": 3, "spec": "{}"}]), "points")
-    row = {"run_id": run_id, "scenario": "crash", "seed": seed, "config.members": 3,
-           **{f"summary.{k}": v for k, v in summary.items()}}
+    write(
+        pa.Table.from_pylist(
+            [
+                {
+                    "run_id": run_id,
+                    "seed": seed,
+                    "scenario": "crash",
+                    "assignor": assignor,
+                    "members": 3,
+                    "spec": "{}",
+                }
+            ]
+        ),
+        "points",
+    )
+    row = {
+        "run_id": run_id,
+        "scenario": "crash",
+        "seed": seed,
+        "config.members": 3,
+        **{f"summary.{k}": v for k, v in summary.items()},
+    }
     write(pa.Table.from_pylist([row]), "runs")
-    write(pa.Table.from_pylist(
-        [{"run_id": run_id, "episode": i, "start_s": float(s), "end_s": float(e)}
-         for i, (s, e) in enumerate(episodes)]), "episodes")
-    write(pa.Table.from_pylist([{"run_id": run_id, "model": model_id(), "status": "ok", "wall_s": 0.1,
-                                 "error": "", "committed_at": "2026-01-01T00:00:00Z"}]), "commits")
+    write(
+        pa.Table.from_pylist(
+            [
+                {"run_id": run_id, "episode": i, "start_s": float(s), "end_s": float(e)}
+                for i, (s, e) in enumerate(episodes)
+            ]
+        ),
+        "episodes",
+    )
+    write(
+        pa.Table.from_pylist(
+            [
+                {
+                    "run_id": run_id,
+                    "model": model_id(),
+                    "status": "ok",
+                    "wall_s": 0.1,
+                    "error": "",
+                    "committed_at": "2026-01-01T00:00:00Z",
+                }
+            ]
+        ),
+        "commits",
+    )
     rows = [dict(zip(INTERVAL_COLUMNS, (run_id, *r), strict=True)) for r in intervals]
-    schema = pa.schema([("run_id", pa.string()), ("kind", pa.string()), ("member", pa.string()),
-                        ("topic", pa.string()), ("partition", pa.int64()), ("start", pa.float64()),
-                        ("end", pa.float64())])
+    schema = pa.schema(
+        [
+            ("run_id", pa.string()),
+            ("kind", pa.string()),
+            ("member", pa.string()),
+            ("topic", pa.string()),
+            ("partition", pa.int64()),
+            ("start", pa.float64()),
+            ("end", pa.float64()),
+        ]
+    )
     write(pa.Table.from_pylist(rows, schema=schema), "intervals")
 
 
@@ -53,23 +109,55 @@ def tables(spark, tmp_path_factory):
     """Five runs: range x seeds 0-2 and cooperative-sticky x seeds 0-1 of one 3-member crash."""
     root = tmp_path_factory.mktemp("sweep")
     # range, seed 0: formation [0, 5] and one episode [100, 110].
-    _write_run(root, "r0", "range", 0, _summary(10.0, 2, 16.0, 10.0, 1600.0, 4.0), [(0, 5), (100, 110)], [
-        ("owned", "c0", "t", 0, 5.0, 100.0),
-        ("unassigned", None, "t", 0, 0.0, 3.0),      # formation: not counted
-        ("unassigned", None, "t", 0, 100.0, 104.0),  # 4 s
-        ("unassigned", None, "t", 1, 100.0, 110.0),  # 10 s
-        ("unassigned", None, "t", 2, 108.0, 115.0),  # clipped to the episode: 2 s
-    ])
+    _write_run(
+        root,
+        "r0",
+        "range",
+        0,
+        _summary(10.0, 2, 16.0, 10.0, 1600.0, 4.0),
+        [(0, 5), (100, 110)],
+        [
+            ("owned", "c0", "t", 0, 5.0, 100.0),
+            ("unassigned", None, "t", 0, 0.0, 3.0),  # formation: not counted
+            ("unassigned", None, "t", 0, 100.0, 104.0),  # 4 s
+            ("unassigned", None, "t", 1, 100.0, 110.0),  # 10 s
+            ("unassigned", None, "t", 2, 108.0, 115.0),  # clipped to the episode: 2 s
+        ],
+    )
     # range, seed 1: the summary claims 5 partition-seconds, the intervals give 4 (mismatch).
-    _write_run(root, "r1", "range", 1, _summary(30.0, 4, 5.0, 4.0, 400.0, 0.0), [(0, 5), (50, 60)], [
-        ("unassigned", None, "t", 0, 50.0, 54.0),
-    ])
+    _write_run(
+        root,
+        "r1",
+        "range",
+        1,
+        _summary(30.0, 4, 5.0, 4.0, 400.0, 0.0),
+        [(0, 5), (50, 60)],
+        [
+            ("unassigned", None, "t", 0, 50.0, 54.0),
+        ],
+    )
     # range, seed 2: no unassigned window at all.
-    _write_run(root, "r2", "range", 2, _summary(20.0, 3, 0.0, 0.0, 0.0, 2.0), [(0, 5), (50, 70)], [])
-    _write_run(root, "c0", "cooperative-sticky", 0, _summary(4.0, 2, 0.5, 0.5, 50.0, 0.0),
-               [(0, 5), (100, 101)], [("unassigned", None, "t", 0, 100.0, 100.5)])
-    _write_run(root, "c1", "cooperative-sticky", 1, _summary(6.0, 2, 0.0, 0.0, 0.0, 0.0),
-               [(0, 5), (100, 106)], [])
+    _write_run(
+        root, "r2", "range", 2, _summary(20.0, 3, 0.0, 0.0, 0.0, 2.0), [(0, 5), (50, 70)], []
+    )
+    _write_run(
+        root,
+        "c0",
+        "cooperative-sticky",
+        0,
+        _summary(4.0, 2, 0.5, 0.5, 50.0, 0.0),
+        [(0, 5), (100, 101)],
+        [("unassigned", None, "t", 0, 100.0, 100.5)],
+    )
+    _write_run(
+        root,
+        "c1",
+        "cooperative-sticky",
+        1,
+        _summary(6.0, 2, 0.0, 0.0, 0.0, 0.0),
+        [(0, 5), (100, 106)],
+        [],
+    )
     out = aggregate(spark, root)
     return root, {k: v.to_pylist() for k, v in out.items()}
 
@@ -148,14 +236,25 @@ def test_outputs_written_as_parquet_and_csv(tables):
 def test_windows_are_sorted_as_spark_sorts_them(spark):
     """The driver sorts the collected windows in the order Spark's ``orderBy`` gives: nulls
     first, strings by their bytes (non-ASCII and case included), numbers by value."""
-    rows = [{"scenario": sc, "members": m, "seed": seed, "topic": topic, "window_s": w}
-            for sc in ("crash", "Crash", "scale-out", None, "\u00e9t\u00e9", "z\u4e2d")
-            for m in (10, None, -3, 1000)
-            for seed in (1, 0)
-            for topic, w in (("t", 2.5), ("t", -0.0), ("a", 1e-9), ("t", None))]
-    table = pa.Table.from_pylist(rows, schema=pa.schema([
-        ("scenario", pa.string()), ("members", pa.int64()), ("seed", pa.int64()),
-        ("topic", pa.string()), ("window_s", pa.float64())]))
+    rows = [
+        {"scenario": sc, "members": m, "seed": seed, "topic": topic, "window_s": w}
+        for sc in ("crash", "Crash", "scale-out", None, "\u00e9t\u00e9", "z\u4e2d")
+        for m in (10, None, -3, 1000)
+        for seed in (1, 0)
+        for topic, w in (("t", 2.5), ("t", -0.0), ("a", 1e-9), ("t", None))
+    ]
+    table = pa.Table.from_pylist(
+        rows,
+        schema=pa.schema(
+            [
+                ("scenario", pa.string()),
+                ("members", pa.int64()),
+                ("seed", pa.int64()),
+                ("topic", pa.string()),
+                ("window_s", pa.float64()),
+            ]
+        ),
+    )
     keys = ["scenario", "members", "seed", "topic", "window_s"]
     by_spark = spark.createDataFrame(table.to_pandas()).orderBy(*keys).toArrow()
     assert sort_like_spark(table, keys).to_pylist() == by_spark.to_pylist()

@@ -13,8 +13,16 @@ GROUP = {
     "assignor": "cooperative-sticky",
     "topics": {"orders": 6},
     "members": {
-        "c1": {"topics": ["orders"], "owned": ["orders-0", "orders-1", "orders-2"], "generation": 3},
-        "c2": {"topics": ["orders"], "owned": [["orders", 3], ["orders", 4], ["orders", 5]], "generation": 3},
+        "c1": {
+            "topics": ["orders"],
+            "owned": ["orders-0", "orders-1", "orders-2"],
+            "generation": 3,
+        },
+        "c2": {
+            "topics": ["orders"],
+            "owned": [["orders", 3], ["orders", 4], ["orders", 5]],
+            "generation": 3,
+        },
         "c3": {"topics": ["orders"]},
     },
 }
@@ -33,8 +41,16 @@ def test_assign_json_reports_assignment_and_quality(tmp_path, capsys):
     code, out, _ = run_cli(tmp_path, GROUP, "--json", capsys=capsys)
     assert code == 0
     doc = json.loads(out)
-    assert doc["assignment"] == {"c1": ["orders-0", "orders-1"], "c2": ["orders-3", "orders-4"], "c3": []}
-    assert doc["quality"]["withheld"] == 2 and doc["quality"]["moved"] == 2 and doc["quality"]["kept"] == 4
+    assert doc["assignment"] == {
+        "c1": ["orders-0", "orders-1"],
+        "c2": ["orders-3", "orders-4"],
+        "c3": [],
+    }
+    assert (
+        doc["quality"]["withheld"] == 2
+        and doc["quality"]["moved"] == 2
+        and doc["quality"]["kept"] == 4
+    )
 
 
 def test_assign_table_for_eager_sticky_uses_user_data(tmp_path, capsys):
@@ -52,9 +68,18 @@ def test_assign_table_for_eager_sticky_uses_user_data(tmp_path, capsys):
         ("{not json", "invalid JSON at line 1"),
         ({**GROUP, "assignor": "fair"}, "unknown assignor 'fair'; known assignors: range"),
         ({**GROUP, "topics": {"orders": -1}}, "topics.orders: partition count -1 is negative"),
-        ({**GROUP, "members": {"c1": {"topics": "orders", "x": 1}}}, "members.c1: unknown field 'x'"),
-        ({**GROUP, "members": {"c1": {"topics": ["orders"], "owned": ["orders"]}}}, "members.c1.owned[0]"),
-        ({**GROUP, "members": {"c1": {"topics": ["orders"], "generation": "3"}}}, "members.c1.generation"),
+        (
+            {**GROUP, "members": {"c1": {"topics": "orders", "x": 1}}},
+            "members.c1: unknown field 'x'",
+        ),
+        (
+            {**GROUP, "members": {"c1": {"topics": ["orders"], "owned": ["orders"]}}},
+            "members.c1.owned[0]",
+        ),
+        (
+            {**GROUP, "members": {"c1": {"topics": ["orders"], "generation": "3"}}},
+            "members.c1.generation",
+        ),
         ({**GROUP, "extra": 1}, "input: unknown field 'extra'"),
     ],
 )
@@ -71,7 +96,9 @@ def test_missing_file(capsys):
     assert "No such file" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name", ["range", "roundrobin", "sticky", "cooperative-sticky", "stream-join-sticky"])
+@pytest.mark.parametrize(
+    "name", ["range", "roundrobin", "sticky", "cooperative-sticky", "stream-join-sticky"]
+)
 def test_bench_rows_measure_both_modes(name):
     """A bench case yields a fresh and a one-member-left row with timings and balanced results."""
     rows = bench_case(name, Case("tiny", 6, 3, 4), repeat=1, measure_memory=True)

@@ -9,8 +9,9 @@ from experiments.engine.sweep import BATCHES, _batches
 
 
 def _specs(costs):
-    return [RunSpec("crash", (), i, (), run_id=f"r{i:03d}") for i in range(len(costs))], \
-        {f"r{i:03d}": c for i, c in enumerate(costs)}
+    return [RunSpec("crash", (), i, (), run_id=f"r{i:03d}") for i in range(len(costs))], {
+        f"r{i:03d}": c for i, c in enumerate(costs)
+    }
 
 
 @pytest.mark.parametrize("parallelism", [1, 2, 8])

@@ -13,7 +13,16 @@ from experiments.engine import regression as ci
 def _args(tmp_path, *argv):
     p = argparse.ArgumentParser()
     ci.add_arguments(p)
-    return p.parse_args(["--out", str(tmp_path / "ci"), "--baseline", str(tmp_path / "baseline.csv"), "--quiet", *argv])
+    return p.parse_args(
+        [
+            "--out",
+            str(tmp_path / "ci"),
+            "--baseline",
+            str(tmp_path / "baseline.csv"),
+            "--quiet",
+            *argv,
+        ]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -24,9 +33,17 @@ def suite_rows():
 def test_compare_flags_only_moves_beyond_tolerance():
     """A 1% move passes a 2% tolerance, a 10% move fails, a missing run is reported."""
     base = [{"scenario": "s", "assignor": "a", "seed": 1, "rebalance_time_max_s": 10.0}]
-    assert {f.status for f in ci.compare(base, [{**base[0], "rebalance_time_max_s": 10.1}], 0.02, 1e-3)} == {"ok"}
-    moved = [f for f in ci.compare(base, [{**base[0], "rebalance_time_max_s": 11.0}], 0.02, 1e-3) if f.status != "ok"]
-    assert [(f.metric, f.baseline, f.current) for f in moved] == [("rebalance_time_max_s", 10.0, 11.0)]
+    assert {
+        f.status for f in ci.compare(base, [{**base[0], "rebalance_time_max_s": 10.1}], 0.02, 1e-3)
+    } == {"ok"}
+    moved = [
+        f
+        for f in ci.compare(base, [{**base[0], "rebalance_time_max_s": 11.0}], 0.02, 1e-3)
+        if f.status != "ok"
+    ]
+    assert [(f.metric, f.baseline, f.current) for f in moved] == [
+        ("rebalance_time_max_s", 10.0, 11.0)
+    ]
     assert "baseline 10, now 11 (+10.0%)" in moved[0].describe()
     assert {f.status for f in ci.compare(base, [], 0.02, 1e-3)} == {"missing"}
 

@@ -66,7 +66,9 @@ def _wait_port(port: int, proc: subprocess.Popen, log: Path, timeout_s: float = 
                 return
         except OSError:
             time.sleep(0.5)
-    raise AssertionError(f"nothing listens on {port} after {timeout_s} s:\n{log.read_text()[-3000:]}")
+    raise AssertionError(
+        f"nothing listens on {port} after {timeout_s} s:\n{log.read_text()[-3000:]}"
+    )
 
 
 def _can_hide() -> bool:
@@ -98,10 +100,15 @@ class Isolated:
     def env(self, **extra) -> dict:
         home = self.root / "home"
         home.mkdir(exist_ok=True)
-        env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "SPARK_HOME": str(self.spark_home),
-               "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(self.root / "logs"),
-               "SPARK_WORKER_DIR": str(self.root / "worker-work"),
-               "LANG": "C.UTF-8"}
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(home),
+            "SPARK_HOME": str(self.spark_home),
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_LOG_DIR": str(self.root / "logs"),
+            "SPARK_WORKER_DIR": str(self.root / "worker-work"),
+            "LANG": "C.UTF-8",
+        }
         if os.environ.get("JAVA_HOME"):
             env["JAVA_HOME"] = os.environ["JAVA_HOME"]
         env.update(extra)
@@ -117,13 +124,29 @@ class Isolated:
             script = [f"mount --bind {SPARK_HOME} {self.spark_home}"]
             script += [f"mount -t tmpfs tmpfs {p}" for p in hidden]
             script.append('exec "$@"')
-            cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c", " && ".join(script), "sh", *cmd]
+            cmd = [
+                "unshare",
+                "-m",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                " && ".join(script),
+                "sh",
+                *cmd,
+            ]
         workdir = self.root / name
         workdir.mkdir()
         with open(log, "wb") as f:
-            proc = subprocess.Popen(cmd, cwd=workdir, env=self.env(**env), stdout=f,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                cmd,
+                cwd=workdir,
+                env=self.env(**env),
+                stdout=f,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         self.procs.append(proc)
         return proc, log
 
@@ -152,10 +175,16 @@ def _tables(out: Path) -> dict:
     return tables
 
 
-def _sweep_cli(grid: Path, out: Path, *extra: str, timeout_s: float = 600) -> subprocess.CompletedProcess:
+def _sweep_cli(
+    grid: Path, out: Path, *extra: str, timeout_s: float = 600
+) -> subprocess.CompletedProcess:
     exe = Path(sys.prefix) / "bin" / "rebalance-sim"
-    return subprocess.run([str(exe), "sweep", str(grid), "--out", str(out), *extra],
-                          capture_output=True, text=True, timeout=timeout_s)
+    return subprocess.run(
+        [str(exe), "sweep", str(grid), "--out", str(out), *extra],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -193,7 +222,9 @@ def _spark_class_args(line: str, ports: dict[str, str]) -> list[str]:
     return words[1:]
 
 
-def _readme_sweep(line: str, ports: dict[str, str], out: Path) -> tuple[subprocess.CompletedProcess, float]:
+def _readme_sweep(
+    line: str, ports: dict[str, str], out: Path
+) -> tuple[subprocess.CompletedProcess, float]:
     """Run the README's ``.venv/bin/rebalance-sim sweep ...`` line from the checkout, with the
     test's ports and a temporary --out."""
     for old, new in ports.items():
@@ -216,17 +247,24 @@ def readme_reference(spark, tmp_path_factory):
     return _tables(out)
 
 
-def test_standalone_cluster_from_the_readme_gives_the_local_tables(servers, readme_reference, tmp_path):
+def test_standalone_cluster_from_the_readme_gives_the_local_tables(
+    servers, readme_reference, tmp_path
+):
     """The README's standalone-cluster commands, on 127.0.0.1 with a master and a worker that
     cannot see the checkout or its venv: code and dependencies are shipped, the command exits 0,
     and the aggregate tables equal local[*]'s."""
     master_line, worker_line, sweep_line = _readme_block("cluster-commands")[1:4]
     ports = {"7077": str(_free_port())}
-    master, log = servers.start("master", _spark_class_args(master_line, ports) + ["--webui-port", str(_free_port())])
+    master, log = servers.start(
+        "master", _spark_class_args(master_line, ports) + ["--webui-port", str(_free_port())]
+    )
     _wait_port(int(ports["7077"]), master, log)
-    worker, wlog = servers.start("worker", _spark_class_args(worker_line, ports)[:1]
-                                 + ["--webui-port", str(_free_port()), "--memory", "2g"]
-                                 + _spark_class_args(worker_line, ports)[1:])
+    worker, wlog = servers.start(
+        "worker",
+        _spark_class_args(worker_line, ports)[:1]
+        + ["--webui-port", str(_free_port()), "--memory", "2g"]
+        + _spark_class_args(worker_line, ports)[1:],
+    )
     deadline = time.monotonic() + 180
     while "registered with master" not in wlog.read_text(errors="replace"):
         assert worker.poll() is None and time.monotonic() < deadline, wlog.read_text()[-3000:]
@@ -245,10 +283,18 @@ def test_spark_connect_from_the_readme_gives_the_local_tables(servers, readme_re
     server_line, sweep_line = _readme_block("connect-commands")[:2]
     ports = {"15002": str(_free_port())}
     python = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
-    server, log = servers.start("connect", _spark_class_args(server_line, ports)[:-1]
-                                + ["--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-                                   "--conf", "spark.ui.enabled=false", "spark-internal"],
-                                PYSPARK_PYTHON=python)
+    server, log = servers.start(
+        "connect",
+        _spark_class_args(server_line, ports)[:-1]
+        + [
+            "--conf",
+            "spark.connect.grpc.binding.address=127.0.0.1",
+            "--conf",
+            "spark.ui.enabled=false",
+            "spark-internal",
+        ],
+        PYSPARK_PYTHON=python,
+    )
     _wait_port(int(ports["15002"]), server, log)
     r, elapsed = _readme_sweep(sweep_line, ports, tmp_path / "out")
     assert r.returncode == 0, r.stderr[-3000:] + log.read_text()[-3000:]
@@ -266,11 +312,17 @@ def test_ctrl_c_keeps_complete_runs_and_exits_130(grid, tmp_path):
     # started in the background by a non-interactive shell, as CI scripts may start this test
     # run, inherits SIGINT ignored, and Python and the JVM then rightly ignore Ctrl-C.)
     argv = [str(exe), "sweep", str(grid), "--out", str(out), "--batch-runs", "2"]
-    trampoline = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
-                  "os.execv(sys.argv[1], sys.argv[1:])")
-    proc = subprocess.Popen([sys.executable, "-c", trampoline, *argv],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    trampoline = (
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+        "os.execv(sys.argv[1], sys.argv[1:])"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", trampoline, *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and proc.poll() is None:

@@ -19,8 +19,11 @@ from experiments.atomic import atomic_directory, atomic_write_bytes
 from experiments.cli.main import main
 
 CLI = [sys.executable, "-m", "experiments"]
-GROUP = {"assignor": "range", "topics": {"orders": 6},
-         "members": {"c1": {"topics": ["orders"], "owned": ["orders-0"]}, "c2": {"topics": ["orders"]}}}
+GROUP = {
+    "assignor": "range",
+    "topics": {"orders": 6},
+    "members": {"c1": {"topics": ["orders"], "owned": ["orders-0"]}, "c2": {"topics": ["orders"]}},
+}
 
 
 def _pipe_to_closed_reader(argv: list[str], stdin: str | None = None) -> tuple[int, str]:
@@ -28,16 +31,24 @@ def _pipe_to_closed_reader(argv: list[str], stdin: str | None = None) -> tuple[i
     r, w = os.pipe()
     os.close(r)
     try:
-        p = subprocess.run(CLI + argv, stdout=w, stderr=subprocess.PIPE, text=True, input=stdin,
-                           timeout=120)
+        p = subprocess.run(
+            CLI + argv, stdout=w, stderr=subprocess.PIPE, text=True, input=stdin, timeout=120
+        )
     finally:
         os.close(w)
     return p.returncode, p.stderr
 
 
-@pytest.mark.parametrize("argv", [["list"], ["run", "scale-in", "--set", "members=3"],
-                                  ["run", "scale-in", "--set", "members=3", "--json"],
-                                  ["assign", "-"], ["assign", "-", "--json"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["list"],
+        ["run", "scale-in", "--set", "members=3"],
+        ["run", "scale-in", "--set", "members=3", "--json"],
+        ["assign", "-"],
+        ["assign", "-", "--json"],
+    ],
+)
 def test_closed_pipe_exits_quietly(argv):
     """`rebalance-sim ... | head -1` style: no traceback, no complaint, the SIGPIPE status."""
     rc, err = _pipe_to_closed_reader(argv, stdin=json.dumps(GROUP))
@@ -48,8 +59,12 @@ def test_closed_pipe_exits_quietly(argv):
 def test_ctrl_c_during_run_keeps_the_partial_result(tmp_path):
     """Ctrl-C stops the simulation where it is, writes what it has, says so in one line, rc 130."""
     out = tmp_path / "run"
-    p = subprocess.Popen(CLI + ["run", "rolling-bounce-dynamic", "--set", "members=400", "--out", str(out)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        CLI + ["run", "rolling-bounce-dynamic", "--set", "members=400", "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     # --out is created once the scenario is loaded, just before the simulation starts
     deadline = time.monotonic() + 120
     while not out.exists() and p.poll() is None and time.monotonic() < deadline:
@@ -62,7 +77,11 @@ def test_ctrl_c_during_run_keeps_the_partial_result(tmp_path):
     lines = [ln for ln in stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "interrupted; kept the partial result in" in lines[0], stderr
     assert re.search(r"^partial_reason +interrupted at simulated t=", stdout, re.M)
-    assert {f.name for f in out.iterdir()} == {"events.parquet", "intervals.parquet", "runs.parquet"}
+    assert {f.name for f in out.iterdir()} == {
+        "events.parquet",
+        "intervals.parquet",
+        "runs.parquet",
+    }
 
 
 def test_negative_seed_is_bad_input(capsys):
@@ -77,7 +96,10 @@ def test_run_checks_its_output_before_simulating(tmp_path, capsys):
     f = tmp_path / "a-file"
     f.write_text("x")
     t0 = time.monotonic()
-    assert main(["run", "rolling-bounce-dynamic", "--set", "members=2000", "--out", str(f / "sub")]) == 2
+    assert (
+        main(["run", "rolling-bounce-dynamic", "--set", "members=2000", "--out", str(f / "sub")])
+        == 2
+    )
     assert time.monotonic() - t0 < 5.0  # the simulation would take far longer
     assert "--out" in capsys.readouterr().err
     assert main(["run", "crash", "--out", str(f)]) == 2
@@ -111,13 +133,28 @@ def _assign(doc, capsys) -> tuple[int, str]:
     return rc, capsys.readouterr().err.strip()
 
 
-@pytest.mark.parametrize("change, field", [
-    (lambda d: d["topics"].update(orders=100_000_000), "topics.orders: 100,000,000 partitions"),
-    (lambda d: d["topics"].update({f"t{i}": 1_000_000 for i in range(3)}), "topics: 3,000,006 partitions"),
-    (lambda d: d["members"]["c2"].update(topics=["orders", "ordres"]), "members.c2.topics[1]: unknown topic 'ordres'"),
-    (lambda d: d["members"]["c1"].update(owned=["orders-0", "orders-6"]), "members.c1.owned[1]: orders-6 is out of range"),
-    (lambda d: d["members"]["c1"].update(owned=["gone-0"]), "members.c1.owned[0]: gone-0 is of unknown topic"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (lambda d: d["topics"].update(orders=100_000_000), "topics.orders: 100,000,000 partitions"),
+        (
+            lambda d: d["topics"].update({f"t{i}": 1_000_000 for i in range(3)}),
+            "topics: 3,000,006 partitions",
+        ),
+        (
+            lambda d: d["members"]["c2"].update(topics=["orders", "ordres"]),
+            "members.c2.topics[1]: unknown topic 'ordres'",
+        ),
+        (
+            lambda d: d["members"]["c1"].update(owned=["orders-0", "orders-6"]),
+            "members.c1.owned[1]: orders-6 is out of range",
+        ),
+        (
+            lambda d: d["members"]["c1"].update(owned=["gone-0"]),
+            "members.c1.owned[0]: gone-0 is of unknown topic",
+        ),
+    ],
+)
 def test_assign_rejects_bad_groups_naming_the_field(capsys, change, field):
     """Oversized groups, unknown topics and out-of-range owned partitions: one line, rc 2."""
     doc = json.loads(json.dumps(GROUP))
@@ -192,7 +229,10 @@ def test_list_shows_parameters_and_json(capsys):
     assert main(["list", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [s["name"] for s in data["scenarios"]] == list(BUILTINS)
-    assert data["scenarios"][0]["parameters"]["members"] == BUILTINS[data["scenarios"][0]["name"]].params["members"]
+    assert (
+        data["scenarios"][0]["parameters"]["members"]
+        == BUILTINS[data["scenarios"][0]["name"]].params["members"]
+    )
     assert {e["name"] for e in data["experiments"]} >= {"eager-vs-cooperative", "ci-regression"}
 
 
@@ -219,7 +259,9 @@ def test_assignor_key_works_for_scenario_files(tmp_path):
     deploy = Path(__file__).parents[2] / "examples" / "deploy.toml"
     sc = load_scenario(str(deploy), ["assignor=range,cooperative-sticky"])
     assert sc.config.consumer.partition_assignment_strategy == ("range", "cooperative-sticky")
-    grid = grid_from_dict({"scenarios": [str(deploy)], "assignors": ["range", "sticky"], "seeds": 1})
+    grid = grid_from_dict(
+        {"scenarios": [str(deploy)], "assignors": ["range", "sticky"], "seeds": 1}
+    )
     specs = expand(grid)
     assert sorted(dict(s.point)["assignor"] for s in specs) == ["range", "sticky"]
 
@@ -240,8 +282,22 @@ def test_bench_assignors_counts_moves_against_the_previous_assignment(name):
 
 def test_bench_assignors_json(capsys):
     """`bench assignors --json` prints rows as JSON."""
-    assert main(["bench", "assignors", "--quick", "--assignor", "range", "--repeat", "1", "--no-memory",
-                 "--json"]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "assignors",
+                "--quick",
+                "--assignor",
+                "range",
+                "--repeat",
+                "1",
+                "--no-memory",
+                "--json",
+            ]
+        )
+        == 0
+    )
     rows = json.loads(capsys.readouterr().out)
     assert {r["assignor"] for r in rows} == {"range"} and {"moved", "wall_s"} <= set(rows[0])
 
@@ -270,8 +326,13 @@ def test_the_report_names_the_command_that_wrote_it_to_the_reference_results():
 
     from experiments.cli.experiment import command_line
 
-    ns = argparse.Namespace(name="eager-vs-cooperative", scale="smoke", master=None, update_reference=True)
-    assert command_line(ns) == "rebalance-sim experiment eager-vs-cooperative --scale smoke --update-reference"
+    ns = argparse.Namespace(
+        name="eager-vs-cooperative", scale="smoke", master=None, update_reference=True
+    )
+    assert (
+        command_line(ns)
+        == "rebalance-sim experiment eager-vs-cooperative --scale smoke --update-reference"
+    )
     ns.update_reference = False
     assert "--update-reference" not in command_line(ns)
 
@@ -285,8 +346,9 @@ def _run_files(out: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("existed", [True, False])
-def test_run_out_is_written_whole_or_not_at_all_and_the_result_is_still_shown(tmp_path, capsys,
-                                                                              monkeypatch, existed):
+def test_run_out_is_written_whole_or_not_at_all_and_the_result_is_still_shown(
+    tmp_path, capsys, monkeypatch, existed
+):
     """A write that fails half-way (a full disk: here the second file) leaves --out as it was (a
     previous run's files, byte for byte, or nothing), says so in one line, exit 2, and the
     simulated result is printed all the same."""
@@ -328,7 +390,11 @@ def test_run_out_replaces_a_previous_runs_directory_but_no_other(tmp_path, capsy
     assert main(["run", "crash", "--out", str(out)]) == 0
     assert main(["timeline", str(out)]) == 0
     assert main(["run", "scale-out", "--out", str(out)]) == 0
-    assert sorted(f.name for f in out.iterdir()) == ["events.parquet", "intervals.parquet", "runs.parquet"]
+    assert sorted(f.name for f in out.iterdir()) == [
+        "events.parquet",
+        "intervals.parquet",
+        "runs.parquet",
+    ]
     import pyarrow.parquet as pq
 
     assert pq.read_table(out / "runs.parquet").column("scenario").to_pylist() == ["scale-out"]
@@ -351,8 +417,10 @@ def test_max_wall_counts_from_the_commands_start(capsys):
     captured = capsys.readouterr()
     assert time.monotonic() - t0 < 5.0
     assert captured.out == ""
-    assert captured.err.strip() == ("rebalance-sim run: max_wall_s=0.05 reached before the simulation "
-                                    "started (loading the scenario, building the group)")
+    assert captured.err.strip() == (
+        "rebalance-sim run: max_wall_s=0.05 reached before the simulation "
+        "started (loading the scenario, building the group)"
+    )
 
 
 def test_a_step_that_outlasts_a_stop_is_cut_short(monkeypatch):
@@ -373,8 +441,12 @@ def test_a_step_that_outlasts_a_stop_is_cut_short(monkeypatch):
 def test_ctrl_c_and_max_wall_act_within_a_second_in_a_big_group(tmp_path):
     """SIGINT to a 20,000-member run while it forms, and --max-wall while it forms: the
     simulation stops within a second of either (the partial result is then built and kept)."""
-    p = subprocess.Popen(CLI + ["run", "scale-out", "--set", "members=20000", "--json"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        CLI + ["run", "scale-out", "--set", "members=20000", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(6.0)  # loaded, built, forming
     sent = time.monotonic()
     p.send_signal(signal.SIGINT)
@@ -383,16 +455,23 @@ def test_ctrl_c_and_max_wall_act_within_a_second_in_a_big_group(tmp_path):
     summary = json.loads(out)["summary"]
     assert summary["partial_reason"].startswith("interrupted at simulated t=")
     assert time.monotonic() - sent < 60  # (building the partial result's tables follows the stop)
-    r = subprocess.run(CLI + ["run", "scale-out", "--set", "members=20000", "--max-wall", "4", "--json"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        CLI + ["run", "scale-out", "--set", "members=20000", "--max-wall", "4", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 3, r.stderr
-    assert json.loads(r.stdout)["summary"]["partial_reason"].startswith("max_wall_s=4 reached at simulated t=")
+    assert json.loads(r.stdout)["summary"]["partial_reason"].startswith(
+        "max_wall_s=4 reached at simulated t="
+    )
 
 
 def test_a_seed_beyond_64_bits_is_bad_input(capsys):
     assert main(["run", "crash", "--seed", str(2**63)]) == 2
     assert capsys.readouterr().err.strip() == (
-        f"rebalance-sim run: --seed: {2**63} is above the largest seed, {2**63 - 1}")
+        f"rebalance-sim run: --seed: {2**63} is above the largest seed, {2**63 - 1}"
+    )
     assert main(["run", "crash", "--seed", str(2**63 - 1), "--set", "members=2", "--json"]) == 0
 
 
@@ -408,17 +487,25 @@ def test_run_prints_records_processed_twice_and_time_to_first_record_per_episode
     assert f"{summary['records_reprocessed']:,.3f}" in crash  # the run's one episode has them all
 
 
-@pytest.mark.parametrize("overrides, needle", [
-    (["members=abc"], "members: 'abc' is not an integer"),
-    (["at_s=soon"], "at_s: 'soon' is not a number"),
-    (["timeline.1.at_s=100"], "timeline.1.at_s: '1' is not an index of timeline (it has 1 entry: 0 to 0)"),
-    (["topics.x.partitions=8"], "topics.x.partitions: 'x' is not an index of topics"),
-])
+@pytest.mark.parametrize(
+    "overrides, needle",
+    [
+        (["members=abc"], "members: 'abc' is not an integer"),
+        (["at_s=soon"], "at_s: 'soon' is not a number"),
+        (
+            ["timeline.1.at_s=100"],
+            "timeline.1.at_s: '1' is not an index of timeline (it has 1 entry: 0 to 0)",
+        ),
+        (["topics.x.partitions=8"], "topics.x.partitions: 'x' is not an index of topics"),
+    ],
+)
 def test_set_errors_say_what_was_expected(capsys, overrides, needle):
     argv = ["run", "crash"] + [a for o in overrides for a in ("--set", o)]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
-    assert err == f"rebalance-sim run: {needle}" or err.startswith(f"rebalance-sim run: {needle}"), err
+    assert err == f"rebalance-sim run: {needle}" or err.startswith(
+        f"rebalance-sim run: {needle}"
+    ), err
 
 
 def test_set_reaches_a_files_timeline_by_index(tmp_path, capsys):
@@ -427,7 +514,9 @@ def test_set_reaches_a_files_timeline_by_index(tmp_path, capsys):
 
     assert load_scenario("crash", ["timeline.0.at_s=100"]).timeline[0].at_s == 100
     f = Path(__file__).resolve().parents[2] / "examples" / "deploy.toml"
-    sc = load_scenario(str(f), ["timeline.1.at_s=300", "timeline.-1.member=c002", "topics.0.partitions=60"])
+    sc = load_scenario(
+        str(f), ["timeline.1.at_s=300", "timeline.-1.member=c002", "topics.0.partitions=60"]
+    )
     assert [a.at_s for a in sc.timeline][-1] == 300 and sc.timeline[-1].member == "c002"
     assert sc.config.topics[0].partitions == 60
 
@@ -435,19 +524,29 @@ def test_set_reaches_a_files_timeline_by_index(tmp_path, capsys):
 def test_show_prints_every_field_defaults_included(capsys):
     assert main(["show", "crash"]) == 0
     text = capsys.readouterr().out
-    for line in ("session_timeout_ms = 45000", "heartbeat_interval_ms = 3000", "commit_mode = \"auto\"",
-                 "initial_rebalance_delay_ms = 3000", "[network.latency]", "[assignor_cost]",
-                 "max_duration_s = "):
+    for line in (
+        "session_timeout_ms = 45000",
+        "heartbeat_interval_ms = 3000",
+        'commit_mode = "auto"',
+        "initial_rebalance_delay_ms = 3000",
+        "[network.latency]",
+        "[assignor_cost]",
+        "max_duration_s = ",
+    ):
         assert line in text, line
 
 
-@pytest.mark.parametrize("name, magic", [("t.jpg", b"\xff\xd8\xff"), ("t.svg", b"<?xml"), ("t.pdf", b"%PDF"),
-                                         ("t.png", b"\x89PNG")])
+@pytest.mark.parametrize(
+    "name, magic",
+    [("t.jpg", b"\xff\xd8\xff"), ("t.svg", b"<?xml"), ("t.pdf", b"%PDF"), ("t.png", b"\x89PNG")],
+)
 def test_timeline_writes_the_format_its_name_asks_for(tmp_path, capsys, name, magic):
     from sim import run_scenario
     from sim.builtin_scenarios import load_scenario
 
-    run_scenario(load_scenario("scale-out", ["members=2", "partitions=4"]), out_dir=tmp_path / "run")
+    run_scenario(
+        load_scenario("scale-out", ["members=2", "partitions=4"]), out_dir=tmp_path / "run"
+    )
     assert main(["timeline", str(tmp_path / "run"), "--out", str(tmp_path / name)]) == 0
     assert (tmp_path / name).read_bytes().startswith(magic)
     assert main(["timeline", str(tmp_path / "run"), "--out", str(tmp_path / "t.bmp")]) == 2
@@ -467,7 +566,9 @@ def test_a_binary_file_is_one_line_of_bad_input(tmp_path, capsys, command):
 def test_a_grid_seed_beyond_64_bits_is_refused_before_spark(tmp_path, capsys, monkeypatch):
     import experiments.engine.spark
 
-    monkeypatch.setattr(experiments.engine.spark, "get_spark", lambda *a, **k: pytest.fail("Spark started"))
+    monkeypatch.setattr(
+        experiments.engine.spark, "get_spark", lambda *a, **k: pytest.fail("Spark started")
+    )
     grid = tmp_path / "g.toml"
     grid.write_text('scenarios = ["crash"]\nseeds = [99999999999999999999999]\n')
     assert main(["sweep", str(grid), "--out", str(tmp_path / "o")]) == 2
@@ -475,8 +576,10 @@ def test_a_grid_seed_beyond_64_bits_is_refused_before_spark(tmp_path, capsys, mo
 
 
 def test_assign_refuses_a_key_given_twice_naming_it(capsys):
-    text = ('{"assignor": "range", "topics": {"orders": 6}, "members": {'
-            '"c1": {"topics": ["orders"]}, "c1": {"topics": ["orders"], "owned": ["orders-0"]}}}')
+    text = (
+        '{"assignor": "range", "topics": {"orders": 6}, "members": {'
+        '"c1": {"topics": ["orders"]}, "c1": {"topics": ["orders"], "owned": ["orders-0"]}}}'
+    )
     import io
 
     sys_stdin = sys.stdin
@@ -485,16 +588,31 @@ def test_assign_refuses_a_key_given_twice_naming_it(capsys):
         assert main(["assign", "-"]) == 2
     finally:
         sys.stdin = sys_stdin
-    assert capsys.readouterr().err.strip() == "rebalance-sim assign: members.c1: given twice (a JSON object names each key once)"
+    assert (
+        capsys.readouterr().err.strip()
+        == "rebalance-sim assign: members.c1: given twice (a JSON object names each key once)"
+    )
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["experiment", "eager-vs-cooperative", "--tolerance", "0.1"], "--tolerance: not an option of eager-vs-cooperative"),
-    (["experiment", "protocols", "--quiet"], "--quiet: not an option of protocols"),
-    (["experiment", "ci-regression", "--scale", "large"], "--scale: not an option of ci-regression"),
-    (["experiment", "ci-regression", "--master", "local[2]"], "--master: not an option of ci-regression"),
-    (["soak", "--master", "local[2]"], "--master: applies only with --spark"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (
+            ["experiment", "eager-vs-cooperative", "--tolerance", "0.1"],
+            "--tolerance: not an option of eager-vs-cooperative",
+        ),
+        (["experiment", "protocols", "--quiet"], "--quiet: not an option of protocols"),
+        (
+            ["experiment", "ci-regression", "--scale", "large"],
+            "--scale: not an option of ci-regression",
+        ),
+        (
+            ["experiment", "ci-regression", "--master", "local[2]"],
+            "--master: not an option of ci-regression",
+        ),
+        (["soak", "--master", "local[2]"], "--master: applies only with --spark"),
+    ],
+)
 def test_options_that_do_not_apply_are_refused(tmp_path, capsys, monkeypatch, argv, needle):
     monkeypatch.chdir(tmp_path)
     assert main(argv) == 2
@@ -505,12 +623,17 @@ def test_options_that_do_not_apply_are_refused(tmp_path, capsys, monkeypatch, ar
 def test_a_bad_master_url_is_refused_before_anything_is_packed(tmp_path, capsys, monkeypatch):
     import experiments.engine.spark
 
-    monkeypatch.setattr(experiments.engine.spark, "venv_archive", lambda *a, **k: pytest.fail("packed"))
+    monkeypatch.setattr(
+        experiments.engine.spark, "venv_archive", lambda *a, **k: pytest.fail("packed")
+    )
     grid = tmp_path / "g.toml"
     grid.write_text('scenarios = ["crash"]\n')
     assert main(["sweep", str(grid), "--out", str(tmp_path / "o"), "--master", "bogus://x"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("rebalance-sim sweep: --master bogus://x: not a Spark master URL") and "\n" not in err
+    assert (
+        err.startswith("rebalance-sim sweep: --master bogus://x: not a Spark master URL")
+        and "\n" not in err
+    )
 
 
 ABORT_AT_EXIT = """
@@ -548,11 +671,13 @@ def test_a_thread_left_in_a_spark_call_does_not_abort_the_exit():
     inside pyarrow for the JVM's answer is woken when pyspark's exit handler stops the JVM, during
     the interpreter's finalization, and aborts it. rebalance-sim leaves without finalizing while
     such a thread runs: exit 130, nothing on stderr."""
-    bare = subprocess.run([sys.executable, "-c", ABORT_AT_EXIT, "bare"], capture_output=True, text=True,
-                          timeout=60)
+    bare = subprocess.run(
+        [sys.executable, "-c", ABORT_AT_EXIT, "bare"], capture_output=True, text=True, timeout=60
+    )
     if bare.returncode != -signal.SIGABRT:
         pytest.skip(f"this Python and pyarrow do not abort there (rc {bare.returncode})")
     assert "PyGILState_Release" in bare.stderr
-    guarded = subprocess.run([sys.executable, "-c", ABORT_AT_EXIT, "guarded"], capture_output=True,
-                             text=True, timeout=60)
+    guarded = subprocess.run(
+        [sys.executable, "-c", ABORT_AT_EXIT, "guarded"], capture_output=True, text=True, timeout=60
+    )
     assert guarded.returncode == 130 and guarded.stderr == "", guarded.stderr

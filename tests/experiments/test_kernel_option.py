@@ -16,12 +16,15 @@ from experiments.engine.sweep import run_sweep
 from experiments.engine.task import run_one
 
 
-@pytest.mark.parametrize("argv", [
-    ["run", "scale-out"],
-    ["soak", "--schedules", "1"],
-    ["sweep", "GRID", "--out", "OUT"],
-    ["experiment", "eager-vs-cooperative", "--out", "OUT/report", "--work", "OUT/work"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "scale-out"],
+        ["soak", "--schedules", "1"],
+        ["sweep", "GRID", "--out", "OUT"],
+        ["experiment", "eager-vs-cooperative", "--out", "OUT/report", "--work", "OUT/work"],
+    ],
+)
 def test_an_unknown_kernel_is_one_line_exit_2(argv, tmp_path, capsys):
     grid = tmp_path / "grid.toml"
     grid.write_text("scenarios = ['crash']\n")
@@ -46,8 +49,23 @@ def test_run_prints_the_same_run_with_either_kernel(capsys):
 
 def test_soak_finds_the_same_with_either_kernel(capsys, tmp_path):
     for kernel in ("inline", "tasks"):
-        assert main(["soak", "--schedules", "4", "--seed", "2", "--quiet", "--kernel", kernel,
-                     "--out", str(tmp_path)]) == 0
+        assert (
+            main(
+                [
+                    "soak",
+                    "--schedules",
+                    "4",
+                    "--seed",
+                    "2",
+                    "--quiet",
+                    "--kernel",
+                    kernel,
+                    "--out",
+                    str(tmp_path),
+                ]
+            )
+            == 0
+        )
         assert capsys.readouterr().out.startswith("4 schedules, 0 violations")
 
 
@@ -83,13 +101,20 @@ def test_a_sweep_runs_its_kernel_on_the_executors_and_resumes_with_the_other(spa
     status = run_sweep(with_kernel(specs, "tasks"), out)
     assert set(status["status"]) == {"ok"}
     runs = pq.read_table(out / "runs").to_pylist()
-    assert sorted((r["run_id"], r["kernel"]) for r in runs) == sorted((s.run_id, "tasks") for s in specs)
+    assert sorted((r["run_id"], r["kernel"]) for r in runs) == sorted(
+        (s.run_id, "tasks") for s in specs
+    )
     events = pq.read_table(out / "events").to_pylist()
     for spec in specs:
         _status, _detail, tables = run_one(spec)  # the default kernel, here on the driver
-        stored = sorted((r["t"], r["kind"], r["member"] or "", r["detail"] or "")
-                        for r in events if r["run_id"] == spec.run_id)
-        mine = sorted((r["t"], r["kind"], r["member"] or "", r["detail"] or "")
-                      for r in tables["events"].to_pylist())
+        stored = sorted(
+            (r["t"], r["kind"], r["member"] or "", r["detail"] or "")
+            for r in events
+            if r["run_id"] == spec.run_id
+        )
+        mine = sorted(
+            (r["t"], r["kind"], r["member"] or "", r["detail"] or "")
+            for r in tables["events"].to_pylist()
+        )
         assert stored == mine and stored
     assert set(run_sweep(specs, out)["status"]) == {"skipped"}

@@ -27,7 +27,9 @@ time.sleep(120)
 def holder(tmp_path):
     """Another process holding the lock of ``tmp_path / "out"``."""
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(out)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(out)], stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout.readline().strip() == "held"
     yield out, proc
     if proc.poll() is None:
@@ -57,10 +59,16 @@ def test_the_sweep_command_refuses_a_held_output_before_starting_anything(holder
     grid = tmp_path / "grid.toml"
     grid.write_text('scenarios = ["crash"]\n')
     t0 = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "experiments", "sweep", str(grid), "--out", str(out)],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "experiments", "sweep", str(grid), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
-    assert r.stderr.startswith(f"rebalance-sim sweep: --out {out} is being written by process {proc.pid} ")
+    assert r.stderr.startswith(
+        f"rebalance-sim sweep: --out {out} is being written by process {proc.pid} "
+    )
     assert time.monotonic() - t0 < 30  # no Spark was started
     assert not (out / "grid.toml").exists()
 
@@ -71,10 +79,13 @@ def test_whose_process_is_gone():
     a released lock; never another machine's process."""
     me = lock._me("x")
     assert not lock._gone(me)
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True).stdout.strip()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    ).stdout.strip()
     assert lock._gone({**me, "pid": int(dead)})
-    assert lock._gone({**me, "start": "1"})  # this pid, but another process (started at another time)
+    assert lock._gone(
+        {**me, "start": "1"}
+    )  # this pid, but another process (started at another time)
     assert lock._gone({**me, "boot": "another-boot"})
     assert lock._gone({**me, "released": True})
     assert not lock._gone({**me, "host": "elsewhere", "pid": int(dead)})
@@ -93,8 +104,9 @@ def test_a_hadoop_uri_is_locked_through_hadoops_filesystem(spark, tmp_path):
     assert f"process {os.getpid()} " in str(e.value) and f"delete {path}" in str(e.value)
     first.release()
     assert not (tmp_path / "out" / ".lock").exists()
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True).stdout.strip()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    ).stdout.strip()
     (tmp_path / "out" / ".lock").write_text(json.dumps({**lock._me("gone"), "pid": int(dead)}))
     third = lock._HadoopLock(spark, path, "--out", "third")
     third.acquire()

@@ -28,8 +28,13 @@ def protocols_report(spark, tmp_path_factory):
     from experiments.cli.experiment import cmd_experiment
 
     tmp = tmp_path_factory.mktemp("protocols")
-    args = argparse.Namespace(name="protocols", scale="smoke", out=str(tmp / "results"),
-                              work=str(tmp / "work"), master=None)
+    args = argparse.Namespace(
+        name="protocols",
+        scale="smoke",
+        out=str(tmp / "results"),
+        work=str(tmp / "work"),
+        master=None,
+    )
     code = cmd_experiment(args)
     out = tmp / "results"
     return code, out, htmllib.unescape((out / "report.html").read_text())
@@ -68,18 +73,28 @@ def test_first_screen_answers_with_the_tables_numbers(protocols_report):
         return num(m) if lo == hi else f"{num(m)} [{num(lo)}-{num(hi)}]"
 
     for scenario in SCENARIOS:
-        t = table[(table["scenario"] == scenario) & (table["members"] == size)].set_index("protocol")
-        quoted = " vs ".join(quote(t, p) for p in (CONSUMER, COOPERATIVE, EAGER)) + " unassigned partition-seconds"
+        t = table[(table["scenario"] == scenario) & (table["members"] == size)].set_index(
+            "protocol"
+        )
+        quoted = (
+            " vs ".join(quote(t, p) for p in (CONSUMER, COOPERATIVE, EAGER))
+            + " unassigned partition-seconds"
+        )
         start = html.index(f"{scenario} ({size:,} members")
         assert start < first_table, scenario
-        sentence = html[start:html.index("</p>", start)]
+        sentence = html[start : html.index("</p>", start)]
         assert quoted in sentence, (scenario, quoted, sentence)
         # vs classic cooperative: "about the same" when the p10-p90 bands overlap or the medians
         # are within 5%, else the direction
         c, k = t.loc[CONSUMER], t.loc[COOPERATIVE]
         overlap = c[f"{label} p10"] <= k[f"{label} p90"] and k[f"{label} p10"] <= c[f"{label} p90"]
-        word = ("about the same" if overlap or abs(c[label] - k[label]) <= 0.05 * k[label]
-                else "less" if c[label] < k[label] else "more")
+        word = (
+            "about the same"
+            if overlap or abs(c[label] - k[label]) <= 0.05 * k[label]
+            else "less"
+            if c[label] < k[label]
+            else "more"
+        )
         assert f"{word} stall" in sentence.split(" and ")[0], sentence
         settle = float(t.loc[CONSUMER, "rebalance s"])
         assert f"settles in {settle:.1f} s" in sentence
@@ -103,35 +118,60 @@ def test_a_shorter_heartbeat_settles_the_consumer_protocol_sooner(protocols_repo
     sooner with a 1 s heartbeat than with the default 5 s, and the report says so in numbers."""
     _, out, html = protocols_report
     points = pd.read_csv(out / "points.csv")
-    p = points[(points["assignor"] == CONSUMER) & (points["scenario"] == "scale-out")
-               & (points["members"] == SCALES["smoke"].heartbeat_size)].set_index("heartbeat_ms")
+    p = points[
+        (points["assignor"] == CONSUMER)
+        & (points["scenario"] == "scale-out")
+        & (points["members"] == SCALES["smoke"].heartbeat_size)
+    ].set_index("heartbeat_ms")
     fast, default = (float(p.loc[h, "rebalance_time_total_s_median"]) for h in (1000, 5000))
     assert fast < default
     assert f"{fast:.1f} s at 1 s, {default:.1f} s at 5 s" in html
 
 
 def _row(scenario, protocol, stall, settle, reprocessed=0.0):
-    return {"scenario": scenario, "members": 100, "partitions": 200, "protocol": protocol,
-            "unassigned partition-s": stall, "records delayed": stall * 100,
-            "records processed twice": reprocessed, "longest gap s": 1.0, "stop-the-world s": 0.0,
-            "rebalance s": settle, "assignment s": 0.01, "assignments": 1.0}
+    return {
+        "scenario": scenario,
+        "members": 100,
+        "partitions": 200,
+        "protocol": protocol,
+        "unassigned partition-s": stall,
+        "records delayed": stall * 100,
+        "records processed twice": reprocessed,
+        "longest gap s": 1.0,
+        "stop-the-world s": 0.0,
+        "rebalance s": settle,
+        "assignment s": 0.01,
+        "assignments": 1.0,
+    }
 
 
 def test_sentence_states_ratios_and_where_it_costs_more():
     """The sentence gives the consumer protocol's ratio against each classic protocol; the
     cost line names the metric and the point where it is worse than the better classic one."""
-    table = pd.DataFrame([_row("crash", EAGER, 400.0, 50.0), _row("crash", COOPERATIVE, 100.0, 45.0),
-                          _row("crash", CONSUMER, 200.0, 90.0, reprocessed=30.0)])
+    table = pd.DataFrame(
+        [
+            _row("crash", EAGER, 400.0, 50.0),
+            _row("crash", COOPERATIVE, 100.0, 45.0),
+            _row("crash", CONSUMER, 200.0, 90.0, reprocessed=30.0),
+        ]
+    )
     (line,) = answer_sentences(table)
-    assert line.startswith("crash (100 members, 200 partitions): the consumer protocol has 2.0x more "
-                           "stall than classic cooperative and 2.0x less stall than classic eager "
-                           "(200 vs 100 vs 400 unassigned partition-seconds")
+    assert line.startswith(
+        "crash (100 members, 200 partitions): the consumer protocol has 2.0x more "
+        "stall than classic cooperative and 2.0x less stall than classic eager "
+        "(200 vs 100 vs 400 unassigned partition-seconds"
+    )
     assert "settles in 90.0 s vs 45.0 s (cooperative) and 50.0 s (eager), 2.0x slower" in line
     more = costs_more(table)
-    assert {(r[0], r[3]) for r in more} == {("crash", "unassigned partition-s"),
-                                            ("crash", "records processed twice"), ("crash", "rebalance s")}
-    assert ("unassigned partition-s in 1 of 1 points (crash; worst: crash at 100 members x 200 "
-            "partitions, 200 vs 100)") in costs_more_sentence(more, 1)
+    assert {(r[0], r[3]) for r in more} == {
+        ("crash", "unassigned partition-s"),
+        ("crash", "records processed twice"),
+        ("crash", "rebalance s"),
+    }
+    assert (
+        "unassigned partition-s in 1 of 1 points (crash; worst: crash at 100 members x 200 "
+        "partitions, 200 vs 100)"
+    ) in costs_more_sentence(more, 1)
     # below the floor (a third of a record) is no cost
     table.loc[table["protocol"] == CONSUMER, "records processed twice"] = 0.3
     assert "records processed twice" not in {r[3] for r in costs_more(table)}

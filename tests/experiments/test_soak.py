@@ -41,13 +41,24 @@ def test_schedules_cover_assignors_memberships_and_faults():
     assert seen_strategies == set(schedules.CLASSIC_STRATEGIES)
     assert seen_remote == {None, "uniform", "range"}
     assert seen_static == {False, True}
-    assert seen_actions >= {"crash", "pause", "add_members", "remove_members", "rolling_restart",
-                            "network_partition", "delay_spike", "packet_loss", "crash_leader"}
+    assert seen_actions >= {
+        "crash",
+        "pause",
+        "add_members",
+        "remove_members",
+        "rolling_restart",
+        "network_partition",
+        "delay_spike",
+        "packet_loss",
+        "crash_leader",
+    }
 
 
 def test_soak_reports_the_count(capsys, tmp_path):
     """A small soak prints `N schedules, K violations` and exits 0 when K is 0."""
-    assert main(["soak", "--schedules", "12", "--seed", "5", "--quiet", "--out", str(tmp_path)]) == 0
+    assert (
+        main(["soak", "--schedules", "12", "--seed", "5", "--quiet", "--out", str(tmp_path)]) == 0
+    )
     out = capsys.readouterr().out
     assert re.search(r"^12 schedules, 0 violations", out, re.M), out
 

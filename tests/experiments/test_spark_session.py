@@ -18,7 +18,7 @@ GRID = 'scenarios = ["crash"]\nseeds = 1\n[set]\nmembers = 3\npartitions = 6\n'
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]   # nothing listens once the socket is closed
+        return s.getsockname()[1]  # nothing listens once the socket is closed
 
 
 def _sweep(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, float]:
@@ -26,8 +26,12 @@ def _sweep(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, flo
     grid.write_text(GRID)
     exe = Path(sys.prefix) / "bin" / "rebalance-sim"
     t0 = time.monotonic()
-    r = subprocess.run([str(exe), "sweep", str(grid), "--out", str(tmp_path / "out"), *args],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [str(exe), "sweep", str(grid), "--out", str(tmp_path / "out"), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return r, time.monotonic() - t0
 
 
@@ -76,7 +80,9 @@ def test_bad_conf_is_bad_input(tmp_path):
 def test_conf_and_endpoints_parse():
     """KEY=VALUE pairs keep '=' inside values; master URLs name their endpoints (with defaults)."""
     assert parse_conf(["a.b=1", "spark.driver.extraJavaOptions=-Dx=y"]) == [
-        ("a.b", "1"), ("spark.driver.extraJavaOptions", "-Dx=y")]
+        ("a.b", "1"),
+        ("spark.driver.extraJavaOptions", "-Dx=y"),
+    ]
     with pytest.raises(ValueError):
         parse_conf(["=1"])
     assert _endpoints("spark://h1:7077,h2:7078") == [("h1", 7077), ("h2", 7078)]
@@ -99,10 +105,13 @@ def test_a_failed_spark_job_is_named_by_what_failed_not_by_the_jvm_call():
         '  File "/x/worker.py", line 1, in main\n'
         "    raise MemoryError('no room')\n"
         "MemoryError: no room\n"
-        "\n\tat org.apache.spark.api.python.BasePythonRunner.handlePythonException(PythonRunner.scala:1)\n")
+        "\n\tat org.apache.spark.api.python.BasePythonRunner.handlePythonException(PythonRunner.scala:1)\n"
+    )
     assert _error_summary(python_failure, "E") == "MemoryError: no room"
-    java_failure = ("An error occurred while calling o7.collect.\n"
-                    ": java.lang.OutOfMemoryError: Java heap space\n\tat java.base/x.y(Z.java:1)\n")
+    java_failure = (
+        "An error occurred while calling o7.collect.\n"
+        ": java.lang.OutOfMemoryError: Java heap space\n\tat java.base/x.y(Z.java:1)\n"
+    )
     assert _error_summary(java_failure, "E") == "java.lang.OutOfMemoryError: Java heap space"
     assert _error_summary("Connection refused", "E") == "Connection refused"
 
@@ -122,8 +131,13 @@ def test_driver_launch_settings_reach_the_local_jvm():
         "print(rt.maxMemory() // 2**20, props.getProperty('rsim.test'), ' '.join(str(a) for a in args))\n"
         "s.stop()\n"
     )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240,
-                       cwd=Path(__file__).resolve().parents[2])
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     max_mib, prop, args = r.stdout.split()[0], r.stdout.split()[1], r.stdout.split(None, 2)[2]
     assert int(max_mib) > 1200  # the default (1g) gives under 1024
@@ -140,13 +154,25 @@ def test_a_failed_spark_job_exits_1_not_as_bad_input(tmp_path, monkeypatch, caps
     JavaError = type("Py4JJavaError", (Exception,), {"__module__": "py4j.protocol"})
 
     def failing(*_a, **_k):
-        raise JavaError("An error occurred while calling o7.collect.\n"
-                        ": java.lang.OutOfMemoryError: Java heap space\n\tat x.y(Z.java:1)\n")
+        raise JavaError(
+            "An error occurred while calling o7.collect.\n"
+            ": java.lang.OutOfMemoryError: Java heap space\n\tat x.y(Z.java:1)\n"
+        )
 
     monkeypatch.setattr(pipeline, "run_experiment", failing)
     monkeypatch.chdir(tmp_path)
-    code = main(["experiment", "eager-vs-cooperative", "--scale", "smoke", "--out", str(tmp_path / "r"),
-                 "--work", str(tmp_path / "w")])
+    code = main(
+        [
+            "experiment",
+            "eager-vs-cooperative",
+            "--scale",
+            "smoke",
+            "--out",
+            str(tmp_path / "r"),
+            "--work",
+            str(tmp_path / "w"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 1, err
     assert err.count("\n") == 1 and "java.lang.OutOfMemoryError: Java heap space" in err
@@ -159,31 +185,59 @@ def test_the_root_cause_is_named_for_a_worker_exception_and_a_jvm_chain():
     JVM chain (its last 'Caused by:')."""
     from experiments.engine.spark import _error_summary
 
-    worker = ("\n  An exception was thrown from the Python worker. Please see the stack trace below.\n"
-              "Traceback (most recent call last):\n"
-              '  File "/x/table_sink.py", line 9, in _flush\n'
-              "    writer.write_table(data)\n"
-              "OSError: [Errno 28] No space left on device\n"
-              "\nDuring handling of the above exception, another exception occurred:\n\n"
-              "Traceback (most recent call last):\n"
-              '  File "/x/worker.py", line 1, in main\n'
-              "RuntimeError: task failed\n")
+    worker = (
+        "\n  An exception was thrown from the Python worker. Please see the stack trace below.\n"
+        "Traceback (most recent call last):\n"
+        '  File "/x/table_sink.py", line 9, in _flush\n'
+        "    writer.write_table(data)\n"
+        "OSError: [Errno 28] No space left on device\n"
+        "\nDuring handling of the above exception, another exception occurred:\n\n"
+        "Traceback (most recent call last):\n"
+        '  File "/x/worker.py", line 1, in main\n'
+        "RuntimeError: task failed\n"
+    )
     assert _error_summary(worker, "E") == "OSError: [Errno 28] No space left on device"
-    chain = ("An error occurred while calling None.org.apache.spark.api.java.JavaSparkContext.\n"
-             ": org.apache.spark.SparkException: Could not start\n\tat a.b(C.java:1)\n"
-             "Caused by: java.lang.IllegalArgumentException: wrapped\n\tat a.b(C.java:2)\n"
-             "Caused by: java.net.UnknownHostException: nohost: Name or service not known\n")
-    assert _error_summary(chain, "E") == "java.net.UnknownHostException: nohost: Name or service not known"
-    master = ("An error occurred while calling None.org.apache.spark.api.java.JavaSparkContext.\n"
-              ": org.apache.spark.SparkException: Could not parse Master URL: 'bogus://x'\n\tat a.b(C.java:1)\n")
-    assert _error_summary(master, "E") == "org.apache.spark.SparkException: Could not parse Master URL: 'bogus://x'"
+    chain = (
+        "An error occurred while calling None.org.apache.spark.api.java.JavaSparkContext.\n"
+        ": org.apache.spark.SparkException: Could not start\n\tat a.b(C.java:1)\n"
+        "Caused by: java.lang.IllegalArgumentException: wrapped\n\tat a.b(C.java:2)\n"
+        "Caused by: java.net.UnknownHostException: nohost: Name or service not known\n"
+    )
+    assert (
+        _error_summary(chain, "E")
+        == "java.net.UnknownHostException: nohost: Name or service not known"
+    )
+    master = (
+        "An error occurred while calling None.org.apache.spark.api.java.JavaSparkContext.\n"
+        ": org.apache.spark.SparkException: Could not parse Master URL: 'bogus://x'\n\tat a.b(C.java:1)\n"
+    )
+    assert (
+        _error_summary(master, "E")
+        == "org.apache.spark.SparkException: Could not parse Master URL: 'bogus://x'"
+    )
 
 
-@pytest.mark.parametrize("url, ok", [
-    ("local", True), ("local[*]", True), ("local[4]", True), ("local[2,3]", True), ("local-cluster[2,1,1024]", True),
-    ("spark://127.0.0.1:7077", True), ("spark://h1:7077,h2:7077", True), ("yarn", True),
-    ("k8s://https://10.0.0.1:6443", True), ("sc://127.0.0.1:15002", True), ("sc://host/;token=x", True),
-    ("bogus://x", False), ("local[0]", False), ("spark:/h", False), ("", False), ("yarn-client x", False)])
+@pytest.mark.parametrize(
+    "url, ok",
+    [
+        ("local", True),
+        ("local[*]", True),
+        ("local[4]", True),
+        ("local[2,3]", True),
+        ("local-cluster[2,1,1024]", True),
+        ("spark://127.0.0.1:7077", True),
+        ("spark://h1:7077,h2:7077", True),
+        ("yarn", True),
+        ("k8s://https://10.0.0.1:6443", True),
+        ("sc://127.0.0.1:15002", True),
+        ("sc://host/;token=x", True),
+        ("bogus://x", False),
+        ("local[0]", False),
+        ("spark:/h", False),
+        ("", False),
+        ("yarn-client x", False),
+    ],
+)
 def test_master_urls_are_checked_before_anything_starts(url, ok):
     from experiments.engine.spark import SparkUnavailable, check_master
 
@@ -206,5 +260,7 @@ def test_a_driver_out_of_heap_is_named_with_what_to_do(tmp_path, monkeypatch):
     line = spark.spark_error_line(RuntimeError("An error occurred while calling o61.getResult"))
     assert "ran out of Java heap" in line and "spark.driver.memory" in line
     log.write_text("nothing of the kind\n")
-    assert "o61.getResult" in spark.spark_error_line(RuntimeError("An error occurred while calling o61.getResult"))
+    assert "o61.getResult" in spark.spark_error_line(
+        RuntimeError("An error occurred while calling o61.getResult")
+    )
     assert spark.EXIT_ON_OOM == "-XX:+ExitOnOutOfMemoryError"

@@ -117,7 +117,9 @@ def test_aggregate_matches_simulator_summaries(reference):
     assert sum(r["unassigned_partition_s"] for r in runs) > 0, "the grid must produce windows"
     for r in runs:
         assert r["intervals_match"], r
-        assert r["unassigned_partition_s_from_intervals"] == pytest.approx(r["unassigned_partition_s"])
+        assert r["unassigned_partition_s_from_intervals"] == pytest.approx(
+            r["unassigned_partition_s"]
+        )
         assert r["unassigned_max_s_from_intervals"] == pytest.approx(r["unassigned_max_s"])
 
 
@@ -129,7 +131,9 @@ def test_rerun_skips_complete_runs(reference):
     assert len(status) == len(specs)
 
 
-def test_commit_rows_are_read_again_only_when_a_batch_changes(spark, reference, tmp_path, monkeypatch):
+def test_commit_rows_are_read_again_only_when_a_batch_changes(
+    spark, reference, tmp_path, monkeypatch
+):
     """An experiment reads the commit rows once per table; they are read from disk again only when
     a local OUT's commits directory changed (a batch removed, a batch added)."""
     from experiments.engine import store
@@ -157,15 +161,20 @@ def test_commit_rows_are_read_again_only_when_a_batch_changes(spark, reference, 
     again = store.commits(NoSpark(), out)
     assert again.equals(first) and reads
     assert store.complete_runs(NoSpark(), out, provenance.model_id()) == store.complete_runs(
-        spark, out, provenance.model_id())
+        spark, out, provenance.model_id()
+    )
 
     kept = tmp_path / "kept"
     shutil.move(out / "commits" / f"batch={batches[0]}", kept)
     fewer = store.commits(spark, out)
     assert set(fewer["batch"]) == set(batches[1:])
     shutil.move(kept, out / "commits" / f"batch={batches[0]}")
-    assert store.commits(spark, out).sort_values(["batch", "run_id"]).reset_index(drop=True).equals(
-        first.sort_values(["batch", "run_id"]).reset_index(drop=True))
+    assert (
+        store.commits(spark, out)
+        .sort_values(["batch", "run_id"])
+        .reset_index(drop=True)
+        .equals(first.sort_values(["batch", "run_id"]).reset_index(drop=True))
+    )
 
 
 def test_a_local_outputs_commit_rows_are_read_without_spark(spark, reference, tmp_path):
@@ -182,7 +191,9 @@ def test_a_local_outputs_commit_rows_are_read_without_spark(spark, reference, tm
 
     out = tmp_path / "fresh"
     empty = store.commits(NoSpark(), out)
-    assert empty.empty and list(empty.columns) == [c.split()[0] for c in store.COMMIT_SCHEMA.split(", ")]
+    assert empty.empty and list(empty.columns) == [
+        c.split()[0] for c in store.COMMIT_SCHEMA.split(", ")
+    ]
     leftovers = out / "commits" / "batch=b1"
     (leftovers / "_temporary" / "attempt-0").mkdir(parents=True)
     (leftovers / "_SUCCESS").touch()
@@ -194,12 +205,16 @@ def test_a_local_outputs_commit_rows_are_read_without_spark(spark, reference, tm
     _, ref_out, _ = reference
     shutil.copytree(ref_out / "commits", out / "commits", dirs_exist_ok=True)
     rows = store.commits(NoSpark(), out)
-    by_spark = (spark.read.schema(store.COMMIT_SCHEMA).parquet(str(out / "commits")).toArrow()
-                .to_pandas())
+    by_spark = (
+        spark.read.schema(store.COMMIT_SCHEMA).parquet(str(out / "commits")).toArrow().to_pandas()
+    )
     key = ["batch", "run_id"]
     assert len(rows) == len(_commits(out)) > 0
-    assert rows.sort_values(key).reset_index(drop=True).equals(
-        by_spark[rows.columns].sort_values(key).reset_index(drop=True))
+    assert (
+        rows.sort_values(key)
+        .reset_index(drop=True)
+        .equals(by_spark[rows.columns].sort_values(key).reset_index(drop=True))
+    )
 
 
 def test_resume_after_partial_loss_gives_the_same_tables(spark, reference, tmp_path):
@@ -239,7 +254,9 @@ def test_model_change_forces_recomputation(spark, reference, tmp_path, monkeypat
     assert set(status["status"]) == {"ok"} and len(status) == len(specs)
     assert {c["model"] for c in _commits(out)} == {before, provenance.model_id()}
     assert {r["model_digest"] for r in pq.read_table(out / "runs").to_pylist()} == {
-        before.partition("+")[2], "0123456789ab"}
+        before.partition("+")[2],
+        "0123456789ab",
+    }
     aggregate(spark, out)
     ref, got = _tables(ref_out), _tables(out)
     for name in ref:
@@ -282,16 +299,27 @@ def test_a_sweep_killed_midway_keeps_every_batch_it_finished(spark, reference, t
     specs, ref_out, _ = reference
     grid = _grid(tmp_path)
     out, log = tmp_path / "out", tmp_path / "finished.log"
-    proc = subprocess.Popen([sys.executable, "-c", KILLED_SWEEP, str(grid), str(out), str(log)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED_SWEEP, str(grid), str(out), str(log)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and proc.poll() is None and not (
-                (out / ".lock").exists() and (out / ".lock").stat().st_size):
+        while (
+            time.monotonic() < deadline
+            and proc.poll() is None
+            and not ((out / ".lock").exists() and (out / ".lock").stat().st_size)
+        ):
             time.sleep(0.02)
-        second = subprocess.run([sys.executable, "-m", "experiments", "sweep", str(grid), "--out", str(out)],
-                                capture_output=True, text=True, timeout=120)
+        second = subprocess.run(
+            [sys.executable, "-m", "experiments", "sweep", str(grid), "--out", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         while time.monotonic() < deadline and proc.poll() is None:
             if list((out / "commits").glob("batch=*/part-*")):
                 break
@@ -307,15 +335,17 @@ def test_a_sweep_killed_midway_keeps_every_batch_it_finished(spark, reference, t
     kept = {c["run_id"] for c in _commits(out)}
     ended = {r: float(t) for r, t in (ln.split() for ln in log.read_text().splitlines())}
     order = sorted(specs, key=lambda s: (-s.cost, s.run_id))
-    batches = [{s.run_id for s in order[i:i + 2]} for i in range(0, len(order), 2)]
+    batches = [{s.run_id for s in order[i : i + 2]} for i in range(0, len(order), 2)]
     for b in batches:  # committed whole or not at all, and as soon as its runs were done
         assert b <= kept or not b & kept, (b, kept)
         if b <= set(ended) and max(ended[r] for r in b) < killed_at - GRACE_S:
             assert b <= kept, (b, kept, killed_at)
     lost = set(ended) - kept
     assert 2 <= len(kept) < len(specs) and len(lost) <= 2 * IN_FLIGHT, (kept, lost)
-    print(f"\nkilled sweep: {len(kept)} runs kept, {len(lost)} finished runs lost, "
-          f"{len(specs) - len(kept) - len(lost)} not run yet")
+    print(
+        f"\nkilled sweep: {len(kept)} runs kept, {len(lost)} finished runs lost, "
+        f"{len(specs) - len(kept) - len(lost)} not run yet"
+    )
 
     status = run_sweep(specs, out)
     assert set(status.loc[status["status"] == "skipped", "run_id"]) == kept
@@ -358,7 +388,9 @@ def test_damaged_batches_are_said_and_recomputed(spark, reference, tmp_path, how
     stream = io.StringIO()
     status = run_sweep(specs, out, stream=stream)
     lines = [ln for ln in stream.getvalue().splitlines() if "damaged" in ln]
-    assert len(lines) == 1 and "2 committed batch(es) damaged (runs/batch=" in lines[0], stream.getvalue()
+    assert len(lines) == 1 and "2 committed batch(es) damaged (runs/batch=" in lines[0], (
+        stream.getvalue()
+    )
     expected = {c["run_id"] for c in commits if c["batch"] in (first, second)}
     assert set(status.loc[status["status"] == "ok", "run_id"]) == expected
     assert f"their {len(expected)} run(s) are recomputed" in lines[0]
@@ -387,8 +419,9 @@ def test_a_file_beside_a_batchs_files_makes_it_damaged(spark, reference, tmp_pat
     assert not {r for r, b in complete.items() if b == batch}
 
 
-def test_runs_the_aggregate_cannot_read_fail_the_sweep_in_one_line(spark, reference, tmp_path, capsys,
-                                                                    monkeypatch):
+def test_runs_the_aggregate_cannot_read_fail_the_sweep_in_one_line(
+    spark, reference, tmp_path, capsys, monkeypatch
+):
     """Should damage go unnoticed (a batch committed before commits listed their files), the
     aggregate's runs are checked against the grid: the sweep fails in one line, exit 1, instead
     of reporting a point with fewer seeds."""
@@ -403,7 +436,10 @@ def test_runs_the_aggregate_cannot_read_fail_the_sweep_in_one_line(spark, refere
     code = cmd_sweep(argparse.Namespace(grid=str(_grid(tmp_path)), out=str(out), master=None))
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1, err
-    assert "complete runs are missing from the aggregate tables" in err[-1] and "Traceback" not in err[-1]
+    assert (
+        "complete runs are missing from the aggregate tables" in err[-1]
+        and "Traceback" not in err[-1]
+    )
 
 
 def _descendants(pid: int) -> list[int]:
@@ -435,8 +471,9 @@ def _kill_tree(proc: subprocess.Popen) -> None:
             pass
     proc.wait()
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") and
-                                               "zombie" not in _state(p) for p in victims[1:]):
+    while time.monotonic() < deadline and any(
+        os.path.exists(f"/proc/{p}") and "zombie" not in _state(p) for p in victims[1:]
+    ):
         time.sleep(0.05)
 
 
@@ -518,7 +555,9 @@ def test_the_next_batch_runs_while_a_batch_finishes_and_commits(spark, reference
     out = tmp_path / "out"
     status = run_sweep(specs, out, runner=_timed_runner(log, 0.5), batch_runs=1)
     assert set(status["status"]) == {"ok"} and len(status) == len(specs)
-    spans = sorted((float(a), float(b)) for _, a, b in (ln.split() for ln in log.read_text().splitlines()))
+    spans = sorted(
+        (float(a), float(b)) for _, a, b in (ln.split() for ln in log.read_text().splitlines())
+    )
     assert len(spans) == len(specs)
     assert any(later[0] < earlier[1] for earlier, later in itertools.pairwise(spans)), spans
     assert len({c["batch"] for c in _commits(out)}) == len(specs)
@@ -536,7 +575,9 @@ def test_a_failed_spark_job_keeps_the_batches_computed_before_it(spark, referenc
     last = order[-1].run_id
     out = tmp_path / "out"
     with pytest.raises(Exception) as raised:
-        run_sweep(specs, out, runner=_timed_runner(tmp_path / "runs.log", 0.2, fail=last), batch_runs=1)
+        run_sweep(
+            specs, out, runner=_timed_runner(tmp_path / "runs.log", 0.2, fail=last), batch_runs=1
+        )
     assert not isinstance(raised.value, AssertionError)
     assert {c["run_id"] for c in _commits(out)} == {s.run_id for s in order[:-1]}
     status = run_sweep(specs, out)
@@ -556,6 +597,7 @@ def test_a_long_batch_shows_runs_finishing_inside_it(spark, tmp_path, monkeypatc
         import time as _time
 
         from experiments.engine.task import run_one
+
         _time.sleep(1.5)
         return run_one(spec)
 
@@ -615,11 +657,28 @@ def test_ctrl_c_at_any_instant_exits_130_keeping_what_is_committed(tmp_path, del
     grid = _grid(tmp_path)
     out = tmp_path / "out"
     exe = Path(sys.prefix) / "bin" / "rebalance-sim"
-    trampoline = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
-                  "os.execv(sys.argv[1], sys.argv[1:])")
-    proc = subprocess.Popen([sys.executable, "-c", trampoline, str(exe), "sweep", str(grid), "--out", str(out),
-                             "--batch-runs", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    trampoline = (
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+        "os.execv(sys.argv[1], sys.argv[1:])"
+    )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            trampoline,
+            str(exe),
+            "sweep",
+            str(grid),
+            "--out",
+            str(out),
+            "--batch-runs",
+            "2",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     time.sleep(delay_s)
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGINT)
@@ -630,7 +689,9 @@ def test_ctrl_c_at_any_instant_exits_130_keeping_what_is_committed(tmp_path, del
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     assert proc.returncode in (130, 0), err
-    assert "Fatal Python error" not in err and "Traceback" not in err and "Exception" not in err, err
+    assert "Fatal Python error" not in err and "Traceback" not in err and "Exception" not in err, (
+        err
+    )
     last = err.strip().splitlines()[-1]
     if proc.returncode == 130:
         assert "interrupted" in last, err
@@ -640,7 +701,9 @@ def test_ctrl_c_at_any_instant_exits_130_keeping_what_is_committed(tmp_path, del
 
 
 @pytest.mark.parametrize("lister", ["hadoop", "spark"])
-def test_a_remote_outputs_batches_are_checked_by_listing_them(spark, reference, tmp_path, monkeypatch, lister):
+def test_a_remote_outputs_batches_are_checked_by_listing_them(
+    spark, reference, tmp_path, monkeypatch, lister
+):
     """A Hadoop URI's batches are checked by listing their directories: through Hadoop's
     FileSystem on a classic session, as Spark lists files under Connect (here both on file://,
     as they would be on hdfs://)."""
@@ -656,7 +719,9 @@ def test_a_remote_outputs_batches_are_checked_by_listing_them(spark, reference, 
     next((out / "points" / f"batch={second}").glob("part-*")).unlink()
     real = store.local_path
     remote = out.as_uri()
-    monkeypatch.setattr(store, "local_path", lambda o: None if str(o).startswith(remote) else real(o))
+    monkeypatch.setattr(
+        store, "local_path", lambda o: None if str(o).startswith(remote) else real(o)
+    )
     if lister == "spark":
         monkeypatch.setattr(experiments.engine.spark, "can_overlap_jobs", lambda: False)
     listings = store.commits(spark, remote).groupby("batch")["files"].first().to_dict()
@@ -664,5 +729,10 @@ def test_a_remote_outputs_batches_are_checked_by_listing_them(spark, reference, 
     store._remote_checks.clear()
     problems = store.check_batches(spark, remote, listings)
     assert set(problems) == {first, second}
-    assert problems[first].startswith(f"episodes/batch={first}/") and "when committed" in problems[first]
-    assert problems[second].startswith(f"points/batch={second}/") and problems[second].endswith(": missing")
+    assert (
+        problems[first].startswith(f"episodes/batch={first}/")
+        and "when committed" in problems[first]
+    )
+    assert problems[second].startswith(f"points/batch={second}/") and problems[second].endswith(
+        ": missing"
+    )

@@ -43,8 +43,9 @@ def _files(root: Path) -> list[Path]:
 def _sorted(df) -> pa.Table:
     t = df.toArrow()
     t = t.drop_columns([c for c in t.column_names if "wall" in c])
-    return t.sort_by([(c, "ascending") for c in t.column_names
-                      if not pa.types.is_nested(t.schema.field(c).type)])
+    return t.sort_by(
+        [(c, "ascending") for c in t.column_names if not pa.types.is_nested(t.schema.field(c).type)]
+    )
 
 
 def test_the_sink_writes_what_sparks_parquet_writer_writes(spark, tmp_path, monkeypatch):
@@ -61,9 +62,16 @@ def test_the_sink_writes_what_sparks_parquet_writer_writes(spark, tmp_path, monk
         b = read_table(spark, tmp_path / "spark", name)
         assert a.schema == b.schema, name
         assert _sorted(a).equals(_sorted(b)), name
-    assert sorted(store.complete_runs(spark, tmp_path / "sink", model_id())) == sorted(s.run_id for s in specs)
-    writers = {root: {pq.ParquetFile(f).metadata.created_by.split()[0] for f in _files(tmp_path / root / "events")}
-               for root in ("sink", "spark")}
+    assert sorted(store.complete_runs(spark, tmp_path / "sink", model_id())) == sorted(
+        s.run_id for s in specs
+    )
+    writers = {
+        root: {
+            pq.ParquetFile(f).metadata.created_by.split()[0]
+            for f in _files(tmp_path / root / "events")
+        }
+        for root in ("sink", "spark")
+    }
     assert writers == {"sink": {"parquet-cpp-arrow"}, "spark": {"parquet-mr"}}
 
 
@@ -73,15 +81,31 @@ def _task(tmp_path: Path, part: int = 0, attempt: int = 0) -> TaskTables:
 
 def _rows(*run_ids: str) -> pa.Table:
     n = len(run_ids)
-    return pa.table({"run_id": list(run_ids), "model": ["m"] * n, "status": ["ok"] * n,
-                     "wall_s": [0.1] * n, "error": [""] * n, "committed_at": ["now"] * n},
-                    schema=commit_arrow_schema())
+    return pa.table(
+        {
+            "run_id": list(run_ids),
+            "model": ["m"] * n,
+            "status": ["ok"] * n,
+            "wall_s": [0.1] * n,
+            "error": [""] * n,
+            "committed_at": ["now"] * n,
+        },
+        schema=commit_arrow_schema(),
+    )
 
 
 def _events(n: int, run_id: str = "r1") -> pa.Table:
-    return pa.table({"run_id": [run_id] * n, "t": [float(i) for i in range(n)], "kind": ["join"] * n,
-                     "member": ["c1"] * n, "generation": list(range(n)), "detail": [""] * n},
-                    schema=EVENTS_SCHEMA)
+    return pa.table(
+        {
+            "run_id": [run_id] * n,
+            "t": [float(i) for i in range(n)],
+            "kind": ["join"] * n,
+            "member": ["c1"] * n,
+            "generation": list(range(n)),
+            "detail": [""] * n,
+        },
+        schema=EVENTS_SCHEMA,
+    )
 
 
 def _visible(path: Path) -> int:
@@ -108,8 +132,12 @@ def test_nothing_is_visible_before_the_commit_and_the_commit_rows_come_last(tmp_
     a.close(), b.close()
     assert _visible(tmp_path / "events") == 1  # only the old file
     assert not (tmp_path / "commits").exists()
-    files = commit(tmp_path, "bX", [*a.files, *b.files], {"events": EVENTS_SCHEMA}, _rows("r1", "r2"))
-    events = pq.read_table(tmp_path / "events" / "batch=bX").sort_by([("run_id", "ascending"), ("t", "ascending")])
+    files = commit(
+        tmp_path, "bX", [*a.files, *b.files], {"events": EVENTS_SCHEMA}, _rows("r1", "r2")
+    )
+    events = pq.read_table(tmp_path / "events" / "batch=bX").sort_by(
+        [("run_id", "ascending"), ("t", "ascending")]
+    )
     assert events.column("run_id").to_pylist() == ["r1"] * 3 + ["r2"] * 2
     assert events.schema.equals(EVENTS_SCHEMA)
     names = sorted(p.name for p in (tmp_path / "events" / "batch=bX").iterdir())
@@ -117,8 +145,10 @@ def test_nothing_is_visible_before_the_commit_and_the_commit_rows_come_last(tmp_
     commits = pq.read_table(tmp_path / "commits" / "batch=bX")
     assert commits.column("run_id").to_pylist() == ["r1", "r2"]
     listed = {json.dumps(files, sort_keys=True)} == set(commits.column("files").to_pylist())
-    assert listed and files == {f"events/batch=bX/{n}": (tmp_path / "events" / "batch=bX" / n).stat().st_size
-                                for n in names[1:]}
+    assert listed and files == {
+        f"events/batch=bX/{n}": (tmp_path / "events" / "batch=bX" / n).stat().st_size
+        for n in names[1:]
+    }
 
 
 def test_a_commit_without_rows_leaves_a_readable_empty_table(tmp_path):
@@ -158,8 +188,13 @@ def test_a_table_without_a_fixed_schema_takes_the_union_of_its_runs(tmp_path):
     t.add({"runs": pa.table({"run_id": ["b"], "x": pa.array([2.5]), "y": ["s"]})})
     commit(tmp_path, "bX", t.close(), {}, _rows("a", "b"))
     runs = pq.read_table(tmp_path / "runs" / "batch=bX")
-    assert runs.schema.field("x").type == pa.float64() and runs.schema.field("y").type == pa.string()
-    assert runs.column("x").to_pylist() == [1.0, 2.5] and runs.column("y").to_pylist() == [None, "s"]
+    assert (
+        runs.schema.field("x").type == pa.float64() and runs.schema.field("y").type == pa.string()
+    )
+    assert runs.column("x").to_pylist() == [1.0, 2.5] and runs.column("y").to_pylist() == [
+        None,
+        "s",
+    ]
 
 
 @pytest.mark.parametrize("mask", [0o022, 0o077])

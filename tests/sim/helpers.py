@@ -17,15 +17,21 @@ def need_assignor(name: str) -> None:
         pytest.skip(f"assignor {name!r} not available yet: {e}")
 
 
-def scenario(timeline=(), *, members=3, partitions=6, strategy=("range",), consumer=None, **top) -> Scenario:
+def scenario(
+    timeline=(), *, members=3, partitions=6, strategy=("range",), consumer=None, **top
+) -> Scenario:
     """A one-topic scenario ``t`` with ``partitions`` partitions at 10 records/s each."""
     for name in strategy:
         need_assignor(name)
     cons = {"partition_assignment_strategy": list(strategy)}
     cons.update(consumer or {})
-    data = {"name": "test", "members": members,
-            "topics": [{"name": "t", "partitions": partitions, "rate": 10.0}],
-            "consumer": cons, "timeline": list(timeline)}
+    data = {
+        "name": "test",
+        "members": members,
+        "topics": [{"name": "t", "partitions": partitions, "rate": 10.0}],
+        "consumer": cons,
+        "timeline": list(timeline),
+    }
     data.update(top)
     return Scenario.from_dict(data)
 
@@ -36,13 +42,21 @@ def run(sc: Scenario, seed: int = 1, **kw):
 
 def events(result, kind=None, member=None, after=0.0):
     rows = result.events.to_pylist()
-    return [r for r in rows if (kind is None or r["kind"] == kind)
-            and (member is None or r["member"] == member) and r["t"] >= after]
+    return [
+        r
+        for r in rows
+        if (kind is None or r["kind"] == kind)
+        and (member is None or r["member"] == member)
+        and r["t"] >= after
+    ]
 
 
 def intervals(result, kind, member=None):
-    return [r for r in result.intervals.to_pylist()
-            if r["kind"] == kind and (member is None or r["member"] == member)]
+    return [
+        r
+        for r in result.intervals.to_pylist()
+        if r["kind"] == kind and (member is None or r["member"] == member)
+    ]
 
 
 def episode(result, index=1):

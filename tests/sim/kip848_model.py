@@ -94,11 +94,23 @@ def reconcile(member: Member, target_epoch: int, target: frozenset, held: dict, 
         free = frozenset(tp for tp in wanted if tp not in held)
         waiting = len(free) < len(wanted)
         if give_up and owns(give_up):
-            return replace(member, state=UNREVOKED, epoch=epoch, previous_epoch=member.epoch,
-                           assigned=keep, pending=give_up)
+            return replace(
+                member,
+                state=UNREVOKED,
+                epoch=epoch,
+                previous_epoch=member.epoch,
+                assigned=keep,
+                pending=give_up,
+            )
         state = UNRELEASED if waiting else STABLE
-        return replace(member, state=state, epoch=target_epoch, previous_epoch=member.epoch,
-                       assigned=keep | free, pending=frozenset())
+        return replace(
+            member,
+            state=state,
+            epoch=target_epoch,
+            previous_epoch=member.epoch,
+            assigned=keep | free,
+            pending=frozenset(),
+        )
 
     if member.state == STABLE:
         return member if member.epoch == target_epoch else next_member(member.epoch)
@@ -114,14 +126,16 @@ class KafkaConsumerGroup:
     """One consumer group under GroupMetadataManager's rules. ``metadata()`` gives the partition
     count of every topic. Timers are deadlines the caller fires (``due``, ``fire``)."""
 
-    def __init__(self, metadata, session_s: float = 45.0, interval_s: float = 5.0, assignor: str = "uniform"):
+    def __init__(
+        self, metadata, session_s: float = 45.0, interval_s: float = 5.0, assignor: str = "uniform"
+    ):
         self.metadata = metadata
         self.session_s = session_s
         self.interval_s = interval_s
         self.assignor = assignor
         self.members: dict[str, Member] = {}
-        self.table = JavaBaseHashTable()      # the members map's iteration order
-        self.static: dict[str, str] = {}      # instance id -> member id
+        self.table = JavaBaseHashTable()  # the members map's iteration order
+        self.static: dict[str, str] = {}  # instance id -> member id
         self.group_epoch = 0
         self.target_epoch = 0
         self.target: dict[str, frozenset] = {}
@@ -136,7 +150,9 @@ class KafkaConsumerGroup:
             return "Empty"
         if self.group_epoch > self.target_epoch:
             return "Assigning"
-        if any(not (x.state == STABLE and x.epoch == self.target_epoch) for x in self.members.values()):
+        if any(
+            not (x.state == STABLE and x.epoch == self.target_epoch) for x in self.members.values()
+        ):
             return "Reconciling"
         return "Stable"
 
@@ -190,13 +206,22 @@ class KafkaConsumerGroup:
             member,
             instance_id=iid if iid is not None else member.instance_id,
             rack=req.rack_id if req.rack_id is not None else member.rack,
-            rebalance_timeout_s=(req.rebalance_timeout_s if req.rebalance_timeout_s is not None
-                                 else member.rebalance_timeout_s),
-            topics=tuple(req.subscribed_topics) if req.subscribed_topics is not None else member.topics,
+            rebalance_timeout_s=(
+                req.rebalance_timeout_s
+                if req.rebalance_timeout_s is not None
+                else member.rebalance_timeout_s
+            ),
+            topics=tuple(req.subscribed_topics)
+            if req.subscribed_topics is not None
+            else member.topics,
         )
         bump = updated.topics != member.topics
-        others = [x for x in self.members.values()
-                  if x.member_id != updated.member_id and (replaced is None or x.member_id != replaced.member_id)]
+        others = [
+            x
+            for x in self.members.values()
+            if x.member_id != updated.member_id
+            and (replaced is None or x.member_id != replaced.member_id)
+        ]
         subscription = self._subscription_now([*others, updated])
         if subscription != self.subscription:
             bump = True
@@ -215,11 +240,19 @@ class KafkaConsumerGroup:
             self.target[updated.member_id] = target
         reconciled = updated
         if not (updated.state == STABLE and updated.epoch == self.target_epoch):
-            reconciled = reconcile(updated, self.target_epoch, target, self.held_without(updated, replaced),
-                                   req.owned_partitions)
+            reconciled = reconcile(
+                updated,
+                self.target_epoch,
+                target,
+                self.held_without(updated, replaced),
+                req.owned_partitions,
+            )
         if reconciled != updated:
             if reconciled.state == UNREVOKED:
-                self.rebalances[reconciled.member_id] = (now + reconciled.rebalance_timeout_s, reconciled.epoch)
+                self.rebalances[reconciled.member_id] = (
+                    now + reconciled.rebalance_timeout_s,
+                    reconciled.epoch,
+                )
             else:
                 self.rebalances.pop(reconciled.member_id, None)
         if reconciled.member_id not in self.members:
@@ -228,10 +261,18 @@ class KafkaConsumerGroup:
         if iid is not None:
             self.static[iid] = reconciled.member_id
         self.sessions[reconciled.member_id] = now + self.session_s
-        full = epoch == 0 or (req.rebalance_timeout_s is not None and req.subscribed_topics is not None
-                              and req.owned_partitions is not None)
+        full = epoch == 0 or (
+            req.rebalance_timeout_s is not None
+            and req.subscribed_topics is not None
+            and req.owned_partitions is not None
+        )
         changed = reconciled.assigned != member.assigned
-        return (m.NONE, reconciled.member_id, reconciled.epoch, reconciled.assigned if (full or changed) else None)
+        return (
+            m.NONE,
+            reconciled.member_id,
+            reconciled.epoch,
+            reconciled.assigned if (full or changed) else None,
+        )
 
     def held_without(self, updated: Member, replaced: Member | None) -> dict:
         held = self.held()
@@ -253,7 +294,9 @@ class KafkaConsumerGroup:
     def _compute_target(self, updated: Member, replaced: Member | None) -> frozenset:
         """TargetAssignmentBuilder: the assignor's member map is the group's members, in the members
         map's order, then the heartbeating member (a replaced static member taken out)."""
-        order = JavaHashMap(java_string_hash, java_sort_key)  # String keys: trees by hash, compareTo
+        order = JavaHashMap(
+            java_string_hash, java_sort_key
+        )  # String keys: trees by hash, compareTo
         specs = {}
         for mid in self.table:
             order.put(mid)
@@ -273,12 +316,22 @@ class KafkaConsumerGroup:
                 by_topic.setdefault(tp.topic, []).append(tp.partition)
             return {t: tuple(sorted(ps)) for t, ps in by_topic.items()}
 
-        spec = GroupSpec({mid: MemberSubscriptionAndAssignment(frozenset(x.topics), current(mid), x.instance_id, x.rack)
-                          for mid, x in specs.items()})
+        spec = GroupSpec(
+            {
+                mid: MemberSubscriptionAndAssignment(
+                    frozenset(x.topics), current(mid), x.instance_id, x.rack
+                )
+                for mid, x in specs.items()
+            }
+        )
         spec._member_ids = tuple(order.keys())  # Java's order
         result = get_server_assignor(self.assignor).assign(spec, counts)
-        self.target = {mid: frozenset(TopicPartition(t, p) for t, ps in result[mid].items() for p in ps)
-                       if mid in result else frozenset() for mid in specs}
+        self.target = {
+            mid: frozenset(TopicPartition(t, p) for t, ps in result[mid].items() for p in ps)
+            if mid in result
+            else frozenset()
+            for mid in specs
+        }
         self.target_epoch = self.group_epoch
         return self.target[updated.member_id]
 
@@ -295,7 +348,9 @@ class KafkaConsumerGroup:
             if member.member_id != mid:
                 return (m.FENCED_INSTANCE_ID, None, None, None)
             if req.member_epoch == m.LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                self.members[mid] = replace(member, epoch=m.LEAVE_GROUP_STATIC_MEMBER_EPOCH, pending=frozenset())
+                self.members[mid] = replace(
+                    member, epoch=m.LEAVE_GROUP_STATIC_MEMBER_EPOCH, pending=frozenset()
+                )
                 return (m.NONE, mid, m.LEAVE_GROUP_STATIC_MEMBER_EPOCH, None)
         self.fence(mid)
         return (m.NONE, mid, req.member_epoch, None)

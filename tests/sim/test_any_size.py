@@ -56,15 +56,29 @@ def test_every_builtin_runs_clean_at_3000(name):
 
 
 def _base(members: int, timeline: list, **extra) -> dict:
-    return {"members": members, "topics": [{"name": "t", "partitions": max(2, members)}],
-            "consumer": {"partition_assignment_strategy": ["cooperative-sticky"]},
-            "timeline": timeline, **extra}
+    return {
+        "members": members,
+        "topics": [{"name": "t", "partitions": max(2, members)}],
+        "consumer": {"partition_assignment_strategy": ["cooperative-sticky"]},
+        "timeline": timeline,
+        **extra,
+    }
 
 
-@pytest.mark.parametrize("target,members,expected", [
-    ("first", 5, "c000"), ("middle", 5, "c002"), ("last", 5, "c004"), (1, 5, "c001"), (-1, 5, "c004"),
-    ("last", 1001, "c1000"), ("middle", 1001, "c0500"), (1, 1001, "c0001"), ("c0007", 1001, "c0007"),
-])
+@pytest.mark.parametrize(
+    "target,members,expected",
+    [
+        ("first", 5, "c000"),
+        ("middle", 5, "c002"),
+        ("last", 5, "c004"),
+        (1, 5, "c001"),
+        (-1, 5, "c004"),
+        ("last", 1001, "c1000"),
+        ("middle", 1001, "c0500"),
+        (1, 1001, "c0001"),
+        ("c0007", 1001, "c0007"),
+    ],
+)
 def test_roles_and_indexes_resolve_to_names(target, members, expected):
     """A role or index names the member it stands for among the members by then, at any width."""
     sc = Scenario.from_dict(_base(members, [{"action": "crash", "at_s": 10, "member": target}]))
@@ -74,11 +88,16 @@ def test_roles_and_indexes_resolve_to_names(target, members, expected):
 
 def test_roles_follow_membership_changes():
     """'last' after a scale-out is the newest member; after a crash the crashed one is skipped."""
-    sc = Scenario.from_dict(_base(3, [
-        {"action": "add_members", "at_s": 10, "count": 2},
-        {"action": "crash", "at_s": 20, "member": "last"},
-        {"action": "pause", "at_s": 30, "member": "last", "duration_s": 5},
-    ]))
+    sc = Scenario.from_dict(
+        _base(
+            3,
+            [
+                {"action": "add_members", "at_s": 10, "count": 2},
+                {"action": "crash", "at_s": 20, "member": "last"},
+                {"action": "pause", "at_s": 30, "member": "last", "duration_s": 5},
+            ],
+        )
+    )
     assert [getattr(a, "member", None) for a in sc.resolved_timeline] == [None, "c004", "c003"]
 
 
@@ -90,23 +109,52 @@ def test_leader_role_crashes_the_current_leader():
     trigger = next(e for e in ev if e["kind"] == "trigger")
     leader_before = [e for e in ev if e["kind"] == "sync_received" and e["t"] < 30]
     assert trigger["member"] is not None and "leader" in trigger["detail"]
-    assert any(e["kind"] == "member_removed" and e["member"] == trigger["member"] for e in ev) or \
-        any(e["kind"] == "session_expired" for e in ev)
+    assert any(
+        e["kind"] == "member_removed" and e["member"] == trigger["member"] for e in ev
+    ) or any(e["kind"] == "session_expired" for e in ev)
     assert leader_before  # the group was formed, so there was a leader to crash
 
 
-@pytest.mark.parametrize("data,field,words", [
-    (_base(0, []), "members", "at least 1 member"),
-    (_base(3, [{"action": "crash", "at_s": 10, "member": 3}]), "timeline[0].member", "not a member index"),
-    (_base(3, [{"action": "crash", "at_s": 10, "member": "c1000"}]), "timeline[0].member", "not a member"),
-    (_base(3, [{"action": "network_partition", "at_s": 10, "member": "leader"}]), "timeline[0].member",
-     "only crash and pause"),
-    (_base(3, [{"action": "rolling_restart", "at_s": 10, "batch_size": 0}]), "timeline[0].batch_size", ">= 1"),
-    (_base(3, [{"action": "rolling_restart", "at_s": 10, "batch_size": "150%"}]), "timeline[0].batch_size",
-     "percentage"),
-    (_base(300, [{"action": "rolling_restart", "at_s": 10, "down_s": 10, "gap_s": 20}], max_duration_s=3600),
-     "max_duration_s", "needs 9,035 s"),
-])
+@pytest.mark.parametrize(
+    "data,field,words",
+    [
+        (_base(0, []), "members", "at least 1 member"),
+        (
+            _base(3, [{"action": "crash", "at_s": 10, "member": 3}]),
+            "timeline[0].member",
+            "not a member index",
+        ),
+        (
+            _base(3, [{"action": "crash", "at_s": 10, "member": "c1000"}]),
+            "timeline[0].member",
+            "not a member",
+        ),
+        (
+            _base(3, [{"action": "network_partition", "at_s": 10, "member": "leader"}]),
+            "timeline[0].member",
+            "only crash and pause",
+        ),
+        (
+            _base(3, [{"action": "rolling_restart", "at_s": 10, "batch_size": 0}]),
+            "timeline[0].batch_size",
+            ">= 1",
+        ),
+        (
+            _base(3, [{"action": "rolling_restart", "at_s": 10, "batch_size": "150%"}]),
+            "timeline[0].batch_size",
+            "percentage",
+        ),
+        (
+            _base(
+                300,
+                [{"action": "rolling_restart", "at_s": 10, "down_s": 10, "gap_s": 20}],
+                max_duration_s=3600,
+            ),
+            "max_duration_s",
+            "needs 9,035 s",
+        ),
+    ],
+)
 def test_impossible_scenarios_are_input_errors(data, field, words):
     """An empty group, a target that does not exist, a bad batch size, or a timeline longer than
     max_duration_s is a ConfigError naming the field, raised before anything runs."""
@@ -122,7 +170,9 @@ def test_too_long_timeline_fails_fast_from_the_cli(capsys):
     and the time it needs."""
     from experiments.cli.main import main
 
-    code = main(["run", "rolling-bounce-dynamic", "--set", "members=300", "--set", "max_duration_s=3600"])
+    code = main(
+        ["run", "rolling-bounce-dynamic", "--set", "members=300", "--set", "max_duration_s=3600"]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
     assert len(err) == 1 and "max_duration_s" in err[0] and "needs" in err[0]
@@ -137,34 +187,59 @@ def test_max_duration_grows_with_the_timeline_when_not_given():
 
 
 def _restarts(result) -> collections.Counter:
-    return collections.Counter(e["member"] for e in result.events.to_pylist()
-                               if e["kind"] == "trigger" and "rolling_restart stop" in (e["detail"] or ""))
+    return collections.Counter(
+        e["member"]
+        for e in result.events.to_pylist()
+        if e["kind"] == "trigger" and "rolling_restart stop" in (e["detail"] or "")
+    )
 
 
-@pytest.mark.parametrize("static,graceful,batch", [(False, True, "10%"), (True, True, "25%"),
-                                                    (False, False, 3), (True, False, 1)])
+@pytest.mark.parametrize(
+    "static,graceful,batch",
+    [(False, True, "10%"), (True, True, "25%"), (False, False, 3), (True, False, 1)],
+)
 def test_rolling_deploy_restarts_every_member_exactly_once(static, graceful, batch):
     """The deploy stops and starts every member exactly once, in batches of the given size."""
     members = 13
-    sc = load_scenario("rolling-deploy", {"members": str(members), "static": str(static).lower(),
-                                          "graceful": str(graceful).lower(), "batch_size": str(batch),
-                                          "down_s": "4", "gap_s": "6"})
+    sc = load_scenario(
+        "rolling-deploy",
+        {
+            "members": str(members),
+            "static": str(static).lower(),
+            "graceful": str(graceful).lower(),
+            "batch_size": str(batch),
+            "down_s": "4",
+            "gap_s": "6",
+        },
+    )
     result = run_scenario(sc, seed=2)
     stops = _restarts(result)
     assert stops == collections.Counter({f"c{i:03d}": 1 for i in range(members)})
-    starts = [e for e in result.events.to_pylist() if e["kind"] == "trigger"
-              and e["detail"] == "rolling_restart start"]
+    starts = [
+        e
+        for e in result.events.to_pylist()
+        if e["kind"] == "trigger" and e["detail"] == "rolling_restart start"
+    ]
     assert sorted(e["member"] for e in starts) == sorted(stops)
     size = batch_count(batch, members)
-    times = sorted({e["t"] for e in result.events.to_pylist() if e["kind"] == "trigger"
-                    and "rolling_restart stop" in (e["detail"] or "")})
+    times = sorted(
+        {
+            e["t"]
+            for e in result.events.to_pylist()
+            if e["kind"] == "trigger" and "rolling_restart stop" in (e["detail"] or "")
+        }
+    )
     assert len(times) == -(-members // size)  # one stop instant per batch
     assert result.invariant_violations == []
 
 
 @settings(max_examples=25)
-@given(members=st.integers(1, 20_000), batch=st.one_of(st.integers(1, 500), st.integers(1, 100).map(lambda p: f"{p}%")),
-       down=st.floats(0, 60), gap=st.floats(0, 120))
+@given(
+    members=st.integers(1, 20_000),
+    batch=st.one_of(st.integers(1, 500), st.integers(1, 100).map(lambda p: f"{p}%")),
+    down=st.floats(0, 60),
+    gap=st.floats(0, 120),
+)
 def test_deploy_duration_matches_its_batches(members, batch, down, gap):
     """For any group size and batch: every member is in exactly one batch, batches are at most
     batch_size, and the scenario's needed time covers the last start."""
@@ -176,14 +251,28 @@ def test_deploy_duration_matches_its_batches(members, batch, down, gap):
     assert [n for b in batches for n in b] == names
     assert max(len(b) for b in batches) == min(batch_count(batch, members), members)
     assert rr.duration_s(members) == pytest.approx((len(batches) - 1) * (down + gap) + down)
-    sc = Scenario.from_dict(_base(members, [{"action": "rolling_restart", "at_s": 10.0, "down_s": down,
-                                             "gap_s": gap, "batch_size": batch}]))
+    sc = Scenario.from_dict(
+        _base(
+            members,
+            [
+                {
+                    "action": "rolling_restart",
+                    "at_s": 10.0,
+                    "down_s": down,
+                    "gap_s": gap,
+                    "batch_size": batch,
+                }
+            ],
+        )
+    )
     assert sc.config.max_duration_s >= sc.needed_duration_s() >= 10.0 + rr.duration_s(members)
 
 
 @settings(max_examples=30)
-@given(members=st.integers(1, 10_000), target=st.one_of(st.sampled_from(["first", "middle", "last"]),
-                                                          st.integers(-10_000, 10_000)))
+@given(
+    members=st.integers(1, 10_000),
+    target=st.one_of(st.sampled_from(["first", "middle", "last"]), st.integers(-10_000, 10_000)),
+)
 def test_targets_resolve_or_fail_cleanly_at_any_size(members, target):
     """A role always resolves to a member of the group; an index resolves exactly when it is in
     range, otherwise the error names the field."""
@@ -203,14 +292,29 @@ def test_targets_resolve_or_fail_cleanly_at_any_size(members, target):
 
 
 @settings(max_examples=8)
-@given(members=st.integers(2, 24), batch=st.one_of(st.integers(1, 6), st.sampled_from(["10%", "50%", "100%"])),
-       static=st.booleans(), graceful=st.booleans(), seed=st.integers(0, 3))
-def test_deploy_at_random_sizes_restarts_everyone_once_and_settles(members, batch, static, graceful, seed):
+@given(
+    members=st.integers(2, 24),
+    batch=st.one_of(st.integers(1, 6), st.sampled_from(["10%", "50%", "100%"])),
+    static=st.booleans(),
+    graceful=st.booleans(),
+    seed=st.integers(0, 3),
+)
+def test_deploy_at_random_sizes_restarts_everyone_once_and_settles(
+    members, batch, static, graceful, seed
+):
     """At any group size, batch and membership type, the deploy restarts each member exactly once
     and the run ends settled with no invariant violation."""
-    sc = load_scenario("rolling-deploy", {"members": str(members), "batch_size": str(batch),
-                                          "static": str(static).lower(), "graceful": str(graceful).lower(),
-                                          "down_s": "3", "gap_s": "4"})
+    sc = load_scenario(
+        "rolling-deploy",
+        {
+            "members": str(members),
+            "batch_size": str(batch),
+            "static": str(static).lower(),
+            "graceful": str(graceful).lower(),
+            "down_s": "3",
+            "gap_s": "4",
+        },
+    )
     result = run_scenario(sc, seed=seed, raise_on_violation=False)
     assert result.invariant_violations == []
     assert result.summary["settled_at_end"]

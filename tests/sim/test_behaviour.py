@@ -34,7 +34,9 @@ def test_eager_range_scale_out_stops_the_world():
         assert revoke[0] == pytest.approx(prepare + 0.002)  # waits for its commit's round trip
         for row in intervals(r, "owned", member):
             assert row["end"] <= revoke[0] or row["start"] >= sync[0]
-        assert [(row["start"], row["end"]) for row in intervals(r, "stalled", member)] == [(prepare, revoke[0])]
+        assert [(row["start"], row["end"]) for row in intervals(r, "stalled", member)] == [
+            (prepare, revoke[0])
+        ]
     first_sync = min(e["t"] for e in events(r, "sync_received", after=ADD_AT))
     assert ep["stop_the_world_s"] == pytest.approx(first_sync - max(prepares))
     assert ep["stop_the_world_s"] > 0
@@ -65,8 +67,12 @@ def test_cooperative_scale_out_moves_only_what_moves():
 def test_crash_waits_for_session_timeout():
     """A crash is noticed only session.timeout.ms after the last heartbeat; its partitions stay
     unowned from the crash until reassigned, and time-to-detect is reported."""
-    r = run(scenario([{"action": "crash", "at_s": ADD_AT, "member": "c001"}],
-                     strategy=("cooperative-sticky",)))
+    r = run(
+        scenario(
+            [{"action": "crash", "at_s": ADD_AT, "member": "c001"}],
+            strategy=("cooperative-sticky",),
+        )
+    )
     joined = events(r, "join_received", "c001")[0]["t"]
     k = int((ADD_AT - joined) // 3.0)
     last_heartbeat_arrival = joined + k * 3.0 + 0.001
@@ -91,8 +97,12 @@ def test_crash_waits_for_session_timeout():
 def test_static_member_restart(down_s, rebalances):
     """A static member back within session.timeout.ms gets its partitions with no rebalance
     (unowned only while down); back after it, the group rebalances as for a dynamic member."""
-    r = run(scenario([{"action": "rolling_restart", "at_s": ADD_AT, "members": ["c001"], "down_s": down_s}],
-                     consumer={"static": True}))
+    r = run(
+        scenario(
+            [{"action": "rolling_restart", "at_s": ADD_AT, "members": ["c001"], "down_s": down_s}],
+            consumer={"static": True},
+        )
+    )
     assert len(events(r, "rebalance_start", after=ADD_AT)) == rebalances
     mine_before = sorted(p for p, ms in owners_at(r, ADD_AT - 1).items() if ms == ["c001"])
     if rebalances == 0:
@@ -106,7 +116,9 @@ def test_static_member_restart(down_s, rebalances):
         assert stall["start"] == ADD_AT and ADD_AT < stall["end"] < ADD_AT + 0.1
         for g in gaps:
             assert g["start"] == ADD_AT and g["end"] == pytest.approx(back)
-        assert sorted(p for p, ms in owners_at(r, back + 0.5).items() if ms == ["c001"]) == mine_before
+        assert (
+            sorted(p for p, ms in owners_at(r, back + 0.5).items() if ms == ["c001"]) == mine_before
+        )
     else:
         removed = events(r, "member_removed", "c001")
         assert removed and "session_expired" in removed[0]["detail"]
@@ -115,12 +127,27 @@ def test_static_member_restart(down_s, rebalances):
 def test_two_bounce_upgrade_reaches_cooperative():
     """[range, cooperative-sticky] runs EAGER; a second bounce removing range member by member
     reaches COOPERATIVE with no partition ever owned twice."""
-    r = run(scenario([
-        {"action": "rolling_restart", "at_s": 30, "down_s": 5, "gap_s": 20,
-         "assignors": ["range", "cooperative-sticky"]},
-        {"action": "rolling_restart", "at_s": 200, "down_s": 5, "gap_s": 20,
-         "assignors": ["cooperative-sticky"]},
-    ], strategy=("range",)))
+    r = run(
+        scenario(
+            [
+                {
+                    "action": "rolling_restart",
+                    "at_s": 30,
+                    "down_s": 5,
+                    "gap_s": 20,
+                    "assignors": ["range", "cooperative-sticky"],
+                },
+                {
+                    "action": "rolling_restart",
+                    "at_s": 200,
+                    "down_s": 5,
+                    "gap_s": 20,
+                    "assignors": ["cooperative-sticky"],
+                },
+            ],
+            strategy=("range",),
+        )
+    )
     starts = events(r, "start")
     first_bounce = [e for e in starts if 30 <= e["t"] < 200]
     assert first_bounce and all("protocol=EAGER" in e["detail"] for e in first_bounce)
@@ -136,8 +163,13 @@ def test_two_bounce_upgrade_reaches_cooperative():
 
 
 def _zombie(version):
-    return run(scenario([{"action": "pause", "at_s": ADD_AT, "member": "c001", "duration_s": 60}],
-                        strategy=("sticky",), consumer={"sticky_user_data_version": version}))
+    return run(
+        scenario(
+            [{"action": "pause", "at_s": ADD_AT, "member": "c001", "duration_s": 60}],
+            strategy=("sticky",),
+            consumer={"sticky_user_data_version": version},
+        )
+    )
 
 
 @pytest.mark.parametrize("version", [0, 1])
@@ -146,7 +178,9 @@ def test_kip341_zombie_double_processing(version):
     now belong to others until its next heartbeat fails and its poll loop finishes the batch in
     hand (onPartitionsLost): recorded as double_processing."""
     r = _zombie(version)
-    stolen = sorted(row["partition"] for row in intervals(r, "owned", "c001") if row["start"] < ADD_AT)
+    stolen = sorted(
+        row["partition"] for row in intervals(r, "owned", "c001") if row["start"] < ADD_AT
+    )
     dp = intervals(r, "double_processing")
     assert sorted(row["partition"] for row in dp) == stolen
     learned = events(r, "fenced_learned", "c001")[0]["t"]
@@ -166,28 +200,35 @@ def test_kip341_stale_claim_v0_ties_and_v1_loses():
     outcome = {}
     for version in (0, 1):
         r = _zombie(version)
-        stolen = sorted(row["partition"] for row in intervals(r, "owned", "c001") if row["start"] < ADD_AT)
+        stolen = sorted(
+            row["partition"] for row in intervals(r, "owned", "c001") if row["start"] < ADD_AT
+        )
         resume_round = events(r, "rebalance_start", after=90.0)[0]["t"]
-        true_owner = {p: next(m for m in owners_at(r, resume_round - 0.5)[p] if m != "c001") for p in stolen}
+        true_owner = {
+            p: next(m for m in owners_at(r, resume_round - 0.5)[p] if m != "c001") for p in stolen
+        }
         final = owners_at(r, r.summary["simulated_s"] - 1e-9)
         outcome[version] = {p: final[p][0] == true_owner[p] for p in stolen}
-    assert all(outcome[1].values())          # V1: the true owners keep every contested partition
-    assert not any(outcome[0].values())      # V0: tie, neither keeps it
+    assert all(outcome[1].values())  # V1: the true owners keep every contested partition
+    assert not any(outcome[0].values())  # V0: tie, neither keeps it
 
 
 def test_slow_assignor_lengthens_rebalance_by_its_cost():
     """A fixed assignor cost lengthens the scale-out rebalance by exactly that cost."""
     base = run(scenario([{"action": "add_members", "at_s": ADD_AT}]))
     slow = run(scenario([{"action": "add_members", "at_s": ADD_AT}], assignor_cost="fixed:5"))
-    assert episode(slow)["rebalance_time_s"] == pytest.approx(episode(base)["rebalance_time_s"] + 5.0)
+    assert episode(slow)["rebalance_time_s"] == pytest.approx(
+        episode(base)["rebalance_time_s"] + 5.0
+    )
     assert episode(slow)["rounds"] == 1
 
 
 def test_assignor_slower_than_rebalance_timeout_causes_next_rebalance():
     """A leader whose assignment outlasts the rebalance timeout misses max.poll.interval.ms and
     SyncGroup, is removed, and the group starts the next rebalance (as Kafka does)."""
-    sc = scenario([], assignor_cost="fixed:90", consumer={"max_poll_interval_ms": 60000},
-                  max_duration_s=150.0)
+    sc = scenario(
+        [], assignor_cost="fixed:90", consumer={"max_poll_interval_ms": 60000}, max_duration_s=150.0
+    )
     with pytest.raises(InvariantViolation) as info:
         run(sc)
     r = info.value.result
@@ -204,8 +245,20 @@ def test_assignor_slower_than_rebalance_timeout_causes_next_rebalance():
 def test_one_way_partition_makes_a_zombie_until_it_heals():
     """A member whose heartbeats cannot reach the coordinator is removed after the session
     timeout but keeps processing (double processing) until the link heals and it learns."""
-    r = run(scenario([{"action": "network_partition", "at_s": ADD_AT, "member": "c001", "duration_s": 80,
-                       "direction": "to_coordinator"}], strategy=("cooperative-sticky",)))
+    r = run(
+        scenario(
+            [
+                {
+                    "action": "network_partition",
+                    "at_s": ADD_AT,
+                    "member": "c001",
+                    "duration_s": 80,
+                    "direction": "to_coordinator",
+                }
+            ],
+            strategy=("cooperative-sticky",),
+        )
+    )
     removed = events(r, "member_removed", "c001")[0]["t"]
     learned = events(r, "generation_reset", "c001")[0]["t"]  # a heartbeat or a commit fails
     assert removed < ADD_AT + 80 <= learned
@@ -216,6 +269,11 @@ def test_one_way_partition_makes_a_zombie_until_it_heals():
 
 def test_lossy_network_still_settles():
     """With 5% of messages dropped, requests time out and retry, and the group still settles."""
-    r = run(scenario([{"action": "add_members", "at_s": ADD_AT}], strategy=("cooperative-sticky",),
-                     network={"drop_probability": 0.05}))
+    r = run(
+        scenario(
+            [{"action": "add_members", "at_s": ADD_AT}],
+            strategy=("cooperative-sticky",),
+            network={"drop_probability": 0.05},
+        )
+    )
     assert r.summary["messages_dropped"] > 0 and r.summary["settled_at_end"]

@@ -36,19 +36,24 @@ def test_every_builtin_loads_with_a_description(name):
 
 def test_overrides_set_parameters_and_fields():
     """key=value overrides set built-in parameters and dotted scenario fields."""
-    sc = load_scenario("crash", ["members=4", "assignor=range", "consumer.session_timeout_ms=10000"])
+    sc = load_scenario(
+        "crash", ["members=4", "assignor=range", "consumer.session_timeout_ms=10000"]
+    )
     assert sc.config.members == 4
     assert sc.config.consumer.partition_assignment_strategy == ("range",)
     assert sc.config.consumer.session_timeout_ms == 10000
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["nope"], "neither a TOML file nor a built-in"),
-    (["crash", "--set", "members"], "expected key=value"),
-    (["crash", "--set", "colour=blue"], "unknown parameter of crash"),
-    (["crash", "--set", "consumer.session_timeout_ms=5000"], "group.min.session.timeout.ms"),
-    (["missing.toml"], "no such scenario file"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["nope"], "neither a TOML file nor a built-in"),
+        (["crash", "--set", "members"], "expected key=value"),
+        (["crash", "--set", "colour=blue"], "unknown parameter of crash"),
+        (["crash", "--set", "consumer.session_timeout_ms=5000"], "group.min.session.timeout.ms"),
+        (["missing.toml"], "no such scenario file"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2(args, needle, capsys):
     """Bad scenarios or overrides print one clean line on stderr and exit 2."""
     assert cli(["run", *args]) == 2
@@ -59,7 +64,9 @@ def test_bad_input_is_one_line_exit_2(args, needle, capsys):
 def test_toml_errors_name_the_file(tmp_path, capsys):
     """An invalid TOML scenario names the file and the field."""
     path = tmp_path / "bad.toml"
-    path.write_text('members = 2\n[[topics]]\nname = "t"\npartitions = 2\n[consumer]\nheartbeat_interval_ms = 99999\n')
+    path.write_text(
+        'members = 2\n[[topics]]\nname = "t"\npartitions = 2\n[consumer]\nheartbeat_interval_ms = 99999\n'
+    )
     assert cli(["run", str(path)]) == 2
     err = capsys.readouterr().err
     assert str(path) in err and "heartbeat_interval_ms" in err
@@ -92,17 +99,23 @@ def test_bench_sim_quick_json(capsys):
     """`bench sim --quick --json` reports wall time, messages/s and peak memory per case."""
     assert cli(["bench", "sim", "--quick", "--json", "--kernel", "inline"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert rows and all({"wall_s", "cpu_s", "messages_per_s", "peak_rss_mib"} <= set(r) for r in rows)
+    assert rows and all(
+        {"wall_s", "cpu_s", "messages_per_s", "peak_rss_mib"} <= set(r) for r in rows
+    )
 
 
 def test_bench_sim_repeat_reports_medians_and_their_range(capsys):
     """`bench sim --repeat 2 --only TEXT` runs only the matching case, twice under each kernel:
     each kernel's row holds the median wall and CPU time inside their range, and one run's counts
     (the same under both kernels); the other kernel's row has its time as a ratio of the default's."""
-    assert cli(["bench", "sim", "--quick", "--json", "--repeat", "2", "--only", "SCALE-OUT 100 "]) == 0
+    assert (
+        cli(["bench", "sim", "--quick", "--json", "--repeat", "2", "--only", "SCALE-OUT 100 "]) == 0
+    )
     rows = json.loads(capsys.readouterr().out)
-    assert [(r["case"], r["kernel"]) for r in rows] == [("scale-out 100 members", "inline"),
-                                                        ("scale-out 100 members", "tasks")]
+    assert [(r["case"], r["kernel"]) for r in rows] == [
+        ("scale-out 100 members", "inline"),
+        ("scale-out 100 members", "tasks"),
+    ]
     for row in rows:
         assert row["repeat"] == 2 and row["messages"] == rows[0]["messages"] > 0
         for key in ("wall_s", "cpu_s", "sim_wall_s"):
@@ -112,14 +125,43 @@ def test_bench_sim_repeat_reports_medians_and_their_range(capsys):
 
 def test_bench_sim_repeats_that_disagree_fail(monkeypatch, capsys):
     """Two runs of one scenario and seed with different counts are a bug, not noise: exit 1."""
-    runs = iter([{"messages": 10, "rounds": 1, "rebalance_s": 1.0}, {"messages": 11, "rounds": 1, "rebalance_s": 1.0}])
+    runs = iter(
+        [
+            {"messages": 10, "rounds": 1, "rebalance_s": 1.0},
+            {"messages": 11, "rounds": 1, "rebalance_s": 1.0},
+        ]
+    )
 
     def fake(index, quick, kernel):
-        return {"case": "x", "kernel": kernel, "wall_s": 1.0, "cpu_s": 1.0, "sim_wall_s": 1.0,
-                "peak_rss_mib": 1, "target_s": None, "invariant_violations": 0, **next(runs)}
+        return {
+            "case": "x",
+            "kernel": kernel,
+            "wall_s": 1.0,
+            "cpu_s": 1.0,
+            "sim_wall_s": 1.0,
+            "peak_rss_mib": 1,
+            "target_s": None,
+            "invariant_violations": 0,
+            **next(runs),
+        }
 
     monkeypatch.setattr(bench_sim, "_measure_in_subprocess", fake)
-    assert cli(["bench", "sim", "--quick", "--repeat", "2", "--only", "scale-out 100 ", "--kernel", "inline"]) == 1
+    assert (
+        cli(
+            [
+                "bench",
+                "sim",
+                "--quick",
+                "--repeat",
+                "2",
+                "--only",
+                "scale-out 100 ",
+                "--kernel",
+                "inline",
+            ]
+        )
+        == 1
+    )
     assert "repeats disagree" in capsys.readouterr().err
 
 
@@ -131,52 +173,111 @@ def test_bench_sim_measures_both_kernels_interleaved(monkeypatch, capsys):
     def fake(index, quick, kernel="inline"):
         calls.append(kernel)
         wall = 1.0 if kernel == "inline" else 1.5
-        return {"case": "x", "kernel": kernel, "wall_s": wall, "cpu_s": wall / 2, "sim_wall_s": wall,
-                "peak_rss_mib": 1, "target_s": None, "invariant_violations": 0, "messages": 10,
-                "rounds": 1, "rebalance_s": 1.0}
+        return {
+            "case": "x",
+            "kernel": kernel,
+            "wall_s": wall,
+            "cpu_s": wall / 2,
+            "sim_wall_s": wall,
+            "peak_rss_mib": 1,
+            "target_s": None,
+            "invariant_violations": 0,
+            "messages": 10,
+            "rounds": 1,
+            "rebalance_s": 1.0,
+        }
 
     monkeypatch.setattr(bench_sim, "_measure_in_subprocess", fake)
-    assert cli(["bench", "sim", "--quick", "--json", "--repeat", "3", "--only", "scale-out 100 "]) == 0
+    assert (
+        cli(["bench", "sim", "--quick", "--json", "--repeat", "3", "--only", "scale-out 100 "]) == 0
+    )
     rows = json.loads(capsys.readouterr().out)
     assert calls == ["inline", "tasks", "tasks", "inline", "inline", "tasks"]
     assert [r["kernel"] for r in rows] == ["inline", "tasks"]
-    assert rows[1]["wall_s_ratio"] == 1.5 and rows[1]["cpu_s_ratio"] == 1.5 and rows[1]["ratio_to"] == "inline"
+    assert (
+        rows[1]["wall_s_ratio"] == 1.5
+        and rows[1]["cpu_s_ratio"] == 1.5
+        and rows[1]["ratio_to"] == "inline"
+    )
     assert "wall_s_ratio" not in rows[0]
 
 
 def test_bench_sim_fails_when_the_kernels_disagree(monkeypatch, capsys):
     def fake(index, quick, kernel="inline"):
-        return {"case": "x", "kernel": kernel, "wall_s": 1.0, "cpu_s": 1.0, "sim_wall_s": 1.0,
-                "peak_rss_mib": 1, "target_s": None, "invariant_violations": 0,
-                "messages": 10 if kernel == "inline" else 11, "rounds": 1, "rebalance_s": 1.0}
+        return {
+            "case": "x",
+            "kernel": kernel,
+            "wall_s": 1.0,
+            "cpu_s": 1.0,
+            "sim_wall_s": 1.0,
+            "peak_rss_mib": 1,
+            "target_s": None,
+            "invariant_violations": 0,
+            "messages": 10 if kernel == "inline" else 11,
+            "rounds": 1,
+            "rebalance_s": 1.0,
+        }
 
     monkeypatch.setattr(bench_sim, "_measure_in_subprocess", fake)
     assert cli(["bench", "sim", "--quick", "--only", "scale-out 100 "]) == 1
     assert "kernels disagree" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("args,needle", [(["--repeat", "0"], "--repeat"), (["--only", "no such case"], "--only"),
-                                          (["--kernel", "threads"], "--kernel")])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--repeat", "0"], "--repeat"),
+        (["--only", "no such case"], "--only"),
+        (["--kernel", "threads"], "--kernel"),
+    ],
+)
 def test_bench_sim_bad_options_exit_2_with_one_line(args, needle, capsys):
     assert cli(["bench", "sim", "--quick", *args]) == 2
     err = capsys.readouterr().err.strip()
     assert needle in err and "\n" not in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["scale-out", "--set", "members=-1"], "members"),
-    (["scale-out", "--set", "consumer.max_poll_records=0"], "consumer.max_poll_records"),
-    (["scale-out", "--set", "consumer.topics.x=1"], "consumer.topics"),
-    (["scale-out", "--set", "network.latency=abc"], "network.latency"),
-    (["scale-out", "--set", "at_s=1e9", "--set", "max_duration_s=3600"], "beyond max_duration_s"),
-    (["crash", "--set", "consumer.group_protocol=consumer", "--set", "group.consumer_session_timeout_ms=120000",
-      "--set", "group.consumer_max_session_timeout_ms=120000", "--set", "at_s=100", "--set", "max_duration_s=150"],
-     "max_duration_s: 150 s is too short for this timeline"),
-    (["crash", "--set", "consumer.group_protocol=consumer", "--set", "group.consumer_session_timeout_ms=10000"],
-     "group.consumer_session_timeout_ms: 10000 is below group.consumer.min.session.timeout.ms"),
-    (["scale-out", "--max-wall", "0"], "--max-wall"),
-    (["scale-out", "--max-events", "-5"], "--max-events"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["scale-out", "--set", "members=-1"], "members"),
+        (["scale-out", "--set", "consumer.max_poll_records=0"], "consumer.max_poll_records"),
+        (["scale-out", "--set", "consumer.topics.x=1"], "consumer.topics"),
+        (["scale-out", "--set", "network.latency=abc"], "network.latency"),
+        (
+            ["scale-out", "--set", "at_s=1e9", "--set", "max_duration_s=3600"],
+            "beyond max_duration_s",
+        ),
+        (
+            [
+                "crash",
+                "--set",
+                "consumer.group_protocol=consumer",
+                "--set",
+                "group.consumer_session_timeout_ms=120000",
+                "--set",
+                "group.consumer_max_session_timeout_ms=120000",
+                "--set",
+                "at_s=100",
+                "--set",
+                "max_duration_s=150",
+            ],
+            "max_duration_s: 150 s is too short for this timeline",
+        ),
+        (
+            [
+                "crash",
+                "--set",
+                "consumer.group_protocol=consumer",
+                "--set",
+                "group.consumer_session_timeout_ms=10000",
+            ],
+            "group.consumer_session_timeout_ms: 10000 is below group.consumer.min.session.timeout.ms",
+        ),
+        (["scale-out", "--max-wall", "0"], "--max-wall"),
+        (["scale-out", "--max-events", "-5"], "--max-events"),
+    ],
+)
 def test_bad_overrides_never_print_a_traceback(args, needle, capsys):
     """Bad overrides and bounds exit 2 with one line naming the field, never a traceback."""
     assert cli(["run", *args]) == 2
@@ -184,9 +285,16 @@ def test_bad_overrides_never_print_a_traceback(args, needle, capsys):
     assert needle in err and "\n" not in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("content", [b"\xff\xfe\x00junk", b"members = [\n", b"members = 2\n",
-                                     b'members = 2\n[[topics]]\nname = "t"\npartitions = 2\n'
-                                     b'[[timeline]]\naction = "crash"\nat_s = 5\nmember = "c009"\n'])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"\xff\xfe\x00junk",
+        b"members = [\n",
+        b"members = 2\n",
+        b'members = 2\n[[topics]]\nname = "t"\npartitions = 2\n'
+        b'[[timeline]]\naction = "crash"\nat_s = 5\nmember = "c009"\n',
+    ],
+)
 def test_bad_files_never_print_a_traceback(tmp_path, content, capsys):
     """Undecodable, malformed, incomplete or inconsistent TOML files exit 2 with one line."""
     path = tmp_path / "bad.toml"
@@ -219,8 +327,22 @@ def test_max_events_stops_with_partial_results(tmp_path, capsys):
 def test_max_wall_stops_a_long_run(capsys):
     """--max-wall stops a run that would take longer, with partial results and exit 3."""
     # (300 members once took seconds; the simulator now forms them in about 0.2 s: 2,000 take 2-3 s)
-    assert cli(["run", "scale-out", "--set", "members=2000", "--set", "partitions=20000",
-                "--max-wall", "0.2", "--json"]) == 3
+    assert (
+        cli(
+            [
+                "run",
+                "scale-out",
+                "--set",
+                "members=2000",
+                "--set",
+                "partitions=20000",
+                "--max-wall",
+                "0.2",
+                "--json",
+            ]
+        )
+        == 3
+    )
     captured = capsys.readouterr()
     data = json.loads(captured.out)
     assert data["summary"]["partial"] and "max_wall_s=0.2" in data["summary"]["partial_reason"]

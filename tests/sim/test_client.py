@@ -29,11 +29,18 @@ def _self_attributes(cls: type) -> set[str]:
     tree = ast.parse(textwrap.dedent(inspect.getsource(cls.__init__)))
     names = set()
     for node in ast.walk(tree):
-        targets = node.targets if isinstance(node, ast.Assign) else (
-            [node.target] if isinstance(node, ast.AnnAssign) else [])
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else ([node.target] if isinstance(node, ast.AnnAssign) else [])
+        )
         for t in targets:
             for leaf in ast.walk(t):
-                if isinstance(leaf, ast.Attribute) and isinstance(leaf.value, ast.Name) and leaf.value.id == "self":
+                if (
+                    isinstance(leaf, ast.Attribute)
+                    and isinstance(leaf.value, ast.Name)
+                    and leaf.value.id == "self"
+                ):
                     names.add(leaf.attr)
     return names
 
@@ -58,11 +65,34 @@ def test_no_attribute_is_initialised_in_two_inits():
 
 def test_the_hooks_are_declared_on_the_base_and_filled_by_both():
     hooks = ConsumerClient.__abstractmethods__
-    assert {"start", "crash", "close", "pause", "resume", "handle", "on_timer", "on_control", "settled",
-            "_poll", "_send_commit", "_commit_refused", "_commit_error", "_is_fenced"} <= hooks
+    assert {
+        "start",
+        "crash",
+        "close",
+        "pause",
+        "resume",
+        "handle",
+        "on_timer",
+        "on_control",
+        "settled",
+        "_poll",
+        "_send_commit",
+        "_commit_refused",
+        "_commit_error",
+        "_is_fenced",
+    } <= hooks
     with pytest.raises(TypeError):
-        ConsumerClient("c0", ConsumerConfig(), ("t",), lambda: 0.0, False, rates=None, handoffs=None,
-                       poll_rng=None, rank=0)
+        ConsumerClient(
+            "c0",
+            ConsumerConfig(),
+            ("t",),
+            lambda: 0.0,
+            False,
+            rates=None,
+            handoffs=None,
+            poll_rng=None,
+            rank=0,
+        )
     for cls in (Member, ConsumerMember):
         assert not cls.__abstractmethods__
 
@@ -77,7 +107,9 @@ def test_member_states_are_data(module):
         assert set(previous) <= states
     # every state the member can be in is one it can enter (or the one it starts in)
     cls = Member if module is cl else ConsumerMember
-    assert set(table) | {cls.INITIAL_STATE} >= {s for prev in table.values() for s in prev} - {cl.UNJOINED}
+    assert set(table) | {cls.INITIAL_STATE} >= {s for prev in table.values() for s in prev} - {
+        cl.UNJOINED
+    }
 
 
 def test_consumer_member_states_follow_kafkas_member_state():
@@ -113,11 +145,15 @@ def test_every_state_change_goes_through_the_check():
 
     mb = Recording("c0", ConsumerConfig(group_protocol="consumer"), ("t",))
     mb.start(0.0)
-    resp = m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-1", 1, 5.0, frozenset({TopicPartition("t", 0)}),
-                                            correlation=mb.hb_correlation)
+    resp = m.ConsumerGroupHeartbeatResponse(
+        m.NONE, "c0-1", 1, 5.0, frozenset({TopicPartition("t", 0)}), correlation=mb.hb_correlation
+    )
     mb.handle(0.01, resp)
-    assert seen == [(cm.UNSUBSCRIBED, cm.JOINING), (cm.JOINING, cm.RECONCILING),
-                    (cm.RECONCILING, cm.ACKNOWLEDGING)]
+    assert seen == [
+        (cm.UNSUBSCRIBED, cm.JOINING),
+        (cm.JOINING, cm.RECONCILING),
+        (cm.RECONCILING, cm.ACKNOWLEDGING),
+    ]
     assert mb.state == cm.ACKNOWLEDGING
     with pytest.raises(IllegalTransition):
         mb._transition(cm.JOINING)
@@ -130,12 +166,20 @@ def test_one_record_per_group_protocol():
         assert set(p.phases.values()) == {"join", "sync", "stable"}
 
 
-@pytest.mark.parametrize("protocol,coordinator,core", [("classic", GroupCoordinator, Member),
-                                                        ("consumer", ConsumerGroupCoordinator, ConsumerMember)])
+@pytest.mark.parametrize(
+    "protocol,coordinator,core",
+    [("classic", GroupCoordinator, Member), ("consumer", ConsumerGroupCoordinator, ConsumerMember)],
+)
 def test_a_run_is_built_from_its_protocols_record(protocol, coordinator, core):
-    sc = Scenario.from_dict({"name": "t", "members": 3, "max_duration_s": 30,
-                             "topics": [{"name": "t", "partitions": 6}],
-                             "consumer": {"group_protocol": protocol}})
+    sc = Scenario.from_dict(
+        {
+            "name": "t",
+            "members": 3,
+            "max_duration_s": 30,
+            "topics": [{"name": "t", "partitions": 6}],
+            "consumer": {"group_protocol": protocol},
+        }
+    )
     runner = _Runner(sc, 0, False)
     assert runner.protocol is PROTOCOLS[protocol]
     assert type(runner.coordinator) is coordinator

@@ -13,15 +13,33 @@ def test_a_static_member_closed_while_its_join_is_answered_finishes_closing():
     from sim import Scenario
 
     data = {
-        "name": "close-mid-join", "members": 2, "max_duration_s": 4000.0, "assignor_cost": "fixed:0.5",
-        "topics": [{"name": "t", "partitions": 8, "rate": 200.0}, {"name": "u", "partitions": 3, "rate": 10.0}],
-        "consumer": {"partition_assignment_strategy": ["cooperative-sticky"], "static": True,
-                     "session_timeout_ms": 45000, "max_poll_interval_ms": 30000, "capacity": 10000.0,
-                     "max_poll_records": 100, "revoke_cost_ms": 50.0, "assign_cost_ms": 300.0},
+        "name": "close-mid-join",
+        "members": 2,
+        "max_duration_s": 4000.0,
+        "assignor_cost": "fixed:0.5",
+        "topics": [
+            {"name": "t", "partitions": 8, "rate": 200.0},
+            {"name": "u", "partitions": 3, "rate": 10.0},
+        ],
+        "consumer": {
+            "partition_assignment_strategy": ["cooperative-sticky"],
+            "static": True,
+            "session_timeout_ms": 45000,
+            "max_poll_interval_ms": 30000,
+            "capacity": 10000.0,
+            "max_poll_records": 100,
+            "revoke_cost_ms": 50.0,
+            "assign_cost_ms": 300.0,
+        },
         "network": {"latency": {"kind": "constant", "ms": 1.0}},
         "timeline": [
-            {"action": "network_partition", "at_s": 113.576, "member": "c000", "duration_s": 50.0,
-             "direction": "both"},
+            {
+                "action": "network_partition",
+                "at_s": 113.576,
+                "member": "c000",
+                "duration_s": 50.0,
+                "direction": "both",
+            },
             {"action": "delay_spike", "at_s": 146.614, "duration_s": 8.0, "extra_ms": 50.0},
             {"action": "remove_members", "at_s": 167.814, "members": ["c001"]},
         ],

@@ -23,17 +23,37 @@ LATENCY_S = 0.001
 def quiet_member(**cfg):
     """A STABLE member owning T[0:2] at epoch 1 whose acknowledgement (sent at 0.1, counted by the
     coordinator at 0.25) was answered with a quiet offer; its next heartbeat was due at 5.1."""
-    mb = ConsumerMember("c0", ConsumerConfig(group_protocol="consumer", **cfg), ("t",),
-                        sample_latency=lambda: LATENCY_S, elide_heartbeats=True)
+    mb = ConsumerMember(
+        "c0",
+        ConsumerConfig(group_protocol="consumer", **cfg),
+        ("t",),
+        sample_latency=lambda: LATENCY_S,
+        elide_heartbeats=True,
+    )
     mb.start(0.0)
-    mb.handle(0.1, m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-1", 1, 5.0, frozenset(T[:2]),
-                                                    correlation=mb.hb_correlation))
+    mb.handle(
+        0.1,
+        m.ConsumerGroupHeartbeatResponse(
+            m.NONE, "c0-1", 1, 5.0, frozenset(T[:2]), correlation=mb.hb_correlation
+        ),
+    )
     while due := [k for k in mb.timers if k[0] in ("poll", "callback")]:
         mb.on_timer(mb.timers[due[0]], due[0], mb.timers[due[0]])
     mb.handle(0.2, m.OffsetFetchResponse(m.NONE, tuple(T[:2]), (None, None), 1))
     assert mb.state == "ACKNOWLEDGING"
-    out = mb.handle(0.3, m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-1", 1, 5.0, None, quiet_epoch=0,
-                                                          received_at=0.25, correlation=mb.hb_correlation))
+    out = mb.handle(
+        0.3,
+        m.ConsumerGroupHeartbeatResponse(
+            m.NONE,
+            "c0-1",
+            1,
+            5.0,
+            None,
+            quiet_epoch=0,
+            received_at=0.25,
+            correlation=mb.hb_correlation,
+        ),
+    )
     assert mb.state == STABLE
     return mb, out
 
@@ -56,10 +76,16 @@ def test_a_stable_member_takes_the_offer_and_stops_its_heartbeat_timer():
 
 def test_a_reconciling_member_declines_the_offer():
     """A member with a reconciliation in progress keeps heartbeating."""
-    mb = ConsumerMember("c0", ConsumerConfig(group_protocol="consumer"), ("t",), elide_heartbeats=True)
+    mb = ConsumerMember(
+        "c0", ConsumerConfig(group_protocol="consumer"), ("t",), elide_heartbeats=True
+    )
     mb.start(0.0)
-    out = mb.handle(0.1, m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-1", 1, 5.0, frozenset(T[:2]),
-                                                          quiet_epoch=0, correlation=mb.hb_correlation))
+    out = mb.handle(
+        0.1,
+        m.ConsumerGroupHeartbeatResponse(
+            m.NONE, "c0-1", 1, 5.0, frozenset(T[:2]), quiet_epoch=0, correlation=mb.hb_correlation
+        ),
+    )
     assert not mb.quiet and not notes(out, m.Quiet) and ("hb",) in mb.timers
 
 
@@ -69,8 +95,11 @@ def test_auto_commits_while_quiet_are_computed_not_sent():
     mb, _ = quiet_member()
     assert ("commit",) not in mb.timers and mb.commit_due is not None
     due = mb.commit_due
-    out = mb.on_control(due + 5.0 + 0.5, "nothing")   # an input after two ticks
-    assert not sends(out, m.OffsetCommitRequest) and [t for t, _ in mb.quiet_commits] == [due, due + 5.0]
+    out = mb.on_control(due + 5.0 + 0.5, "nothing")  # an input after two ticks
+    assert not sends(out, m.OffsetCommitRequest) and [t for t, _ in mb.quiet_commits] == [
+        due,
+        due + 5.0,
+    ]
     assert mb.quiet_commits[-1][1].offsets == tuple(T[:2])
     assert mb.commit_due == due + 5.0 + 5.0
 
@@ -101,7 +130,7 @@ def test_a_heartbeat_in_flight_at_the_wake_is_sent_with_its_send_time():
     """Woken while an elided heartbeat is still on its way: that one is sent for real, as sent at
     its own time (it arrives when it would have), and the session start is the one before."""
     mb, _ = quiet_member()
-    due = mb.quiet_next + 5.0 + 5.0           # the third elided heartbeat
+    due = mb.quiet_next + 5.0 + 5.0  # the third elided heartbeat
     out = mb.on_control(due + LATENCY_S / 2, m.Wake(1))
     (unquiet,) = notes(out, m.Unquiet)
     assert unquiet.last_arrival == mb.quiet_next + 5.0 + LATENCY_S
@@ -137,15 +166,21 @@ def test_a_crash_while_quiet_hands_over_the_session_and_the_last_commit():
 
 
 def coordinator():
-    return ConsumerGroupCoordinator(GroupConfig(), lambda: (0, {"t": 4}), AssignorCost(mode="zero"),
-                                    elide_heartbeats=True)
+    return ConsumerGroupCoordinator(
+        GroupConfig(), lambda: (0, {"t": 4}), AssignorCost(mode="zero"), elide_heartbeats=True
+    )
 
 
 def beat(g, now, client, member_id="", epoch=0, owned=None):
     full = epoch == 0
-    req = m.ConsumerGroupHeartbeatRequest(member_id, epoch, None, owned_partitions=frozenset() if full else owned,
-                                          subscribed_topics=("t",) if full else None,
-                                          rebalance_timeout_s=300.0 if full else None)
+    req = m.ConsumerGroupHeartbeatRequest(
+        member_id,
+        epoch,
+        None,
+        owned_partitions=frozenset() if full else owned,
+        subscribed_topics=("t",) if full else None,
+        rebalance_timeout_s=300.0 if full else None,
+    )
     out = g.handle(now, client, req)
     while ("assign",) in g.timers:
         out += g.on_timer(now, ("assign",), g.timers[("assign",)])
@@ -277,8 +312,12 @@ def _view(result):
 @pytest.mark.parametrize("name", ["scale-out", "crash", "gc-pause-zombie", "rolling-bounce-static"])
 def test_elision_changes_nothing_with_a_constant_latency(name):
     """Every event and interval is the same with and without elision; fewer messages are sent."""
-    runs = {elide: run_scenario(load_scenario(name, {**CONSTANT, "elide_heartbeats": str(elide).lower()}), seed=3)
-            for elide in (True, False)}
+    runs = {
+        elide: run_scenario(
+            load_scenario(name, {**CONSTANT, "elide_heartbeats": str(elide).lower()}), seed=3
+        )
+        for elide in (True, False)
+    }
     assert _view(runs[True]) == _view(runs[False])
     assert runs[True].summary["messages"] < runs[False].summary["messages"] / 2
 
@@ -300,5 +339,7 @@ def test_elision_changes_nothing_under_faults(index):
     for elide in (True, False):
         d = copy.deepcopy(data)
         d["elide_heartbeats"] = elide
-        views.append(_view(run_scenario(Scenario.from_dict(d), seed=sim_seed, raise_on_violation=False)))
+        views.append(
+            _view(run_scenario(Scenario.from_dict(d), seed=sim_seed, raise_on_violation=False))
+        )
     assert views[0] == views[1]

@@ -41,74 +41,90 @@ def held_by(epoch, *ps):
 
 def test_stable_to_stable_with_same_partitions_moves_to_target_epoch():
     """A stable member whose target did not change only moves to the new epoch."""
-    assert next_member_assignment(STABLE, 10, tps(1, 2), frozenset(), 11, tps(1, 2), free, tps(1, 2)) == \
-        (STABLE, 11, tps(1, 2), frozenset())
+    assert next_member_assignment(
+        STABLE, 10, tps(1, 2), frozenset(), 11, tps(1, 2), free, tps(1, 2)
+    ) == (STABLE, 11, tps(1, 2), frozenset())
 
 
 def test_stable_to_stable_with_new_free_partitions():
     """Free partitions in the target are assigned at once, in the target epoch."""
-    assert next_member_assignment(STABLE, 10, tps(1, 2), frozenset(), 11, tps(1, 2, 3), free, tps(1, 2)) == \
-        (STABLE, 11, tps(1, 2, 3), frozenset())
+    assert next_member_assignment(
+        STABLE, 10, tps(1, 2), frozenset(), 11, tps(1, 2, 3), free, tps(1, 2)
+    ) == (STABLE, 11, tps(1, 2, 3), frozenset())
 
 
 def test_stable_to_unrevoked_keeps_epoch_and_revokes_first():
     """Partitions leaving the member must be revoked first: same epoch, assigned = kept, and
     nothing new is handed out meanwhile (even free partitions)."""
-    assert next_member_assignment(STABLE, 10, tps(1, 2, 3), frozenset(), 11, tps(2, 3, 4), free, tps(1, 2, 3)) == \
-        (UNREVOKED_PARTITIONS, 10, tps(2, 3), tps(1))
+    assert next_member_assignment(
+        STABLE, 10, tps(1, 2, 3), frozenset(), 11, tps(2, 3, 4), free, tps(1, 2, 3)
+    ) == (UNREVOKED_PARTITIONS, 10, tps(2, 3), tps(1))
 
 
 def test_stable_to_unreleased_when_new_partitions_are_still_held():
     """A partition still held by another member is not given: UNRELEASED in the target epoch."""
-    assert next_member_assignment(STABLE, 10, tps(1, 2), frozenset(), 11, tps(1, 2, 3, 4), held_by(10, 4),
-                                  tps(1, 2)) == (UNRELEASED_PARTITIONS, 11, tps(1, 2, 3), frozenset())
-    assert next_member_assignment(STABLE, 10, tps(1, 2), frozenset(), 11, tps(1, 2, 4), held_by(10, 4),
-                                  tps(1, 2)) == (UNRELEASED_PARTITIONS, 11, tps(1, 2), frozenset())
+    assert next_member_assignment(
+        STABLE, 10, tps(1, 2), frozenset(), 11, tps(1, 2, 3, 4), held_by(10, 4), tps(1, 2)
+    ) == (UNRELEASED_PARTITIONS, 11, tps(1, 2, 3), frozenset())
+    assert next_member_assignment(
+        STABLE, 10, tps(1, 2), frozenset(), 11, tps(1, 2, 4), held_by(10, 4), tps(1, 2)
+    ) == (UNRELEASED_PARTITIONS, 11, tps(1, 2), frozenset())
 
 
 def test_revocation_already_done_by_the_client_skips_unrevoked():
     """If the member no longer reports the partitions to revoke, it goes straight to the target."""
-    assert next_member_assignment(STABLE, 10, tps(1, 2), frozenset(), 11, tps(2), free, tps(2)) == \
-        (STABLE, 11, tps(2), frozenset())
+    assert next_member_assignment(STABLE, 10, tps(1, 2), frozenset(), 11, tps(2), free, tps(2)) == (
+        STABLE,
+        11,
+        tps(2),
+        frozenset(),
+    )
 
 
 @pytest.mark.parametrize("owned", [tps(1, 2), None])
 def test_remains_unrevoked_while_it_still_owns_them(owned):
     """Still reporting a partition to revoke (or not reporting at all): no progress."""
-    assert next_member_assignment(UNREVOKED_PARTITIONS, 10, tps(2), tps(1), 11, tps(2, 3), free, owned) == \
-        (UNREVOKED_PARTITIONS, 10, tps(2), tps(1))
+    assert next_member_assignment(
+        UNREVOKED_PARTITIONS, 10, tps(2), tps(1), 11, tps(2, 3), free, owned
+    ) == (UNREVOKED_PARTITIONS, 10, tps(2), tps(1))
 
 
 def test_unrevoked_to_stable_once_acknowledged():
     """Revocation acknowledged: the member moves on and takes the free partitions."""
-    assert next_member_assignment(UNREVOKED_PARTITIONS, 10, tps(2), tps(1), 11, tps(2, 3), free, tps(2)) == \
-        (STABLE, 11, tps(2, 3), frozenset())
+    assert next_member_assignment(
+        UNREVOKED_PARTITIONS, 10, tps(2), tps(1), 11, tps(2, 3), free, tps(2)
+    ) == (STABLE, 11, tps(2, 3), frozenset())
 
 
 def test_unrevoked_to_unrevoked_with_a_newer_target():
     """After acknowledging, a newer target that takes more away: revoke again, at epoch + 1."""
-    assert next_member_assignment(UNREVOKED_PARTITIONS, 10, tps(2, 3), tps(1), 12, tps(3), free, tps(2, 3)) == \
-        (UNREVOKED_PARTITIONS, 11, tps(3), tps(2))
+    assert next_member_assignment(
+        UNREVOKED_PARTITIONS, 10, tps(2, 3), tps(1), 12, tps(3), free, tps(2, 3)
+    ) == (UNREVOKED_PARTITIONS, 11, tps(3), tps(2))
 
 
 def test_unrevoked_to_unreleased():
-    assert next_member_assignment(UNREVOKED_PARTITIONS, 10, tps(2), tps(1), 11, tps(2, 3), held_by(10, 3),
-                                  tps(2)) == (UNRELEASED_PARTITIONS, 11, tps(2), frozenset())
+    assert next_member_assignment(
+        UNREVOKED_PARTITIONS, 10, tps(2), tps(1), 11, tps(2, 3), held_by(10, 3), tps(2)
+    ) == (UNRELEASED_PARTITIONS, 11, tps(2), frozenset())
 
 
 def test_unreleased_to_stable_when_released():
-    assert next_member_assignment(UNRELEASED_PARTITIONS, 11, tps(2), frozenset(), 11, tps(2, 3), free, tps(2)) == \
-        (STABLE, 11, tps(2, 3), frozenset())
+    assert next_member_assignment(
+        UNRELEASED_PARTITIONS, 11, tps(2), frozenset(), 11, tps(2, 3), free, tps(2)
+    ) == (STABLE, 11, tps(2, 3), frozenset())
 
 
 def test_unreleased_stays_while_held():
-    assert next_member_assignment(UNRELEASED_PARTITIONS, 11, tps(2), frozenset(), 11, tps(2, 3), held_by(11, 3),
-                                  tps(2)) == (UNRELEASED_PARTITIONS, 11, tps(2), frozenset())
+    assert next_member_assignment(
+        UNRELEASED_PARTITIONS, 11, tps(2), frozenset(), 11, tps(2, 3), held_by(11, 3), tps(2)
+    ) == (UNRELEASED_PARTITIONS, 11, tps(2), frozenset())
 
 
 def test_unreleased_to_unrevoked_with_a_newer_target():
-    assert next_member_assignment(UNRELEASED_PARTITIONS, 11, tps(2, 4), frozenset(), 12, tps(4, 5), held_by(11, 5),
-                                  tps(2, 4)) == (UNREVOKED_PARTITIONS, 11, tps(4), tps(2))
+    assert next_member_assignment(
+        UNRELEASED_PARTITIONS, 11, tps(2, 4), frozenset(), 12, tps(4, 5), held_by(11, 5), tps(2, 4)
+    ) == (UNREVOKED_PARTITIONS, 11, tps(4), tps(2))
 
 
 # ---------------------------------------------------------------- the group
@@ -131,8 +147,13 @@ def drive(g, now, effects):
 
 
 def responses(effects, to=None):
-    return [e[2] for e in effects if e[0] == "send" and (to is None or e[1] == to)
-            and isinstance(e[2], m.ConsumerGroupHeartbeatResponse)]
+    return [
+        e[2]
+        for e in effects
+        if e[0] == "send"
+        and (to is None or e[1] == to)
+        and isinstance(e[2], m.ConsumerGroupHeartbeatResponse)
+    ]
 
 
 def hb(g, now, client, member_id="", epoch=0, owned=None, instance=None, full=False, **kw):
@@ -167,15 +188,15 @@ def test_second_member_waits_for_revocation_then_gets_the_partitions():
     a = join(g, 0.0, "a")
     b = join(g, 1.0, "b")
     assert g.group_epoch == 2
-    assert b.member_epoch == 2 and b.assignment == frozenset()          # its partitions are still a's
+    assert b.member_epoch == 2 and b.assignment == frozenset()  # its partitions are still a's
     assert g.members[b.member_id].state == UNRELEASED_PARTITIONS
     assert g.state == RECONCILING
     (ra,) = responses(hb(g, 2.0, "a", a.member_id, 1), "a")
-    assert ra.member_epoch == 1 and len(ra.assignment) == 2             # revoke first, same epoch
+    assert ra.member_epoch == 1 and len(ra.assignment) == 2  # revoke first, same epoch
     mine = ra.assignment
     assert g.members[a.member_id].state == UNREVOKED_PARTITIONS
     (rb,) = responses(hb(g, 2.5, "b", b.member_id, 2), "b")
-    assert rb.assignment is None                                        # nothing changed for b yet
+    assert rb.assignment is None  # nothing changed for b yet
     (ra2,) = responses(hb(g, 3.0, "a", a.member_id, 1, owned=mine), "a")  # the acknowledgement
     assert ra2.member_epoch == 2 and g.members[a.member_id].state == STABLE
     (rb2,) = responses(hb(g, 3.5, "b", b.member_id, 2), "b")
@@ -190,13 +211,29 @@ def test_joins_at_one_instant_are_handled_one_at_a_time():
     g = coordinator()
     effects = []
     for c in "abc":
-        effects += g.handle(0.0, c, m.ConsumerGroupHeartbeatRequest("", 0, subscribed_topics=("t",),
-                                                                    rebalance_timeout_s=300.0,
-                                                                    owned_partitions=frozenset()))
+        effects += g.handle(
+            0.0,
+            c,
+            m.ConsumerGroupHeartbeatRequest(
+                "",
+                0,
+                subscribed_topics=("t",),
+                rebalance_timeout_s=300.0,
+                owned_partitions=frozenset(),
+            ),
+        )
     rs = responses(effects)
-    assert [(r.member_epoch, r.assignment) for r in rs] == [(1, tps(0, 1, 2, 3)), (2, frozenset()), (3, frozenset())]
+    assert [(r.member_epoch, r.assignment) for r in rs] == [
+        (1, tps(0, 1, 2, 3)),
+        (2, frozenset()),
+        (3, frozenset()),
+    ]
     assert g.assignments_computed == 3 and g.group_epoch == g.target_epoch == 3
-    assert [g.members[r.member_id].state for r in rs] == [STABLE, UNRELEASED_PARTITIONS, UNRELEASED_PARTITIONS]
+    assert [g.members[r.member_id].state for r in rs] == [
+        STABLE,
+        UNRELEASED_PARTITIONS,
+        UNRELEASED_PARTITIONS,
+    ]
     assert g.state == RECONCILING
 
 
@@ -209,13 +246,26 @@ def test_issue_36_two_joins_at_one_instant_one_partition():
     g = ConsumerGroupCoordinator(GroupConfig(), lambda: meta, AssignorCost(mode="zero"))
     out = []
     for c in ("c1", "c0"):
-        out += g.handle(0.0, c, m.ConsumerGroupHeartbeatRequest(c, 0, subscribed_topics=("t",),
-                                                                rebalance_timeout_s=300.0,
-                                                                owned_partitions=frozenset()))
+        out += g.handle(
+            0.0,
+            c,
+            m.ConsumerGroupHeartbeatRequest(
+                c,
+                0,
+                subscribed_topics=("t",),
+                rebalance_timeout_s=300.0,
+                owned_partitions=frozenset(),
+            ),
+        )
     (r1,) = responses(out, "c1")
     (r0,) = responses(out, "c0")
     assert (r1.error, r1.member_id, r1.member_epoch, r1.assignment) == (m.NONE, "c1", 1, tps(0))
-    assert (r0.error, r0.member_id, r0.member_epoch, r0.assignment) == (m.NONE, "c0", 2, frozenset())
+    assert (r0.error, r0.member_id, r0.member_epoch, r0.assignment) == (
+        m.NONE,
+        "c0",
+        2,
+        frozenset(),
+    )
     assert g.members["c0"].state == UNRELEASED_PARTITIONS
     assert g.group_epoch == g.target_epoch == 2 and g.state == RECONCILING
     assert dict(g.target) == {"c1": frozenset(), "c0": tps(0)}
@@ -225,8 +275,21 @@ def test_assignor_cost_delays_the_responses_and_blocks_the_coordinator():
     """A fixed assignor cost: the answers leave when the computation ends; requests that come
     meanwhile wait."""
     g = coordinator(cost="fixed:2")
-    effects = drive(g, 0.0, g.handle(0.0, "a", m.ConsumerGroupHeartbeatRequest(
-        "", 0, subscribed_topics=("t",), rebalance_timeout_s=300.0, owned_partitions=frozenset())))
+    effects = drive(
+        g,
+        0.0,
+        g.handle(
+            0.0,
+            "a",
+            m.ConsumerGroupHeartbeatRequest(
+                "",
+                0,
+                subscribed_topics=("t",),
+                rebalance_timeout_s=300.0,
+                owned_partitions=frozenset(),
+            ),
+        ),
+    )
     (send,) = [e for e in effects if e[0] == "send"]
     assert send[3] == 2.0 and send[2].member_epoch == 1 and g.timers[("unblock",)] == 2.0
     assert g.handle(1.0, "b", m.ConsumerGroupHeartbeatRequest("x", 1)) == [] and g.parked
@@ -234,11 +297,14 @@ def test_assignor_cost_delays_the_responses_and_blocks_the_coordinator():
     assert [r.error for r in responses(out, "b")] == [m.UNKNOWN_MEMBER_ID] and not g.parked
 
 
-@pytest.mark.parametrize("sent,owned,error", [
-    (3, tps(0, 1, 2, 3), m.FENCED_MEMBER_EPOCH),   # an epoch the coordinator never gave
-    (0, tps(0), m.NONE),                           # the previous epoch with a subset: response lost
-    (0, tps(0), m.NONE),
-])
+@pytest.mark.parametrize(
+    "sent,owned,error",
+    [
+        (3, tps(0, 1, 2, 3), m.FENCED_MEMBER_EPOCH),  # an epoch the coordinator never gave
+        (0, tps(0), m.NONE),  # the previous epoch with a subset: response lost
+        (0, tps(0), m.NONE),
+    ],
+)
 def test_member_epoch_checks(sent, owned, error):
     g = coordinator()
     a = join(g, 0.0, "a")
@@ -270,8 +336,13 @@ def test_issue_36_a_retried_heartbeat_at_an_epoch_before_the_previous_one_is_fen
     t0, u0 = TopicPartition("t", 0), TopicPartition("u", 0)
 
     def beat(now, mid, epoch, owned=None, topics=None):
-        req = m.ConsumerGroupHeartbeatRequest(mid, epoch, subscribed_topics=topics, owned_partitions=owned,
-                                              rebalance_timeout_s=300.0 if topics else None)
+        req = m.ConsumerGroupHeartbeatRequest(
+            mid,
+            epoch,
+            subscribed_topics=topics,
+            owned_partitions=owned,
+            rebalance_timeout_s=300.0 if topics else None,
+        )
         (r,) = responses(g.handle(now, mid, req))
         return r
 
@@ -279,17 +350,17 @@ def test_issue_36_a_retried_heartbeat_at_an_epoch_before_the_previous_one_is_fen
     assert (r.member_epoch, r.assignment) == (1, frozenset({t0, u0}))
     r = beat(0.1, "c0", 0, frozenset(), ("u",))
     assert (r.member_epoch, r.assignment) == (2, frozenset())
-    r = beat(0.2, "c2", 1, frozenset({t0, u0}))                    # told to give up u-0
+    r = beat(0.2, "c2", 1, frozenset({t0, u0}))  # told to give up u-0
     assert (r.member_epoch, r.assignment) == (1, frozenset({t0}))
     assert g.members["c2"].state == UNREVOKED_PARTITIONS
     beat(0.3, "c0", -1)
-    r = beat(0.4, "c2", 1, frozenset({t0}), ("t", "u"))           # full request: revoked
+    r = beat(0.4, "c2", 1, frozenset({t0}), ("t", "u"))  # full request: revoked
     assert (r.member_epoch, r.assignment) == (3, frozenset({t0}))
     assert g.members["c2"].state == UNRELEASED_PARTITIONS and g.members["c2"].previous_epoch == 1
-    r = beat(0.5, "c2", 3, frozenset({t0}))                        # u-0 is free now
+    r = beat(0.5, "c2", 3, frozenset({t0}))  # u-0 is free now
     assert (r.member_epoch, r.assignment) == (3, frozenset({t0, u0}))
     assert g.members["c2"].state == STABLE and g.members["c2"].previous_epoch == 3
-    r = beat(0.6, "c2", 1, frozenset({t0}))                        # the 0.4 s request, retried
+    r = beat(0.6, "c2", 1, frozenset({t0}))  # the 0.4 s request, retried
     assert r.error == m.FENCED_MEMBER_EPOCH
     assert g.members["c2"].epoch == 3  # the member stays; its session runs on from 0.5 s
 
@@ -305,7 +376,7 @@ def test_previous_epoch_moves_on_a_transition_that_keeps_the_epoch():
     assert (mb.state, mb.epoch, mb.previous_epoch) == (UNRELEASED_PARTITIONS, 2, 0)
     (r,) = responses(hb(g, 1.5, "b", b.member_id, 0), "b")
     assert r.error == m.NONE and r.member_epoch == 2
-    hb(g, 2.0, "b", b.member_id, 2)   # a still holds b's partitions
+    hb(g, 2.0, "b", b.member_id, 2)  # a still holds b's partitions
     assert (mb.state, mb.epoch, mb.previous_epoch) == (UNRELEASED_PARTITIONS, 2, 2)
     (r,) = responses(hb(g, 2.5, "b", b.member_id, 0), "b")
     assert r.error == m.FENCED_MEMBER_EPOCH
@@ -327,11 +398,20 @@ def test_issue_36_a_client_generated_member_id_joins_under_that_id():
     empty one); epoch 0 with an id the group knows goes through the epoch check."""
     g = coordinator()
     (r,) = responses(hb(g, 0.0, "a", "Zk3xQ1", 0), "a")
-    assert (r.error, r.member_id, r.member_epoch, r.assignment) == (m.NONE, "Zk3xQ1", 1, tps(0, 1, 2, 3))
+    assert (r.error, r.member_id, r.member_epoch, r.assignment) == (
+        m.NONE,
+        "Zk3xQ1",
+        1,
+        tps(0, 1, 2, 3),
+    )
     assert list(g.members) == ["Zk3xQ1"]
     # the same join again (its response lost): the member's previous epoch is 0, so accepted
     (r,) = responses(hb(g, 0.1, "a", "Zk3xQ1", 0), "a")
-    assert (r.error, r.member_epoch, r.assignment) == (m.NONE, 1, tps(0, 1, 2, 3)) and g.group_epoch == 1
+    assert (r.error, r.member_epoch, r.assignment) == (
+        m.NONE,
+        1,
+        tps(0, 1, 2, 3),
+    ) and g.group_epoch == 1
     (rb,) = responses(hb(g, 1.0, "b", "b-own", 0), "b")
     assert (rb.error, rb.member_id, rb.member_epoch) == (m.NONE, "b-own", 2)
     hb(g, 2.0, "a", "Zk3xQ1", 1, owned=tps(0, 1, 2, 3))
@@ -372,7 +452,9 @@ def test_session_timeout_fences_and_frees_partitions():
     at = g.timers[("session", b.member_id)]
     assert at == 1.0 + 45.0
     out = g.on_timer(at, ("session", b.member_id), at)
-    assert any(e[0] == "event" and e[1] == "member_removed" and "session_expired" in e[4] for e in out)
+    assert any(
+        e[0] == "event" and e[1] == "member_removed" and "session_expired" in e[4] for e in out
+    )
     assert b.member_id not in g.members and g.group_epoch == epoch + 1 and g.state == ASSIGNING
     (r,) = responses(hb(g, 46.5, "a", a.member_id, 2), "a")
     assert r.assignment == tps(0, 1, 2, 3) and r.member_epoch == epoch + 1
@@ -419,7 +501,9 @@ def test_static_member_temporary_leave_and_rejoin_keeps_its_partitions():
     epoch = g.group_epoch
     held = g.members[a.member_id].assigned
     (r,) = responses(hb(g, 3.0, "a", a.member_id, -2, instance="i-a"), "a")
-    assert r.member_epoch == -2 and g.group_epoch == epoch and g.members[a.member_id].assigned == held
+    assert (
+        r.member_epoch == -2 and g.group_epoch == epoch and g.members[a.member_id].assigned == held
+    )
     r2 = join(g, 10.0, "a", instance="i-a")
     assert r2.member_id != a.member_id and r2.assignment == held and g.group_epoch == epoch
     assert a.member_id not in g.members and g.static_members["i-a"] == r2.member_id

@@ -27,9 +27,9 @@ class _Client:
         self.instance_id = member_id + "-i" if static else None
         self.active = False
         self.epoch = 0
-        self.assigned: frozenset = frozenset()   # the latest assignment it heard
-        self.owned: frozenset = frozenset()      # what it reports owning
-        self.sent: list = []                     # its requests, oldest first
+        self.assigned: frozenset = frozenset()  # the latest assignment it heard
+        self.owned: frozenset = frozenset()  # what it reports owning
+        self.sent: list = []  # its requests, oldest first
 
 
 class _Run:
@@ -42,8 +42,10 @@ class _Run:
         meta = lambda: (self.version, dict(self.topics))  # noqa: E731
         self.core = ConsumerGroupCoordinator(GroupConfig(), meta, AssignorCost(mode="zero"))
         self.model = KafkaConsumerGroup(lambda: dict(self.topics))
-        self.clients = {c: _Client(f"{c}-{case['salt']}", topics, static)
-                        for c, (topics, static) in case["clients"].items()}
+        self.clients = {
+            c: _Client(f"{c}-{case['salt']}", topics, static)
+            for c, (topics, static) in case["clients"].items()
+        }
         self.now = 0.0
         self.epochs: dict[str, int] = {}
 
@@ -55,25 +57,47 @@ class _Run:
             kind = "join"
         if kind == "join":
             c.owned = frozenset()
-            return m.ConsumerGroupHeartbeatRequest(c.member_id, 0, c.instance_id, rebalance_timeout_s=self.timeout,
-                                                   subscribed_topics=c.topics, owned_partitions=frozenset())
+            return m.ConsumerGroupHeartbeatRequest(
+                c.member_id,
+                0,
+                c.instance_id,
+                rebalance_timeout_s=self.timeout,
+                subscribed_topics=c.topics,
+                owned_partitions=frozenset(),
+            )
         if not c.active:
             return None
         if kind == "leave":
-            epoch = m.LEAVE_GROUP_STATIC_MEMBER_EPOCH if c.instance_id else m.LEAVE_GROUP_MEMBER_EPOCH
+            epoch = (
+                m.LEAVE_GROUP_STATIC_MEMBER_EPOCH if c.instance_id else m.LEAVE_GROUP_MEMBER_EPOCH
+            )
             return m.ConsumerGroupHeartbeatRequest(c.member_id, epoch, c.instance_id)
         if kind == "ack":
             c.owned = c.assigned
-            return m.ConsumerGroupHeartbeatRequest(c.member_id, c.epoch, c.instance_id, owned_partitions=c.owned)
+            return m.ConsumerGroupHeartbeatRequest(
+                c.member_id, c.epoch, c.instance_id, owned_partitions=c.owned
+            )
         if kind == "lag":
-            return m.ConsumerGroupHeartbeatRequest(c.member_id, c.epoch, c.instance_id, owned_partitions=c.owned)
-        return m.ConsumerGroupHeartbeatRequest(c.member_id, c.epoch, c.instance_id, rebalance_timeout_s=self.timeout,
-                                               subscribed_topics=c.topics, owned_partitions=c.owned)
+            return m.ConsumerGroupHeartbeatRequest(
+                c.member_id, c.epoch, c.instance_id, owned_partitions=c.owned
+            )
+        return m.ConsumerGroupHeartbeatRequest(
+            c.member_id,
+            c.epoch,
+            c.instance_id,
+            rebalance_timeout_s=self.timeout,
+            subscribed_topics=c.topics,
+            owned_partitions=c.owned,
+        )
 
     def send(self, name: str, req: m.ConsumerGroupHeartbeatRequest) -> None:
         c = self.clients[name]
         out = self.core.handle(self.now, name, req)
-        got = [e[2] for e in out if e[0] == "send" and isinstance(e[2], m.ConsumerGroupHeartbeatResponse)]
+        got = [
+            e[2]
+            for e in out
+            if e[0] == "send" and isinstance(e[2], m.ConsumerGroupHeartbeatResponse)
+        ]
         assert len(got) == 1 and not [e for e in out if e[0] == "violation"], out
         r = got[0]
         want = self.model.heartbeat(self.now, req)
@@ -105,8 +129,11 @@ class _Run:
             self.now = max(self.now, deadline)
         for _at, kind, mid in self.model.due(self.now):
             self.model.fire(kind, mid)
-        due = sorted((at, key[0], key[1], key) for key, at in self.core.timers.items()
-                     if key[0] in ("session", "rebalance") and at <= self.now)
+        due = sorted(
+            (at, key[0], key[1], key)
+            for key, at in self.core.timers.items()
+            if key[0] in ("session", "rebalance") and at <= self.now
+        )
         for at, _kind, _mid, key in due:
             assert not [e for e in self.core.on_timer(at, key, at) if e[0] == "violation"]
 
@@ -114,14 +141,24 @@ class _Run:
 
     def check(self) -> None:
         g, k = self.core, self.model
-        assert (g.group_epoch, g.target_epoch, g.state) == (k.group_epoch, k.target_epoch, k.state())
+        assert (g.group_epoch, g.target_epoch, g.state) == (
+            k.group_epoch,
+            k.target_epoch,
+            k.state(),
+        )
         assert set(g.members) == set(k.members)
         for mid, x in k.members.items():
             mm = g.members[mid]
             assert (mm.epoch, mm.previous_epoch, mm.state, mm.assigned, mm.pending_revocation) == (
-                x.epoch, x.previous_epoch, x.state, x.assigned, x.pending), mid
-        assert {mid: g.target.get(mid, frozenset()) for mid in g.members} == \
-            {mid: k.target.get(mid, frozenset()) for mid in k.members}
+                x.epoch,
+                x.previous_epoch,
+                x.state,
+                x.assigned,
+                x.pending,
+            ), mid
+        assert {mid: g.target.get(mid, frozenset()) for mid in g.members} == {
+            mid: k.target.get(mid, frozenset()) for mid in k.members
+        }
         assert g.static_members == k.static
         # the core's own invariants
         held = [tp for mm in g.members.values() for tp in mm.assigned | mm.pending_revocation]
@@ -131,10 +168,17 @@ class _Run:
             # the partition counts it last saw (a change bumps the group epoch at the next heartbeat)
             targets = [tp for mid in g.members for tp in g.target.get(mid, ())]
             assert len(targets) == len(set(targets))
-            assert set(targets) == {(t, p) for t, n in g.subscribed_partitions.items() for p in range(n)}
-        reconciled = [mm for mm in g.members.values() if mm.state == STABLE and mm.epoch == g.target_epoch]
-        assert (g.state == "Stable") == (bool(g.members) and g.group_epoch == g.target_epoch
-                                         and len(reconciled) == len(g.members))
+            assert set(targets) == {
+                (t, p) for t, n in g.subscribed_partitions.items() for p in range(n)
+            }
+        reconciled = [
+            mm for mm in g.members.values() if mm.state == STABLE and mm.epoch == g.target_epoch
+        ]
+        assert (g.state == "Stable") == (
+            bool(g.members)
+            and g.group_epoch == g.target_epoch
+            and len(reconciled) == len(g.members)
+        )
 
 
 def _play(case: dict) -> _Run:
@@ -173,18 +217,48 @@ def test_issue_36_sequences_answer_as_kafka_does():
     """The issue's three sequences through the same driver: a retried heartbeat at the epoch
     before the previous one (item 1), two joins at one instant (item 2), and a four-member group
     whose topic grows (item 3: the member order Kafka's builders see)."""
-    _play({"topics": {"t": 1, "u": 1}, "salt": 0, "rebalance_timeout_s": 300.0,
-           "clients": {"c0": (("u",), False), "c2": (("t", "u"), False)},
-           "steps": [("join", "c2", False, "t"), ("join", "c0", False, "t"), ("ack", "c2", False, "t"),
-                     ("leave", "c0", False, "t"), ("full", "c2", False, "t"), ("lag", "c2", False, "t"),
-                     ("zombie", "c2", False, "t")]})
-    _play({"topics": {"t": 1}, "salt": 0, "rebalance_timeout_s": 300.0,
-           "clients": {"c0": (("t",), False), "c1": (("t",), False)},
-           "steps": [("join", "c1", False, "t"), ("join", "c0", True, "t")]})
-    run = _play({"topics": {"t": 1}, "salt": 10, "rebalance_timeout_s": 300.0,
-                 "clients": dict.fromkeys(("c1", "c3", "c6", "c7"), (("t",), False)),
-                 "steps": [("join", "c6", False, "t"), ("join", "c3", False, "t"), ("join", "c1", False, "t"),
-                           ("join", "c7", False, "t"), ("grow", "c7", False, "t"), ("ack", "c7", False, "t")]})
+    _play(
+        {
+            "topics": {"t": 1, "u": 1},
+            "salt": 0,
+            "rebalance_timeout_s": 300.0,
+            "clients": {"c0": (("u",), False), "c2": (("t", "u"), False)},
+            "steps": [
+                ("join", "c2", False, "t"),
+                ("join", "c0", False, "t"),
+                ("ack", "c2", False, "t"),
+                ("leave", "c0", False, "t"),
+                ("full", "c2", False, "t"),
+                ("lag", "c2", False, "t"),
+                ("zombie", "c2", False, "t"),
+            ],
+        }
+    )
+    _play(
+        {
+            "topics": {"t": 1},
+            "salt": 0,
+            "rebalance_timeout_s": 300.0,
+            "clients": {"c0": (("t",), False), "c1": (("t",), False)},
+            "steps": [("join", "c1", False, "t"), ("join", "c0", True, "t")],
+        }
+    )
+    run = _play(
+        {
+            "topics": {"t": 1},
+            "salt": 10,
+            "rebalance_timeout_s": 300.0,
+            "clients": dict.fromkeys(("c1", "c3", "c6", "c7"), (("t",), False)),
+            "steps": [
+                ("join", "c6", False, "t"),
+                ("join", "c3", False, "t"),
+                ("join", "c1", False, "t"),
+                ("join", "c7", False, "t"),
+                ("grow", "c7", False, "t"),
+                ("ack", "c7", False, "t"),
+            ],
+        }
+    )
     # c1-10 and c7-10 share a HashMap bucket; the members map gives c7 first though c1 joined
     # first (String order would give c1)
     assert run.core.target_epoch == 5
@@ -199,7 +273,14 @@ def test_many_members_joining_at_one_instant_answer_as_kafka_does():
     steps = [("join", c, i > 0, "t") for i, c in enumerate(clients)]
     steps += [("ack", c, i > 0, "t") for i, c in enumerate(clients)]
     steps += [("ack", c, i > 0, "t") for i, c in enumerate(clients)]
-    run = _play({"topics": {"t": 1000}, "salt": 3, "rebalance_timeout_s": 300.0, "clients": clients,
-                 "steps": steps})
+    run = _play(
+        {
+            "topics": {"t": 1000},
+            "salt": 3,
+            "rebalance_timeout_s": 300.0,
+            "clients": clients,
+            "steps": steps,
+        }
+    )
     assert run.core.target_epoch == 300 and run.core.assignments_computed == 300
     assert run.core.target._chain is not None

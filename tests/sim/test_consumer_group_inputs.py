@@ -30,9 +30,13 @@ def _reference(g: cg.ConsumerGroupCoordinator, counts, current):
     name = min((n for n, v in votes.items() if v == best), default=g.assignor)
     take = {mid for mid in current._base if mid not in current._detached}
     spec = GroupSpec.from_target(
-        {mid: frozenset(mm.topics) for mid, mm in g.members.items()}, current._result, take,
+        {mid: frozenset(mm.topics) for mid, mm in g.members.items()},
+        current._result,
+        take,
         assigned={mid: current.current_for(mid) for mid in g.members if mid not in take},
-        instance_ids={mid: mm.instance_id for mid, mm in g.members.items() if mm.instance_id is not None},
+        instance_ids={
+            mid: mm.instance_id for mid, mm in g.members.items() if mm.instance_id is not None
+        },
         racks={mid: mm.rack for mid, mm in g.members.items() if mm.rack is not None},
     )
     # Kafka's member order, from scratch: a HashMap filled in the order of the group's members map
@@ -70,7 +74,7 @@ def test_kept_inputs_give_the_from_scratch_target(seed, monkeypatch):
     def send(now, client, req):
         drive(now, g.handle(now, client, req))
 
-    clients: dict[str, str | None] = {}   # client -> static instance id or None
+    clients: dict[str, str | None] = {}  # client -> static instance id or None
     now = 0.0
     for step in range(160):
         now += 0.01
@@ -80,11 +84,25 @@ def test_kept_inputs_give_the_from_scratch_target(seed, monkeypatch):
             client = f"c{step:03d}"
             iid = f"i-{client}" if rng.random() < 0.3 else None
             clients[client] = iid
-            topics = SUBSCRIPTIONS[int(rng.integers(0, len(SUBSCRIPTIONS)))] if seed % 2 else ("t", "u")
-            send(now, client, m.ConsumerGroupHeartbeatRequest(
-                "", 0, iid, rack_id=str(rng.choice(["r1", "r2"])) if rng.random() < 0.3 else None,
-                rebalance_timeout_s=300.0, subscribed_topics=topics, owned_partitions=frozenset(),
-                server_assignor=str(rng.choice(["uniform", "range"])) if rng.random() < 0.2 else None))
+            topics = (
+                SUBSCRIPTIONS[int(rng.integers(0, len(SUBSCRIPTIONS)))] if seed % 2 else ("t", "u")
+            )
+            send(
+                now,
+                client,
+                m.ConsumerGroupHeartbeatRequest(
+                    "",
+                    0,
+                    iid,
+                    rack_id=str(rng.choice(["r1", "r2"])) if rng.random() < 0.3 else None,
+                    rebalance_timeout_s=300.0,
+                    subscribed_topics=topics,
+                    owned_partitions=frozenset(),
+                    server_assignor=str(rng.choice(["uniform", "range"]))
+                    if rng.random() < 0.2
+                    else None,
+                ),
+            )
             continue
         mm = live[int(rng.integers(0, len(live)))]
         if action < 0.4:
@@ -92,20 +110,42 @@ def test_kept_inputs_give_the_from_scratch_target(seed, monkeypatch):
         elif action < 0.47 and mm.instance_id is not None:
             send(now, mm.client, m.ConsumerGroupHeartbeatRequest(mm.member_id, -2, mm.instance_id))
             # the static member comes back soon under a new member id
-            send(now + 0.001, mm.client, m.ConsumerGroupHeartbeatRequest(
-                "", 0, mm.instance_id, rebalance_timeout_s=300.0, subscribed_topics=mm.topics,
-                owned_partitions=frozenset()))
+            send(
+                now + 0.001,
+                mm.client,
+                m.ConsumerGroupHeartbeatRequest(
+                    "",
+                    0,
+                    mm.instance_id,
+                    rebalance_timeout_s=300.0,
+                    subscribed_topics=mm.topics,
+                    owned_partitions=frozenset(),
+                ),
+            )
         else:
             change = {}
             if rng.random() < 0.15:
-                change["subscribed_topics"] = SUBSCRIPTIONS[int(rng.integers(0, len(SUBSCRIPTIONS)))]
+                change["subscribed_topics"] = SUBSCRIPTIONS[
+                    int(rng.integers(0, len(SUBSCRIPTIONS)))
+                ]
             if rng.random() < 0.1:
                 change["rack_id"] = str(rng.choice(["r1", "r2", "r3"]))
             if rng.random() < 0.1:
                 change["server_assignor"] = str(rng.choice(["uniform", "range"]))
-            send(now, mm.client, m.ConsumerGroupHeartbeatRequest(
-                mm.member_id, mm.epoch, mm.instance_id, rebalance_timeout_s=300.0,
-                owned_partitions=mm.assigned, **change))
+            send(
+                now,
+                mm.client,
+                m.ConsumerGroupHeartbeatRequest(
+                    mm.member_id,
+                    mm.epoch,
+                    mm.instance_id,
+                    rebalance_timeout_s=300.0,
+                    owned_partitions=mm.assigned,
+                    **change,
+                ),
+            )
         # the set of unreconciled members stays what a pass over the members says
-        assert g.unreconciled == {mid for mid, x in g.members.items() if not x.reconciled_to(g.target_epoch)}
+        assert g.unreconciled == {
+            mid for mid, x in g.members.items() if not x.reconciled_to(g.target_epoch)
+        }
     assert len(checked) > 40 and max(checked) >= 8

@@ -21,7 +21,9 @@ def sent(effects, cls=m.ConsumerGroupHeartbeatRequest):
 
 
 def ok(mb, epoch, assignment=None, member_id="c0-1"):
-    return m.ConsumerGroupHeartbeatResponse(m.NONE, member_id, epoch, 5.0, assignment, correlation=mb.hb_correlation)
+    return m.ConsumerGroupHeartbeatResponse(
+        m.NONE, member_id, epoch, 5.0, assignment, correlation=mb.hb_correlation
+    )
 
 
 def run_timers(mb, now, kinds=("poll", "callback")):
@@ -70,10 +72,14 @@ def test_first_assignment_is_taken_at_the_next_poll_then_acknowledged_at_once():
     assert sent(out) == []
     out += run_timers(mb, 0.5)
     (ack,) = sent(out)
-    assert ack.member_epoch == 1 and ack.owned_partitions == frozenset(T[:2]) and mb.state == ACKNOWLEDGING
+    assert (
+        ack.member_epoch == 1
+        and ack.owned_partitions == frozenset(T[:2])
+        and mb.state == ACKNOWLEDGING
+    )
     assert ack.subscribed_topics is None  # only what changed is sent
     mb.handle(0.2, ok(mb, 1))
-    assert mb.state == STABLE and not mb.settled   # still fetching its committed offsets
+    assert mb.state == STABLE and not mb.settled  # still fetching its committed offsets
     (fetch,) = sent(out, m.OffsetFetchRequest)
     mb.handle(0.21, m.OffsetFetchResponse(m.NONE, fetch.partitions, (None, None), fetch.seq))
     out = run_timers(mb, 1.0, kinds=("first_record",))
@@ -89,7 +95,9 @@ def test_revocation_commits_first_then_revokes_then_acknowledges():
     beat(mb)
     out = mb.handle(5.4, ok(mb, 1, frozenset(T[:2])))
     (commit,) = sent(out, m.OffsetCommitRequest)
-    assert [e for e in out if e[0] == "close" and e[1] == "owned"] == [("close", "owned", "c0", "t", 2)]
+    assert [e for e in out if e[0] == "close" and e[1] == "owned"] == [
+        ("close", "owned", "c0", "t", 2)
+    ]
     assert sent(out) == [] and mb.owned == set(T[:2]) and commit.offsets == tuple(T[:3])
     out = mb.handle(5.5, m.OffsetCommitResponse(m.NONE, commit.seq))
     out += run_timers(mb, 5.55)
@@ -106,7 +114,9 @@ def test_ack_waits_for_the_heartbeat_in_flight():
     mb2.start(0.0)
     mb2.handle(0.1, ok(mb2, 1, frozenset(T[:1])))
     (regular,) = sent(beat(mb2))  # a regular heartbeat goes out before the reconciliation completes
-    assert regular.owned_partitions is None  # still the old assignment (nothing): unchanged, not sent
+    assert (
+        regular.owned_partitions is None
+    )  # still the old assignment (nothing): unchanged, not sent
     out = run_timers(mb2, 11.0)
     assert sent(out) == [] and mb2.hb_due and mb2.state == ACKNOWLEDGING
     out = mb2.handle(11.0, ok(mb2, 1))
@@ -117,8 +127,12 @@ def test_ack_waits_for_the_heartbeat_in_flight():
 def test_fenced_member_loses_partitions_at_its_next_poll_and_rejoins_with_epoch_zero():
     mb = stable_with(member(), T[:2])
     beat(mb)
-    out = mb.handle(5.4, m.ConsumerGroupHeartbeatResponse(m.FENCED_MEMBER_EPOCH, "c0-1", 1,
-                                                          correlation=mb.hb_correlation))
+    out = mb.handle(
+        5.4,
+        m.ConsumerGroupHeartbeatResponse(
+            m.FENCED_MEMBER_EPOCH, "c0-1", 1, correlation=mb.hb_correlation
+        ),
+    )
     out += run_timers(mb, 5.4)
     kinds = [e[1] for e in out if e[0] == "event"]
     assert "partitions_lost" in kinds and not mb.owned
@@ -137,17 +151,30 @@ def test_own_member_id_is_sent_from_the_first_heartbeat_and_kept():
     mb.handle(0.3, ok(mb, 1, member_id="Zk3x"))
     (regular,) = sent(beat(mb))
     assert (regular.member_id, regular.member_epoch) == ("Zk3x", 1)
-    out = mb.handle(5.4, m.ConsumerGroupHeartbeatResponse(m.UNKNOWN_MEMBER_ID, "Zk3x", 1,
-                                                          correlation=mb.hb_correlation))
+    out = mb.handle(
+        5.4,
+        m.ConsumerGroupHeartbeatResponse(
+            m.UNKNOWN_MEMBER_ID, "Zk3x", 1, correlation=mb.hb_correlation
+        ),
+    )
     out += run_timers(mb, 5.4)
     (rejoin,) = sent(out)
-    assert (rejoin.member_id, rejoin.member_epoch, rejoin.owned_partitions) == ("Zk3x", 0, frozenset())
+    assert (rejoin.member_id, rejoin.member_epoch, rejoin.owned_partitions) == (
+        "Zk3x",
+        0,
+        frozenset(),
+    )
 
 
 def test_unreleased_instance_id_is_fatal():
     mb = member(static=True)
     mb.start(0.0)
-    mb.handle(0.1, m.ConsumerGroupHeartbeatResponse(m.UNRELEASED_INSTANCE_ID, "", 0, correlation=mb.hb_correlation))
+    mb.handle(
+        0.1,
+        m.ConsumerGroupHeartbeatResponse(
+            m.UNRELEASED_INSTANCE_ID, "", 0, correlation=mb.hb_correlation
+        ),
+    )
     assert mb.failed and not mb.alive
 
 
@@ -159,7 +186,9 @@ def test_close_revokes_then_leaves_static_with_minus_two():
     (commit,) = sent(out, m.OffsetCommitRequest)
     assert sent(out) == [] and mb.alive
     (leave,) = sent(mb.handle(6.01, m.OffsetCommitResponse(m.NONE, commit.seq)))
-    assert leave.member_epoch == m.LEAVE_GROUP_STATIC_MEMBER_EPOCH and leave.group_instance_id == "c0"
+    assert (
+        leave.member_epoch == m.LEAVE_GROUP_STATIC_MEMBER_EPOCH and leave.group_instance_id == "c0"
+    )
 
 
 def test_dynamic_close_leaves_with_minus_one():
@@ -178,8 +207,12 @@ def test_pause_past_the_poll_interval_leaves_and_rejoins():
     out += run_timers(mb, 40.0)
     assert [r.member_epoch for r in sent(out)] == [m.LEAVE_GROUP_MEMBER_EPOCH]
     assert not mb.owned
-    out = mb.handle(40.002, m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-1", m.LEAVE_GROUP_MEMBER_EPOCH,
-                                                          correlation=mb.leave_correlation))
+    out = mb.handle(
+        40.002,
+        m.ConsumerGroupHeartbeatResponse(
+            m.NONE, "c0-1", m.LEAVE_GROUP_MEMBER_EPOCH, correlation=mb.leave_correlation
+        ),
+    )
     assert [r.member_epoch for r in sent(out)] == [0]
 
 
@@ -191,12 +224,20 @@ def test_a_static_members_rejoin_is_not_answered_by_its_leaves_response():
     mb.pause(1.0)
     out = mb.resume(40.0) + run_timers(mb, 40.0)
     assert [r.member_epoch for r in sent(out)] == [m.LEAVE_GROUP_STATIC_MEMBER_EPOCH]
-    out = mb.handle(40.002, m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-1", m.LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-                                                          correlation=mb.leave_correlation))
+    out = mb.handle(
+        40.002,
+        m.ConsumerGroupHeartbeatResponse(
+            m.NONE, "c0-1", m.LEAVE_GROUP_STATIC_MEMBER_EPOCH, correlation=mb.leave_correlation
+        ),
+    )
     (join,) = sent(out)
     assert (join.member_id, join.member_epoch, join.group_instance_id) == ("c0-1", 0, "c0")
-    out = mb.handle(40.004, m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-7", 6, 5.0, frozenset(T[:2]),
-                                                          correlation=mb.hb_correlation))
+    out = mb.handle(
+        40.004,
+        m.ConsumerGroupHeartbeatResponse(
+            m.NONE, "c0-7", 6, 5.0, frozenset(T[:2]), correlation=mb.hb_correlation
+        ),
+    )
     assert not [e for e in out if e[0] == "violation"]
     assert (mb.member_id, mb.epoch) == ("c0-7", 6)
 
@@ -254,7 +295,9 @@ def test_a_restarted_member_ignores_answers_to_its_predecessors_requests():
     restart: the new client must not take that member id and epoch (soak seed 2, schedule 7561)."""
     mb = member(static=True)
     mb.start(98.4)
-    stale = m.ConsumerGroupHeartbeatResponse(m.NONE, "c0-2", 9, 5.0, frozenset(), correlation=(0.0, 40))
+    stale = m.ConsumerGroupHeartbeatResponse(
+        m.NONE, "c0-2", 9, 5.0, frozenset(), correlation=(0.0, 40)
+    )
     mb.handle(99.0, stale)
     assert mb.state == JOINING and mb.member_id == "" and mb.hb_in_flight
     mb.handle(99.1, ok(mb, 10, frozenset(T[:1]), member_id="c0-7"))
@@ -266,7 +309,7 @@ def test_a_fetch_whose_partitions_were_revoked_ends_with_an_event():
     event: an OffsetFetch that times out after its partitions were revoked must say so, or the run
     never sees the member settle (soak seed 2, schedule 5115)."""
     mb = stable_with(member(request_timeout_ms=30000), T[:3])
-    (seq, (_, parts)), = mb.fetches.items()
+    ((seq, (_, parts)),) = mb.fetches.items()
     mb._set_owned(1.0, remove=list(parts))
     at = mb.timers[("fetch_timeout", seq)]
     out = mb.on_timer(at, ("fetch_timeout", seq), at)

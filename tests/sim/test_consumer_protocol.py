@@ -38,18 +38,32 @@ def test_scale_out_moves_only_what_moves_and_never_stops_the_world():
 
 def test_heartbeat_interval_paces_the_hand_over():
     """A shorter group.consumer.heartbeat.interval.ms ends the same scale-out sooner."""
+
     def time_with(interval_ms):
-        sc = load_scenario("scale-out", {**CONSUMER, "group.consumer_heartbeat_interval_ms": interval_ms,
-                                         "group.consumer_min_heartbeat_interval_ms": 1000})
+        sc = load_scenario(
+            "scale-out",
+            {
+                **CONSUMER,
+                "group.consumer_heartbeat_interval_ms": interval_ms,
+                "group.consumer_min_heartbeat_interval_ms": 1000,
+            },
+        )
         return run_scenario(sc, seed=1).episodes[1]["rebalance_time_s"]
+
     assert time_with(1000) < time_with(5000)
 
 
 def test_crash_is_noticed_after_the_brokers_session_timeout():
     """The session timeout is the broker's group.consumer.session.timeout.ms, not the client's."""
-    sc = load_scenario("crash", {**CONSUMER, "group.consumer_session_timeout_ms": 10000,
-                                 "group.consumer_min_session_timeout_ms": 10000,
-                                 "consumer.session_timeout_ms": 45000})
+    sc = load_scenario(
+        "crash",
+        {
+            **CONSUMER,
+            "group.consumer_session_timeout_ms": 10000,
+            "group.consumer_min_session_timeout_ms": 10000,
+            "consumer.session_timeout_ms": 45000,
+        },
+    )
     result = run_scenario(sc, seed=1)
     removed = [e for e in events(result, "member_removed") if "session_expired" in e["detail"]]
     (crash,) = [e for e in events(result, "trigger") if "crash" in e["detail"]]
@@ -73,9 +87,15 @@ def test_static_restart_within_the_session_keeps_partitions_without_a_new_epoch(
 def test_gc_pause_past_the_session_makes_a_zombie_that_learns_it_was_fenced():
     """A member paused past the session timeout is fenced; on resume it processes its old
     partitions until it learns (double processing, allowed only for a zombie), then rejoins."""
-    sc = load_scenario("gc-pause-zombie", {**CONSUMER, "duration_s": 60.0,
-                                           "group.consumer_session_timeout_ms": 10000,
-                                           "group.consumer_min_session_timeout_ms": 10000})
+    sc = load_scenario(
+        "gc-pause-zombie",
+        {
+            **CONSUMER,
+            "duration_s": 60.0,
+            "group.consumer_session_timeout_ms": 10000,
+            "group.consumer_min_session_timeout_ms": 10000,
+        },
+    )
     result = run_scenario(sc, seed=1)
     assert events(result, "partitions_lost", "c001") or events(result, "poll_timeout", "c001")
     assert result.invariant_violations == []
@@ -84,8 +104,12 @@ def test_gc_pause_past_the_session_makes_a_zombie_that_learns_it_was_fenced():
 def test_slow_server_assignor_delays_the_reconciliation():
     """The assignor cost is spent on the coordinator: the first assignment of the new epoch
     reaches members only after it."""
-    fast = run_scenario(load_scenario("scale-out", CONSUMER), seed=1).episodes[1]["rebalance_time_s"]
-    slow = run_scenario(load_scenario("slow-assignor", {**CONSUMER, "cost_s": 8.0}), seed=1).episodes[1]
+    fast = run_scenario(load_scenario("scale-out", CONSUMER), seed=1).episodes[1][
+        "rebalance_time_s"
+    ]
+    slow = run_scenario(
+        load_scenario("slow-assignor", {**CONSUMER, "cost_s": 8.0}), seed=1
+    ).episodes[1]
     assert slow["rebalance_time_s"] >= fast + 8.0 - 0.5
 
 
@@ -98,15 +122,28 @@ def test_same_seed_same_events():
 
 def test_group_protocol_is_validated():
     with pytest.raises(ConfigError, match="group_protocol"):
-        Scenario.from_dict({"topics": [{"name": "t", "partitions": 1}], "consumer": {"group_protocol": "modern"}})
+        Scenario.from_dict(
+            {"topics": [{"name": "t", "partitions": 1}], "consumer": {"group_protocol": "modern"}}
+        )
     with pytest.raises(ConfigError, match="group_protocol"):
-        Scenario.from_dict({"topics": [{"name": "t", "partitions": 1}], "consumer": {"group_protocol": "consumer"},
-                            "member_overrides": {"c001": {"group_protocol": "classic"}}})
+        Scenario.from_dict(
+            {
+                "topics": [{"name": "t", "partitions": 1}],
+                "consumer": {"group_protocol": "consumer"},
+                "member_overrides": {"c001": {"group_protocol": "classic"}},
+            }
+        )
     with pytest.raises(ConfigError, match="group_remote_assignor"):
-        Scenario.from_dict({"topics": [{"name": "t", "partitions": 1}],
-                            "consumer": {"group_protocol": "consumer", "group_remote_assignor": "sticky"}})
+        Scenario.from_dict(
+            {
+                "topics": [{"name": "t", "partitions": 1}],
+                "consumer": {"group_protocol": "consumer", "group_remote_assignor": "sticky"},
+            }
+        )
     with pytest.raises(ConfigError, match="consumer_assignors"):
-        Scenario.from_dict({"topics": [{"name": "t", "partitions": 1}], "group": {"consumer_assignors": ["nope"]}})
+        Scenario.from_dict(
+            {"topics": [{"name": "t", "partitions": 1}], "group": {"consumer_assignors": ["nope"]}}
+        )
 
 
 def test_range_remote_assignor_is_used_when_asked():

@@ -9,18 +9,22 @@ from .helpers import need_assignor
 
 def _scenario(elide=True, latency=None):
     need_assignor("cooperative-sticky")
-    return Scenario.from_dict({
-        "name": "replay", "members": 4, "elide_heartbeats": elide,
-        "topics": [{"name": "a", "partitions": 8, "rate": 5.0}, {"name": "b", "partitions": 3}],
-        "consumer": {"partition_assignment_strategy": ["cooperative-sticky"]},
-        "network": {"latency": latency or {"kind": "lognormal", "ms": 2.0, "sigma": 0.8}},
-        "timeline": [
-            {"action": "add_members", "at_s": 20},
-            {"action": "crash", "at_s": 40, "member": "c001"},
-            {"action": "pause", "at_s": 120, "member": "c002", "duration_s": 50},
-            {"action": "add_partitions", "at_s": 200, "topic": "a", "count": 2},
-        ],
-    })
+    return Scenario.from_dict(
+        {
+            "name": "replay",
+            "members": 4,
+            "elide_heartbeats": elide,
+            "topics": [{"name": "a", "partitions": 8, "rate": 5.0}, {"name": "b", "partitions": 3}],
+            "consumer": {"partition_assignment_strategy": ["cooperative-sticky"]},
+            "network": {"latency": latency or {"kind": "lognormal", "ms": 2.0, "sigma": 0.8}},
+            "timeline": [
+                {"action": "add_members", "at_s": 20},
+                {"action": "crash", "at_s": 40, "member": "c001"},
+                {"action": "pause", "at_s": 120, "member": "c002", "duration_s": 50},
+                {"action": "add_partitions", "at_s": 200, "topic": "a", "count": 2},
+            ],
+        }
+    )
 
 
 def test_same_seed_gives_identical_parquet_bytes(tmp_path):
@@ -31,7 +35,10 @@ def test_same_seed_gives_identical_parquet_bytes(tmp_path):
     for name in ("events.parquet", "intervals.parquet"):
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
     assert sorted(p.name for p in (tmp_path / "one").iterdir()) == [
-        "events.parquet", "intervals.parquet", "runs.parquet"]
+        "events.parquet",
+        "intervals.parquet",
+        "runs.parquet",
+    ]
 
 
 def test_other_seed_changes_latencies():
@@ -42,10 +49,24 @@ def test_other_seed_changes_latencies():
 
 
 def _protocol_view(result):
-    keep = {"join_complete", "stable", "member_removed", "sync_received", "revoke", "assign", "settled"}
-    ev = [(r["t"], r["kind"], r["member"], r["generation"]) for r in result.events.to_pylist() if r["kind"] in keep]
-    iv = [(r["kind"], r["member"], r["topic"], r["partition"], r["start"], r["end"])
-          for r in result.intervals.to_pylist()]
+    keep = {
+        "join_complete",
+        "stable",
+        "member_removed",
+        "sync_received",
+        "revoke",
+        "assign",
+        "settled",
+    }
+    ev = [
+        (r["t"], r["kind"], r["member"], r["generation"])
+        for r in result.events.to_pylist()
+        if r["kind"] in keep
+    ]
+    iv = [
+        (r["kind"], r["member"], r["topic"], r["partition"], r["start"], r["end"])
+        for r in result.intervals.to_pylist()
+    ]
     return ev, iv
 
 

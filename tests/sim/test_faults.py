@@ -20,7 +20,9 @@ def _check(data: dict, seed: int) -> None:
     assert problems(result) == []
     kinds = set(result.events.column("kind").to_pylist())
     event(f"double processing (zombies): {s['double_processing_partition_s'] > 0}")
-    event(f"leader crashed by crash_leader: {any('crash_leader' in (d or '') for d in result.events.column('detail').to_pylist())}")
+    event(
+        f"leader crashed by crash_leader: {any('crash_leader' in (d or '') for d in result.events.column('detail').to_pylist())}"
+    )
     event(f"messages dropped: {s['messages_dropped'] > 0}")
     for kind in ("poll_timeout", "partitions_lost", "sync_failed", "join_failed", "sync_discarded"):
         if kind in kinds:
@@ -30,11 +32,19 @@ def _check(data: dict, seed: int) -> None:
 # Found by the slow run: a static eager member whose onJoinPrepare commit is lost misses the join
 # barrier; the group hands its partitions on while it still holds them with a stale generation.
 STATIC_LEFT_OUT = {
-    "name": "faults", "members": 2, "topics": [{"name": "t", "partitions": 2, "rate": 10.0}],
+    "name": "faults",
+    "members": 2,
+    "topics": [{"name": "t", "partitions": 2, "rate": 10.0}],
     "max_duration_s": 4000.0,
-    "consumer": {"partition_assignment_strategy": ["range"], "static": True, "session_timeout_ms": 10000,
-                 "max_poll_interval_ms": 30000},
-    "network": {"latency": {"kind": "constant", "ms": 1.0}, "drop_probability": 0.05}, "timeline": []}
+    "consumer": {
+        "partition_assignment_strategy": ["range"],
+        "static": True,
+        "session_timeout_ms": 10000,
+        "max_poll_interval_ms": 30000,
+    },
+    "network": {"latency": {"kind": "constant", "ms": 1.0}, "drop_probability": 0.05},
+    "timeline": [],
+}
 
 
 @settings(max_examples=100, deadline=None)
@@ -60,20 +70,31 @@ def _consumer_protocol(data: dict) -> dict:
     group.consumer.session.timeout.ms (the client's is not used by that protocol)."""
     consumer = {**data.get("consumer", {}), "group_protocol": "consumer"}
     session_ms = consumer.get("session_timeout_ms", 45000)
-    group = {**data.get("group", {}), "consumer_session_timeout_ms": session_ms,
-             "consumer_min_session_timeout_ms": min(session_ms, 45000)}
+    group = {
+        **data.get("group", {}),
+        "consumer_session_timeout_ms": session_ms,
+        "consumer_min_session_timeout_ms": min(session_ms, 45000),
+    }
     return {**data, "consumer": consumer, "group": group}
 
 
 # Found by CI: paused past its session timeout while its last heartbeat's answer was in flight,
 # the member took that answer's quiet grant on resume and never heartbeat again.
 PAUSED_PAST_SESSION = {
-    "name": "faults", "members": 2, "topics": [{"name": "t", "partitions": 1, "rate": 10.0}],
-    "max_duration_s": 4000.0, "assignor_cost": "zero",
-    "consumer": {"partition_assignment_strategy": ["range"], "static": False, "session_timeout_ms": 10000,
-                 "max_poll_interval_ms": 30000},
+    "name": "faults",
+    "members": 2,
+    "topics": [{"name": "t", "partitions": 1, "rate": 10.0}],
+    "max_duration_s": 4000.0,
+    "assignor_cost": "zero",
+    "consumer": {
+        "partition_assignment_strategy": ["range"],
+        "static": False,
+        "session_timeout_ms": 10000,
+        "max_poll_interval_ms": 30000,
+    },
     "network": {"latency": {"kind": "constant", "ms": 1.0}, "drop_probability": 0.0},
-    "timeline": [{"action": "pause", "at_s": 10.0, "member": "c000", "duration_s": 12.0}]}
+    "timeline": [{"action": "pause", "at_s": 10.0, "member": "c000", "duration_s": 12.0}],
+}
 
 
 @settings(max_examples=60, deadline=None)

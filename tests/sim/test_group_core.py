@@ -58,14 +58,21 @@ def form(g, clients=("a", "b"), protocols=(("range", SUB),), instance=False):
 
 def sync_all(g, ids, now=10.0):
     leader = g.leader
-    assignments = tuple((mid, Assignment([TopicPartition("t", i)])) for i, mid in enumerate(ids.values()))
+    assignments = tuple(
+        (mid, Assignment([TopicPartition("t", i)])) for i, mid in enumerate(ids.values())
+    )
     out = []
     for c, mid in ids.items():
         if mid != leader:
-            out += g.handle(now, c, m.SyncGroupRequest(mid, g.generation, g.members[mid].group_instance_id))
+            out += g.handle(
+                now, c, m.SyncGroupRequest(mid, g.generation, g.members[mid].group_instance_id)
+            )
     client = next(c for c, mid in ids.items() if mid == leader)
-    out += g.handle(now, client, m.SyncGroupRequest(leader, g.generation, g.members[leader].group_instance_id,
-                                                    assignments))
+    out += g.handle(
+        now,
+        client,
+        m.SyncGroupRequest(leader, g.generation, g.members[leader].group_instance_id, assignments),
+    )
     return out
 
 
@@ -75,8 +82,10 @@ def test_first_join_gets_member_id_required():
     (r,) = sends(g.handle(0.0, "a", join()))
     # ClassicGroup.generateMemberId: the Java consumer's default client.id, "-", a random UUID
     assert r.error == m.MEMBER_ID_REQUIRED
-    assert re.fullmatch(r"consumer-group-1-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}",
-                        r.member_id), r.member_id
+    assert re.fullmatch(
+        r"consumer-group-1-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}",
+        r.member_id,
+    ), r.member_id
     assert g.state == EMPTY and not g.members
 
 
@@ -149,7 +158,9 @@ def test_session_expiry_removes_member_and_rebalances():
     g.handle(20.0, "a", m.HeartbeatRequest(ids["a"], g.generation, None))
     eff = fire(g, g.timers[("expire", ids["b"])], ("expire", ids["b"]))
     assert ids["b"] not in g.members and g.state == PREPARING_REBALANCE
-    assert any(e[0] == "event" and e[1] == "member_removed" and "session_expired" in e[4] for e in eff)
+    assert any(
+        e[0] == "event" and e[1] == "member_removed" and "session_expired" in e[4] for e in eff
+    )
 
 
 def test_static_rejoin_in_stable_keeps_assignment_and_fences_old_id():
@@ -216,8 +227,13 @@ def test_duplicate_assignment_is_a_violation():
     ids, _ = form(g)
     tp = TopicPartition("t", 0)
     leader_client = next(c for c, mid in ids.items() if mid == g.leader)
-    eff = g.handle(7.0, leader_client, m.SyncGroupRequest(
-        g.leader, g.generation, None, tuple((mid, Assignment([tp])) for mid in ids.values())))
+    eff = g.handle(
+        7.0,
+        leader_client,
+        m.SyncGroupRequest(
+            g.leader, g.generation, None, tuple((mid, Assignment([tp])) for mid in ids.values())
+        ),
+    )
     assert any(e[0] == "violation" for e in eff)
 
 

@@ -19,32 +19,59 @@ def _violations(owned):
 
 def test_two_owners_at_once_are_reported_even_when_not_adjacent_by_start():
     """b's row overlaps a's long row but starts after c's row, which overlaps neither."""
-    found = _violations([("a", "t", 0, 0.0, 10.0), ("c", "t", 1, 2.0, 3.0), ("b", "t", 0, 4.0, 5.0),
-                         ("c", "t", 0, 1.0, 2.0)])
-    assert sorted(found) == ["t=1.000000: t-0 owned by a and c at once (cooperative group)",
-                             "t=4.000000: t-0 owned by a and b at once (cooperative group)"]
+    found = _violations(
+        [
+            ("a", "t", 0, 0.0, 10.0),
+            ("c", "t", 1, 2.0, 3.0),
+            ("b", "t", 0, 4.0, 5.0),
+            ("c", "t", 0, 1.0, 2.0),
+        ]
+    )
+    assert sorted(found) == [
+        "t=1.000000: t-0 owned by a and c at once (cooperative group)",
+        "t=4.000000: t-0 owned by a and b at once (cooperative group)",
+    ]
 
 
 def test_hand_overs_and_other_partitions_are_not_reported():
     """Touching rows (one owner after the other) and the same span on two partitions are fine."""
-    assert _violations([("a", "t", 0, 0.0, 5.0), ("b", "t", 0, 5.0, 9.0), ("b", "t", 1, 0.0, 9.0),
-                        ("a", "u", 0, 0.0, 9.0)]) == []
+    assert (
+        _violations(
+            [
+                ("a", "t", 0, 0.0, 5.0),
+                ("b", "t", 0, 5.0, 9.0),
+                ("b", "t", 1, 0.0, 9.0),
+                ("a", "u", 0, 0.0, 9.0),
+            ]
+        )
+        == []
+    )
 
 
 def _zombie_check(events, owned):
     rec = Recorder()
-    rec.events = [(t, 0, i, kind, member, gen, detail) for i, (t, kind, member, gen, detail) in enumerate(events)]
+    rec.events = [
+        (t, 0, i, kind, member, gen, detail)
+        for i, (t, kind, member, gen, detail) in enumerate(events)
+    ]
     rec.intervals = [("owned", m, t, p, s, e) for m, t, p, s, e in owned]
-    return check_run(rec.events_table("r"), rec.intervals_table("r"), settled=True, cooperative=True)
+    return check_run(
+        rec.events_table("r"), rec.intervals_table("r"), settled=True, cooperative=True
+    )
 
 
 def test_a_member_id_that_rejoined_is_a_zombie_only_until_it_syncs_again():
     """Under the consumer protocol a client rejoins under its own member id: removed at 3 s, it
     is a zombie (its double ownership is allowed) until it is added back and hears its new
     assignment at 6 s; after that, owning what another member owns is a violation again."""
-    events = [(0.0, "member_added", "a", 1, "member_id=A"), (0.1, "assignment_received", "a", 1, "member_id=A"),
-              (3.0, "member_removed", "a", 2, "member_id=A reason=session_expired"),
-              (5.0, "member_added", "a", 3, "member_id=A"), (6.0, "assignment_received", "a", 3, "member_id=A")]
+    events = [
+        (0.0, "member_added", "a", 1, "member_id=A"),
+        (0.1, "assignment_received", "a", 1, "member_id=A"),
+        (3.0, "member_removed", "a", 2, "member_id=A reason=session_expired"),
+        (5.0, "member_added", "a", 3, "member_id=A"),
+        (6.0, "assignment_received", "a", 3, "member_id=A"),
+    ]
     assert _zombie_check(events, [("a", "t", 0, 0.0, 10.0), ("b", "t", 0, 4.0, 5.0)]) == []
     assert _zombie_check(events, [("a", "t", 0, 0.0, 10.0), ("b", "t", 0, 7.0, 8.0)]) == [
-        "t=7.000000: t-0 owned by a and b at once (cooperative group)"]
+        "t=7.000000: t-0 owned by a and b at once (cooperative group)"
+    ]

@@ -17,8 +17,11 @@ def _numpy_stream(seed: int, key: tuple[int, ...]) -> np.random.Generator:
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**96), rank=st.integers(0, 3 * RNG_BLOCK),
-       stream=st.one_of(st.none(), st.integers(0, 2**32 - 1)))
+@given(
+    seed=st.integers(0, 2**96),
+    rank=st.integers(0, 3 * RNG_BLOCK),
+    stream=st.one_of(st.none(), st.integers(0, 2**32 - 1)),
+)
 def test_an_actor_stream_is_numpys_spawned_child(seed, rank, stream):
     # rng_for promises what SeedSequence(seed).spawn would give (and, with a stream, that child's
     # own child): the same bit generator state, hence the same draws
@@ -59,7 +62,9 @@ class _Echo(Actor):
     def deliver(self, now, kind, sender, payload):
         self.log.append((now, self.name, sender, payload, self.input_rank))
         if payload == "ping":
-            self.kernel.push(now, self, "b", "msg", "pong")  # zero delay: the next batch, same instant
+            self.kernel.push(
+                now, self, "b", "msg", "pong"
+            )  # zero delay: the next batch, same instant
 
 
 def test_one_batch_per_instant_in_key_order_and_the_clock_follows():
@@ -77,16 +82,27 @@ def test_one_batch_per_instant_in_key_order_and_the_clock_follows():
         seen_clock.append((trio.current_time(), k.now, k.batches, k.delivered))
 
     trio.run(main, clock=trio.testing.MockClock())
-    assert log == [(1.0, "b", "a", "y", 0), (1.0, "b", "b", "x", 1), (2.0, "a", "b", "ping", 1),
-                   (2.0, "b", "a", "pong", 0)]
+    assert log == [
+        (1.0, "b", "a", "y", 0),
+        (1.0, "b", "b", "x", 1),
+        (2.0, "a", "b", "ping", 1),
+        (2.0, "b", "a", "pong", 0),
+    ]
     clock_now, now, batches, delivered = seen_clock[0]
-    assert now == 2.0 and clock_now == pytest.approx(2.0)  # trio's clock stands where the kernel stopped
+    assert now == 2.0 and clock_now == pytest.approx(
+        2.0
+    )  # trio's clock stands where the kernel stopped
     assert (batches, delivered) == (3, 4)
 
 
 @settings(max_examples=80, deadline=None)
-@given(seed=st.integers(0, 2**32), ops=st.lists(st.sampled_from(["normal", "normal", "normal", "random", "uniform",
-                                                                  "normals"]), max_size=120))
+@given(
+    seed=st.integers(0, 2**32),
+    ops=st.lists(
+        st.sampled_from(["normal", "normal", "normal", "random", "uniform", "normals"]),
+        max_size=120,
+    ),
+)
 def test_lazy_generator_draws_what_scalar_draws_would(seed, ops):
     # latencies are drawn ahead in blocks; any other draw must still see the scalar stream
     from sim.kernel import LazyGenerator
@@ -106,11 +122,14 @@ def test_lazy_generator_draws_what_scalar_draws_would(seed, ops):
 
 
 @pytest.mark.parametrize("kernel", ["inline", "tasks"])
-@pytest.mark.parametrize("name, overrides", [
-    ("rolling-deploy", {"members": "100"}),
-    ("crash", {"members": "100", "consumer.group_protocol": "consumer"}),
-    ("scale-out", {"members": "100", "network.latency.kind": "lognormal"}),
-])
+@pytest.mark.parametrize(
+    "name, overrides",
+    [
+        ("rolling-deploy", {"members": "100"}),
+        ("crash", {"members": "100", "consumer.group_protocol": "consumer"}),
+        ("scale-out", {"members": "100", "network.latency.kind": "lognormal"}),
+    ],
+)
 def test_a_finished_run_leaves_its_world_to_reference_counting(name, overrides, kernel):
     """What a run built is freed as the run returns, not left in reference cycles for the cyclic
     collector to trace (Spark's Python workers run a full collection after every task); a

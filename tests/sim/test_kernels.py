@@ -28,13 +28,20 @@ def _parquet(table) -> bytes:
 
 def _fingerprint(result) -> tuple:
     summary = {k: v for k, v in result.summary.items() if k not in _WALL}
-    return (_parquet(result.events), _parquet(result.intervals), result.episodes, summary,
-            result.invariant_violations)
+    return (
+        _parquet(result.events),
+        _parquet(result.intervals),
+        result.episodes,
+        summary,
+        result.invariant_violations,
+    )
 
 
 def _both(scenario: Scenario, seed: int, **kw) -> tuple[tuple, tuple]:
-    got = [_fingerprint(run_scenario(scenario, seed=seed, raise_on_violation=False, kernel=k, **kw))
-           for k in ("inline", "tasks")]
+    got = [
+        _fingerprint(run_scenario(scenario, seed=seed, raise_on_violation=False, kernel=k, **kw))
+        for k in ("inline", "tasks")
+    ]
     return got[0], got[1]
 
 
@@ -71,7 +78,9 @@ def test_a_run_records_its_kernel_but_keeps_its_id():
     sc = load_scenario("scale-out", {"members": "3"})
     runs = {k: run_scenario(sc, seed=0, kernel=k) for k in KERNELS}
     assert len({r.run_id for r in runs.values()}) == 1
-    assert {k: r.runs.column("kernel").to_pylist() for k, r in runs.items()} == {k: [k] for k in KERNELS}
+    assert {k: r.runs.column("kernel").to_pylist() for k, r in runs.items()} == {
+        k: [k] for k in KERNELS
+    }
     assert run_scenario(sc, seed=0).runs.column("kernel").to_pylist() == [DEFAULT_KERNEL]
 
 
@@ -93,7 +102,9 @@ class _Echo(Actor):
         self.log, self.other, self.until = log, other, until
 
     def deliver(self, now, kind, sender, payload):
-        self.log.append((now, self.name, payload, trio.lowlevel.current_task(), trio.current_time()))
+        self.log.append(
+            (now, self.name, payload, trio.lowlevel.current_task(), trio.current_time())
+        )
         if payload == "ping" and now + 1.0 <= self.until:
             self.kernel.push(now + 1.0, self, self.other, "msg", "ping")
         elif payload == "spawn":
@@ -134,8 +145,17 @@ def test_under_the_task_kernel_each_actor_is_a_trio_task_of_its_own():
         else:
             assert set(tasks) == {"a", "b"} and all(t == {main_task} for t in tasks.values())
         logs[name] = [(now, actor, payload) for now, actor, payload, _t, _c in log]
-    assert logs["inline"] == logs["tasks"] == [
-        (1.0, "b", "x"), (1.0, "a", "ping"), (2.0, "b", "ping"), (3.0, "a", "ping"), (4.0, "b", "ping")]
+    assert (
+        logs["inline"]
+        == logs["tasks"]
+        == [
+            (1.0, "b", "x"),
+            (1.0, "a", "ping"),
+            (2.0, "b", "ping"),
+            (3.0, "a", "ping"),
+            (4.0, "b", "ping"),
+        ]
+    )
 
 
 @pytest.mark.parametrize("cls", [Kernel, TaskKernel])
@@ -146,7 +166,10 @@ def test_an_actor_created_during_the_run_is_handed_its_inputs(cls):
     k.push(1.0, a, "a", "msg", "spawn")
     trio.run(k.run, clock=trio.testing.MockClock())
     assert [(now, actor, payload) for now, actor, payload, _t, _c in log] == [
-        (1.0, "a", "spawn"), (1.0, "c", "hello"), (1.5, "c", "again")]
+        (1.0, "a", "spawn"),
+        (1.0, "c", "hello"),
+        (1.5, "c", "again"),
+    ]
     if cls is TaskKernel:
         assert log[1][3] is log[2][3] is not log[0][3]  # c's own task, started during the run
 
@@ -225,7 +248,9 @@ class _Interrupter(_Echo):
             self.log.append((now, self.name, "not reached", None, None))
 
 
-@pytest.mark.parametrize("signum, raised", [(signal.SIGINT, KeyboardInterrupt), (signal.SIGALRM, _Alarm)])
+@pytest.mark.parametrize(
+    "signum, raised", [(signal.SIGINT, KeyboardInterrupt), (signal.SIGALRM, _Alarm)]
+)
 @pytest.mark.parametrize("where", ["protected", "plain"])
 def test_a_callers_signal_handler_never_raises_in_trios_scheduler(where, signum, raised):
     """`rebalance-sim run` has handlers of its own (its second Ctrl-C raises KeyboardInterrupt, its

@@ -26,7 +26,9 @@ def sent(effects, cls):
 
 
 def closed(effects):
-    return sorted(TopicPartition(e[3], e[4]) for e in effects if e[0] == "close" and e[1] == "owned")
+    return sorted(
+        TopicPartition(e[3], e[4]) for e in effects if e[0] == "close" and e[1] == "owned"
+    )
 
 
 def heartbeat_response(mb, error):
@@ -38,8 +40,12 @@ def stable(mb, parts, generation=1):
     """Bring ``mb`` to Stable owning ``parts`` in ``generation`` (as a follower)."""
     mb.start(0.0)
     mb.handle(0.1, m.JoinGroupResponse(m.MEMBER_ID_REQUIRED, member_id="c0-1"))
-    mb.handle(0.2, m.JoinGroupResponse(m.NONE, generation, mb.config.partition_assignment_strategy[-1],
-                                       "other", "c0-1"))
+    mb.handle(
+        0.2,
+        m.JoinGroupResponse(
+            m.NONE, generation, mb.config.partition_assignment_strategy[-1], "other", "c0-1"
+        ),
+    )
     return mb.handle(0.3, m.SyncGroupResponse(m.NONE, Assignment(list(parts))))
 
 
@@ -110,11 +116,15 @@ def test_commit_fails_client_side_during_rebalance():
     mb = member(("cooperative-sticky",))
     stable(mb, T[:2])
     mb.hb_in_flight = 1
-    (prepare,) = sent(mb.handle(5.0, heartbeat_response(mb, m.REBALANCE_IN_PROGRESS)), m.OffsetCommitRequest)
-    mb.handle(5.01, m.OffsetCommitResponse(m.NONE, prepare.seq))   # onJoinPrepare done: joining
+    (prepare,) = sent(
+        mb.handle(5.0, heartbeat_response(mb, m.REBALANCE_IN_PROGRESS)), m.OffsetCommitRequest
+    )
+    mb.handle(5.01, m.OffsetCommitResponse(m.NONE, prepare.seq))  # onJoinPrepare done: joining
     mb.timers[("commit",)] = 6.0
     eff = mb.on_timer(6.0, ("commit",), 6.0)
-    assert any(e[0] == "event" and e[1] == "commit_failed" and "RebalanceInProgress" in e[4] for e in eff)
+    assert any(
+        e[0] == "event" and e[1] == "commit_failed" and "RebalanceInProgress" in e[4] for e in eff
+    )
     assert not sent(eff, m.OffsetCommitRequest)
 
 
@@ -183,8 +193,16 @@ def loaded(strategy=("range",), rate=10000.0, seed=0, **cfg):
     for name in strategy:
         need_assignor(name)
     config = ConsumerConfig(partition_assignment_strategy=strategy, **cfg)
-    return Member("c0", config, ("t",), lambda: (0, {"t": 4}), lambda: 0.001, AssignorCost(),
-                  rates={"t": rate}, poll_rng=np.random.default_rng(seed))
+    return Member(
+        "c0",
+        config,
+        ("t",),
+        lambda: (0, {"t": 4}),
+        lambda: 0.001,
+        AssignorCost(),
+        rates={"t": rate},
+        poll_rng=np.random.default_rng(seed),
+    )
 
 
 def test_rebalance_flag_waits_for_the_end_of_the_batch():
@@ -226,7 +244,9 @@ def test_cooperative_assignment_applies_at_the_next_poll():
     stable(mb, T[:3])
     mb.hb_in_flight = 1
     mb.handle(5.0, heartbeat_response(mb, m.REBALANCE_IN_PROGRESS))
-    (prepare,) = sent(mb.on_timer(mb.timers[("poll",)], ("poll",), mb.timers[("poll",)]), m.OffsetCommitRequest)
+    (prepare,) = sent(
+        mb.on_timer(mb.timers[("poll",)], ("poll",), mb.timers[("poll",)]), m.OffsetCommitRequest
+    )
     mb.handle(5.05, m.OffsetCommitResponse(m.NONE, prepare.seq))
     mb.handle(5.1, m.JoinGroupResponse(m.NONE, 2, "cooperative-sticky", "other", "c0-1"))
     eff = mb.handle(5.2, m.SyncGroupResponse(m.NONE, Assignment(T[:2])))
@@ -235,7 +255,7 @@ def test_cooperative_assignment_applies_at_the_next_poll():
     assert 5.2 <= at < 5.25
     eff = mb.on_timer(at, ("poll",), at)
     assert closed(eff) == [T[2]]
-    prepare = sent(eff, m.OffsetCommitRequest)[-1]     # the follow-up onJoinPrepare commit
+    prepare = sent(eff, m.OffsetCommitRequest)[-1]  # the follow-up onJoinPrepare commit
     eff = mb.handle(at + 0.01, m.OffsetCommitResponse(m.NONE, prepare.seq))
     (j,) = sent(eff, m.JoinGroupRequest)
     assert set(j.protocols[0][1].owned_partitions) == set(T[:2])
@@ -285,6 +305,7 @@ def test_leader_accepts_a_duplicate_claim_that_one_claimant_keeps():
     partition added to one member while revoked from another; the higher generation keeping it
     is neither."""
     from assignors import Subscription
+
     mb = member(("cooperative-sticky",))
     mb.start(0.0)
     mb.handle(0.1, m.JoinGroupResponse(m.MEMBER_ID_REQUIRED, member_id="c0-1"))
@@ -292,7 +313,9 @@ def test_leader_accepts_a_duplicate_claim_that_one_claimant_keeps():
         ("c1-1", Subscription(["t"], owned_partitions=[T[1], T[2], T[3]], generation=3)),
         ("c0-1", Subscription(["t"], owned_partitions=[T[0], T[1]], generation=2)),
     )
-    effects = mb.handle(0.2, m.JoinGroupResponse(m.NONE, 4, "cooperative-sticky", "c0-1", "c0-1", subs))
+    effects = mb.handle(
+        0.2, m.JoinGroupResponse(m.NONE, 4, "cooperative-sticky", "c0-1", "c0-1", subs)
+    )
     assert [e for e in effects if e[0] == "violation"] == []
     sync = sent(effects, m.SyncGroupRequest)[0]
     given = dict(sync.assignments)
@@ -301,9 +324,12 @@ def test_leader_accepts_a_duplicate_claim_that_one_claimant_keeps():
 
 def test_leader_reports_a_partition_moved_in_one_round():
     from assignors import Subscription
+
     mb = member(("cooperative-sticky",))
-    subs = {"a": Subscription(["t"], owned_partitions=[T[0]], generation=1),
-            "b": Subscription(["t"], owned_partitions=[], generation=1)}
+    subs = {
+        "a": Subscription(["t"], owned_partitions=[T[0]], generation=1),
+        "b": Subscription(["t"], owned_partitions=[], generation=1),
+    }
     mb._validate_cooperative(subs, {"a": Assignment([]), "b": Assignment([T[0]])})
     violations = [e[1] for e in mb.out if e[0] == "violation"]
     assert len(violations) == 1 and "t-0 owned by a to b" in violations[0]
@@ -334,14 +360,18 @@ def test_cooperative_validation_matches_sets_on_assignor_output(seed):
     names = [f"m{i}" for i in range(5)]
     subs = {}
     for mid in names:  # random owned partitions, some claimed twice, one of a deleted topic
-        owned = rng.sample(tps, rng.randrange(0, 6)) + ([TopicPartition("gone", 3)] if rng.random() < 0.3 else [])
+        owned = rng.sample(tps, rng.randrange(0, 6)) + (
+            [TopicPartition("gone", 3)] if rng.random() < 0.3 else []
+        )
         subs[mid] = Subscription(["a", "b"], owned_partitions=owned, generation=1)
     fast = get_assignor("range").assign(meta, subs)
     plain = {mid: Assignment(list(a.partitions)) for mid, a in fast.items()}
     for result in (fast, plain):
         mb = member(("cooperative-sticky",))
         mb._validate_cooperative(subs, result)
-        found = sorted(e[1].split(" owned by")[0].split("gives ")[1] for e in mb.out if e[0] == "violation")
+        found = sorted(
+            e[1].split(" owned by")[0].split("gives ")[1] for e in mb.out if e[0] == "violation"
+        )
         assert found == _moved_in_one_round(subs, result)
         assert found  # random ownership: range always moves something here (the check has teeth)
 
@@ -353,7 +383,9 @@ def _rebalance(mb, at, generation, parts):
     eff = mb.handle(at, heartbeat_response(mb, m.REBALANCE_IN_PROGRESS))
     (commit,) = sent(eff, m.OffsetCommitRequest)
     mb.handle(at + 0.01, m.OffsetCommitResponse(m.NONE, commit.seq))
-    mb.handle(at + 0.1, m.JoinGroupResponse(m.NONE, generation, "cooperative-sticky", "other", "c0-1"))
+    mb.handle(
+        at + 0.1, m.JoinGroupResponse(m.NONE, generation, "cooperative-sticky", "other", "c0-1")
+    )
     return mb.handle(at + 0.2, m.SyncGroupResponse(m.NONE, Assignment(parts)))
 
 
@@ -375,13 +407,17 @@ def test_an_unchanged_assignment_is_kept_without_building_its_partitions():
     mb.start(0.0)
     mb.handle(0.1, m.JoinGroupResponse(m.MEMBER_ID_REQUIRED, member_id="c0-1"))
     mb.handle(0.2, m.JoinGroupResponse(m.NONE, 1, "cooperative-sticky", "other", "c0-1"))
-    mb.handle(0.3, m.SyncGroupResponse(m.NONE, Assignment(layout.partition_list(np.array([0, 1, 2])))))
+    mb.handle(
+        0.3, m.SyncGroupResponse(m.NONE, Assignment(layout.partition_list(np.array([0, 1, 2]))))
+    )
     assert mb.owned == set(T[:3])
     same = layout.partition_list(np.array([0, 1, 2]))
     eff = _rebalance(mb, 5.0, 2, same)
     assert "added=0 revoked=0" in _sync_detail(eff) and mb.owned == set(T[:3])
     with pytest.raises(AttributeError):
         same._tps  # noqa: B018  (never built)
-    mb._set_owned(7.0, remove=[T[1]])  # owned changes outside a SyncGroup: the next list is compared in full
+    mb._set_owned(
+        7.0, remove=[T[1]]
+    )  # owned changes outside a SyncGroup: the next list is compared in full
     eff = _rebalance(mb, 8.0, 3, layout.partition_list(np.array([0, 1, 2])))
     assert "added=1 revoked=0" in _sync_detail(eff) and mb.owned == set(T[:3])

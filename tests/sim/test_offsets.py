@@ -26,8 +26,12 @@ CRASH_AT = 61.5
 def test_crash_reprocesses_production_since_the_last_auto_commit():
     """The crashed member's partitions are processed again from its last auto-commit: rate x
     (crash - last commit) per partition (auto.commit.interval.ms = 5 s from its assignment)."""
-    r = run(scenario([{"action": "crash", "at_s": CRASH_AT, "member": "c001"}],
-                     strategy=("cooperative-sticky",)))
+    r = run(
+        scenario(
+            [{"action": "crash", "at_s": CRASH_AT, "member": "c001"}],
+            strategy=("cooperative-sticky",),
+        )
+    )
     assigned_at = events(r, "assign", "c001")[0]["t"]
     last_commit = assigned_at + 5.0 * math.floor((CRASH_AT - assigned_at) / 5.0)
     lost = list(intervals(r, "owned", "c001"))
@@ -41,10 +45,15 @@ def test_crash_reprocesses_production_since_the_last_auto_commit():
 
 def test_shorter_auto_commit_interval_reprocesses_less():
     def sc(ms):
-        return scenario([{"action": "crash", "at_s": 63.5, "member": "c001"}],
-                        strategy=("cooperative-sticky",), consumer={"auto_commit_interval_ms": ms})
+        return scenario(
+            [{"action": "crash", "at_s": 63.5, "member": "c001"}],
+            strategy=("cooperative-sticky",),
+            consumer={"auto_commit_interval_ms": ms},
+        )
 
-    assert run(sc(1000)).summary["records_reprocessed"] < run(sc(5000)).summary["records_reprocessed"]
+    assert (
+        run(sc(1000)).summary["records_reprocessed"] < run(sc(5000)).summary["records_reprocessed"]
+    )
 
 
 @pytest.mark.parametrize("strategy", [("range",), ("cooperative-sticky",)])
@@ -68,8 +77,16 @@ def test_new_owner_waits_for_offset_fetch_and_first_fetch():
 
 def _stable_member(name, handoffs, generation=1):
     cfg = ConsumerConfig(partition_assignment_strategy=("range",))
-    mb = Member(name, cfg, ("t",), lambda: (0, {"t": 4}), lambda: 0.001, AssignorCost(),
-                rates={"t": RATE}, handoffs=handoffs)
+    mb = Member(
+        name,
+        cfg,
+        ("t",),
+        lambda: (0, {"t": 4}),
+        lambda: 0.001,
+        AssignorCost(),
+        rates={"t": RATE},
+        handoffs=handoffs,
+    )
     mb.start(0.0)
     mb.handle(0.1, m.JoinGroupResponse(m.MEMBER_ID_REQUIRED, member_id=f"{name}-1"))
     mb.handle(0.2, m.JoinGroupResponse(m.NONE, generation, "range", "other", f"{name}-1"))
@@ -100,8 +117,12 @@ def test_rejected_commit_is_reprocessed_by_the_new_owner():
     b = _stable_member("b", handoffs)
     eff = b.handle(13.0, m.SyncGroupResponse(m.NONE, Assignment(T[:2])))
     (fetch,) = _sent(eff, m.OffsetFetchRequest)
-    eff = b.handle(13.01, m.OffsetFetchResponse(m.NONE, fetch.partitions,
-                                                tuple(store.get(tp) for tp in fetch.partitions), fetch.seq))
+    eff = b.handle(
+        13.01,
+        m.OffsetFetchResponse(
+            m.NONE, fetch.partitions, tuple(store.get(tp) for tp in fetch.partitions), fetch.seq
+        ),
+    )
     (ev,) = [e for e in eff if e[0] == "event" and e[1] == "reprocessed"]
     records = float(ev[4].split("records=")[1].split()[0])
     assert records == pytest.approx(2 * RATE * (12.0 - ok.position_s))
@@ -115,9 +136,13 @@ def test_failed_commit_then_revocation_is_attributed_to_the_failed_commit():
     (fetch,) = _sent(eff, m.OffsetFetchRequest)
     a.handle(1.01, m.OffsetFetchResponse(m.NONE, fetch.partitions, (None, None), fetch.seq))
     a.hb_in_flight = 1
-    eff = a.handle(5.0, m.HeartbeatResponse(m.REBALANCE_IN_PROGRESS, member_id=a.member_id,
-                                            generation=a.generation))
-    at = a.timers[("poll",)]          # the poll thread acts after the batch in hand
+    eff = a.handle(
+        5.0,
+        m.HeartbeatResponse(
+            m.REBALANCE_IN_PROGRESS, member_id=a.member_id, generation=a.generation
+        ),
+    )
+    at = a.timers[("poll",)]  # the poll thread acts after the batch in hand
     eff = a.on_timer(at, ("poll",), at)
     (prepare,) = _sent(eff, m.OffsetCommitRequest)
     eff = a.handle(5.1, m.OffsetCommitResponse(m.REBALANCE_IN_PROGRESS, prepare.seq))
@@ -156,8 +181,12 @@ def test_zombie_commit_is_rejected_and_not_stored():
 
 def test_random_heartbeat_phase_changes_eager_stall_and_is_reproducible():
     def sc(phase):
-        return scenario([{"action": "add_members", "at_s": 30.0}], members=8, partitions=16,
-                        consumer={"heartbeat_phase": phase})
+        return scenario(
+            [{"action": "add_members", "at_s": 30.0}],
+            members=8,
+            partitions=16,
+            consumer={"heartbeat_phase": phase},
+        )
 
     aligned, drifted = run(sc("aligned")), run(sc("random"))
     assert drifted.summary["unassigned_partition_s"] != aligned.summary["unassigned_partition_s"]
@@ -176,9 +205,16 @@ def test_graceful_rolling_deploy_reprocesses_nothing(assignor, static, elide):
     commit: about 100 records per member of a static deploy were processed twice.)"""
     from sim.builtin_scenarios import load_scenario
 
-    sc = load_scenario("rolling-deploy", {"members": "30", "static": static, "assignor": assignor,
-                                          "elide_heartbeats": elide,
-                                          "consumer.revoke_cost_ms": "10"})
+    sc = load_scenario(
+        "rolling-deploy",
+        {
+            "members": "30",
+            "static": static,
+            "assignor": assignor,
+            "elide_heartbeats": elide,
+            "consumer.revoke_cost_ms": "10",
+        },
+    )
     r = run(sc, seed=2)
     assert r.summary["records_reprocessed"] == pytest.approx(0.0, abs=1e-6)
     assert len(events(r, "close")) == 30
@@ -192,8 +228,12 @@ def test_a_quiet_member_closing_settles_its_elided_commits_first():
     (fetch,) = _sent(eff, m.OffsetFetchRequest)
     a.handle(1.01, m.OffsetFetchResponse(m.NONE, fetch.partitions, (None, None), fetch.seq))
     a.hb_in_flight = 1
-    a.handle(2.0, m.HeartbeatResponse(m.NONE, quiet_epoch=0, received_at=1.99,
-                                      member_id=a.member_id, generation=a.generation))
+    a.handle(
+        2.0,
+        m.HeartbeatResponse(
+            m.NONE, quiet_epoch=0, received_at=1.99, member_id=a.member_id, generation=a.generation
+        ),
+    )
     assert a.quiet and a.commit_next is not None and a.commit_next < 12.3
     eff = a.close(12.3)
     kinds = [type(e[2]).__name__ for e in eff if e[0] in ("send", "control")]
@@ -219,9 +259,11 @@ def test_a_lagging_member_never_commits_a_partition_behind_where_it_started_it()
     (fetch,) = _sent(eff, m.OffsetFetchRequest)
     a.handle(1.01, m.OffsetFetchResponse(m.NONE, fetch.partitions, (None,), fetch.seq))
     a._advance(50.0)
-    a.backlog = RATE * 10.0                     # 10 s of lag on t-0 at t=50
+    a.backlog = RATE * 10.0  # 10 s of lag on t-0 at t=50
     a._set_owned(50.0, add=(T[1],))
-    (fetch,) = [e[2] for e in a._drain() if e[0] == "send" and isinstance(e[2], m.OffsetFetchRequest)]
+    (fetch,) = [
+        e[2] for e in a._drain() if e[0] == "send" and isinstance(e[2], m.OffsetFetchRequest)
+    ]
     a.handle(50.0, m.OffsetFetchResponse(m.NONE, fetch.partitions, (49.0,), fetch.seq))
     shared = a._position_s(50.0)
     assert shared == pytest.approx(50.0 - 5.5)

@@ -62,16 +62,24 @@ def test_processing_spans_and_derived_rows_match_the_row_by_row_definition(seed)
     assert processing_spans(intervals) == expected
     s, e = ProcessingSpans(intervals).union()
     assert list(zip(s.tolist(), e.tolist(), strict=True)) == _union(
-        [(a, b) for rows in expected.values() for _, a, b in rows])
+        [(a, b) for rows in expected.values() for _, a, b in rows]
+    )
     alive = {(t, p): (0.0 if rng.random() < 0.8 else 5.0, 50.0) for t in "ab" for p in range(3)}
     got = sorted(derive(intervals, alive), key=str)
     want = []
     for tp, (a0, e0) in alive.items():
         mine = expected.get(tp, [])
         covered = _union([(x, y) for _, x, y in mine])
-        want += [("unassigned", None, tp[0], tp[1], x, y) for x, y in _subtract([(a0, e0)], covered)]
+        want += [
+            ("unassigned", None, tp[0], tp[1], x, y) for x, y in _subtract([(a0, e0)], covered)
+        ]
     assert [r for r in got if r[0] == "unassigned"] == sorted(want, key=str)
     # double processing: the sweep of the old row-by-row code, fed the spans in the same order
-    want_dp = [r for tp, (a0, e0) in alive.items() if len(expected.get(tp, [])) > 1
-               for r in _derive_shared(tp, a0, e0, expected[tp]) if r[0] == "double_processing"]
+    want_dp = [
+        r
+        for tp, (a0, e0) in alive.items()
+        if len(expected.get(tp, [])) > 1
+        for r in _derive_shared(tp, a0, e0, expected[tp])
+        if r[0] == "double_processing"
+    ]
     assert [r for r in got if r[0] == "double_processing"] == sorted(want_dp, key=str)

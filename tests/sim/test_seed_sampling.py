@@ -36,7 +36,11 @@ def test_members_start_within_the_spread_at_instants_each_seed_draws():
 
 def test_added_members_start_within_the_spread_after_the_action():
     """The members an add_members action starts come up within start_spread_s after its instant."""
-    r = run(scenario([{"action": "add_members", "at_s": 30.0, "count": 3}], members=2, start_spread_s=4.0))
+    r = run(
+        scenario(
+            [{"action": "add_members", "at_s": 30.0, "count": 3}], members=2, start_spread_s=4.0
+        )
+    )
     added = {m: t for m, t in _starts(r).items() if m not in ("c000", "c001")}
     assert len(added) == 3 and all(30.0 <= t < 34.0 for t in added.values())
 
@@ -44,13 +48,20 @@ def test_added_members_start_within_the_spread_after_the_action():
 def test_a_jittered_action_falls_anywhere_in_its_window_per_seed():
     """An action with jitter_s is played at at_s plus a per-seed draw from [0, jitter_s); without
     jitter it stays at at_s."""
-    sc = scenario([{"action": "crash", "at_s": 30.0, "jitter_s": 6.0, "member": "c001"},
-                   {"action": "add_members", "at_s": 35.0}], members=3)
+    sc = scenario(
+        [
+            {"action": "crash", "at_s": 30.0, "jitter_s": 6.0, "member": "c001"},
+            {"action": "add_members", "at_s": 35.0},
+        ],
+        members=3,
+    )
     crashes = [sc.timeline_for_seed(s)[0].at_s for s in range(200)]
     assert all(30.0 <= t < 36.0 for t in crashes)
     assert np.histogram(crashes, bins=3, range=(30.0, 36.0))[0].min() > 40  # spread over the window
     assert sc.timeline_for_seed(7) == sc.timeline_for_seed(7)
-    assert all(next(a for a in sc.timeline_for_seed(s) if a.jitter_s == 0).at_s == 35.0 for s in range(20))
+    assert all(
+        next(a for a in sc.timeline_for_seed(s) if a.jitter_s == 0).at_s == 35.0 for s in range(20)
+    )
     r = run(sc, seed=3)
     (trigger,) = [e for e in events(r, "trigger") if "crash" in e["detail"]]
     assert trigger["t"] == pytest.approx(sc.timeline_for_seed(3)[0].at_s)
@@ -61,7 +72,10 @@ def test_jitter_counts_towards_the_time_the_timeline_needs():
     from sim.config import ConfigError
 
     with pytest.raises(ConfigError, match="max_duration_s"):
-        scenario([{"action": "crash", "at_s": 100.0, "jitter_s": 20.0, "member": "c001"}], max_duration_s=160.0)
+        scenario(
+            [{"action": "crash", "at_s": 100.0, "jitter_s": 20.0, "member": "c001"}],
+            max_duration_s=160.0,
+        )
     scenario([{"action": "crash", "at_s": 100.0, "member": "c001"}], max_duration_s=160.0)
 
 
@@ -69,24 +83,40 @@ def test_classic_member_ids_take_kafkas_form_and_a_restart_gets_a_new_one():
     """ClassicGroup.generateMemberId: dynamic members' ids are the default client.id and a random
     UUID, static members' their group.instance.id and a UUID; a restarted dynamic member gets a
     new id; other seeds, other ids."""
-    sc = scenario([{"action": "rolling_restart", "at_s": 30.0, "members": ["c001"], "down_s": 1.0}], members=3)
+    sc = scenario(
+        [{"action": "rolling_restart", "at_s": 30.0, "members": ["c001"], "down_s": 1.0}], members=3
+    )
     r = run(sc, seed=1)
     ids = {e["detail"].split("member_id=")[1] for e in events(r, "member_added")}
     assert len(ids) == 4 and all(re.fullmatch(f"consumer-group-1-{UUID}", i) for i in ids)
     other = {e["detail"].split("member_id=")[1] for e in events(run(sc, seed=2), "member_added")}
     assert not ids & other
     static = run(scenario(members=2, consumer={"static": True}), seed=1)
-    assert {e["detail"].split("member_id=")[1][:5] for e in events(static, "member_added")} == {"c000-", "c001-"}
-    assert all(re.fullmatch(f"c00[01]-{UUID}", e["detail"].split("member_id=")[1])
-               for e in events(static, "member_added"))
+    assert {e["detail"].split("member_id=")[1][:5] for e in events(static, "member_added")} == {
+        "c000-",
+        "c001-",
+    }
+    assert all(
+        re.fullmatch(f"c00[01]-{UUID}", e["detail"].split("member_id=")[1])
+        for e in events(static, "member_added")
+    )
 
 
 def test_random_heartbeat_phase_works_under_the_consumer_protocol():
     """heartbeat_phase=random moves the consumer protocol's heartbeats too (the run differs from
     the aligned one with everything else equal)."""
+
     def stall(phase):
-        sc = load_scenario("scale-in", {**CONSUMER, "members": "8", "consumer.heartbeat_phase": phase,
-                                        "start_spread_s": "0", "jitter_s": "0"})
+        sc = load_scenario(
+            "scale-in",
+            {
+                **CONSUMER,
+                "members": "8",
+                "consumer.heartbeat_phase": phase,
+                "start_spread_s": "0",
+                "jitter_s": "0",
+            },
+        )
         return run_scenario(sc, seed=0).summary["unassigned_partition_s"]
 
     assert stall("aligned") != stall("random")

@@ -23,6 +23,10 @@ SEEDS = {
 
 @pytest.mark.parametrize("name", sorted(SEEDS))
 def test_soak_case_runs_clean(name):
-    result = run_scenario(load_scenario(str(CASES / name)), seed=SEEDS[name], raise_on_violation=False)
-    assert result.summary["invariant_violations"] == 0, result.violations if hasattr(result, "violations") else ""
+    result = run_scenario(
+        load_scenario(str(CASES / name)), seed=SEEDS[name], raise_on_violation=False
+    )
+    assert result.summary["invariant_violations"] == 0, (
+        result.violations if hasattr(result, "violations") else ""
+    )
     assert result.summary["settled_at_end"]

@@ -35,8 +35,9 @@ def colliding(blocks: int) -> list[str]:
     return sorted("".join(p) for p in itertools.product(["Aa", "BB"], repeat=blocks))
 
 
-def bucket_mates(prefix: str, mask: int, count: int, avoid: int = 0, need_bit: int | None = None,
-                 ones: int = 0) -> list[str]:
+def bucket_mates(
+    prefix: str, mask: int, count: int, avoid: int = 0, need_bit: int | None = None, ones: int = 0
+) -> list[str]:
     """``count`` strings ``prefix<i>`` in one bucket of a table of ``mask + 1`` (distinct hash
     codes); with ``need_bit``, ``ones`` of them have that bit of the spread hash set."""
     groups: dict[int, list[str]] = {}
@@ -54,7 +55,7 @@ def bucket_mates(prefix: str, mask: int, count: int, avoid: int = 0, need_bit: i
         hi = [k for k in g if spread(java_string_hash(k)) & need_bit]
         lo = [k for k in g if not spread(java_string_hash(k)) & need_bit]
         if len(hi) >= ones and len(lo) >= count - ones:
-            return sorted(hi[:ones] + lo[:count - ones])
+            return sorted(hi[:ones] + lo[: count - ones])
 
 
 def fillers(prefix: str, count: int, away_from: list[str], mask: int) -> list[str]:
@@ -118,7 +119,11 @@ def cases() -> list[dict]:
         ops = puts(fill[:30]) + puts(mates, 2) + puts(fill[30:], 3)
         add(f"tree bin of 64 split {lo_hi[0]}/{lo_hi[1]} at 128", ops)
         keys = sorted(mates + fill)
-        add(f"tree bin of 64 split {lo_hi[0]}/{lo_hi[1]}, puts in key order", puts(keys, 4), keys=keys)
+        add(
+            f"tree bin of 64 split {lo_hi[0]}/{lo_hi[1]}, puts in key order",
+            puts(keys, 4),
+            keys=keys,
+        )
     # removals from tree bins (each removal may untreeify, or move another root to the front)
     c4 = colliding(4)
     mates = bucket_mates("r", 63, 10, need_bit=64, ones=5)
@@ -126,8 +131,16 @@ def cases() -> list[dict]:
     base = puts(fill) + puts(c4) + puts(mates)
     for r in range(4):
         gone = rnd.sample(c4 + mates, 26)
-        add(f"removals from a tree bin #{r}", base + ["|"] + [x for i, k in enumerate(gone, 1)
-                                                              for x in ((f"-{k}", "|") if i % 2 == 0 else (f"-{k}",))])
+        add(
+            f"removals from a tree bin #{r}",
+            base
+            + ["|"]
+            + [
+                x
+                for i, k in enumerate(gone, 1)
+                for x in ((f"-{k}", "|") if i % 2 == 0 else (f"-{k}",))
+            ],
+        )
     # random puts and removals over a crowded pool, through 64 and 128 buckets
     pool = c4 + bucket_mates("p", 63, 12) + bucket_mates("s", 127, 10) + fillers("h", 40, c4, 63)
     for r in range(6):
@@ -150,15 +163,29 @@ def cases() -> list[dict]:
     mixed = bucket_mates("c", 63, 14) + fillers("d", 40, c5, 63)
     for r in range(3):
         order = rnd.sample(mixed + c5[:10], len(mixed) + 10)
-        add(f"computeIfAbsent, crowded #{r}", [x for i, k in enumerate(order, 1)
-                                               for x in ((f"*{k}", "|") if i % 4 == 0 else (f"*{k}",))])
+        add(
+            f"computeIfAbsent, crowded #{r}",
+            [
+                x
+                for i, k in enumerate(order, 1)
+                for x in ((f"*{k}", "|") if i % 4 == 0 else (f"*{k}",))
+            ],
+        )
     # HashSet<Integer> built from a list (Kafka's target assignment record), ascending
-    for parts in ([*range(0, 129, 16), 1], list(range(0, 641, 64)), [*range(0, 641, 64), 5, 7],
-                  sorted(rnd.sample(range(0, 4096, 128), 14) + rnd.sample(range(4096), 40)),
-                  sorted(set(rnd.sample(range(0, 8192, 64), 30) + rnd.sample(range(8192), 60)))):
+    for parts in (
+        [*range(0, 129, 16), 1],
+        list(range(0, 641, 64)),
+        [*range(0, 641, 64), 5, 7],
+        sorted(rnd.sample(range(0, 4096, 128), 14) + rnd.sample(range(4096), 40)),
+        sorted(set(rnd.sample(range(0, 8192, 64), 30) + rnd.sample(range(8192), 60))),
+    ):
         cap = int(java_hashset_capacity(np.array([len(parts)]))[0])
-        add(f"HashSet<Integer> of {len(parts)} partitions", [f"+{p}" for p in parts] + ["|"],
-            kind="I", capacity=cap)
+        add(
+            f"HashSet<Integer> of {len(parts)} partitions",
+            [f"+{p}" for p in parts] + ["|"],
+            kind="I",
+            capacity=cap,
+        )
     return out
 
 
@@ -167,9 +194,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(["javac", "-d", tmp, str(HERE / "HashMapOrders.java")], check=True)
         lines = "".join(f"{c['kind']} {c['capacity']} {' '.join(c['ops'])}\n" for c in all_cases)
-        run = subprocess.run(["java", "-cp", tmp, "HashMapOrders"], input=lines, capture_output=True,
-                             text=True, check=True)
-        version = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0]
+        run = subprocess.run(
+            ["java", "-cp", tmp, "HashMapOrders"],
+            input=lines,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        version = subprocess.run(
+            ["java", "-version"], capture_output=True, text=True
+        ).stderr.splitlines()[0]
     results = run.stdout.splitlines()
     assert len(results) == len(all_cases)
     for case, line in zip(all_cases, results, strict=True):
@@ -178,8 +212,10 @@ def main() -> None:
         assert len(case["orders"]) == case["ops"].count("|")
     # one case per line
     body = ",\n".join(json.dumps(c, separators=(",", ":")) for c in all_cases)
-    OUT.write_text(f'{{"generated_by":"tests/assignors/java/make_hashmap_cases.py","jvm":{json.dumps(version)},'
-                   f'"cases":[\n{body}\n]}}\n')
+    OUT.write_text(
+        f'{{"generated_by":"tests/assignors/java/make_hashmap_cases.py","jvm":{json.dumps(version)},'
+        f'"cases":[\n{body}\n]}}\n'
+    )
     print(f"{OUT}: {len(all_cases)} cases ({version})")
 
 
