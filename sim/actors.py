@@ -5,9 +5,9 @@ task of its own, handed its inputs through trio by the kernel; under the inline 
 default, ``sim.kernel.Kernel``) the kernel's one task calls the same ``deliver`` with the same
 inputs in the same order. ``deliver`` never awaits, so an actor is the same code either way.
 
-- ``CoordinatorActor`` drives the group coordinator core the run's protocol record built
-  (``sim.protocols``: ``sim.group.GroupCoordinator``, or
-  ``sim.consumer_group.ConsumerGroupCoordinator`` under the consumer group protocol).
+- ``CoordinatorActor`` drives the group (``sim.protocols.new_group``: a
+  ``sim.migration.MigratingCoordinator``, which holds a classic group or a consumer group and
+  converts between them).
 - ``MemberActor`` drives one client's core, a ``sim.client.ConsumerClient`` (``sim.member.Member``
   or ``sim.consumer_member.ConsumerMember``). It is handed a core factory
   (``sim.protocols.core_factory``) and builds a new core at each process start, so a restart
