@@ -9,20 +9,23 @@ Both give the same results (``kernel``).
 The protocol logic is in sans-I/O cores (state + input -> effects, no clock, no trio). A client
 core is a ``client.ConsumerClient`` (poll loop, positions, offsets and commits, callbacks,
 pauses) of one of two subclasses, one per group protocol: ``member.Member`` (classic) and
-``consumer_member.ConsumerMember`` (KIP-848). Which protocol a run uses is chosen once, when it is
-built, from a record per protocol (``protocols``): its coordinator core, member core, settled
-check and phases.
+``consumer_member.ConsumerMember`` (KIP-848). Each client runs the protocol of its own config;
+the group is one coordinator (``migration``) that holds a classic or a consumer group and converts
+between them as members of the other protocol come and go (KIP-848's online migration); the run
+reads the record of the group's current type (``protocols``): member core, settled check, phases.
 
 Layout:
   config      SimConfig and its parts (Kafka's names and defaults), ConfigError
   scenario    Scenario = SimConfig + timeline of actions, from a dict or TOML file
-  protocols   one record per group.protocol (coordinator, member core factory, settled check)
+  protocols   one record per group.protocol (member core factory, settled check), the group
   builtin_scenarios  the named built-in scenarios; load_scenario (a built-in or a TOML file)
   group       the coordinator's classic group state machine (sans-I/O core)
   client      ConsumerClient: what both protocols' client cores share (sans-I/O core)
   member      Member: the classic ConsumerCoordinator logic (a ConsumerClient)
   consumer_group   the coordinator of the consumer group protocol, KIP-848 (sans-I/O core)
   consumer_member  ConsumerMember: the new consumer's membership and reconciliation (a ConsumerClient)
+  classic_bridge   the consumer group coordinator serving classic members (JoinGroup/SyncGroup/...)
+  migration   the group as either type, and its conversions between them (online migration)
   target_assignment  the server-side assignor call behind KIP-848's target assignment
   handoffs    the partitions' hand-overs between owners, shared by the clients of a run
   cooperative the cooperative-rebalance check of an assignment (arrays)

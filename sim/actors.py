@@ -5,9 +5,9 @@ task of its own, handed its inputs through trio by the kernel; under the inline 
 default, ``sim.kernel.Kernel``) the kernel's one task calls the same ``deliver`` with the same
 inputs in the same order. ``deliver`` never awaits, so an actor is the same code either way.
 
-- ``CoordinatorActor`` drives the group coordinator core the run's protocol record built
-  (``sim.protocols``: ``sim.group.GroupCoordinator``, or
-  ``sim.consumer_group.ConsumerGroupCoordinator`` under the consumer group protocol).
+- ``CoordinatorActor`` drives the group (``sim.protocols.new_group``: a
+  ``sim.migration.MigratingCoordinator``, which holds a classic group or a consumer group and
+  converts between them).
 - ``MemberActor`` drives one client's core, a ``sim.client.ConsumerClient`` (``sim.member.Member``
   or ``sim.consumer_member.ConsumerMember``). It is handed a core factory
   (``sim.protocols.core_factory``) and builds a new core at each process start, so a restart
@@ -23,13 +23,16 @@ The actors know nothing of the protocols: they call the cores' common entry poin
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 
 from . import messages as m
 from .client import ConsumerClient
+from .config import ConsumerConfig
 from .kernel import Actor, Kernel, LazyGenerator
+from .migration import MigratingCoordinator
 from .scenario import (
     AddMembers,
     AddPartitions,
@@ -47,13 +50,13 @@ from .scenario import (
     resolved_name,
 )
 
-if TYPE_CHECKING:
-    from .protocols import Coordinator, CoreFactory
-    from .run import _Runner
+# What a MemberActor is handed (``sim.protocols.core_factory``): it builds the core for one start
+# of its client. (Named here, not imported: sim.protocols and sim.run import this module.)
+CoreFactory = Callable[["MemberActor", ConsumerConfig, tuple[str, ...]], ConsumerClient]
 
 
 class CoordinatorActor(Actor):
-    def __init__(self, kernel: Kernel, core: Coordinator):
+    def __init__(self, kernel: Kernel, core: MigratingCoordinator):
         super().__init__(kernel, m.COORDINATOR)
         self.core = core
 
@@ -136,7 +139,8 @@ class Director(Actor):
     """Plays the timeline: each action is a timer of its own; rolling restarts and pauses
     schedule their later steps as further timers."""
 
-    def __init__(self, kernel: Kernel, runner: _Runner, timeline: tuple):
+    def __init__(self, kernel: Kernel, runner: Any, timeline: tuple):
+        # ``runner``: the run's ``sim.run`` runner (not imported: sim.run imports this module)
         super().__init__(kernel, "director")
         self.runner = runner
         self.timeline = timeline
@@ -258,6 +262,8 @@ class Director(Actor):
                 extra["partition_assignment_strategy"] = list(a.assignors)
             if a.static is not None:
                 extra["static"] = a.static
+            if a.group_protocol is not None:
+                extra["group_protocol"] = a.group_protocol
             self._trigger(now, None, desc)
             for i, batch in enumerate(a.batches(names)):
                 t_stop = now + i * (a.down_s + a.gap_s)

@@ -106,6 +106,15 @@ def _upgrade(p):
     return {**_base(p), "timeline": [first, second]}
 
 
+def _migration(p):
+    """Online migration (KIP-848): the group restarts batch by batch onto ``to``'s group.protocol."""
+    to = p["to"]
+    if to not in ("consumer", "classic"):
+        raise ConfigError("to", f"{to!r} is not one of consumer, classic")
+    start = "classic" if to == "consumer" else "consumer"
+    return {**_base(p, group_protocol=start), "timeline": [_restart(p, group_protocol=to)]}
+
+
 def _stream_join(p):
     d = _base(p, assign_cost_ms=p["restore_ms"])
     d["topics"] = [
@@ -192,6 +201,14 @@ BUILTINS: dict[str, Builtin] = {
             "two rolling bounces: range -> [range, cooperative-sticky] -> cooperative-sticky",
             {**_COMMON, "assignor": ["range"], **_BOUNCE, "down_s": 5.0},
             _upgrade,
+        ),
+        Builtin(
+            "protocol-migration",
+            "an online migration: the group restarts in batches (batch_size, default "
+            "10%) onto the consumer protocol, or back to the classic one with to=classic; the coordinator "
+            "converts the group when the first member of the new protocol joins (KIP-848)",
+            {**_COMMON, **_BOUNCE, "batch_size": "10%", "to": "consumer"},
+            _migration,
         ),
         Builtin(
             "stream-join-restore",

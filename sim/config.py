@@ -131,6 +131,14 @@ class NetworkConfig:
 # Group coordinator (broker side)
 
 
+# ConsumerGroupMigrationPolicy: its values (case-insensitive) and what each enables.
+MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
+
+
+def _lower(value):
+    return value.lower() if isinstance(value, str) else value
+
+
 @attrs.frozen
 class GroupConfig:
     """Broker settings of the group coordinator (Kafka's ``group.*`` broker configs)."""
@@ -148,6 +156,15 @@ class GroupConfig:
     consumer_assignors: tuple[str, ...] = attrs.field(
         default=("uniform", "range"), converter=lambda v: names_tuple("consumer_assignors")(v)
     )
+    # group.consumer.max.size and group.max.size (GroupCoordinatorConfig: Integer.MAX_VALUE). The
+    # consumer group refuses members past its size (GROUP_MAX_SIZE_REACHED) and an upgrade of a
+    # larger classic group; group.max.size is read only by the downgrade check (the classic core
+    # does not refuse joiners past it: not modelled).
+    consumer_max_size: int = attrs.field(default=2**31 - 1, validator=_positive_int)
+    max_size: int = attrs.field(default=2**31 - 1, validator=_positive_int)
+    # group.consumer.migration.policy (ConsumerGroupMigrationPolicy; default bidirectional): which
+    # online conversions between a classic and a consumer group the coordinator makes.
+    consumer_migration_policy: str = attrs.field(default="bidirectional", converter=_lower)
 
     def __attrs_post_init__(self):
         self._check_consumer_bounds()
@@ -156,6 +173,11 @@ class GroupConfig:
                 "consumer_heartbeat_interval_ms",
                 f"{self.consumer_heartbeat_interval_ms:g} must be below consumer_session_timeout_ms "
                 f"({self.consumer_session_timeout_ms:g})",
+            )
+        if self.consumer_migration_policy not in MIGRATION_POLICIES:
+            raise ConfigError(
+                "consumer_migration_policy",
+                f"{self.consumer_migration_policy!r} is not one of {', '.join(MIGRATION_POLICIES)}",
             )
         from .target_assignment import SERVER_ASSIGNORS
 
@@ -198,6 +220,16 @@ class GroupConfig:
                     f"{value:g} is above group.consumer.max.{kafka}.ms "
                     f"(consumer_max_{kind}_ms = {high:g})",
                 )
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        """ConsumerGroupMigrationPolicy.isUpgradeEnabled."""
+        return self.consumer_migration_policy in ("bidirectional", "upgrade")
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        """ConsumerGroupMigrationPolicy.isDowngradeEnabled."""
+        return self.consumer_migration_policy in ("bidirectional", "downgrade")
 
     @property
     def initial_rebalance_delay_s(self) -> float:
@@ -555,13 +587,6 @@ class SimConfig:
             except ConfigError as e:
                 raise e.under(f"member_overrides.{name}") from None
             self.check_consumer(cfg, f"member_overrides.{name}")
-            if cfg.group_protocol != self.consumer.group_protocol:
-                # A group runs one protocol here: Kafka's mixed groups (classic members in a
-                # consumer group, KIP-848 migration) are not modelled.
-                raise ConfigError(
-                    f"member_overrides.{name}.group_protocol",
-                    "every member of the group must use the same group_protocol",
-                )
         self.check_consumer(self.consumer, "consumer")
 
     def check_consumer(self, cfg: ConsumerConfig, where: str) -> None:

@@ -65,6 +65,7 @@ from collections.abc import Callable
 
 import attrs
 
+from assignors import Subscription
 from assignors._java import java_string_hash
 
 from . import messages as m
@@ -164,6 +165,18 @@ def _compute_next(member_epoch, assigned, target_epoch, target, partition_epoch,
 
 
 @attrs.define(slots=True, eq=False)
+class ClassicMemberMeta:
+    """ConsumerGroupMemberMetadataValue.ClassicMemberMetadata: what a classic member's JoinGroup
+    said beyond its subscription (``sim.classic_bridge``)."""
+
+    session_timeout_s: float
+    protocols: tuple[tuple[str, Subscription], ...]
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(n for n, _ in self.protocols)
+
+
+@attrs.define(slots=True, eq=False)
 class ConsumerGroupMember:
     """What the coordinator knows of one member (Kafka's ConsumerGroupMember)."""
 
@@ -181,6 +194,10 @@ class ConsumerGroupMember:
     last_heartbeat: float = 0.0
     rebalance_deadline_epoch: int | None = None
     server_assignor: str | None = None
+    # a member that speaks the classic protocol (JoinGroup/SyncGroup/Heartbeat/LeaveGroup) inside
+    # this group: its session timeout and protocols (ConsumerGroupMember.classicMemberMetadata,
+    # ``sim.classic_bridge``); None for a consumer-protocol member
+    classic: ClassicMemberMeta | None = None
     _spec: MemberSpec | None = None
 
     def reconciled_to(self, target_epoch: int) -> bool:
@@ -273,6 +290,9 @@ class ConsumerGroupCoordinator:
         self.target_epoch = 0
         self.target = TargetAssignment()
         self.members: dict[str, ConsumerGroupMember] = {}  # insertion order = join order
+        self.members_version = (
+            0  # bumped whenever a member id is added or removed (cheap change test)
+        )
         self.static_members: dict[str, str] = {}  # group.instance.id -> member id
         self.partition_epoch: dict = {}  # TopicPartition -> epoch of its holder
         self.partition_owner: dict = {}  # TopicPartition -> member id
@@ -300,6 +320,9 @@ class ConsumerGroupCoordinator:
         self.out: list[tuple] = []
         self.input_rank = -1
         self.assignments_computed = 0
+        # set when fencing the last consumer-protocol member of a group of classic members
+        # converts the group (the member id that leaves; ``sim.migration`` makes the classic group)
+        self.downgrade_to: str | None = None
 
     # ------------------------------------------------------------------ plumbing
 
@@ -397,14 +420,18 @@ class ConsumerGroupCoordinator:
                 mm = self.members.get(mid)
                 if mm is None or (mid != key[1] and self.timers.get(("session", mid)) != at):
                     continue
-                if mm.last_heartbeat + self.config.consumer_session_timeout_s <= now:
+                if self.downgrade_to is not None:
+                    break  # the group is a classic group now: its members' sessions start afresh
+                if mm.last_heartbeat + self._session_s(mm) <= now:
                     self._fence(now, mm, "session_expired")
                 elif mid == key[1]:
-                    self._timer(key, mm.last_heartbeat + self.config.consumer_session_timeout_s)
+                    self._timer(key, mm.last_heartbeat + self._session_s(mm))
         elif kind == "rebalance":
             mm = self.members.get(key[1])
             if mm is not None and mm.epoch == key[2]:
                 self._fence(now, mm, "rebalance_timeout")
+        else:
+            self._on_other_timer(now, key)
         self._update_state(now)
         return self._drain()
 
@@ -441,7 +468,7 @@ class ConsumerGroupCoordinator:
             if self.quiet.pop(mid, 0) is None or self.woken.pop(mid, 0) is None:
                 if note.last_arrival is not None:
                     mm.last_heartbeat = min(note.last_arrival, now)
-                expiry = mm.last_heartbeat + self.config.consumer_session_timeout_s
+                expiry = mm.last_heartbeat + self._session_s(mm)
                 if expiry <= now:
                     self._fence(now, mm, "session_expired")
                     self._update_state(now)
@@ -546,12 +573,15 @@ class ConsumerGroupCoordinator:
             self.out.append(("open", "rebalance", None, None, None))
 
     def _remove(self, now: float, mm: ConsumerGroupMember, replaced: bool = False) -> None:
+        if mm.classic is not None:
+            self._forget_classic(mm)
         if not replaced:
             # consumerGroupFenceMember recomputes the subscription without the member (a
             # replacement keeps it: the new member subscribes to the same topics)
             self._subscribe(mm.topics, -1)
         self._set_holdings(now, mm, _EMPTY, _EMPTY)
         del self.members[mm.member_id]
+        self.members_version += 1
         self._changed[mm.member_id] = None
         self.quiet.pop(mm.member_id, None)
         self._stop_waiting(mm.member_id)
@@ -565,7 +595,10 @@ class ConsumerGroupCoordinator:
         self._timer(("rebalance", mm.member_id, mm.rebalance_deadline_epoch), None)
 
     def _fence(self, now: float, mm: ConsumerGroupMember, reason: str) -> None:
-        """consumerGroupFenceMember: remove the member, bump the group epoch."""
+        """consumerGroupFenceMember: remove the member, bump the group epoch (or, when it is the
+        last consumer-protocol member of a group of classic members, convert the group)."""
+        if self._downgrade(now, mm, reason):
+            return
         self._remove(now, mm)
         self._event("member_removed", mm.client, f"member_id={mm.member_id} reason={reason}")
         self._bump(now, f"member {mm.client} {reason}")
@@ -641,9 +674,17 @@ class ConsumerGroupCoordinator:
             self._on_leave(now, client, req)
             self._update_state(now)
             return
+        if len(self.members) >= self.config.consumer_max_size and req.member_id not in self.members:
+            # throwIfConsumerGroupIsFull (an empty member id is never in the group)
+            self._error(client, req, m.GROUP_MAX_SIZE_REACHED)
+            self._event("join_rejected", client, f"GROUP_MAX_SIZE_REACHED size={len(self.members)}")
+            return
         mm, bump = self._member_for(now, client, req)
         if mm is None:
             return
+        if mm.classic is not None:
+            # the member speaks the consumer protocol now (setClassicMemberMetadata(null))
+            self._forget_classic(mm)
         if mm.member_id in self.quiet:
             self.out.append(
                 ("violation", f"heartbeat from {mm.member_id} while its heartbeats are elided")
@@ -719,7 +760,8 @@ class ConsumerGroupCoordinator:
                 self.static_members[iid] = mid
                 return mm, None
             old = self.members[holder]
-            if old.epoch != m.LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if old.classic is None and old.epoch != m.LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                # (a classic member's instance is taken over at once)
                 # throwIfInstanceIdIsUnreleased
                 self._error(client, req, m.UNRELEASED_INSTANCE_ID)
                 self._event("join_rejected", client, f"UNRELEASED_INSTANCE_ID instance={iid}")
@@ -745,6 +787,7 @@ class ConsumerGroupCoordinator:
             member_id, client, iid, req.rack_id, topics, timeout, last_heartbeat=now
         )
         self.members[member_id] = mm
+        self.members_version += 1
         self._changed[member_id] = None
         if iid is not None:
             self.static_members[iid] = member_id
@@ -780,6 +823,7 @@ class ConsumerGroupCoordinator:
             "member_fenced", old.client, f"member_id={old.member_id} replaced_by={member_id}"
         )
         self.members[member_id] = new
+        self.members_version += 1
         self._changed[member_id] = None
         self.static_members[iid] = member_id
         self._set_holdings(now, new, assigned, _EMPTY)
@@ -833,9 +877,28 @@ class ConsumerGroupCoordinator:
             self._touch(mm)
             self._event("static_leave", client, f"member_id={mm.member_id} instance={iid}")
             return
+        if self._downgrade(now, mm, "left"):
+            return
         self._remove(now, mm)
         self._event("member_removed", client, f"member_id={mm.member_id} reason=left")
         self._bump(now, f"member {client} left")
+
+    # ------------------------------------------------------------------ hooks for classic members
+
+    # A core with no classic members; ``sim.classic_bridge.ClassicBridgeCoordinator`` fills these in.
+
+    def _session_s(self, mm: ConsumerGroupMember) -> float:
+        return self.config.consumer_session_timeout_s
+
+    def _on_other_timer(self, now: float, key: tuple) -> None:
+        pass
+
+    def _downgrade(self, now: float, mm: ConsumerGroupMember, reason: str) -> bool:
+        """Whether fencing ``mm`` converts the group into a classic group instead."""
+        return False
+
+    def _forget_classic(self, mm: ConsumerGroupMember) -> None:
+        mm.classic = None
 
     # ------------------------------------------------------------------ assignment and reconciliation
 
@@ -910,7 +973,8 @@ class ConsumerGroupCoordinator:
         that computes a new target makes the rest wait again."""
         waiting, self.parked = self.parked, []
         for i, (client, req) in enumerate(waiting):
-            if self._blocked(now):
+            if self._blocked(now) or self.downgrade_to is not None:
+                # (after a downgrade the rest go to the classic group, sim.migration)
                 self.parked = waiting[i:]
                 break
             self.handle_now(now, client, req)
@@ -936,6 +1000,31 @@ class ConsumerGroupCoordinator:
     def _reconcile_and_reply(self, now: float, mm: ConsumerGroupMember, req) -> None:
         """GroupMetadataManager.maybeReconcile, then the heartbeat response."""
         before = mm.assigned
+        self._reconcile(now, mm, req.owned_partitions)
+        full = req.member_epoch == 0 or (
+            req.rebalance_timeout_s is not None
+            and req.subscribed_topics is not None
+            and req.owned_partitions is not None
+        )
+        quiet = self.quiet_epoch if self.elide and self._idle(now, mm) else None
+        self._reply(
+            mm.client,
+            m.ConsumerGroupHeartbeatResponse(
+                m.NONE,
+                mm.member_id,
+                mm.epoch,
+                self.config.consumer_heartbeat_interval_s,
+                mm.assigned if (full or mm.assigned != before) else None,
+                quiet,
+                mm.last_heartbeat,
+                req.correlation,
+            ),
+            self._send_at(now),
+        )
+
+    def _reconcile(self, now: float, mm: ConsumerGroupMember, owned: frozenset | None) -> None:
+        """GroupMetadataManager.maybeReconcile: move the member towards its target (``owned``:
+        what it reported owning, None when it did not say)."""
         if not mm.reconciled_to(self.target_epoch):
             target = self.target.get(mm.member_id, _EMPTY)
             state, epoch, assigned, pending = next_member_assignment(
@@ -946,10 +1035,10 @@ class ConsumerGroupCoordinator:
                 self.target_epoch,
                 target,
                 self.partition_epoch,
-                req.owned_partitions,
+                owned,
             )
             if builds_new_member(
-                mm.state, mm.epoch, mm.pending_revocation, self.target_epoch, req.owned_partitions
+                mm.state, mm.epoch, mm.pending_revocation, self.target_epoch, owned
             ):
                 # every transition moves the previous epoch, also one that keeps the epoch: only
                 # the epoch just before is tolerated from a member whose response was lost
@@ -979,7 +1068,9 @@ class ConsumerGroupCoordinator:
                     f"member_id={mm.member_id} state={state} epoch={epoch} assigned={len(assigned)} "
                     f"revoking={len(pending)}",
                 )
-                if state == UNREVOKED_PARTITIONS:
+                if mm.classic is not None:
+                    pass  # a classic member has a join and a sync timer instead (sim.classic_bridge)
+                elif state == UNREVOKED_PARTITIONS:
                     self._timer(("rebalance", mm.member_id, mm.rebalance_deadline_epoch), None)
                     mm.rebalance_deadline_epoch = epoch
                     self._timer(("rebalance", mm.member_id, epoch), now + mm.rebalance_timeout_s)
@@ -987,26 +1078,6 @@ class ConsumerGroupCoordinator:
                     self._timer(("rebalance", mm.member_id, mm.rebalance_deadline_epoch), None)
                     mm.rebalance_deadline_epoch = None
                 self._touch(mm)
-        full = req.member_epoch == 0 or (
-            req.rebalance_timeout_s is not None
-            and req.subscribed_topics is not None
-            and req.owned_partitions is not None
-        )
-        quiet = self.quiet_epoch if self.elide and self._idle(now, mm) else None
-        self._reply(
-            mm.client,
-            m.ConsumerGroupHeartbeatResponse(
-                m.NONE,
-                mm.member_id,
-                mm.epoch,
-                self.config.consumer_heartbeat_interval_s,
-                mm.assigned if (full or mm.assigned != before) else None,
-                quiet,
-                mm.last_heartbeat,
-                req.correlation,
-            ),
-            self._send_at(now),
-        )
 
     def _send_at(self, now: float) -> float | None:
         return self.busy_until if now < self.busy_until else None
@@ -1019,7 +1090,8 @@ class ConsumerGroupCoordinator:
         if mm is None:
             err = m.UNKNOWN_MEMBER_ID
         elif req.generation != mm.epoch:
-            err = m.STALE_MEMBER_EPOCH
+            # ConsumerGroup.validateMemberEpoch: a classic member's is a generation
+            err = m.ILLEGAL_GENERATION if mm.classic is not None else m.STALE_MEMBER_EPOCH
         else:
             err = m.NONE
         if err == m.NONE:

@@ -74,6 +74,13 @@ from .config import AssignorCost, ConsumerConfig
 from .handoffs import Handoffs
 from .kernel import LazyGenerator
 
+CLASSIC_RESPONSES = (
+    m.JoinGroupResponse,
+    m.SyncGroupResponse,
+    m.HeartbeatResponse,
+    m.LeaveGroupResponse,
+)
+
 # MemberState (clients consumer.internals)
 UNSUBSCRIBED = "UNSUBSCRIBED"
 JOINING = "JOINING"
@@ -421,7 +428,14 @@ class ConsumerMember(ConsumerClient):
             self._event("fenced_learned", f"heartbeat: {r.error}")
             self._fenced(now)
             return
-        elif r.error in (m.UNRELEASED_INSTANCE_ID, m.FENCED_INSTANCE_ID):
+        elif r.error in (
+            m.UNRELEASED_INSTANCE_ID,
+            m.FENCED_INSTANCE_ID,
+            m.GROUP_MAX_SIZE_REACHED,
+            m.GROUP_ID_NOT_FOUND,
+        ):
+            # AbstractHeartbeatRequestManager.onErrorResponse: fatal (GROUP_ID_NOT_FOUND: the group
+            # is a classic group that refused an online upgrade, sim.migration)
             self._fatal(now, f"heartbeat: {r.error}")
             return
         else:
@@ -932,6 +946,8 @@ class ConsumerMember(ConsumerClient):
                     )
             elif msg.error != m.NONE:
                 self._event("commit_failed", msg.error)
-        else:
+        elif not isinstance(msg, CLASSIC_RESPONSES):
+            # (a classic response answers the classic client this process was before a restart
+            # onto the consumer protocol: a new connection never reads it)
             raise TypeError(f"consumer member cannot handle {msg!r}")
         return self._drain()

@@ -32,7 +32,10 @@ class _Zombies:
     fenced the member id it last synced with (after that id last joined: under the consumer
     protocol a client rejoins under its own id), or the group completed a generation that the
     client never joined (a static member that missed the join barrier stays in the group but is
-    left out of the new generation)."""
+    left out of the new generation). The second rule is the classic protocol's: it applies to a
+    client whose last assignment came from SyncGroup (a group that migrates between the
+    protocols has consumer-protocol clients, which never join a classic generation). A conversion
+    into a classic group counts as a completed generation (``sim.migration``)."""
 
     # the events it reads (check_run hands it only these)
     KINDS = (
@@ -43,11 +46,13 @@ class _Zombies:
         "member_fenced",
         "join_received",
         "join_complete",
+        "group_converted",
     )
 
     def __init__(self, events: list[tuple]):
         # (t, event index) orders events of one instant as they were recorded
         self.syncs: dict[str, list[tuple[float, int, str]]] = defaultdict(list)
+        self.classic_sync: dict[tuple[str, int], bool] = {}  # (client, event index): from SyncGroup
         self.added: dict[str, list[tuple[float, int]]] = defaultdict(list)
         self.removed: dict[str, list[tuple[float, int]]] = defaultdict(list)
         self.joined: dict[str, list[tuple[float, int]]] = defaultdict(list)
@@ -57,6 +62,7 @@ class _Zombies:
                 mm = _MEMBER_ID.search(detail or "")
                 if mm:
                     self.syncs[member].append((t, i, mm.group(1)))
+                    self.classic_sync[(member, i)] = kind == "sync_received"
             elif kind in ("member_removed", "member_fenced", "member_added"):
                 mm = _MEMBER_ID.search(detail or "")
                 if mm:
@@ -65,7 +71,11 @@ class _Zombies:
                     )
             elif kind == "join_received" and member:
                 self.joined[member].append((t, gen))
-            elif kind == "join_complete":
+            elif kind == "join_complete" or (
+                kind == "group_converted" and "consumer->classic" in (detail or "")
+            ):
+                # a downgrade makes a classic generation (the group epoch) that no member joined:
+                # a classic member behind it gets ILLEGAL_GENERATION from now on
                 self.completed.append((t, gen))
 
     def zombie(self, client: str, t: float) -> bool:
@@ -82,6 +92,8 @@ class _Zombies:
         r = bisect.bisect_right(removals, since)
         if r < len(removals) and removals[r][0] <= t:
             return True
+        if not self.classic_sync[(client, synced_i)]:
+            return False
         j = bisect.bisect_right(self.completed, (t, float("inf"))) - 1
         if j < 0:
             return False

@@ -684,8 +684,8 @@ class Member(ConsumerClient):
             elif msg.error != m.NONE:
                 self._event("commit_failed", msg.error)
                 self._commit_error(now, sent, msg.error)
-        elif isinstance(msg, m.LeaveGroupResponse):
-            pass
+        elif isinstance(msg, m.LeaveGroupResponse | m.ConsumerGroupHeartbeatResponse):
+            pass  # (the latter answers the consumer-protocol client this process was before a restart)
         else:
             raise TypeError(f"member cannot handle {msg!r}")
         return self._drain()
@@ -704,7 +704,11 @@ class Member(ConsumerClient):
             self._reset_generation(f"JoinGroup: {r.error}")
             self._wake_poll(now)
             return
-        if r.error in (m.INCONSISTENT_GROUP_PROTOCOL, m.FENCED_INSTANCE_ID):
+        if r.error in (
+            m.INCONSISTENT_GROUP_PROTOCOL,
+            m.FENCED_INSTANCE_ID,
+            m.GROUP_MAX_SIZE_REACHED,
+        ):
             self._fatal(now, f"JoinGroup: {r.error}")
             return
         if r.error != m.NONE:

@@ -21,6 +21,9 @@ REBALANCE_IN_PROGRESS = "REBALANCE_IN_PROGRESS"
 INCONSISTENT_GROUP_PROTOCOL = "INCONSISTENT_GROUP_PROTOCOL"
 FENCED_INSTANCE_ID = "FENCED_INSTANCE_ID"
 COORDINATOR_NOT_AVAILABLE = "COORDINATOR_NOT_AVAILABLE"
+# refusals around online migration between the protocols (sim.classic_bridge, sim.migration)
+GROUP_MAX_SIZE_REACHED = "GROUP_MAX_SIZE_REACHED"
+GROUP_ID_NOT_FOUND = "GROUP_ID_NOT_FOUND"
 
 COORDINATOR = "coordinator"  # the coordinator's address on the simulated network
 

@@ -11,8 +11,10 @@ and never branches on the protocol itself.
   ``sim.consumer_member.ConsumerMember`` (KIP-848).
 
 Member cores come from ``core_factory``, which picks the protocol from each client's own
-``ConsumerConfig.group_protocol`` at every start; the coordinator is picked from the group's. The
-configuration keeps the two equal today (every member of a group uses the group's protocol).
+``ConsumerConfig.group_protocol`` at every start. The group (``new_group``) is a
+``sim.migration.MigratingCoordinator``: it starts as the type of the base consumer config's
+protocol and converts between the two as members of the other protocol join and leave (KIP-848's
+online migration); the run reads the record of its current type.
 """
 
 from __future__ import annotations
@@ -32,9 +34,10 @@ from .group import GroupCoordinator
 from .handoffs import Handoffs
 from .ids import kafka_uuid
 from .member import Member
+from .migration import MigratingCoordinator
 
 if TYPE_CHECKING:
-    from .actors import MemberActor
+    from .actors import CoreFactory, MemberActor
     from .kernel import Kernel
     from .network import Network
 
@@ -43,8 +46,6 @@ if TYPE_CHECKING:
 POLL_STREAM = 1
 ID_STREAM = 3
 COORDINATOR_RANK = 0  # the first actor registered
-
-Coordinator = GroupCoordinator | ConsumerGroupCoordinator
 
 
 @attrs.define(eq=False)
@@ -63,7 +64,8 @@ class RunWiring:
 
 @attrs.frozen
 class GroupProtocol:
-    """One ``group.protocol``: its coordinator core, member core, settled check and phases.
+    """One ``group.protocol``: its member core, settled check and phases (its coordinator core
+    is the group's when it is of this type, ``new_group``).
 
     The settled check is split the way the run's scan uses it (``sim.run``): ``group_empty``
     (nobody is or is becoming a member), ``group_stable`` (the coordinator has nothing in
@@ -73,7 +75,6 @@ class GroupProtocol:
     quick re-check, every check scans)."""
 
     name: str
-    new_coordinator: Callable[[RunWiring], Any]
     new_member: Callable[[RunWiring, MemberActor, ConsumerConfig, tuple[str, ...]], ConsumerClient]
     group_empty: Callable[[Any], bool]
     group_stable: Callable[[Any, float], bool]
@@ -87,13 +88,20 @@ class GroupProtocol:
     dirty_on_io: bool
 
 
-# ---- the classic protocol
-
-
-def _classic_coordinator(w: RunWiring) -> GroupCoordinator:
-    return GroupCoordinator(
-        w.config.group, w.elide, id_rng=w.kernel.rng_for(COORDINATOR_RANK, stream=ID_STREAM)
+def new_group(w: RunWiring) -> MigratingCoordinator:
+    """The run's group, as the type of the base consumer config's ``group.protocol`` (a classic
+    group's member ids, and classic members' ids in a consumer group, come from one stream)."""
+    return MigratingCoordinator(
+        w.config.group,
+        w.metadata,
+        group_type=w.config.consumer.group_protocol,
+        assignor_cost=w.config.assignor_cost,
+        elide_heartbeats=w.elide,
+        id_rng=w.kernel.rng_for(COORDINATOR_RANK, stream=ID_STREAM),
     )
+
+
+# ---- the classic protocol
 
 
 def _classic_member(
@@ -139,7 +147,6 @@ def _classic_signature(c: GroupCoordinator) -> tuple:
 
 CLASSIC = GroupProtocol(
     name="classic",
-    new_coordinator=_classic_coordinator,
     new_member=_classic_member,
     group_empty=_classic_empty,
     group_stable=_classic_stable,
@@ -156,12 +163,6 @@ CLASSIC = GroupProtocol(
 
 
 # ---- the consumer group protocol (KIP-848)
-
-
-def _consumer_coordinator(w: RunWiring) -> ConsumerGroupCoordinator:
-    return ConsumerGroupCoordinator(
-        w.config.group, w.metadata, w.config.assignor_cost, elide_heartbeats=w.elide
-    )
 
 
 def _consumer_member(
@@ -208,19 +209,18 @@ def _never(c: Any) -> bool:
     return False
 
 
-def _no_signature(c: Any) -> None:
-    return None
+def _consumer_signature(c: ConsumerGroupCoordinator) -> tuple:
+    return (c.state, c.group_epoch, c.target_epoch, c.members_version, len(c.parked), c.busy_until)
 
 
 CONSUMER = GroupProtocol(
     name="consumer",
-    new_coordinator=_consumer_coordinator,
     new_member=_consumer_member,
     group_empty=_consumer_empty,
     group_stable=_consumer_stable,
     in_group=_consumer_in_group,
     rebalancing=_never,
-    signature=_no_signature,
+    signature=_consumer_signature,
     # the consumer group has no leader: the member that joined first stands in for crash_leader
     # (ConsumerGroupCoordinator.leader)
     phases={cg.RECONCILING: "join", cg.ASSIGNING: "sync", cg.GROUP_STABLE: "stable"},
@@ -228,9 +228,6 @@ CONSUMER = GroupProtocol(
 )
 
 PROTOCOLS: dict[str, GroupProtocol] = {p.name: p for p in (CLASSIC, CONSUMER)}
-
-# What a MemberActor is handed: it builds the core for one start of its client.
-CoreFactory = Callable[["MemberActor", ConsumerConfig, tuple[str, ...]], ConsumerClient]
 
 
 def core_factory(wiring: RunWiring) -> CoreFactory:

@@ -27,7 +27,14 @@ from .invariants import check_run
 from .kernel import DEFAULT_KERNEL, KERNELS
 from .metrics import compute_metrics
 from .network import LinkFault, Network
-from .protocols import COORDINATOR_RANK, PROTOCOLS, RunWiring, core_factory
+from .protocols import (
+    COORDINATOR_RANK,
+    PROTOCOLS,
+    GroupProtocol,
+    RunWiring,
+    core_factory,
+    new_group,
+)
 from .recorder import Recorder, write_parquet_atomic
 from .scenario import (
     AddPartitions,
@@ -180,11 +187,14 @@ class _Runner:
             self.handoffs,
             self.elide,
         )
-        # the group's protocol, chosen once: its coordinator, settled check and phases
-        self.protocol = PROTOCOLS[self.config.consumer.group_protocol]
-        self.kernel.dirty_on_io = self.protocol.dirty_on_io
-        self.coordinator = self.protocol.new_coordinator(self.wiring)
-        if CoordinatorActor(self.kernel, self.coordinator).rank != COORDINATOR_RANK:
+        # The group: it starts as the type of the base consumer config's group.protocol, and
+        # members of the other protocol convert it (online migration, sim.migration); its
+        # protocol record (settled check, phases) is the current type's (``protocol``).
+        self.host = new_group(self.wiring)
+        self.kernel.dirty_on_io = any(
+            PROTOCOLS[name].dirty_on_io for name in PROTOCOLS if scenario.uses_protocol(name)
+        )
+        if CoordinatorActor(self.kernel, self.host).rank != COORDINATOR_RANK:
             raise AssertionError("the coordinator must be the first actor")
         self.new_core = core_factory(self.wiring)
         initial, self.width = member_names(self.config, scenario.timeline)
@@ -211,6 +221,23 @@ class _Runner:
         self._tty = progress and sys.stderr.isatty()
         self._progress_every_s = 1.0 if self._tty else 15.0
         self.should_stop: Callable[[], bool] | None = None
+
+    @property
+    def coordinator(self):
+        """The group's coordinator core now (a classic or a consumer group, ``sim.migration``)."""
+        return self.host.group
+
+    @property
+    def protocol(self) -> GroupProtocol:
+        """The protocol record of the group's type now."""
+        return PROTOCOLS[self.host.group_type]
+
+    def _signature(self) -> tuple | None:
+        """What a settled group's quick re-check compares: the core itself (a conversion makes a
+        new one) and the protocol's signature of it."""
+        c = self.coordinator
+        sig = self.protocol.signature(c)
+        return None if sig is None else (c, sig)
 
     # ---- used by the director and actors
 
@@ -265,7 +292,7 @@ class _Runner:
         sig, counts, owned_total, total = self._quick
         c = self.coordinator
         p = self.protocol
-        if p.signature(c) != sig:
+        if self._signature() != sig:
             return False
         members = self.members
         in_group = p.in_group
@@ -349,7 +376,7 @@ class _Runner:
             # Metadata never changes in this run: every owned partition exists.
             counts = {core.name: len(core.owned) for core in alive}
             owned_total = sum(counts.values())
-            sig = p.signature(c)
+            sig = self._signature()
             if owned_total == total and sig is not None:
                 self._quick = (sig, counts, owned_total, total)
             return owned_total == total
@@ -488,6 +515,7 @@ def _release(runner: _Runner) -> None:
         runner.recorder,
         runner.network,
         runner.coordinator,
+        runner.host,
         runner.world,
         *actors,
     ]

@@ -49,6 +49,7 @@ import attrs
 import numpy as np
 
 from .config import (
+    GROUP_PROTOCOLS,
     MAX_MEMBERS,
     MAX_PARTITIONS_PER_TOPIC,
     ConfigError,
@@ -172,6 +173,11 @@ def _table(_inst, attribute, value):
         raise ConfigError(attribute.name, f"expected a table of consumer fields, got {value!r}")
 
 
+def _optional_protocol(_inst, attribute, value):
+    if value is not None and value not in GROUP_PROTOCOLS:
+        raise ConfigError(attribute.name, f"{value!r} is not one of {', '.join(GROUP_PROTOCOLS)}")
+
+
 def _optional_bool(_inst, attribute, value):
     if value is not None and not isinstance(value, bool):
         raise ConfigError(attribute.name, f"{value!r} is not true or false")
@@ -243,8 +249,11 @@ class RollingRestart:
     rounded up): batch j stops at ``at_s + j * (down_s + gap_s)`` (gracefully, or crashing if
     ``graceful`` is false) and starts ``down_s`` later, with ``assignors`` as its new
     partition.assignment.strategy if given (the two-bounce upgrade) and ``static`` switched if
-    given. Kafka defines no deploy; this is how a deploy tool (Kubernetes' rolling update with
-    ``maxUnavailable``, say) restarts a consumer fleet."""
+    given. ``group_protocol`` restarts each member with that ``group.protocol``: a fleet moved
+    batch by batch onto the consumer protocol (KIP-848's online migration: the coordinator
+    converts the group when the first consumer-protocol member joins, ``sim.migration``) or back
+    to the classic one. Kafka defines no deploy; this is how a deploy tool (Kubernetes' rolling
+    update with ``maxUnavailable``, say) restarts a consumer fleet."""
 
     at_s: float = attrs.field(validator=_at)
     jitter_s: float = attrs.field(default=0.0, validator=_nonneg, kw_only=True)
@@ -255,6 +264,7 @@ class RollingRestart:
     assignors: tuple[str, ...] | None = attrs.field(default=None, converter=_names("assignors"))  # type: ignore[misc]  # (attrs plugin: named converters only)
     static: bool | None = attrs.field(default=None, validator=_optional_bool)
     batch_size: int | str = attrs.field(default=1, validator=_batch_size)
+    group_protocol: str | None = attrs.field(default=None, validator=_optional_protocol)
 
     def batches(self, names: list[str]) -> list[list[str]]:
         """``names`` cut into the batches that restart together, in order."""
@@ -568,16 +578,31 @@ class Scenario:
         if not self._ends:
             return 0.0
         cfg = self.config
-        if cfg.consumer.group_protocol == "consumer":
+        if not self.uses_protocol("classic"):
             # KIP-848: the broker's group.consumer.session.timeout.ms fences members; the
-            # client's session.timeout.ms is not used (one protocol per group: SimConfig)
+            # client's session.timeout.ms is not used
             session_s = cfg.group.consumer_session_timeout_s
         else:
             session_s = max(
                 [cfg.consumer.session_timeout_s]
                 + [cfg.consumer_for(n).session_timeout_s for n in cfg.member_overrides]
             )
+            if self.uses_protocol("consumer"):
+                session_s = max(session_s, cfg.group.consumer_session_timeout_s)
         return self.end_of_timeline() + session_s
+
+    def uses_protocol(self, protocol: str) -> bool:
+        """Whether some member runs ``group.protocol`` = ``protocol`` at some point (the base
+        consumer config, a member override, or a rolling restart onto it)."""
+        cfg = self.config
+        return (
+            cfg.consumer.group_protocol == protocol
+            or any(cfg.consumer_for(n).group_protocol == protocol for n in cfg.member_overrides)
+            or any(
+                isinstance(a, RollingRestart) and a.group_protocol == protocol
+                for a in self.timeline
+            )
+        )
 
     def timeline_for_seed(self, seed: int) -> tuple:
         """The resolved timeline as seed ``seed`` plays it: each action at ``at_s`` plus a draw

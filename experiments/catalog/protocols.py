@@ -12,6 +12,10 @@ Scenarios (dynamic members, the main job's consumer profile and latency):
   protocol inside poll()), so a classic group waits for it at the JoinGroup barrier; the consumer
   protocol has no group-wide barrier. Kafka defines no "slow member"; this is our fault model.
 
+Beside them, ``protocol-migration``: the rolling deploy whose restarted members come back with
+``group.protocol=consumer`` (KIP-848's online migration, ``sim.migration``), from classic eager and
+from classic cooperative, at the first partition count.
+
 A second, small grid varies the consumer protocol's heartbeat interval
 (``group.consumer.heartbeat.interval.ms``) at one group size: a member learns of its new target
 assignment, and the coordinator of its revocations, only at heartbeats, so the interval paces
@@ -57,6 +61,9 @@ PROTOCOL_NAMES = {
     CONSUMER: "consumer protocol (uniform)",
 }
 SCENARIOS = ("scale-out", "crash", "rolling-deploy", "slow-member")
+# The online migration (the rolling deploy onto the consumer protocol), from each classic protocol.
+MIGRATION = "protocol-migration"
+MIGRATION_FROM = (EAGER, COOPERATIVE)
 SLOW_POLL_S = 30.0  # one poll batch of the slow member, in seconds
 CLASSIC_HEARTBEAT_MS = 3000  # heartbeat.interval.ms, the classic client's default
 CONSUMER_HEARTBEAT_MS = 5000  # group.consumer.heartbeat.interval.ms, the broker's default (KIP-848)
@@ -140,6 +147,13 @@ def _slow_member_dict(members: int, partitions: int) -> dict:
 def _scenario(label: str, members: int, partitions: int) -> dict:
     if label == "slow-member":
         data = _slow_member_dict(members, partitions)
+    elif label == MIGRATION:
+        data = scenario_dict(label, "dynamic", members, partitions, DEPLOY_BATCH)
+        for action in data["timeline"]:
+            action["batch_size"] = DEPLOY_BATCH  # the rolling deploy's batches
+        data["description"] = (
+            f"{label}, the rolling deploy onto the consumer protocol (protocols experiment)"
+        )
     else:
         data = scenario_dict(label, "dynamic", members, partitions, DEPLOY_BATCH)
         data["description"] = f"{label}, dynamic members (protocols experiment)"
@@ -185,6 +199,19 @@ def protocol_specs(scale: Scale, scenarios: Path) -> list[RunSpec]:
                     )
                     for seed in scale.seeds_for(members)
                 )
+    for members in scale.sizes:
+        partitions = members * scale.partitions_per_member[0]
+        path = scenario_file(MIGRATION, members, partitions)
+        for assignor in MIGRATION_FROM:
+            specs.extend(
+                RunSpec(
+                    path,
+                    (*variant_overrides(assignor), *COMMON),
+                    seed,
+                    _point(MIGRATION, assignor, members, partitions, CLASSIC_HEARTBEAT_MS),
+                )
+                for seed in scale.seeds_for(members)
+            )
     members = scale.heartbeat_size
     partitions = members * scale.partitions_per_member[0]
     for label in ("scale-out", "rolling-deploy"):
@@ -242,7 +269,7 @@ def comparison_table(points, assign=None):
             p[col] = float("nan")
         p["episodes_min"] = 1
     rank = {a: i for i, a in enumerate(PROTOCOLS)}
-    srank = {s: i for i, s in enumerate(SCENARIOS)}
+    srank = {s: i for i, s in enumerate((*SCENARIOS, MIGRATION))}
     p = p.assign(_s=p["scenario"].map(srank), _o=p["assignor"].map(rank))
     p = p.sort_values(["_s", "members", "partitions", "_o"])
     table = pd.DataFrame(
@@ -292,6 +319,35 @@ def answer_sentences(table) -> list[str]:
             + consumer_vs_classic(t.loc[CONSUMER], t.loc[COOPERATIVE], t.loc[EAGER])
         )
     return out
+
+
+def migration_sentence(table) -> str | None:
+    """The online migration at the largest size run: its stall from each classic protocol beside
+    the same rolling deploy without the protocol change, and under the consumer protocol."""
+    t = table[table["scenario"].isin((MIGRATION, "rolling-deploy"))]
+    mig = t[t["scenario"] == MIGRATION]
+    if mig.empty:
+        return None
+    members = mig["members"].max()
+    partitions = mig[mig["members"] == members]["partitions"].min()
+    t = t[(t["members"] == members) & (t["partitions"] == partitions)]
+    deploy = t[t["scenario"] == "rolling-deploy"].set_index("protocol")
+    mig = t[t["scenario"] == MIGRATION].set_index("protocol")
+    if not (set(MIGRATION_FROM) <= set(mig.index) and set(PROTOCOLS) <= set(deploy.index)):
+        return None
+    label, settle = HUMAN["unassigned_partition_s"], HUMAN["rebalance_time_total_s"]
+
+    def q(row):
+        return f"{num(float(row[label]))} unassigned partition-seconds, {float(row[settle]):.1f} s to settle"
+
+    return (
+        f"Migrating onto the consumer protocol ({members:,} members, {partitions:,} partitions: the "
+        "rolling deploy whose members come back with group.protocol=consumer; the coordinator converts "
+        "the group when the first of them joins and serves the rest as classic members): from classic "
+        f"cooperative {q(mig.loc[COOPERATIVE])}, from classic eager {q(mig.loc[EAGER])}; the same deploy "
+        f"without the change: classic cooperative {q(deploy.loc[COOPERATIVE])}, classic eager "
+        f"{q(deploy.loc[EAGER])}, consumer protocol {q(deploy.loc[CONSUMER])}."
+    )
 
 
 # The metrics on which "costs more" is judged, with the smallest difference that counts (a third
@@ -471,7 +527,12 @@ def report(opts: Options, results: Results) -> Page:
     points_run = len(table.groupby(["scenario", "members", "partitions"]))
     mechanisms = [
         s
-        for s in (heartbeat_sentence(points), assignment_sentence(table), formation_sentence(full))
+        for s in (
+            migration_sentence(table),
+            heartbeat_sentence(points),
+            assignment_sentence(table),
+            formation_sentence(full),
+        )
         if s
     ]
     if len(lost):
@@ -530,7 +591,9 @@ def report(opts: Options, results: Results) -> Page:
         *mechanisms,
     ]
     grid_text = (
-        f"Grid: scenarios {', '.join(SCENARIOS)} with dynamic members; group sizes "
+        f"Grid: scenarios {', '.join(SCENARIOS)} with dynamic members, and {MIGRATION} (the rolling deploy "
+        "onto the consumer protocol, from classic eager and classic cooperative, at the first partition "
+        "count); group sizes "
         f"{', '.join(f'{s:,}' for s in scale.sizes)}; "
         f"{' and '.join(map(str, scale.partitions_per_member))} partitions per member"
         + (

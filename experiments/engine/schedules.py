@@ -8,7 +8,8 @@ failure replays from two numbers). A ``Chooser`` is the only thing the two have 
 What is drawn: a small group (2-5 members, 1-2 topics), the group protocol and its settings
 (``GROUP_PROTOCOLS``: the classic protocol with one of Kafka's assignors or an
 eager-to-cooperative mix, or the consumer protocol of KIP-848 with the broker's default assignor
-or one a member asks for; static or dynamic members), client timeouts and costs, the network,
+or one a member asks for, or a mixed group that migrates between the two: KIP-848's online
+migration; static or dynamic members), client timeouts and costs, the network,
 the leader's assignment cost, and a timeline of faults: crashes, pauses shorter and longer than
 the session timeout and max.poll.interval, joins and leaves (sometimes at the same instant),
 restarts, one- and two-way network partitions, delay spikes, windows of packet loss, and leader
@@ -89,12 +90,48 @@ def _consumer(c: Chooser, consumer: dict, strategies: Sequence[tuple[str, ...]])
         consumer["group_remote_assignor"] = remote
 
 
+def _mixed(c: Chooser, consumer: dict, strategies: Sequence[tuple[str, ...]]) -> None:
+    """A group of both protocols (KIP-848's online migration): the classic members' assignors,
+    and the protocol the group starts with (``migration_plan`` adds the members of the other
+    one and the rolling restarts that move the group between them)."""
+    _classic(c, consumer, strategies)
+    consumer["group_protocol"] = c.choice(["classic", "consumer"])
+
+
 # group protocol name -> function that fills the consumer table for it. A new protocol adds an
 # entry here; the soak and the property tests then draw it too.
 GROUP_PROTOCOLS: dict[str, Callable[[Chooser, dict, Sequence[tuple[str, ...]]], None]] = {
     "classic": _classic,
     "consumer": _consumer,
+    "mixed": _mixed,
 }
+
+
+def migration_plan(
+    c: Chooser, members: int, base: str, start_s: float = 10.0, end_s: float = 200.0
+) -> tuple[dict[str, dict], list[dict]]:
+    """Member overrides and timeline actions of a mixed group: some initial members run the
+    other protocol from the start, and one or two rolling restarts of the whole group switch
+    every member's protocol (an upgrade, a downgrade, or one then the other), among the faults."""
+    other = "consumer" if base == "classic" else "classic"
+    names = [f"c{i:03d}" for i in range(members)]
+    overrides = {n: {"group_protocol": other} for n in names if c.integer(0, 3) == 0}
+    moves = c.choice([[other], [base], [other, base], [base, other]])
+    actions = []
+    at = round(c.real(start_s, end_s / 2), 3)
+    for to in moves:
+        restart = {
+            "action": "rolling_restart",
+            "at_s": at,
+            "group_protocol": to,
+            "batch_size": c.choice([1, 2]),
+            "down_s": c.choice([1.0, 5.0]),
+            "gap_s": c.choice([5.0, 20.0]),
+            "graceful": c.choice([True, True, False]),
+        }
+        actions.append(restart)
+        at = round(at + c.real(0.0, (members + 2) * (restart["down_s"] + restart["gap_s"])), 3)
+    return overrides, actions
 
 
 def fault_schedule(
@@ -238,7 +275,12 @@ def faulty_scenario(
         "assignor_cost": c.choice(["zero", "model", "fixed:0.5"]),
         "timeline": fault_schedule(c, members, session_ms / 1000.0, poll_ms / 1000.0, max_faults),
     }
-    if protocol == "consumer":
+    if protocol == "mixed":
+        overrides, moves = migration_plan(c, members, consumer["group_protocol"])
+        if overrides:
+            data["member_overrides"] = overrides
+        data["timeline"] = sorted(data["timeline"] + moves, key=lambda a: a["at_s"])
+    if protocol in ("consumer", "mixed"):
         # KIP-848: the session timeout is the broker's (group.consumer.session.timeout.ms), so the
         # drawn one goes there and the pauses above are timed against the timeout that applies;
         # a timeout below group.consumer.min.session.timeout.ms (45 s) needs that bound lowered

@@ -13,6 +13,8 @@ from experiments.catalog.protocols import (
     CONSUMER,
     COOPERATIVE,
     EAGER,
+    MIGRATION,
+    MIGRATION_FROM,
     SCALES,
     SCENARIOS,
     answer_sentences,
@@ -49,9 +51,10 @@ def test_grid_runs_every_protocol_on_every_scenario(protocols_report):
     runs = pd.read_csv(out / "runs.csv")
     main = len(SCENARIOS) * len(scale.points()) * 3 * len(scale.seeds)
     extra = 2 * len(scale.heartbeat_ms) * len(scale.seeds)
-    assert len(runs) == main + extra
+    migration = len(scale.sizes) * len(MIGRATION_FROM) * len(scale.seeds)
+    assert len(runs) == main + extra + migration
     assert set(runs["assignor"]) == {EAGER, COOPERATIVE, CONSUMER}
-    assert set(runs["scenario"]) == set(SCENARIOS)
+    assert set(runs["scenario"]) == {*SCENARIOS, MIGRATION}
     assert runs["intervals_match"].all()
     # every fault came after the group had formed, so an episode measured it
     assert (runs["episodes"] >= 1).all()
@@ -175,3 +178,21 @@ def test_sentence_states_ratios_and_where_it_costs_more():
     # below the floor (a third of a record) is no cost
     table.loc[table["protocol"] == CONSUMER, "records processed twice"] = 0.3
     assert "records processed twice" not in {r[3] for r in costs_more(table)}
+
+
+def test_migration_sentence_quotes_the_table(protocols_report):
+    """The online migration runs from classic eager and cooperative at every size, and its
+    sentence quotes protocols.csv's unassigned partition-seconds at the largest size."""
+    _, out, html = protocols_report
+    table = pd.read_csv(out / "protocols.csv")
+    mig = table[table["scenario"] == MIGRATION]
+    assert set(mig["protocol"]) == set(MIGRATION_FROM)
+    size = mig["members"].max()
+    start = html.index("Migrating onto the consumer protocol")
+    sentence = html[start : html.index("</p>", start)]
+    for protocol, name in ((COOPERATIVE, "cooperative"), (EAGER, "eager")):
+        row = mig[(mig["members"] == size) & (mig["protocol"] == protocol)].iloc[0]
+        assert (
+            f"from classic {name} {num(float(row['unassigned partition-s']))} unassigned"
+            in sentence
+        )

@@ -24,12 +24,25 @@ def test_a_schedule_depends_only_on_seed_and_index():
 
 def test_schedules_cover_assignors_memberships_and_faults():
     """Over a few hundred schedules both group protocols, every classic assignor strategy, every
-    server-side assignor choice, both memberships and every fault kind appear."""
+    server-side assignor choice, both memberships, every fault kind, and mixed groups starting
+    as either type that migrate both ways appear."""
     seen_strategies, seen_remote, seen_static, seen_actions = set(), set(), set(), set()
+    seen_mixed, seen_moves = set(), set()
     for i in range(400):
         data, _ = soak.schedule(0, i)
         consumer = data["consumer"]
-        if consumer.get("group_protocol") == "consumer":
+        moves = [
+            (consumer["group_protocol"], a["group_protocol"])
+            for a in data["timeline"]
+            if "group_protocol" in a
+        ]
+        if moves:
+            # a mixed group: classic members' assignors, both session timeouts, protocol switches
+            seen_mixed.add(consumer["group_protocol"])
+            seen_moves.update(moves)
+            assert data["group"]["consumer_session_timeout_ms"] == consumer["session_timeout_ms"]
+            assert consumer["partition_assignment_strategy"]
+        elif consumer.get("group_protocol") == "consumer":
             assert "partition_assignment_strategy" not in consumer
             # the drawn session timeout is the broker's under KIP-848
             assert data["group"]["consumer_session_timeout_ms"] == consumer["session_timeout_ms"]
@@ -41,6 +54,8 @@ def test_schedules_cover_assignors_memberships_and_faults():
     assert seen_strategies == set(schedules.CLASSIC_STRATEGIES)
     assert seen_remote == {None, "uniform", "range"}
     assert seen_static == {False, True}
+    assert seen_mixed == {"classic", "consumer"}
+    assert {("classic", "consumer"), ("consumer", "classic")} <= seen_moves
     assert seen_actions >= {
         "crash",
         "pause",

@@ -13,9 +13,9 @@ from assignors import TopicPartition
 from sim import consumer_member as cm
 from sim import member as cl
 from sim import messages as m
+from sim.classic_bridge import ClassicBridgeCoordinator
 from sim.client import ConsumerClient
 from sim.config import GROUP_PROTOCOLS, ConsumerConfig
-from sim.consumer_group import ConsumerGroupCoordinator
 from sim.consumer_member import ConsumerMember
 from sim.group import GroupCoordinator, IllegalTransition
 from sim.member import Member
@@ -168,7 +168,8 @@ def test_one_record_per_group_protocol():
 
 @pytest.mark.parametrize(
     "protocol,coordinator,core",
-    [("classic", GroupCoordinator, Member), ("consumer", ConsumerGroupCoordinator, ConsumerMember)],
+    # (a consumer group's coordinator is the one that can also serve classic members)
+    [("classic", GroupCoordinator, Member), ("consumer", ClassicBridgeCoordinator, ConsumerMember)],
 )
 def test_a_run_is_built_from_its_protocols_record(protocol, coordinator, core):
     sc = Scenario.from_dict(

@@ -324,8 +324,10 @@ def test_elision_changes_nothing_with_a_constant_latency(name):
 
 # Fault schedules of `rebalance-sim soak --seed 3` under the consumer protocol that exercise the
 # wake paths: crashes and pauses of quiet members, partitions and delay spikes, joins and leaves
-# at one instant, and two sessions ending at one instant.
-SOAK_SCHEDULES = (59, 79, 112, 502)
+# at one instant, and two sessions ending at one instant. (1524 replaced 502, which the generator
+# has drawn as a mixed group since it draws those: a dynamic group, two crashes, a pause, joins and
+# leaves at one instant.)
+SOAK_SCHEDULES = (59, 79, 112, 1524)
 
 
 @pytest.mark.parametrize("index", SOAK_SCHEDULES)

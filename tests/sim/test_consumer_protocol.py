@@ -125,14 +125,22 @@ def test_group_protocol_is_validated():
         Scenario.from_dict(
             {"topics": [{"name": "t", "partitions": 1}], "consumer": {"group_protocol": "modern"}}
         )
-    with pytest.raises(ConfigError, match="group_protocol"):
+    with pytest.raises(ConfigError, match=r"member_overrides\.c001\.group_protocol"):
         Scenario.from_dict(
             {
                 "topics": [{"name": "t", "partitions": 1}],
                 "consumer": {"group_protocol": "consumer"},
-                "member_overrides": {"c001": {"group_protocol": "classic"}},
+                "member_overrides": {"c001": {"group_protocol": "old"}},
             }
         )
+    # a mixed group is allowed (online migration, sim.migration)
+    Scenario.from_dict(
+        {
+            "topics": [{"name": "t", "partitions": 1}],
+            "consumer": {"group_protocol": "consumer"},
+            "member_overrides": {"c001": {"group_protocol": "classic"}},
+        }
+    )
     with pytest.raises(ConfigError, match="group_remote_assignor"):
         Scenario.from_dict(
             {

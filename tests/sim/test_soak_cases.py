@@ -18,6 +18,14 @@ SEEDS = {
     # "stalled" interval was opened twice (soak --seed 5, schedules 148 and 631)
     "commit-sync-stuck-148.toml": 58829,
     "commit-sync-stuck-631.toml": 61694,
+    # a downgrade, then an upgrade before the classic rebalance completed: members rebuilt from
+    # the downgrade's targets while a member behind the group epoch still owned a partition (it
+    # is fenced by the downgrade's generation: a zombie, soak --seed 0, schedule 281)
+    "migration-downgrade-then-upgrade-281.toml": 61654,
+    # an upgrade by a static member replacing its classic self, while the classic group was
+    # rebalancing after a member left: the conversion must bump the epoch (the converted group
+    # has no subscription metadata), or the leaver's partition stays without an owner (681)
+    "migration-static-upgrade-681.toml": 27441,
 }
 
 
