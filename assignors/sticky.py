@@ -277,7 +277,7 @@ def _resolve_claims(
     return kept, np.searchsorted(kept_owner, np.arange(n_members + 1)), multi
 
 
-def _all_subscriptions_equal(subscriptions: dict[str, Subscription], order: list[str]) -> bool:
+def all_subscriptions_equal(subscriptions: dict[str, Subscription], order: list[str]) -> bool:
     """Kafka's ``allSubscriptionsEqual`` test, quirk included.
 
     Kafka takes the first *non-empty* topic list (in ``HashMap`` order) as the reference, so members
@@ -292,7 +292,7 @@ def _all_subscriptions_equal(subscriptions: dict[str, Subscription], order: list
         return (
             not distinct
             or len(set(*distinct)) == len(*distinct)
-            or (_all_subscriptions_equal_member_by_member(subscriptions, order))
+            or (all_subscriptions_equal_member_by_member(subscriptions, order))
         )
     # The reference: the first non-empty topic list in HashMap order.
     first = next((i for i, m in enumerate(order) if subscriptions[m].topics), None)
@@ -301,17 +301,17 @@ def _all_subscriptions_equal(subscriptions: dict[str, Subscription], order: list
     topics = subscriptions[order[first]].topics
     reference = set(topics)
     if len(reference) != len(topics):
-        return _all_subscriptions_equal_member_by_member(subscriptions, order)
+        return all_subscriptions_equal_member_by_member(subscriptions, order)
     if any(ts and not (len(ts) == len(reference) and reference.issuperset(ts)) for ts in distinct):
         return False
     # Empty lists are harmless only before the reference.
     return () not in distinct or not any(not subscriptions[m].topics for m in order[first + 1 :])
 
 
-def _all_subscriptions_equal_member_by_member(
+def all_subscriptions_equal_member_by_member(
     subscriptions: dict[str, Subscription], order: list[str]
 ) -> bool:
-    """``_all_subscriptions_equal``, one member at a time."""
+    """``all_subscriptions_equal``, one member at a time."""
     reference: set[str] = set()
     verdict: dict[tuple[str, ...], bool] = {}
     for m in order:
@@ -357,7 +357,7 @@ def _id_ranks(members: list[str]) -> np.ndarray:
     return ranks
 
 
-def _owned_quotas(
+def owned_quotas(
     lengths: np.ndarray, min_q: int, max_q: int, expected: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``assignOwnedPartitions``' decisions for members (in ``HashMap`` order) claiming
@@ -413,7 +413,7 @@ def _constrained(
     lengths = np.bincount(member, minlength=n) if flat.size else np.zeros(n, dtype=np.int64)
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1])) if n else np.zeros(0, np.int64)
 
-    keep, under_a, exact_a = _owned_quotas(lengths, min_q, max_q, expected)
+    keep, under_a, exact_a = owned_quotas(lengths, min_q, max_q, expected)
 
     pos_in_member = np.arange(flat.size, dtype=np.int64) - np.repeat(starts, lengths)
     kept_mask = pos_in_member < keep[member] if flat.size else np.zeros(0, dtype=bool)
@@ -907,7 +907,7 @@ class _AbstractStickyAssignor(Assignor):
         data = self._claims(layout, subs)
         sub_gens = [sub.generation for sub in subs]
         kept, bounds, multi = _resolve_claims(layout, order, data, sub_gens)
-        if _all_subscriptions_equal(subscriptions, order):
+        if all_subscriptions_equal(subscriptions, order):
             assignment, transferring = _constrained(layout, order, kept, bounds, multi)
             return StickyResult(
                 assignment,

@@ -8,10 +8,13 @@ Layout, one folder per role:
               and commits (``store``, ``table_sink``, ``lock``), aggregation (``aggregate``), the
               generic experiment pipeline (``pipeline``), the regression suite (``regression``)
               and soak (``soak``, ``schedules``)
-  report/     figures, headline sentences, the HTML page, a run's timeline
-  catalog/    the experiments as declarations (a grid and a report recipe each), ``common`` for
-              what they share
+  report/     figures, headline sentences, the HTML page, a run's timeline, and one page recipe
+              per experiment (``eager_vs_cooperative``, ``protocols``, ``assignor_scaling``)
+  catalog/    the experiments as declarations (grid, scales, seeds, variants, and which recipe
+              renders the page), ``common`` for what they share
   bench/      the benchmarks behind ``rebalance-sim bench``
   atomic, outputs, provenance   file writes that never leave half a file, output checks
               (``OutputError``), the model's version and digest: shared by all of the above
+  vocabulary  the names a declaration and its page share (assignor column values, scenario
+              labels, the simulated consumer, Kafka defaults)
 """

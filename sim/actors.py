@@ -245,7 +245,7 @@ class Director(Actor):
             self._trigger(now, resolved_name(a.member), desc)
             self._note(resolved_name(a.member), ("crash",))
         elif isinstance(a, CrashLeader):
-            self.pending += 1  # until the watch fires or is dropped (see _Runner.watches)
+            self.pending += 1  # until the watch fires or is dropped (see Runner.watches)
             r.watches.append(a)
         elif isinstance(a, Pause):
             self._trigger(now, resolved_name(a.member), desc)

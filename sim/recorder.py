@@ -149,7 +149,7 @@ def _interval_key(r):
     return (r[0], r[2] or "", -1 if r[3] is None else r[3], r[4], r[1] or "", r[5])
 
 
-def _subtract(
+def subtract_spans(
     spans: list[tuple[float, float]], holes: list[tuple[float, float]]
 ) -> list[tuple[float, float]]:
     """``spans`` minus the union of ``holes`` (both sorted by start)."""
@@ -173,7 +173,7 @@ def _subtract(
     return out
 
 
-def _union(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+def union_spans(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
     out: list[list[float]] = []
     for s, e in sorted(spans):
         if out and s <= out[-1][1]:
@@ -222,7 +222,7 @@ class ProcessingSpans:
         for member in self.members:
             first_gap.append(len(gap_start))
             prev = -math.inf
-            holes = _union(blocked.get(member, []))
+            holes = union_spans(blocked.get(member, []))
             for hs, he in holes:
                 gap_start.append(prev)
                 gap_end.append(hs)
@@ -254,7 +254,7 @@ class ProcessingSpans:
         return order, bounds
 
     def union(self) -> tuple[np.ndarray, np.ndarray]:
-        """(starts, ends) of the union of every span (as ``_union`` merges: touching spans join)."""
+        """(starts, ends) of the union of every span (as ``union_spans`` merges: touching spans join)."""
         if self.start.size == 0:
             return np.zeros(0), np.zeros(0)
         order = np.lexsort((self.end, self.start))
@@ -329,15 +329,15 @@ def derive(intervals, partitions_alive, spans: ProcessingSpans | None = None) ->
                 strict=True,
             )
         )
-        rows.extend(_derive_shared(tp, alive_start, alive_end, mine))
+        rows.extend(derive_shared(tp, alive_start, alive_end, mine))
     return rows
 
 
-def _derive_shared(tp, alive_start, alive_end, mine) -> list[tuple]:
+def derive_shared(tp, alive_start, alive_end, mine) -> list[tuple]:
     """The rows of one partition with two or more processing spans ``mine`` (member, start, end)."""
     rows: list[tuple] = []
-    covered = _union([(s, e) for _, s, e in mine])
-    for s, e in _subtract([(alive_start, alive_end)], covered):
+    covered = union_spans([(s, e) for _, s, e in mine])
+    for s, e in subtract_spans([(alive_start, alive_end)], covered):
         rows.append(("unassigned", None, tp[0], tp[1], s, e))
     if len(covered) == len(mine):
         return rows  # no two spans overlap (nor touch): never two members at once

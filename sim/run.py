@@ -140,7 +140,7 @@ def _version(dist: str) -> str:
         return "unknown"
 
 
-class _Runner:
+class Runner:
     def __init__(
         self,
         scenario: Scenario,
@@ -501,7 +501,7 @@ def _without_cyclic_gc():
             gc.enable()
 
 
-def _release(runner: _Runner) -> None:
+def _release(runner: Runner) -> None:
     """Cut the finished world's reference cycles (actors and kernel, the kernel's queue, cores'
     callbacks, trio's finished task still holding the kernel), so reference counting frees it
     as soon as the run returns. Left to the cyclic collector, a 1,000-member world is about
@@ -575,7 +575,7 @@ def run_scenario(
         raise ConfigError("max_wall_s", f"{max_wall_s!r} is not a positive number of seconds")
     wall0 = time.perf_counter()
     with _without_cyclic_gc():
-        runner = _Runner(scenario, seed, progress, max_wall_s, max_events, kernel)
+        runner = Runner(scenario, seed, progress, max_wall_s, max_events, kernel)
         runner.should_stop = should_stop
         end, settled = runner.run()
         partial = bool(runner.partial_reason)

@@ -116,3 +116,27 @@ def test_no_import_cycle_between_modules():
         if node not in state:
             visit(node)
     assert not cycles, "\n".join(cycles)
+
+
+# What a declaration may not import: plotting and table libraries, and the report's building
+# blocks (its page is a recipe in experiments.report, which it names).
+NOT_IN_CATALOG = ("matplotlib", "pandas", "experiments.report.plots", "experiments.report.html")
+
+
+def test_catalog_holds_declarations_only():
+    """``experiments/catalog/`` declares grids, scales and which recipe renders each page: it
+    draws nothing and builds no table itself, and no report module imports a declaration (the
+    recipes get the scales as data), so the two stay one way: catalog -> report."""
+    wrong = []
+    for name, path in MODULES.items():
+        for imported, taken, line in _imports(name, path):
+            full = f"{imported}.{taken}" if taken else imported
+            if name.startswith("experiments.catalog") and any(
+                full == banned or full.startswith(banned + ".") for banned in NOT_IN_CATALOG
+            ):
+                wrong.append(f"{path.relative_to(ROOT)}:{line} imports {full}")
+            if name.startswith("experiments.report") and (_own(imported) or "").startswith(
+                "experiments.catalog"
+            ):
+                wrong.append(f"{path.relative_to(ROOT)}:{line} imports {imported}")
+    assert not wrong, "\n".join(wrong)

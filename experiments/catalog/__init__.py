@@ -1,7 +1,8 @@
 """The experiments, as declarations: one module each, registered here by name.
 
-Each module defines ``EXPERIMENT`` (``experiments.engine.pipeline.Experiment``): a grid and a report
-recipe that the generic pipeline runs. To add an experiment, add a module and list it below.
+Each module defines ``EXPERIMENT`` (``experiments.engine.pipeline.Experiment``): a grid and a
+reference to its report recipe (``experiments.report``), given the scales as data, that the
+generic pipeline runs. To add an experiment, add a module and list it below.
 """
 
 from __future__ import annotations

@@ -222,7 +222,7 @@ def check_master(master: str | None, flag: str = "--master") -> None:
 # Failing fast on a master that does not answer
 
 
-def _endpoints(url: str) -> list[tuple[str, int]]:
+def endpoints(url: str) -> list[tuple[str, int]]:
     """(host, port) pairs a master URL names: ``spark://h1:7077,h2:7077``, ``sc://h:15002/;...``."""
     if url.startswith("sc://"):
         parsed = urlparse("http://" + url[len("sc://") :].split("/", 1)[0])
@@ -238,7 +238,7 @@ def _endpoints(url: str) -> list[tuple[str, int]]:
 
 def check_reachable(url: str, timeout_s: float) -> None:
     """One TCP connection to the URL's endpoint(s); ``SparkUnavailable`` names what to check."""
-    eps = _endpoints(url)
+    eps = endpoints(url)
     if not eps:
         return
     deadline = time.monotonic() + timeout_s
@@ -437,7 +437,7 @@ def _start(builder, timeout_s: float, url: str, remote: bool, launch: dict[str, 
         )
     if "error" in box:
         e = box["error"]
-        line = _error_summary(str(e), type(e).__name__)
+        line = error_summary(str(e), type(e).__name__)
         hint = "" if remote else f" (Spark's log: {jvm_log_path()})"
         raise SparkUnavailable(f"cannot start Spark on {url}: {line[:300]}{hint}")
     return box["session"]
@@ -611,7 +611,7 @@ def spark_error_line(e: BaseException) -> str:
     """One line for a Spark error, and where the full log is. py4j's first line only names the
     JVM call ("An error occurred while calling o123.getResult."); what failed is further down:
     a Python worker's exception (its traceback's last line) or the first Java exception."""
-    summary = _error_summary(str(e), type(e).__name__)[:300]
+    summary = error_summary(str(e), type(e).__name__)[:300]
     if not _remote and _driver_out_of_memory():
         summary = (
             "the driver ran out of Java heap (java.lang.OutOfMemoryError) and exited; give it "
@@ -634,7 +634,7 @@ def _driver_out_of_memory() -> bool:
         return False
 
 
-def _error_summary(text: str, fallback: str) -> str:
+def error_summary(text: str, fallback: str) -> str:
     """The first line of what caused a Spark error: a Python worker's exception (the first
     exception of its traceback: the one the others arose from), else the JVM's root cause (its
     last "Caused by:"), else the first exception line, else the text's first line."""

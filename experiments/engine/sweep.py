@@ -47,7 +47,7 @@ def _parallelism(spark) -> int:
 BATCHES = 6  # batches of a sweep (by estimated cost) when --batch-runs does not fix their size
 
 
-def _batches(
+def batches_of(
     todo: list[RunSpec],
     parallelism: int,
     batch_runs: int | None,
@@ -290,7 +290,7 @@ def run_sweep(
     parallelism = _parallelism(spark)
     batches = [
         _Batch(b, _tasks(b, parallelism, cost), sum(cost[s.run_id] for s in b))
-        for b in _batches(todo, parallelism, batch_runs, cost)
+        for b in batches_of(todo, parallelism, batch_runs, cost)
     ]
     kept = len(specs) - len(todo)
     print(

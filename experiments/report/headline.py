@@ -13,11 +13,10 @@ import math
 
 import pandas as pd
 
+from ..vocabulary import CONSUMER
+
 EAGER = ("range", "roundrobin", "sticky")
 COOPERATIVE = "cooperative-sticky"
-# The consumer group protocol (KIP-848) with the coordinator's uniform assignor, as a value of the
-# ``assignor`` column beside the classic assignors.
-CONSUMER = "consumer-uniform"
 
 # (column label, points column, kind); stall first, then duration. Medians across seeds.
 COLUMNS = [

@@ -461,7 +461,7 @@ def test_settled_group_stays_put(kind, data):
 
 
 def _owned_quotas_one_by_one(lengths, min_q, max_q, expected):
-    """Kafka's assignOwnedPartitions loop, member by member (the reference for _owned_quotas)."""
+    """Kafka's assignOwnedPartitions loop, member by member (the reference for owned_quotas)."""
     keep, under, exact, over = [], [], [], 0
     for size in lengths:
         if size < min_q:
@@ -482,13 +482,13 @@ def _owned_quotas_one_by_one(lengths, min_q, max_q, expected):
 @given(st.lists(st.integers(0, 6), max_size=30), st.integers(1, 40), st.integers(0, 12))
 def test_owned_quotas_equal_kafkas_member_by_member_loop(lengths, n_members_extra, total):
     """The vectorised keep decisions equal Kafka's sequential loop for every claim pattern."""
-    from assignors.sticky import _owned_quotas
+    from assignors.sticky import owned_quotas
 
     n = max(len(lengths), 1)
     total += n_members_extra
     min_q, expected = divmod(total, n)
     max_q = min_q + (1 if expected else 0)
-    keep, under, exact = _owned_quotas(np.array(lengths, dtype=np.int64), min_q, max_q, expected)
+    keep, under, exact = owned_quotas(np.array(lengths, dtype=np.int64), min_q, max_q, expected)
     assert (keep.tolist(), under.tolist(), exact.tolist()) == _owned_quotas_one_by_one(
         lengths, min_q, max_q, expected
     )
@@ -498,10 +498,10 @@ def test_owned_quotas_equal_kafkas_member_by_member_loop(lengths, n_members_extr
 def test_all_subscriptions_equal_matches_member_by_member(topic_lists):
     """The per-distinct-subscription test equals the member-by-member one (empty lists before and
     after the reference, duplicated topics, reordered topics)."""
-    from assignors.sticky import _all_subscriptions_equal, _all_subscriptions_equal_member_by_member
+    from assignors.sticky import all_subscriptions_equal, all_subscriptions_equal_member_by_member
 
     subs = {f"m{i}": Subscription(ts) for i, ts in enumerate(topic_lists)}
     order = list(subs)
-    assert _all_subscriptions_equal(subs, order) == _all_subscriptions_equal_member_by_member(
+    assert all_subscriptions_equal(subs, order) == all_subscriptions_equal_member_by_member(
         subs, order
     )

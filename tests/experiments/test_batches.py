@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from experiments.engine.grid import RunSpec
-from experiments.engine.sweep import BATCHES, _batches
+from experiments.engine.sweep import BATCHES, batches_of
 
 
 def _specs(costs):
@@ -19,7 +19,7 @@ def test_batches_share_the_cost_and_keep_the_order(parallelism):
     # a main-job-like spread: a few big runs first, then many small ones
     costs = [30_000.0] * 6 + [3_000.0] * 30 + [100.0] * 200 + [10.0] * 40
     todo, cost = _specs(costs)
-    batches = _batches(todo, parallelism, None, cost)
+    batches = batches_of(todo, parallelism, None, cost)
     assert [s for b in batches for s in b] == todo  # every run once, in the given order
     assert len(batches) <= BATCHES
     assert all(len(b) >= 2 * parallelism for b in batches)
@@ -35,9 +35,9 @@ def test_batches_share_the_cost_and_keep_the_order(parallelism):
 
 def test_batch_runs_fixes_the_batch_size():
     todo, cost = _specs([5.0] * 11)
-    assert [len(b) for b in _batches(todo, 2, 4, cost)] == [4, 4, 3]
+    assert [len(b) for b in batches_of(todo, 2, 4, cost)] == [4, 4, 3]
 
 
 def test_few_runs_make_one_batch():
     todo, cost = _specs([1.0, 1.0, 1.0])
-    assert _batches(todo, 2, None, cost) == [todo]
+    assert batches_of(todo, 2, None, cost) == [todo]

@@ -9,19 +9,17 @@ import html as htmllib
 import pandas as pd
 import pytest
 
-from experiments.catalog.protocols import (
+from experiments.catalog.protocols import SCALES
+from experiments.report.headline import num
+from experiments.report.protocols import answer_sentences, costs_more, costs_more_sentence
+from experiments.vocabulary import (
     CONSUMER,
     COOPERATIVE,
     EAGER,
     MIGRATION,
     MIGRATION_FROM,
-    SCALES,
-    SCENARIOS,
-    answer_sentences,
-    costs_more,
-    costs_more_sentence,
 )
-from experiments.report.headline import num
+from experiments.vocabulary import PROTOCOLS_SCENARIOS as SCENARIOS
 
 
 @pytest.fixture(scope="module")

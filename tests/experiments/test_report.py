@@ -275,8 +275,9 @@ def test_main_job_runs_the_consumer_protocol_at_every_size_after_it_formed(tmp_p
     import tomllib
     from pathlib import Path
 
-    from experiments.catalog.common import CONSUMER_PROFILE, CONSUMER_PROTOCOL
     from experiments.catalog.eager_vs_cooperative import SCALES, eager_vs_coop_specs
+    from experiments.vocabulary import CONSUMER as CONSUMER_PROTOCOL
+    from experiments.vocabulary import CONSUMER_PROFILE
 
     scale = SCALES["default"]
     specs = eager_vs_coop_specs(scale, tmp_path)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.engine.spark import _endpoints, parse_conf
+from experiments.engine.spark import endpoints, parse_conf
 
 GRID = 'scenarios = ["crash"]\nseeds = 1\n[set]\nmembers = 3\npartitions = 6\n'
 
@@ -85,17 +85,17 @@ def test_conf_and_endpoints_parse():
     ]
     with pytest.raises(ValueError):
         parse_conf(["=1"])
-    assert _endpoints("spark://h1:7077,h2:7078") == [("h1", 7077), ("h2", 7078)]
-    assert _endpoints("spark://h1") == [("h1", 7077)]
-    assert _endpoints("sc://host/;token=abc") == [("host", 15002)]
-    assert _endpoints("sc://host:443/;use_ssl=true") == [("host", 443)]
-    assert _endpoints("yarn") == []
+    assert endpoints("spark://h1:7077,h2:7078") == [("h1", 7077), ("h2", 7078)]
+    assert endpoints("spark://h1") == [("h1", 7077)]
+    assert endpoints("sc://host/;token=abc") == [("host", 15002)]
+    assert endpoints("sc://host:443/;use_ssl=true") == [("host", 443)]
+    assert endpoints("yarn") == []
 
 
 def test_a_failed_spark_job_is_named_by_what_failed_not_by_the_jvm_call():
     """py4j's first line names only the JVM call; the line shown is the Python worker's error,
     else the first Java exception."""
-    from experiments.engine.spark import _error_summary
+    from experiments.engine.spark import error_summary
 
     python_failure = (
         "An error occurred while calling o1359.getResult.\n"
@@ -107,13 +107,13 @@ def test_a_failed_spark_job_is_named_by_what_failed_not_by_the_jvm_call():
         "MemoryError: no room\n"
         "\n\tat org.apache.spark.api.python.BasePythonRunner.handlePythonException(PythonRunner.scala:1)\n"
     )
-    assert _error_summary(python_failure, "E") == "MemoryError: no room"
+    assert error_summary(python_failure, "E") == "MemoryError: no room"
     java_failure = (
         "An error occurred while calling o7.collect.\n"
         ": java.lang.OutOfMemoryError: Java heap space\n\tat java.base/x.y(Z.java:1)\n"
     )
-    assert _error_summary(java_failure, "E") == "java.lang.OutOfMemoryError: Java heap space"
-    assert _error_summary("Connection refused", "E") == "Connection refused"
+    assert error_summary(java_failure, "E") == "java.lang.OutOfMemoryError: Java heap space"
+    assert error_summary("Connection refused", "E") == "Connection refused"
 
 
 def test_driver_launch_settings_reach_the_local_jvm():
@@ -183,7 +183,7 @@ def test_the_root_cause_is_named_for_a_worker_exception_and_a_jvm_chain():
     """A Python worker's exception as pyspark raises it ('An exception was thrown from the Python
     worker', then its traceback; the first exception is the one the others arose from), and a
     JVM chain (its last 'Caused by:')."""
-    from experiments.engine.spark import _error_summary
+    from experiments.engine.spark import error_summary
 
     worker = (
         "\n  An exception was thrown from the Python worker. Please see the stack trace below.\n"
@@ -196,7 +196,7 @@ def test_the_root_cause_is_named_for_a_worker_exception_and_a_jvm_chain():
         '  File "/x/worker.py", line 1, in main\n'
         "RuntimeError: task failed\n"
     )
-    assert _error_summary(worker, "E") == "OSError: [Errno 28] No space left on device"
+    assert error_summary(worker, "E") == "OSError: [Errno 28] No space left on device"
     chain = (
         "An error occurred while calling None.org.apache.spark.api.java.JavaSparkContext.\n"
         ": org.apache.spark.SparkException: Could not start\n\tat a.b(C.java:1)\n"
@@ -204,7 +204,7 @@ def test_the_root_cause_is_named_for_a_worker_exception_and_a_jvm_chain():
         "Caused by: java.net.UnknownHostException: nohost: Name or service not known\n"
     )
     assert (
-        _error_summary(chain, "E")
+        error_summary(chain, "E")
         == "java.net.UnknownHostException: nohost: Name or service not known"
     )
     master = (
@@ -212,7 +212,7 @@ def test_the_root_cause_is_named_for_a_worker_exception_and_a_jvm_chain():
         ": org.apache.spark.SparkException: Could not parse Master URL: 'bogus://x'\n\tat a.b(C.java:1)\n"
     )
     assert (
-        _error_summary(master, "E")
+        error_summary(master, "E")
         == "org.apache.spark.SparkException: Could not parse Master URL: 'bogus://x'"
     )
 

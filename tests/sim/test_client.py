@@ -20,7 +20,7 @@ from sim.consumer_member import ConsumerMember
 from sim.group import GroupCoordinator, IllegalTransition
 from sim.member import Member
 from sim.protocols import PROTOCOLS
-from sim.run import _Runner
+from sim.run import Runner
 from sim.scenario import Scenario
 
 
@@ -181,7 +181,7 @@ def test_a_run_is_built_from_its_protocols_record(protocol, coordinator, core):
             "consumer": {"group_protocol": protocol},
         }
     )
-    runner = _Runner(sc, 0, False)
+    runner = Runner(sc, 0, False)
     assert runner.protocol is PROTOCOLS[protocol]
     assert type(runner.coordinator) is coordinator
     runner.run()

@@ -8,11 +8,11 @@ import pytest
 
 from sim.recorder import (
     ProcessingSpans,
-    _derive_shared,
-    _subtract,
-    _union,
     derive,
+    derive_shared,
     processing_spans,
+    subtract_spans,
+    union_spans,
 )
 
 
@@ -25,9 +25,9 @@ def _spans_by_rows(intervals):
         elif kind == "owned":
             owned.setdefault(member, []).append((topic, partition, start, end))
     for member, rows in owned.items():
-        holes = _union(blocked.get(member, []))
+        holes = union_spans(blocked.get(member, []))
         for topic, partition, start, end in rows:
-            for s, e in _subtract([(start, end)], holes):
+            for s, e in subtract_spans([(start, end)], holes):
                 out.setdefault((topic, partition), []).append((member, s, e))
     return out
 
@@ -61,7 +61,7 @@ def test_processing_spans_and_derived_rows_match_the_row_by_row_definition(seed)
     expected = _spans_by_rows(intervals)
     assert processing_spans(intervals) == expected
     s, e = ProcessingSpans(intervals).union()
-    assert list(zip(s.tolist(), e.tolist(), strict=True)) == _union(
+    assert list(zip(s.tolist(), e.tolist(), strict=True)) == union_spans(
         [(a, b) for rows in expected.values() for _, a, b in rows]
     )
     alive = {(t, p): (0.0 if rng.random() < 0.8 else 5.0, 50.0) for t in "ab" for p in range(3)}
@@ -69,9 +69,9 @@ def test_processing_spans_and_derived_rows_match_the_row_by_row_definition(seed)
     want = []
     for tp, (a0, e0) in alive.items():
         mine = expected.get(tp, [])
-        covered = _union([(x, y) for _, x, y in mine])
+        covered = union_spans([(x, y) for _, x, y in mine])
         want += [
-            ("unassigned", None, tp[0], tp[1], x, y) for x, y in _subtract([(a0, e0)], covered)
+            ("unassigned", None, tp[0], tp[1], x, y) for x, y in subtract_spans([(a0, e0)], covered)
         ]
     assert [r for r in got if r[0] == "unassigned"] == sorted(want, key=str)
     # double processing: the sweep of the old row-by-row code, fed the spans in the same order
@@ -79,7 +79,7 @@ def test_processing_spans_and_derived_rows_match_the_row_by_row_definition(seed)
         r
         for tp, (a0, e0) in alive.items()
         if len(expected.get(tp, [])) > 1
-        for r in _derive_shared(tp, a0, e0, expected[tp])
+        for r in derive_shared(tp, a0, e0, expected[tp])
         if r[0] == "double_processing"
     ]
     assert [r for r in got if r[0] == "double_processing"] == sorted(want_dp, key=str)
