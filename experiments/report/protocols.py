@@ -26,7 +26,7 @@ from ..vocabulary import (
     SLOW_POLL_S,
 )
 from ..vocabulary import PROTOCOLS_SCENARIOS as SCENARIOS
-from .headline import HUMAN, consumer_vs_classic, human_columns, num, same, with_bands
+from .headline import HUMAN, consumer_vs_classic, human_columns, num, quote, same, with_bands
 
 # (label, points column): the metrics a sentence quotes, stall first.
 STALL = "unassigned_partition_s_median"
@@ -128,14 +128,25 @@ def migration_sentence(table) -> str | None:
     label, settle = HUMAN["unassigned_partition_s"], HUMAN["rebalance_time_total_s"]
 
     def q(row):
-        return f"{num(float(row[label]))} unassigned partition-seconds, {float(row[settle]):.1f} s to settle"
+        return f"{quote(row, label)} unassigned partition-seconds, {quote(row, settle)} s to settle"
 
+    def against(m, d):
+        # Only a difference outside the seeds' p10-p90 bands is stated as one.
+        if same(m, d, label):
+            return "about the same stall as that deploy without the change"
+        r = float(m[label]) / float(d[label]) if float(d[label]) else float("inf")
+        return f"{r:.1f}x {'more' if r > 1 else 'less'} stall than that deploy without the change"
+
+    moves = "; ".join(
+        f"from classic {name} {q(mig.loc[p])} ({against(mig.loc[p], deploy.loc[p])})"
+        for name, p in (("cooperative", COOPERATIVE), ("eager", EAGER))
+    )
     return (
-        f"Migrating onto the consumer protocol ({members:,} members, {partitions:,} partitions: the "
-        "rolling deploy whose members come back with group.protocol=consumer; the coordinator converts "
-        "the group when the first of them joins and serves the rest as classic members): from classic "
-        f"cooperative {q(mig.loc[COOPERATIVE])}, from classic eager {q(mig.loc[EAGER])}; the same deploy "
-        f"without the change: classic cooperative {q(deploy.loc[COOPERATIVE])}, classic eager "
+        f"Migrating onto the consumer protocol ({members:,} members, {partitions:,} partitions, "
+        "medians with their p10-p90 band across seeds: the rolling deploy whose members come back "
+        "with group.protocol=consumer; the coordinator converts the group when the first of them "
+        f"joins and serves the rest as classic members): {moves}. The same deploy without the "
+        f"change: classic cooperative {q(deploy.loc[COOPERATIVE])}, classic eager "
         f"{q(deploy.loc[EAGER])}, consumer protocol {q(deploy.loc[CONSUMER])}."
     )
 
