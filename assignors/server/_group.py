@@ -7,13 +7,33 @@ Topic ``r`` (topics in Java ``String`` order) holds global partition ids ``offse
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 import numpy as np
 
 from .._java import java_sort_key
 from ..types import AssignorError
 from .spec import GroupAssignment, GroupSpec, SubscribedTopicDescriber
+
+
+def by_subscription(
+    member_topics: list[frozenset[str]],
+    one: bool = False,
+) -> tuple[dict[frozenset[str], np.ndarray], np.ndarray]:
+    """Members grouped by subscription: each distinct set of topics, in the order of its first
+    member, to its members' positions (ascending), and per member the index of its set in that
+    order. C-level passes (a dict of the distinct sets, one ``fromiter``), no loop per member;
+    ``one``: the caller knows every member has the same subscription (no set is compared)."""
+    n = len(member_topics)
+    if one and n:
+        return {member_topics[0]: np.arange(n, dtype=np.int64)}, np.zeros(n, dtype=np.int64)
+    codes = {ts: k for k, ts in enumerate(dict.fromkeys(member_topics))}
+    if len(codes) <= 1:
+        return {ts: np.arange(n, dtype=np.int64) for ts in codes}, np.zeros(n, dtype=np.int64)
+    kind = np.fromiter(map(codes.__getitem__, member_topics), dtype=np.int64, count=n)
+    order = np.argsort(kind, kind="stable")
+    bounds = np.cumsum(np.bincount(kind, minlength=len(codes)))[:-1]
+    return dict(zip(codes, np.split(order, bounds), strict=True)), kind
 
 
 class GroupArrays:
@@ -32,6 +52,7 @@ class GroupArrays:
         topics: Collection[str],
         member_topics: list[frozenset[str]] | None = None,
         read_assignment: bool = True,
+        subscriptions: tuple[dict[frozenset[str], np.ndarray], np.ndarray] | None = None,
     ):
         self.member_ids = spec.member_ids
         self._member_index = spec._member_index()  # None: not known
@@ -42,6 +63,8 @@ class GroupArrays:
         self.offsets = np.zeros(len(names) + 1, dtype=np.int64)
         np.cumsum(self.counts, out=self.offsets[1:])
         self.total = int(self.offsets[-1])
+        # ``by_subscription(member_topics)``, when the caller has it
+        self._subscriptions = subscriptions
         self.owner = (
             self._owners(spec, member_topics)
             if read_assignment
@@ -81,7 +104,7 @@ class GroupArrays:
                     claim_member.append(i)
                     claim_rank.append(r)
                     claim_length.append(len(flat) - before)
-        if not flat and len(views) == 1 and member_topics is None:
+        if not flat and len(views) == 1:
             # Every claim comes from one earlier assignment over the same topics and partition
             # counts: each partition goes to its earlier member's new position (one member per
             # position, so no partition can be claimed twice).
@@ -90,8 +113,19 @@ class GroupArrays:
                 parent._offsets, self.offsets
             ):
                 if remap is None:
+                    assert ours is not None and theirs is not None  # (given when there is no remap)
                     remap = self._remap(parent, ours, theirs)
-                return remap[parent._owner].astype(np.int32)
+                owner = remap[parent._owner].astype(np.int32, copy=False)
+                if member_topics is not None:
+                    # Heterogeneous rule: a claim stays only if the member subscribes to the topic.
+                    if self._subscriptions is None:
+                        self._subscriptions = by_subscription(member_topics)
+                    subs, sub_of = self._subscriptions
+                    may = np.array([[t in ts for t in self.topics] for ts in subs], dtype=bool)
+                    held = np.flatnonzero(owner >= 0)
+                    held_rank = np.repeat(np.arange(len(self.topics)), self.counts)[held]
+                    owner[held[~may[sub_of[owner[held]], held_rank]]] = -1
+                return owner
         gid_chunks: list[np.ndarray] = []
         member_chunks: list[np.ndarray] = []
         if flat:
@@ -125,8 +159,8 @@ class GroupArrays:
     def _view_claims(
         self,
         parent: GroupAssignment,
-        ours: list[int] | None,
-        theirs: list[int] | None,
+        ours: Sequence[int] | None,
+        theirs: Sequence[int] | None,
         remap: np.ndarray | None,
         member_topics: list[frozenset[str]] | None,
         gid_chunks: list[np.ndarray],
@@ -140,14 +174,9 @@ class GroupArrays:
             remap = self._remap(parent, ours, theirs)
         if member_topics is not None:
             # Heterogeneous rule: keep a claim only if the member subscribes to the topic.
-            distinct: dict[frozenset[str], int] = {}
-            kind = np.array(
-                [
-                    distinct.setdefault(member_topics[i], len(distinct))
-                    for i in range(len(member_topics))
-                ],
-                dtype=np.int64,
-            )
+            if self._subscriptions is None:
+                self._subscriptions = by_subscription(member_topics)
+            distinct, kind = self._subscriptions
         for topic in parent.topics:
             r = self.rank.get(topic)
             if r is None:
@@ -165,15 +194,17 @@ class GroupArrays:
                 gid_chunks.append(at + self.offsets[r])
                 member_chunks.append(claimed[at])
 
-    def _remap(self, parent: GroupAssignment, ours: list[int], theirs: list[int]) -> np.ndarray:
+    def _remap(
+        self, parent: GroupAssignment, ours: Sequence[int], theirs: Sequence[int]
+    ) -> np.ndarray:
         """Our position of each member of ``parent`` (-1: none; one extra -1 at the end)."""
         remap = np.full(len(parent.member_ids) + 1, -1, dtype=np.int32)  # [-1] stays -1
-        theirs_arr = np.array(theirs, dtype=np.int64)
+        theirs_arr = np.asarray(theirs, dtype=np.int64)
         remap[theirs_arr] = ours
         if np.count_nonzero(remap >= 0) < theirs_arr.size:  # fewer distinct than given
             # Two members hand in the same earlier member's target: a duplicate claim.
             seen: dict[int, int] = {}
-            for i, j in zip(ours, theirs, strict=True):
+            for i, j in zip(np.asarray(ours).tolist(), theirs_arr.tolist(), strict=True):
                 if j in seen:
                     a, b = self.member_ids[seen[j]], self.member_ids[i]
                     raise AssignorError(f"members: {a!r} and {b!r} have the same target assignment")

@@ -32,8 +32,8 @@ from __future__ import annotations
 import enum
 from bisect import bisect_left
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
-from itertools import repeat
-from operator import itemgetter
+from itertools import compress, repeat
+from operator import attrgetter, is_, itemgetter
 from typing import Any
 
 import attrs
@@ -174,6 +174,13 @@ def subscription_type_of(
     return SubscriptionType.HOMOGENEOUS if len(distinct) <= 1 else SubscriptionType.HETEROGENEOUS
 
 
+_get_assigned = attrgetter("assigned_partitions")
+_get_topic_names = attrgetter("subscribed_topic_names")
+_get_instance_id = attrgetter("instance_id")
+_get_parent = attrgetter("_parent")
+_get_member_index = attrgetter("_member_index")
+
+
 class GroupSpec:
     """What the assignor sees of the group (Kafka's ``GroupSpec``/``GroupSpecImpl``).
 
@@ -188,7 +195,14 @@ class GroupSpec:
     change (a coordinator's call at every group epoch).
     """
 
-    __slots__ = ("_members", "_member_ids", "_subscription_type", "_bulk", "_previous_positions")
+    __slots__ = (
+        "_members",
+        "_member_ids",
+        "_subscription_type",
+        "_bulk",
+        "_previous_positions",
+        "_one_subscription",
+    )
 
     def __init__(
         self,
@@ -218,7 +232,16 @@ class GroupSpec:
                     )
         self._members: dict[str, MemberSubscriptionAndAssignment] | None = members
         self._member_ids = tuple(hashmap_order(members))
-        self._subscription_type = subscription_type or subscription_type_of(members)
+        # whether every member has the same subscription (None: not known yet)
+        self._one_subscription: bool | None = None
+        if subscription_type is None:
+            self._one_subscription = len({m.subscribed_topic_names for m in members.values()}) <= 1
+            subscription_type = (
+                SubscriptionType.HOMOGENEOUS
+                if self._one_subscription
+                else SubscriptionType.HETEROGENEOUS
+            )  # subscription_type_of
+        self._subscription_type = subscription_type
         self._bulk: _BulkMembers | None = None
         # (the previous target's member ids, our position of each, -1: none), when known
         self._previous_positions: tuple[tuple[str, ...], np.ndarray] | None = None
@@ -262,9 +285,10 @@ class GroupSpec:
                     )
         spec._members = None
         spec._member_ids = tuple(hashmap_order(topics))
+        spec._one_subscription = len(set(topics.values())) <= 1
         spec._subscription_type = (
             SubscriptionType.HOMOGENEOUS
-            if len(set(topics.values())) <= 1
+            if spec._one_subscription
             else SubscriptionType.HETEROGENEOUS
         )
         spec._bulk = _BulkMembers(
@@ -303,6 +327,7 @@ class GroupSpec:
         spec._members = None
         spec._member_ids = members.member_ids
         spec._subscription_type = members.subscription_type
+        spec._one_subscription = len(members._distinct) <= 1
         spec._bulk = _BulkMembers(
             members._topics,
             target,
@@ -362,7 +387,7 @@ class GroupSpec:
             take, get = b.take, index.get
             theirs_all = [get(m, -1) if m in take else -1 for m in self._member_ids]
             ours = [i for i, j in enumerate(theirs_all) if j >= 0]
-            views: dict[int, tuple] = (
+            bulk_views: dict[int, tuple] = (
                 {id(b.target): (b.target, ours, [theirs_all[i] for i in ours], None)}
                 if ours
                 else {}
@@ -373,24 +398,49 @@ class GroupSpec:
                 for i, (m, j) in enumerate(zip(self._member_ids, theirs_all, strict=True))
                 if j < 0 and assigned.get(m)
             ]
-            return slow_at, [assigned[self._member_ids[i]] for i in slow_at], views
+            return slow_at, [assigned[self._member_ids[i]] for i in slow_at], bulk_views
         members = self._member_map()
-        # (Any: the views among them are read as MemberAssignment below)
-        assigned_all: list[Any] = [members[m].assigned_partitions for m in self._member_ids]
-        view_at = [i for i, a in enumerate(assigned_all) if type(a) is MemberAssignment]
-        views = {}
-        if view_at:
-            parents = [assigned_all[i]._parent for i in view_at]
-            theirs = [assigned_all[i]._member_index for i in view_at]
-            if all(p is parents[0] for p in parents):
-                views[id(parents[0])] = (parents[0], view_at, theirs, None)
+        # C-level passes over the members (map/compress), no Python loop per member.
+        assigned_all = list(map(_get_assigned, map(members.__getitem__, self._member_ids)))
+        is_view = list(map(is_, map(type, assigned_all), repeat(MemberAssignment)))
+        n_views = is_view.count(True)
+        views: dict[int, tuple] = {}
+        if n_views:
+            view_at = (
+                list(range(len(assigned_all)))
+                if n_views == len(assigned_all)
+                else list(compress(range(len(assigned_all)), is_view))
+            )
+            in_views = (
+                assigned_all
+                if n_views == len(assigned_all)
+                else list(compress(assigned_all, is_view))
+            )
+            parents = list(map(_get_parent, in_views))
+            if all(map(is_, parents, repeat(parents[0]))):
+                # (as arrays: ``_group`` indexes with them)
+                theirs_arr = np.fromiter(
+                    map(_get_member_index, in_views), dtype=np.int64, count=n_views
+                )
+                ours_arr = (
+                    np.arange(n_views, dtype=np.int64)
+                    if n_views == len(assigned_all)
+                    else np.array(view_at, dtype=np.int64)
+                )
+                views[id(parents[0])] = (parents[0], ours_arr, theirs_arr, None)
             else:
+                theirs = list(map(_get_member_index, in_views))
                 for i, parent, j in zip(view_at, parents, theirs, strict=True):
                     entry = views.setdefault(id(parent), (parent, [], [], None))
                     entry[1].append(i)
                     entry[2].append(j)
         # (``type`` first: the truth value of a view would materialize it.)
-        slow_at = [i for i, a in enumerate(assigned_all) if type(a) is not MemberAssignment and a]
+        slow_at = []
+        at = -1
+        for _ in range(len(assigned_all) - n_views):  # the few members not handing in a view
+            at = is_view.index(False, at + 1)
+            if assigned_all[at]:
+                slow_at.append(at)
         return slow_at, [assigned_all[i] for i in slow_at], views
 
     def _member_claims(
@@ -439,8 +489,14 @@ class GroupSpec:
             self._check_live()
             assert self._bulk is not None
             return list(map(self._bulk.topics.__getitem__, self._member_ids))
-        members = self._members
-        return [members[m].subscribed_topic_names for m in self._member_ids]
+        return list(map(_get_topic_names, map(self._members.__getitem__, self._member_ids)))
+
+    def _has_one_subscription(self) -> bool:
+        """Whether every member subscribes to the same topics (known from building the spec, so
+        that no pass compares the members' sets)."""
+        if self._one_subscription is None:
+            self._one_subscription = len(set(self._member_topics())) <= 1
+        return self._one_subscription
 
     def _instance_ids(self) -> list[str | None]:
         """``instance_id`` of every member, in ``member_ids`` order."""
@@ -448,8 +504,7 @@ class GroupSpec:
             self._check_live()
             assert self._bulk is not None
             return list(map(self._bulk.instance_ids.get, self._member_ids))
-        members = self._members
-        return [members[m].instance_id for m in self._member_ids]
+        return list(map(_get_instance_id, map(self._members.__getitem__, self._member_ids)))
 
     def member_subscription(self, member_id: str) -> MemberSubscriptionAndAssignment:
         try:
@@ -626,6 +681,7 @@ class GroupMembers:
         "_instance_ids",
         "_racks",
         "_distinct",
+        "_interned",
         "_topic_names",
         "_keys",
         "_mask",
@@ -650,6 +706,7 @@ class GroupMembers:
         self._instance_ids: dict[str, str] = {}
         self._racks: dict[str, str] = {}
         self._distinct: dict[frozenset[str], int] = {}  # subscription -> members with it
+        self._interned: dict[frozenset[str], frozenset[str]] = {}  # subscription -> its one object
         self._topic_names: dict[str, int] = {}  # topic -> subscribers
         # (HashMap bucket, String order key, member id), sorted, for a table of ``_mask + 1``
         # buckets; None: rebuild
@@ -708,6 +765,8 @@ class GroupMembers:
         else:
             self._add_key(member_id)
         self._version += 1
+        # one object per distinct subscription: an assignor then groups members by identity
+        topics = self._interned.setdefault(topics, topics)
         self._topics[member_id] = topics
         self._distinct[topics] = self._distinct.get(topics, 0) + 1
         names = self._topic_names
@@ -805,6 +864,7 @@ class GroupMembers:
             self._distinct[topics] = n
         else:
             del self._distinct[topics]
+            del self._interned[topics]
         names = self._topic_names
         for t in topics:
             k = names[t] - 1

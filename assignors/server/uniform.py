@@ -60,13 +60,13 @@ array-backed state.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from .._hashmap_model import TREEIFY_THRESHOLD, JavaHashMap
 from ..types import AssignorError
-from ._group import GroupArrays
+from ._group import GroupArrays, by_subscription
 from .spec import (
     GroupAssignment,
     GroupSpec,
@@ -136,8 +136,8 @@ def _homogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupA
     # The builder takes the topics of the first member in member order.
     # Names that do not exist are dropped: Kafka's coordinator never resolves them to topic ids
     # (its builder would throw if handed one).
-    first = spec.subscribed_topic_names(spec.member_ids[0])
-    g = GroupArrays(spec, describer, first)
+    first_topics = spec.subscribed_topic_names(spec.member_ids[0])
+    g = GroupArrays(spec, describer, first_topics)
     if not g.topics:
         return GroupAssignment.empty()
     m = len(g.member_ids)
@@ -148,14 +148,13 @@ def _homogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupA
 
     # Partitions nobody holds, in topic then partition order.
     unassigned = [np.flatnonzero(owner < 0)]
-    held = np.flatnonzero(owner >= 0)
-    held_count = np.bincount(owner[held], minlength=m)
+    held_count = np.bincount(owner + 1, minlength=m + 1)[1:]  # (-1, nobody, counted first)
     room = quota - held_count
     over = room < 0
     if over.any():
         # Only members over their quota give anything up; walk their partitions in Kafka's order:
         # member, topic, HashSet iteration order within the topic.
-        mine = held[over[owner[held]]]
+        mine = np.flatnonzero(np.concatenate(([False], over))[owner + 1])
         holder = owner[mine].astype(np.int64)
         rank = g.topic_of(mine)
         partition = mine - g.offsets[rank]
@@ -187,14 +186,13 @@ def _homogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupA
 def _heterogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupAssignment:
     member_topics = spec._member_topics()
     # Names that do not exist are dropped, as in the homogeneous case.
-    distinct: dict[frozenset[str], list[int]] = {}
-    for i, topics in enumerate(member_topics):
-        distinct.setdefault(topics, []).append(i)
+    subscriptions = by_subscription(member_topics, spec._has_one_subscription())
+    distinct = subscriptions[0]
     all_topics = set().union(*distinct) if distinct else set()
     existing = [t for t in all_topics if describer.num_partitions(t) >= 0]
     if not existing:
         return GroupAssignment.empty()
-    g = GroupArrays(spec, describer, existing, member_topics)
+    g = GroupArrays(spec, describer, existing, member_topics, subscriptions=subscriptions)
     subscribers = _subscribers(g, distinct)
     builder = _HeterogeneousBuilder(g, subscribers)
     builder.assign_remaining()
@@ -202,11 +200,13 @@ def _heterogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> Grou
     return g.result(g.owner)
 
 
-def _subscribers(g: GroupArrays, distinct: dict[frozenset[str], list[int]]) -> list[np.ndarray]:
+def _subscribers(
+    g: GroupArrays, distinct: Mapping[frozenset[str], Sequence[int] | np.ndarray]
+) -> list[np.ndarray]:
     """Ascending member indices subscribed to each topic (by rank)."""
     parts: list[list[np.ndarray]] = [[] for _ in g.topics]
     for topics, members in distinct.items():
-        arr = np.array(members, dtype=np.int64)
+        arr = np.asarray(members, dtype=np.int64)
         for t in topics:
             r = g.rank.get(t)
             if r is not None:

@@ -89,4 +89,10 @@ def _add_sim(targets) -> None:
     p.add_argument(
         "--kernel", metavar="tasks|inline", help="measure only this kernel (default: both)"
     )
+    p.add_argument(
+        "--profile",
+        metavar="DIR",
+        help="run each chosen case once under cProfile (the default kernel, or --kernel) "
+        "and write DIR/<case>.prof and DIR/<case>.txt (top functions) instead of timing",
+    )
     p.set_defaults(func=sim.cmd_bench_sim)

@@ -265,3 +265,56 @@ def test_the_same_view_twice_is_a_duplicate_claim():
     twice = {m: MemberSubscriptionAndAssignment({"t"}, first["a"]) for m in ("a", "b")}
     with pytest.raises(AssignorError, match="same target assignment"):
         get_server_assignor("uniform").assign(GroupSpec(twice), {"t": 4})
+
+
+_IDS = st.text(
+    alphabet=st.sampled_from(["a", "b", "z", "\x00", "é", "\uffff", "\U0001f600"]),
+    min_size=1,
+    max_size=4,
+)
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(_IDS, st.sampled_from([None, None, "i1", "i2", "\U0001f600"])),
+            max_size=90,
+            unique_by=lambda x: x[0],
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_range_member_order_kept_between_calls_equals_a_full_sort(groups):
+    """Server range's member order, kept from one call to the next and updated by the members
+    that joined or left (few or many), is Kafka's ``sortMemberIds`` computed from scratch."""
+    from assignors.server.range import _sorted_member_indices, _SortedMembers
+
+    kept = _SortedMembers()
+    for members in groups:
+        spec = GroupSpec(
+            {m: MemberSubscriptionAndAssignment({"t"}, instance_id=inst) for m, inst in members}
+        )
+        want = _sorted_member_indices(spec.member_ids, spec._instance_ids())
+        assert kept.member_order(spec).tolist() == want
+
+
+@SETTINGS
+@given(
+    st.lists(_IDS, min_size=1, max_size=150, unique=True),
+    st.lists(st.lists(st.integers(0, 149), max_size=4), min_size=1, max_size=8),
+)
+def test_range_member_order_after_a_few_joins_and_leaves(pool, steps):
+    """The same with a few members joining or leaving at each call (the kept order updated in
+    place), as a coordinator's epochs go."""
+    from assignors.server.range import _sorted_member_indices, _SortedMembers
+
+    kept = _SortedMembers()
+    present = set(pool[: len(pool) // 2 + 1])
+    for toggles in [[], *steps]:
+        for k in toggles:
+            present ^= {pool[k % len(pool)]}
+        spec = GroupSpec({m: MemberSubscriptionAndAssignment({"t"}) for m in present})
+        want = _sorted_member_indices(spec.member_ids, spec._instance_ids())
+        assert kept.member_order(spec).tolist() == want

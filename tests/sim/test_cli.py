@@ -223,12 +223,27 @@ def test_bench_sim_fails_when_the_kernels_disagree(monkeypatch, capsys):
     assert "kernels disagree" in capsys.readouterr().err
 
 
+def test_bench_sim_profile_writes_the_case_statistics(tmp_path, capsys):
+    """`bench sim --profile DIR` runs the chosen case under cProfile: DIR/<case>.prof holds its
+    statistics (the simulator's kernel loop among them) and DIR/<case>.txt the top functions."""
+    import pstats
+
+    out = tmp_path / "prof"
+    assert cli(["bench", "sim", "--quick", "--only", "scale-out 100 ", "--profile", str(out)]) == 0
+    prof = out / "scale-out-100-members.prof"
+    stats = pstats.Stats(str(prof))
+    assert any(func[0].endswith("kernel.py") and func[2] == "run" for func in stats.stats)
+    assert "kernel.py" in (out / "scale-out-100-members.txt").read_text()
+    assert str(prof) in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     "args,needle",
     [
         (["--repeat", "0"], "--repeat"),
         (["--only", "no such case"], "--only"),
         (["--kernel", "threads"], "--kernel"),
+        (["--profile", __file__], "--profile"),
     ],
 )
 def test_bench_sim_bad_options_exit_2_with_one_line(args, needle, capsys):
