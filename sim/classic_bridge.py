@@ -323,15 +323,7 @@ class ClassicBridgeCoordinator(ConsumerGroupCoordinator):
             req.rebalance_timeout_s,
             last_heartbeat=now,
         )
-        self.members[member_id] = mm
-        self.members_version += 1
-        self._changed[member_id] = None
-        if iid is not None:
-            self.static_members[iid] = member_id
-        self._subscribe(mm.topics, +1)
-        self._touch(mm)
-        self._event("member_added", client, f"member_id={member_id} protocol=classic")
-        return mm, f"member {client} joined"
+        return self._register_member(mm, f"member_id={member_id} protocol=classic")
 
     # ------------------------------------------------------------------ SyncGroup, Heartbeat, LeaveGroup
 

@@ -786,15 +786,22 @@ class ConsumerGroupCoordinator:
         mm = ConsumerGroupMember(
             member_id, client, iid, req.rack_id, topics, timeout, last_heartbeat=now
         )
-        self.members[member_id] = mm
+        return self._register_member(mm, f"member_id={member_id}")
+
+    def _register_member(
+        self, mm: ConsumerGroupMember, detail: str
+    ) -> tuple[ConsumerGroupMember, str]:
+        """Put a new member in the group (either protocol's): its subscription counts, its
+        static id, its session; the event ``member_added`` with ``detail``."""
+        self.members[mm.member_id] = mm
         self.members_version += 1
-        self._changed[member_id] = None
-        if iid is not None:
-            self.static_members[iid] = member_id
+        self._changed[mm.member_id] = None
+        if mm.instance_id is not None:
+            self.static_members[mm.instance_id] = mm.member_id
         self._subscribe(mm.topics, +1)
         self._touch(mm)
-        self._event("member_added", client, f"member_id={member_id}")
-        return mm, f"member {client} joined"
+        self._event("member_added", mm.client, detail)
+        return mm, f"member {mm.client} joined"
 
     def _replace_static(
         self, now: float, client: str, old: ConsumerGroupMember, member_id: str

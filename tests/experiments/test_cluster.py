@@ -207,14 +207,15 @@ def _assert_same(got: dict, ref: dict) -> None:
 
 
 def _readme_block(marker: str) -> list[str]:
-    """The command lines of the README block after ``<!-- marker -->``."""
-    text = (CHECKOUT / "README.md").read_text()
+    """The command lines of the block after ``<!-- marker -->`` in docs/cluster.md, which the
+    README points to for running on a cluster."""
+    text = (CHECKOUT / "docs" / "cluster.md").read_text()
     (block,) = re.findall(rf"<!-- {marker} -->\n```\n(.*?)```", text, flags=re.S)
     return [line for line in block.splitlines() if line.strip()]
 
 
 def _spark_class_args(line: str, ports: dict[str, str]) -> list[str]:
-    """The arguments after ``$SPARK_HOME/bin/spark-class`` in a README line, ports replaced."""
+    """The arguments after ``$SPARK_HOME/bin/spark-class`` in a docs/cluster.md line, ports replaced."""
     for old, new in ports.items():
         line = line.replace(old, new)
     words = shlex.split(line.rstrip("&").strip())
@@ -225,7 +226,7 @@ def _spark_class_args(line: str, ports: dict[str, str]) -> list[str]:
 def _readme_sweep(
     line: str, ports: dict[str, str], out: Path
 ) -> tuple[subprocess.CompletedProcess, float]:
-    """Run the README's ``.venv/bin/rebalance-sim sweep ...`` line from the checkout, with the
+    """Run docs/cluster.md's ``.venv/bin/rebalance-sim sweep ...`` line from the checkout, with the
     test's ports and a temporary --out."""
     for old, new in ports.items():
         line = line.replace(old, new)
@@ -240,7 +241,7 @@ def _readme_sweep(
 
 @pytest.fixture(scope="module")
 def readme_reference(spark, tmp_path_factory):
-    """The README's grid (examples/sweep.toml) swept with local[*] in this process."""
+    """The documented grid (examples/sweep.toml) swept with local[*] in this process."""
     out = tmp_path_factory.mktemp("local") / "out"
     run_sweep(expand(load_grid(CHECKOUT / "examples" / "sweep.toml")), out)
     aggregate(spark, out)
@@ -250,7 +251,7 @@ def readme_reference(spark, tmp_path_factory):
 def test_standalone_cluster_from_the_readme_gives_the_local_tables(
     servers, readme_reference, tmp_path
 ):
-    """The README's standalone-cluster commands, on 127.0.0.1 with a master and a worker that
+    """The standalone-cluster commands of docs/cluster.md, on 127.0.0.1 with a master and a worker that
     cannot see the checkout or its venv: code and dependencies are shipped, the command exits 0,
     and the aggregate tables equal local[*]'s."""
     master_line, worker_line, sweep_line = _readme_block("cluster-commands")[1:4]
@@ -272,12 +273,12 @@ def test_standalone_cluster_from_the_readme_gives_the_local_tables(
     r, elapsed = _readme_sweep(sweep_line, ports, tmp_path / "out")
     assert r.returncode == 0, r.stderr[-3000:]
     assert "Traceback" not in r.stderr
-    print(f"\nstandalone cluster sweep (README command): {elapsed:.1f} s")
+    print(f"\nstandalone cluster sweep (docs/cluster.md command): {elapsed:.1f} s")
     _assert_same(_tables(tmp_path / "out"), readme_reference)
 
 
 def test_spark_connect_from_the_readme_gives_the_local_tables(servers, readme_reference, tmp_path):
-    """The README's Spark Connect commands: a server whose own Python has none of our
+    """The Spark Connect commands of docs/cluster.md: a server whose own Python has none of our
     dependencies (the system's), which cannot see the checkout or its venv; the code and the
     packed venv go as session artifacts, and the tables equal local[*]'s."""
     server_line, sweep_line = _readme_block("connect-commands")[:2]
@@ -299,7 +300,7 @@ def test_spark_connect_from_the_readme_gives_the_local_tables(servers, readme_re
     r, elapsed = _readme_sweep(sweep_line, ports, tmp_path / "out")
     assert r.returncode == 0, r.stderr[-3000:] + log.read_text()[-3000:]
     assert "Traceback" not in r.stderr
-    print(f"\nSpark Connect sweep (README command): {elapsed:.1f} s")
+    print(f"\nSpark Connect sweep (docs/cluster.md command): {elapsed:.1f} s")
     _assert_same(_tables(tmp_path / "out"), readme_reference)
 
 
