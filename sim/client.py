@@ -75,7 +75,7 @@ from assignors import TopicPartition
 
 from . import messages as m
 from .config import ConsumerConfig
-from .group import IllegalTransition
+from .errors import IllegalTransition
 from .handoffs import Handoffs
 from .kernel import LazyGenerator
 

@@ -24,7 +24,6 @@ from .actors import CoordinatorActor, Director, MemberActor
 from .config import ConfigError, to_flat_dict
 from .handoffs import Handoffs
 from .invariants import check_run
-from .kernel import DEFAULT_KERNEL, KERNELS
 from .metrics import compute_metrics
 from .network import LinkFault, Network
 from .protocols import (
@@ -48,6 +47,7 @@ from .scenario import (
     member_names,
     resolved_name,
 )
+from .task_kernel import DEFAULT_KERNEL, KERNELS
 
 TAIL_S = 1.0
 # The director's stream of start instants (sim.kernel.Kernel.rng_for), beside its own; the
@@ -223,7 +223,7 @@ class Runner:
         self.should_stop: Callable[[], bool] | None = None
 
     @property
-    def coordinator(self):
+    def coordinator(self) -> Any:
         """The group's coordinator core now (a classic or a consumer group, ``sim.migration``)."""
         return self.host.group
 
@@ -555,9 +555,9 @@ def run_scenario(
     (every partition eventually owned) are not checked for a partial run. ``should_stop`` (polled
     every few dozen batches; the CLI sets it on Ctrl-C) stops a run the same way.
 
-    ``kernel`` picks how the actors are run (``sim.kernel.KERNELS``): ``"tasks"``, each actor a
+    ``kernel`` picks how the actors are run (``sim.task_kernel.KERNELS``): ``"tasks"``, each actor a
     trio task of its own, or ``"inline"``, the same actors called in the same order from the
-    kernel's one task; None is ``sim.kernel.DEFAULT_KERNEL``. Both give the same results, so the
+    kernel's one task; None is ``sim.task_kernel.DEFAULT_KERNEL``. Both give the same results, so the
     kernel is not part of the run id; the runs table records which one ran.
     """
     kernel = DEFAULT_KERNEL if kernel is None else kernel

@@ -13,7 +13,7 @@ import sys
 import time
 
 from sim import Scenario, run_scenario
-from sim.kernel import DEFAULT_KERNEL, KERNELS
+from sim.task_kernel import DEFAULT_KERNEL, KERNELS
 
 
 def _scenario(
