@@ -3,6 +3,7 @@ annotations to C extension modules, placed beside their source in ``sim/``.
 
     .venv/bin/python scripts/build_compiled.py          # build (or nothing, when up to date)
     .venv/bin/python scripts/build_compiled.py --clean  # remove the build: pure Python again
+    .venv/bin/python scripts/build_compiled.py --check  # exit status 0: the build is current
 
 ``scripts/setup`` runs it. What it leaves in ``sim/`` (ignored by git): one extension module per
 compiled module (``sim/kernel.cpython-311-x86_64-linux-gnu.so``, ...), the shared library they
@@ -125,7 +126,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clean", action="store_true", help="remove the compiled build")
     parser.add_argument("--force", action="store_true", help="build even when up to date")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="only say (exit status 0 or 1) whether it is up to date",
+    )
     args = parser.parse_args(argv)
+    if args.check:
+        return 0 if up_to_date() else 1
     if args.clean:
         clean()
         return 0

@@ -102,9 +102,6 @@ class ConsumerClient(abc.ABC):
     INITIAL_STATE: ClassVar[str]
     # The rebalance protocol: EAGER or COOPERATIVE (classic), CONSUMER (KIP-848).
     protocol: str
-    # The generation (classic) or member epoch (consumer protocol) the client is in; events
-    # carry it.
-    generation: int
 
     def __init__(
         self,
@@ -181,6 +178,12 @@ class ConsumerClient(abc.ABC):
         self.out: list[Effect] = []
 
     # ------------------------------------------------------------------ what a protocol fills in
+
+    @property
+    @abc.abstractmethod
+    def generation(self) -> int:
+        """The generation (classic) or member epoch (consumer protocol) the client is in; events
+        carry it. (A property, so that a protocol may keep it as another attribute.)"""
 
     @abc.abstractmethod
     def start(self, now: float) -> list[Effect]:
@@ -583,7 +586,7 @@ class ConsumerClient(abc.ABC):
         rates = self._rates
         handoffs = self._handoffs
         earliest = self.config.auto_offset_reset == "earliest"
-        again: dict[str, list[float]] = {}
+        again: dict[str, list] = {}  # cause -> [records, partitions (an int), rate]
         fetched = 0
         waiting = False
         floors = self._floors

@@ -93,7 +93,9 @@ def started() -> int:
 
 
 def stop_requested() -> str | None:
-    """Why ``request_stop`` asked the kernel to stop; None when it did not."""
+    """Why ``request_stop`` asked the kernel to stop; None when it did not. (The kernels read it
+    through this call: a test of the global itself would let mypyc take it for None after the
+    first test in a loop, and a stop that lands later would then fail its type check.)"""
     return _stop_reason
 
 
@@ -167,12 +169,14 @@ class Actor:
     def deliver_batch(self, now: float, items: list[tuple]) -> None:
         """Handle this actor's inputs of one batch (queue entries, see ``Kernel.push``) in key order."""
         for _t, rank, _seq, kind, sender, payload, _dest in items:
-            if _stop_reason is not None:
+            if stop_requested() is not None:
                 return
             self.input_rank = rank
             self.deliver(now, kind, sender, payload)
 
 
+# a Python class, compiled methods: it keeps methods found on first use in its instance dict
+@mypyc_attr(native_class=False)
 class LazyGenerator:
     """A numpy Generator built on first use, then the same object's methods.
 
@@ -248,16 +252,22 @@ class LazyGenerator:
         if not callable(value):  # bit_generator and the like: read from a settled generator
             self._settle()
             return value
-        ref = weakref.ref(self)  # the instance dict keeps ``call``: no reference cycle back to it
-
-        def call(*args, **kwargs):
-            lazy = ref()
-            if lazy is not None and lazy._normals:
-                lazy._settle()
-            return value(*args, **kwargs)
-
+        call = _settling(weakref.ref(self), value)
         self.__dict__[name] = call  # later lookups find it directly
         return call
+
+
+def _settling(ref: weakref.ref[LazyGenerator], method: Callable) -> Callable:
+    """``method`` of a LazyGenerator's generator, called once the generator is settled. (The
+    instance dict keeps the result: a weak reference, so no reference cycle back to it.)"""
+
+    def call(*args, **kwargs):
+        lazy = ref()
+        if lazy is not None and lazy._normals:
+            lazy._settle()
+        return method(*args, **kwargs)
+
+    return call
 
 
 # numpy's SeedSequence constants (numpy/random/bit_generator.pyx, after Melissa O'Neill's
@@ -476,7 +486,7 @@ class Kernel:
         note_start()
         try:
             while times:
-                if _stop_reason is not None:
+                if stop_requested() is not None:
                     break
                 t = times[0]
                 if t > self.max_time:
@@ -505,16 +515,16 @@ class Kernel:
                 else:
                     batch = group_batch(entries)
                     for dest, items in batch.items():
-                        if _stop_reason is not None:
+                        if stop_requested() is not None:
                             break
                         actors[dest].deliver_batch(t, items)
                     self.batch_dests = batch
-                if _stop_reason is not None:
+                if stop_requested() is not None:
                     break
                 if after_batch is not None and after_batch(t):
                     break
         finally:
             note_end()
-            self.stopped = _stop_reason
+            self.stopped = stop_requested()
             if clock is not None and self.now > clock_at:
                 clock.jump(self.now - clock_at)

@@ -127,6 +127,7 @@ class Member(ConsumerClient):
 
     TRANSITIONS = TRANSITIONS
     INITIAL_STATE = UNJOINED
+    generation: int = -1  # a plain attribute here (ConsumerClient.generation)
 
     def __init__(
         self,
