@@ -520,10 +520,21 @@ def _release(runner: Runner) -> None:
         *actors,
     ]
     world += [core for a in actors if (core := getattr(a, "core", None)) is not None]
+    queues = (kernel._actors, kernel._ranks, kernel._buckets, kernel._times)
     for obj in world:
         d = getattr(obj, "__dict__", None)
         if d is not None:
             d.clear()
+        # a compiled object (sim.compiled) keeps its attributes out of any dict: each one that
+        # may be None is dropped, and the kernel's own containers are emptied (below)
+        for cls in type(obj).__mro__:
+            for name in getattr(cls, "__mypyc_attrs__", ()):
+                try:
+                    setattr(obj, name, None)
+                except (TypeError, AttributeError):
+                    pass  # a value that may not be None: an int, a string, a container
+    for container in queues:
+        container.clear()
 
 
 def run_scenario(
