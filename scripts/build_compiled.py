@@ -33,7 +33,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "sim"
 # The modules compiled, together (one shared library: calls between them are C calls). The rest
 # of sim/ stays Python: the task kernel (trio's scheduling), scenario parsing, configuration,
-# metrics and the invariants (run once per run, on Arrow tables).
+# metrics and the invariants (run once per run, on Arrow tables), the exceptions (sim.errors),
+# and sim.run, whose run_scenario checks its arguments itself (compiled, an argument of the wrong
+# type would be a TypeError before that check could name it).
 MODULES = (
     "kernel",
     "actors",
@@ -50,6 +52,7 @@ MODULES = (
     "messages",
     "offsets",
     "recorder",
+    "protocols",
 )
 GROUP = f"{PACKAGE}._compiled"  # the shared library: sim/_compiled__mypyc<suffix>
 MANIFEST = ROOT / PACKAGE / "_compiled.json"

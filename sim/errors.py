@@ -7,3 +7,15 @@ from __future__ import annotations
 
 class IllegalTransition(RuntimeError):
     """A transition that GroupMetadata would refuse; always a simulator bug."""
+
+
+class InvariantViolation(AssertionError):
+    """A run broke one of the simulator's invariants (``result.invariant_violations`` says which)."""
+
+    def __init__(self, result):  # a sim.run.RunResult
+        self.result = result
+        first = result.invariant_violations[0]
+        super().__init__(
+            f"{len(result.invariant_violations)} invariant violation(s) in run "
+            f"{result.run_id}; first: {first}"
+        )

@@ -22,6 +22,7 @@ import trio.testing
 from . import messages as m
 from .actors import CoordinatorActor, Director, MemberActor
 from .config import ConfigError, to_flat_dict
+from .errors import InvariantViolation
 from .handoffs import Handoffs
 from .invariants import check_run
 from .metrics import compute_metrics
@@ -53,18 +54,6 @@ TAIL_S = 1.0
 # The director's stream of start instants (sim.kernel.Kernel.rng_for), beside its own; the
 # clients' streams are in sim.protocols.
 START_STREAM = 4
-
-
-class InvariantViolation(AssertionError):
-    """A run broke one of the simulator's invariants (``result.invariant_violations`` says which)."""
-
-    def __init__(self, result: RunResult):
-        self.result = result
-        first = result.invariant_violations[0]
-        super().__init__(
-            f"{len(result.invariant_violations)} invariant violation(s) in run "
-            f"{result.run_id}; first: {first}"
-        )
 
 
 @attrs.frozen
