@@ -220,6 +220,7 @@ class Runner:
         self._last_progress = time.monotonic()
         self._tty = progress and sys.stderr.isatty()
         self._progress_every_s = 1.0 if self._tty else 15.0
+        self._timeline_end_s = scenario.needed_duration_s()
         self.should_stop: Callable[[], bool] | None = None
 
     @property
@@ -396,8 +397,12 @@ class Runner:
                 self.director.crash_leader_at(t + w.delay_s, w.phase)
         if self.progress and time.monotonic() - self._last_progress > self._progress_every_s:
             self._last_progress = time.monotonic()
+            # how far along the timeline the run is: a rolling bounce of a large group one member
+            # at a time covers days of simulated time, at a steady pace
+            end = self._timeline_end_s
+            along = f" of ~{end:,.0f}s" if t < end else ""
             line = (
-                f"  simulated {t:9.2f}s  messages {self.network.sent:>9,}  members "
+                f"  simulated {t:9.2f}s{along}  messages {self.network.sent:>9,}  members "
                 f"{len(self.coordinator.members):>6,}  state {self.coordinator.state:<20}"
             )
             if self._tty:
