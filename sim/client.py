@@ -93,6 +93,37 @@ CLOSE_TIMEOUT_S = (
 Effect = tuple[Any, ...]
 
 
+# Below this many steps a plain loop is cheaper than numpy's.
+_STEPS_IN_PYTHON = 64
+
+
+def schedule_through(start: float, step: float, limit: float, inclusive: bool) -> Sequence[float]:
+    """The instants a timer re-armed ``step`` after each expiry fires at from ``start`` on, up to
+    ``limit`` (included with ``inclusive``): each the previous plus ``step``, rounded as those
+    additions round (``np.add.accumulate`` adds in order, so a long elided stretch costs one
+    numpy pass instead of a Python loop per instant)."""
+    out: list[float] = []
+    t = start
+    while t < limit or (inclusive and t == limit):
+        out.append(t)
+        if len(out) == _STEPS_IN_PYTHON:
+            break
+        t = t + step
+    else:
+        return out
+    # many: in numpy, from the last instant taken, with room for rounding in the estimate
+    n = int((limit - t) / step) + 3
+    while True:
+        seq = np.empty(n + 1)
+        seq[0] = t
+        seq[1:] = step
+        np.add.accumulate(seq, out=seq)
+        k = int(np.searchsorted(seq, limit, side="right" if inclusive else "left"))
+        if k <= n:
+            return out + seq[1:k].tolist()
+        n *= 2  # (not reached: the estimate leaves room)
+
+
 class ConsumerClient(abc.ABC):
     """One consumer client's protocol-independent state and behaviour. See the module docstring."""
 
@@ -306,11 +337,14 @@ class ConsumerClient(abc.ABC):
         only the last tick can matter."""
         if not ticks:
             return
-        if self.backlog or not self.processing or self.rate_owned > self.config.capacity:
-            for tick in ticks:
-                self._ahead((), self._position_s(tick))
+        cap = self.config.capacity
+        for tick in ticks:
+            if not self.backlog and self.processing and self.rate_owned <= cap:
+                break  # caught up from here on: the last tick decides (above)
+            self._ahead((), self._position_s(tick))
         else:
-            self._ahead((), ticks[-1])
+            return
+        self._ahead((), ticks[-1])
 
     def _raise_floors(self, now: float) -> None:
         """New partitions (and the backlog their committed offsets bring) will pull the shared

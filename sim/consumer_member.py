@@ -69,7 +69,7 @@ from typing import cast
 import numpy as np
 
 from . import messages as m
-from .client import CLOSE_TIMEOUT_S, OFFSET_TIMERS, ConsumerClient, Effect
+from .client import CLOSE_TIMEOUT_S, OFFSET_TIMERS, ConsumerClient, Effect, schedule_through
 from .config import AssignorCost, ConsumerConfig
 from .handoffs import Handoffs
 from .kernel import LazyGenerator
@@ -543,12 +543,9 @@ class ConsumerMember(ConsumerClient):
         if due is None or not self.quiet:
             return
         interval = self.config.auto_commit_interval_s
-        rank = self.input_rank
-        ticks = []
-        while due < now or (due == now and 0 <= self.rank <= rank):
-            ticks.append(due)
-            due = due + interval
-        self.commit_due = due
+        ticks = schedule_through(due, interval, now, 0 <= self.rank <= self.input_rank)
+        if ticks:
+            self.commit_due = ticks[-1] + interval
         if ticks and self.state in IN_GROUP and self.owned and not self.closing and self.commit_ok:
             # only the last two ticks' requests are kept; the earlier ones are not built, but
             # keep their side effects (a sequence number, the backlog integrated step by step,
@@ -575,9 +572,11 @@ class ConsumerMember(ConsumerClient):
         interval = self.interval_s
         prev = last = None
         nxt = self.quiet_next
-        while nxt <= now:  # the same additions as the heartbeat timer makes
-            prev, last = last, nxt
-            nxt = nxt + interval
+        due = schedule_through(nxt, interval, now, True)  # as the heartbeat timer re-arms
+        if due:
+            last, nxt = due[-1], due[-1] + interval
+            if len(due) > 1:
+                prev = due[-2]
         last_arrival, in_flight = self.quiet_arrival, None
         if last is not None:
             arrival = self._arrival(last, now, trigger_rank)

@@ -590,6 +590,10 @@ class GroupCoordinator:
         old.client = client
         old.awaiting_sync = False
         old.quiet = False
+        # the hold was the stopped incarnation's (its last heartbeats in flight); the new one's
+        # idle heartbeats may be elided again, or a static rolling bounce would keep every
+        # restarted member heartbeating for real until the end of the run
+        old.hold_quiet = False
         old.last_heartbeat = now
         self.members[new_id] = old
         self.members_version += 1

@@ -193,6 +193,14 @@ class Runner:
         self.director = Director(self.kernel, self, self.timeline)
         # each member's start instant within the deployment's spread (SimConfig.start_spread_s)
         self._start_rng = self.kernel.rng_for(self.director.rank, stream=START_STREAM)
+        # (coordinator signature, owned count per member, partitions, subscribed topics) of the
+        # last full scan that found the group settled, kept up to date by _settled_since with the
+        # members that had inputs since (_touched)
+        self._quick: tuple | None = None
+        self._owned_total = 0
+        self._touched: set[str] = set()
+        # compare every incremental settled answer with a full scan (tests and the soak)
+        self.check_settled = False
         for name in initial:
             self.start_member(self.director, name, {}, spread=True)
         self.kernel.after_batch = self._after_batch
@@ -203,12 +211,10 @@ class Runner:
         self.settled = False
         self._probe: MemberActor | None = None
         self._dead_probe: tuple[MemberActor, str] | None = None
-        # (coordinator signature, owned count per member, owned total, partitions) of the last
-        # full scan that found the group settled (see _still_settled)
-        self._quick: tuple | None = None
         self._last_progress = time.monotonic()
         self._tty = progress and sys.stderr.isatty()
         self._progress_every_s = 1.0 if self._tty else 15.0
+        self._timeline_end_s = scenario.needed_duration_s()
         self.should_stop: Callable[[], bool] | None = None
 
     @property
@@ -248,6 +254,8 @@ class Runner:
         if name not in self.members:
             self.members[name] = MemberActor(self.kernel, name, self.new_core)
         self.members[name].starting = True
+        if self._quick is not None:
+            self._touched.add(name)
         try:
             cfg = self.config.consumer_for(name, extra)
         except ConfigError as e:
@@ -264,51 +272,80 @@ class Runner:
 
     def _is_settled(self, t: float) -> bool:
         if self._quick is not None:
-            still = self._still_settled()
-            if still:
-                return True
+            known = self._settled_since(t)
+            if known is not None:
+                if self.check_settled:
+                    self._check_against_scan(t, known)
+                return known
         self._quick = None
         return self._scan_settled(t)
 
-    def _still_settled(self) -> bool:
-        """After a full scan found the group settled: is it still, judged only from what the last
-        batch could have changed? Inputs change only the actors they are delivered to, so with the
-        coordinator's membership, generation and state unchanged (the protocol's ``signature``),
-        only the members of the batch need a look. Never concludes "unsettled": any doubt (another
-        actor in the batch, a member not settled, an owned count that no longer adds up) falls
-        back to the full scan."""
+    def _settled_since(self, t: float) -> bool | None:
+        """Settled or not, judged from the last full scan that found the group settled and the
+        members that had inputs since (``_touched``); None when only a full scan can tell.
+
+        Inputs change only the actors they are delivered to, so while the coordinator's state and
+        generation stay what they were (the protocol's ``signature``, which leaves membership
+        out), a member that had no input since it was last found settled and in the group still
+        is, with the same partitions. Membership changes with that signature unchanged (a static
+        member coming back from a restart takes its old membership over, KIP-345) come from
+        members that had inputs (the one that joined, the one that left), so checking those and
+        counting the rest against the coordinator's members gives the full scan's answer. A
+        crash, a close or a pause is an input to the member; a coordinator never removes a
+        member that has no inputs (a quiet member has no session timer; one whose heartbeats
+        stop has heartbeat timers). ``check_settled`` compares each answer with a full scan."""
         assert self._quick is not None
-        sig, counts, owned_total, total = self._quick
-        c = self.coordinator
-        p = self.protocol
+        sig, counts, total, topics = self._quick
         if self._signature() != sig:
-            return False
+            return None
+        c = self.coordinator
         members = self.members
-        in_group = p.in_group
-        for name in self.kernel.batch_dests:
-            a = members.get(name)
-            if a is None:
-                if name == m.COORDINATOR:
+        touched = self._touched
+        if touched:
+            in_group = self.protocol.in_group
+            for name in list(touched):
+                a = members[name]
+                core = a.core
+                if a.starting:
+                    return False
+                if core is None or not core.alive:
+                    if core is not None and core.member_id in c.members:
+                        return False  # the coordinator still counts it
+                    prev = counts.pop(name, None)  # gone: the full scan skips it too
+                    if prev is not None:
+                        self._owned_total -= prev
+                    touched.discard(name)
                     continue
-                return False  # the director or a controller acted: rescan
-            core = a.core
-            if (
-                a.starting
-                or core is None
-                or not core.alive
-                or not core.settled
-                or not in_group(c, core)
-            ):
-                return False
-            prev = counts.get(name)
-            if prev is None:
-                return False
-            n = len(core.owned)
-            if n != prev:
+                if not core.settled or not in_group(c, core):
+                    return False
+                if not topics.issuperset(core.topics):
+                    return None  # a subscription the partition total does not cover
+                n = len(core.owned)
+                self._owned_total += n - counts.get(name, 0)
                 counts[name] = n
-                owned_total += n - prev
-        self._quick = (sig, counts, owned_total, total)
-        return owned_total == total
+                touched.discard(name)
+        if not counts or not self.protocol.group_stable(c, t):
+            return None if not counts else False
+        return len(counts) == len(c.members) and self._owned_total == total
+
+    def _check_against_scan(self, t: float, known: bool) -> None:
+        """``check_settled``: the incremental answer must be the full scan's."""
+        quick, probe, dead = self._quick, self._probe, self._dead_probe
+        full = self._scan_settled(t)
+        self._quick, self._probe, self._dead_probe = quick, probe, dead
+        if full != known:
+            self.recorder.violation(
+                t, f"the incremental settled check said {known}, a full scan {full}"
+            )
+
+    def _touch(self, names) -> None:
+        """Members that had inputs since the last settled scan (see ``_settled_since``)."""
+        members = self.members
+        for name in names:
+            if name in members:
+                self._touched.add(name)
+            elif name != m.COORDINATOR and name != "director":
+                self._quick = None  # an actor the incremental check does not follow
 
     def _scan_settled(self, t: float) -> bool:
         """The full check: the coordinator has nothing in progress, every member it counts is a
@@ -367,7 +404,9 @@ class Runner:
             owned_total = sum(counts.values())
             sig = self._signature()
             if owned_total == total and sig is not None:
-                self._quick = (sig, counts, owned_total, total)
+                self._quick = (sig, counts, total, frozenset(topics))
+                self._owned_total = owned_total
+                self._touched = set()
             return owned_total == total
         owned = 0
         for core in alive:
@@ -385,8 +424,12 @@ class Runner:
                 self.director.crash_leader_at(t + w.delay_s, w.phase)
         if self.progress and time.monotonic() - self._last_progress > self._progress_every_s:
             self._last_progress = time.monotonic()
+            # how far along the timeline the run is: a rolling bounce of a large group one member
+            # at a time covers days of simulated time, at a steady pace
+            end = self._timeline_end_s
+            along = f" of ~{end:,.0f}s" if t < end else ""
             line = (
-                f"  simulated {t:9.2f}s  messages {self.network.sent:>9,}  members "
+                f"  simulated {t:9.2f}s{along}  messages {self.network.sent:>9,}  members "
                 f"{len(self.coordinator.members):>6,}  state {self.coordinator.state:<20}"
             )
             if self._tty:
@@ -394,6 +437,8 @@ class Runner:
             else:  # a log file or a pipe: a plain line now and then, no carriage returns
                 print(line.rstrip(), file=sys.stderr, flush=True)
         done = False
+        if self._quick is not None:
+            self._touch(k.batch_dests)
         if k.dirty:
             k.dirty = False
             if self.protocol.rebalancing(self.coordinator):
@@ -537,6 +582,7 @@ def run_scenario(
     max_events: int | None = None,
     should_stop: Callable[[], bool] | None = None,
     kernel: str | None = None,
+    check_settled: bool = False,
 ) -> RunResult:
     """Run ``scenario`` with ``seed`` in virtual time and measure it.
 
@@ -559,6 +605,10 @@ def run_scenario(
     trio task of its own, or ``"inline"``, the same actors called in the same order from the
     kernel's one task; None is ``sim.task_kernel.DEFAULT_KERNEL``. Both give the same results, so the
     kernel is not part of the run id; the runs table records which one ran.
+
+    ``check_settled`` runs the full scan of every member beside the incremental check of when
+    the group is settled (an episode's end) and records a violation where they differ (the soak
+    and the tests turn it on; it costs a scan of the group per input).
     """
     kernel = DEFAULT_KERNEL if kernel is None else kernel
     if kernel not in KERNELS:
@@ -577,6 +627,7 @@ def run_scenario(
     with _without_cyclic_gc():
         runner = Runner(scenario, seed, progress, max_wall_s, max_events, kernel)
         runner.should_stop = should_stop
+        runner.check_settled = check_settled
         end, settled = runner.run()
         partial = bool(runner.partial_reason)
         wall = time.perf_counter() - wall0

@@ -64,6 +64,7 @@ def check(
             raise_on_violation=False,
             max_events=MAX_EVENTS,
             kernel=kernel,
+            check_settled=True,
         )
     except Exception as e:  # a crash of the simulator is a finding like any other
         return sim_seed, [f"raised {type(e).__name__}: {' '.join(str(e).split())}"]
