@@ -45,7 +45,7 @@ class _SourceFinder:
         return importlib.util.spec_from_file_location(fullname, source)
 
 
-def _extension_modules() -> dict[str, Path]:
+def extension_modules() -> dict[str, Path]:
     """The package's modules that have an extension module of this interpreter beside their
     source: dotted name -> source file (none when the package is not a directory, e.g. in a zip
     shipped to a Spark executor)."""
@@ -83,7 +83,7 @@ def select() -> str:
     """Decide which build to import (once, before any compiled module is imported); returns
     ``status()``."""
     global _status
-    built = _extension_modules()
+    built = extension_modules()
     if not built:
         return _status
     if os.environ.get(PURE_ENV, "") not in ("", "0"):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -112,3 +113,32 @@ def test_the_compiled_build_gives_the_same_bytes_as_the_source():
     # their variables in objects of their own: a finished run must still free its world without
     # the cyclic collector (which would trace all of it at its next pass)
     assert compiled["garbage"] <= pure["garbage"] < 1000
+
+
+_WHICH = "import sim, sim.kernel; print(sim.compiled.status()); print(sim.kernel.__file__.endswith('.py'))"
+
+
+def test_a_module_edited_since_the_build_makes_the_package_run_its_source(tmp_path):
+    """A copy of the package with its build: as built, it runs compiled; with one module's source
+    edited, it says so in one line and runs the source, every module of it."""
+    built = sim.compiled.extension_modules()
+    if not built or sim.compiled.PURE_ENV in os.environ:
+        pytest.skip("no compiled build here, or this process was asked for the source")
+    shutil.copytree(ROOT / "sim", tmp_path / "sim", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k != sim.compiled.PURE_ENV}
+    env["PYTHONPATH"] = str(tmp_path)
+
+    def which():
+        p = subprocess.run(
+            [sys.executable, "-c", _WHICH], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert p.returncode == 0, p.stderr
+        return p.stdout.split("\n")[:2], p.stderr
+
+    assert which() == (["compiled (mypyc)", "False"], "")
+    member = tmp_path / "sim" / "member.py"
+    member.write_text(member.read_text() + "\n# edited\n")
+    (status, source), err = which()
+    assert (status, source) == ("pure Python (the compiled build is stale)", "True")
+    assert err.count("\n") == 1 and "sim/member.py changed since it was built" in err
+    assert "./scripts/setup" in err
