@@ -28,6 +28,8 @@ records produced while unassigned (not processed when they would have been in st
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 import re
 from collections import defaultdict
@@ -184,6 +186,10 @@ def compute_metrics(
             if mm:
                 first_records.append((t, float(mm.group(1))))
 
+    # their instants, to find an episode's rows by bisection (None: not in time order)
+    rp_t = _instants([r[0] for r in reprocessed])
+    fr_t = _instants([r[0] for r in first_records])
+
     # group-wide processing (for stop-the-world)
     bu_s, bu_e = (
         ProcessingSpans(intervals).union() if processing_union is None else processing_union
@@ -274,13 +280,15 @@ def compute_metrics(
         dp_in = _clipped(dp_start, dp_end, s, e)
         dps = sum(dp_in.tolist())  # sums in row order, one float at a time, as ever
         again = dict.fromkeys(REPROCESS_CAUSES, 0.0)
-        for t, records, _rate, cause in reprocessed:
+        lo, hi = _window(rp_t, s, e)
+        for t, records, _rate, cause in reprocessed[lo:hi]:
             if s <= t <= e:
                 again[_EVENT_CAUSES.get(cause, cause) if cause in again else "uncommitted"] += (
                     records
                 )
         again["zombie"] += sum((dp_rate * dp_in).tolist())
-        firsts = [after for t, after in first_records if s <= t <= e]
+        lo, hi = _window(fr_t, s, e)
+        firsts = [after for t, after in first_records[lo:hi] if s <= t <= e]
         processing = (
             float(np.sum(np.clip(np.minimum(bu_e, e) - np.maximum(bu_s, s), 0, None)))
             if bu_s.size
@@ -355,6 +363,19 @@ def _lag_curve(start: np.ndarray, end: np.ndarray, rate: np.ndarray, spare: floa
     slope_before = np.concatenate([[0.0], slope_after[:-1]])
     values = np.maximum(np.cumsum(slope_before * dt), 0.0)
     return times, values, slope_after
+
+
+def _instants(ts: list[float]) -> list[float] | None:
+    """``ts`` if it is in time order (events are), else None."""
+    return ts if all(a <= b for a, b in itertools.pairwise(ts)) else None
+
+
+def _window(ts: list[float] | None, s: float, e: float) -> tuple[int, int | None]:
+    """The rows of ``ts`` (instants in time order, or None for all rows) that may lie in
+    [s, e]: an episode reads its own rows, not the whole run's."""
+    if ts is None:
+        return 0, None
+    return bisect.bisect_left(ts, s), bisect.bisect_right(ts, e)
 
 
 def _lag_at(curve, x: float) -> float:
