@@ -9,13 +9,16 @@ annotations to C extension modules, placed beside their source in ``sim/``.
 compiled module (``sim/kernel.cpython-311-x86_64-linux-gnu.so``, ...), the shared library they
 all live in (``sim/_compiled__mypyc...so``), and last ``sim/_compiled.json``: the interpreter's
 extension suffix and the SHA-256 of each compiled module's source. ``sim/__init__.py``
-(``sim._build``) checks that manifest at import: a module edited since the build, a missing
+(``sim.compiled``) checks that manifest at import: a module edited since the build, a missing
 manifest or ``REBALANCE_SIM_PURE=1`` make the whole package run its source instead.
 
 The compiled modules give the same events and intervals as their source, byte for byte
 (``tests/sim/test_compiled.py``): mypyc keeps Python's semantics for ints, floats, dicts and
-ordering; the C compiler is told not to fuse floating-point multiplies and adds
-(``-ffp-contract=off``), which would round differently from Python.
+ordering, and the C compiler is told not to fuse floating-point multiplies and adds
+(``-ffp-contract=off``), which would round differently from Python. What differs is what the
+annotations say: compiled, they are checked (a value of another type is a TypeError) and a value
+annotated ``float`` is a float (an int stored there becomes one, and prints as "1.0"), so an
+annotation must say what the value is.
 """
 
 from __future__ import annotations
