@@ -36,6 +36,8 @@ Layout:
   metrics     every metric, computed from events and intervals in one place
   invariants  run-level checks
   run         run_scenario -> RunResult
+  compiled    which build runs: the hot modules compiled with mypyc (scripts/build_compiled.py),
+              or their source (REBALANCE_SIM_PURE=1, or a stale build)
 
 Typical use::
 
@@ -44,6 +46,9 @@ Typical use::
     result.summary["rebalance_time_max_s"]
 """
 
+# First, before any module it may have compiled: which build this process imports (the compiled
+# modules, or their source; ``sim.compiled``)
+from . import compiled as compiled
 from .config import (
     AssignorCost,
     ConfigError,

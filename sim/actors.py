@@ -1,6 +1,6 @@
 """The thin actors: they deliver inputs to the sans-I/O cores and carry out the effects.
 
-Under the task kernel (``--kernel tasks``, ``sim.kernel.TaskKernel``) each actor below is a trio
+Under the task kernel (``--kernel tasks``, ``sim.task_kernel.TaskKernel``) each actor below is a trio
 task of its own, handed its inputs through trio by the kernel; under the inline kernel (the
 default, ``sim.kernel.Kernel``) the kernel's one task calls the same ``deliver`` with the same
 inputs in the same order. ``deliver`` never awaits, so an actor is the same code either way.
@@ -60,7 +60,7 @@ class CoordinatorActor(Actor):
         super().__init__(kernel, m.COORDINATOR)
         self.core = core
 
-    def deliver(self, now, kind, sender, payload):
+    def deliver(self, now: float, kind: str, sender: str, payload: Any) -> None:
         self.core.input_rank = self.input_rank
         if kind == "msg":
             effects = self.core.handle(now, sender, payload)
@@ -88,7 +88,7 @@ class MemberActor(Actor):
             None  # its consumer-protocol member ids' stream, made on first start
         )
 
-    def deliver(self, now, kind, sender, payload):
+    def deliver(self, now: float, kind: str, sender: str, payload: Any) -> None:
         core = self.core
         if core is not None:
             core.input_rank = self.input_rank  # ties at one instant are ordered by sender rank
@@ -177,7 +177,7 @@ class Director(Actor):
         self.kernel.recorder.event(now, self.rank, self.next_seq(), "trigger", member, None, detail)
         self.kernel.dirty = True
 
-    def deliver(self, now, kind, sender, payload):
+    def deliver(self, now: float, kind: str, sender: str, payload: Any) -> None:
         self.pending -= 1
         what = payload[0]
         r = self.runner

@@ -75,7 +75,7 @@ from assignors import TopicPartition
 
 from . import messages as m
 from .config import ConsumerConfig
-from .group import IllegalTransition
+from .errors import IllegalTransition
 from .handoffs import Handoffs
 from .kernel import LazyGenerator
 
@@ -133,9 +133,6 @@ class ConsumerClient(abc.ABC):
     INITIAL_STATE: ClassVar[str]
     # The rebalance protocol: EAGER or COOPERATIVE (classic), CONSUMER (KIP-848).
     protocol: str
-    # The generation (classic) or member epoch (consumer protocol) the client is in; events
-    # carry it.
-    generation: int
 
     def __init__(
         self,
@@ -212,6 +209,12 @@ class ConsumerClient(abc.ABC):
         self.out: list[Effect] = []
 
     # ------------------------------------------------------------------ what a protocol fills in
+
+    @property
+    @abc.abstractmethod
+    def generation(self) -> int:
+        """The generation (classic) or member epoch (consumer protocol) the client is in; events
+        carry it. (A property, so that a protocol may keep it as another attribute.)"""
 
     @abc.abstractmethod
     def start(self, now: float) -> list[Effect]:
@@ -617,7 +620,7 @@ class ConsumerClient(abc.ABC):
         rates = self._rates
         handoffs = self._handoffs
         earliest = self.config.auto_offset_reset == "earliest"
-        again: dict[str, list[float]] = {}
+        again: dict[str, list] = {}  # cause -> [records, partitions (an int), rate]
         fetched = 0
         waiting = False
         floors = self._floors

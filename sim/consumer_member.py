@@ -192,7 +192,7 @@ class ConsumerMember(ConsumerClient):
     # ------------------------------------------------------------------ what the runner reads
 
     @property
-    def generation(self) -> int:  # type: ignore[override]  # (read-only here: the member epoch)
+    def generation(self) -> int:  # (read-only here: the member epoch)
         return self.epoch
 
     @property

@@ -38,6 +38,7 @@ from assignors import Assignment, Subscription
 
 from . import messages as m
 from .config import GroupConfig
+from .errors import IllegalTransition
 from .ids import classic_member_id, default_client_id
 from .offsets import OffsetStore
 
@@ -55,10 +56,6 @@ TRANSITIONS: dict[str, tuple[str, ...]] = {
     STABLE: (PREPARING_REBALANCE, DEAD),
     DEAD: (),
 }
-
-
-class IllegalTransition(RuntimeError):
-    """A transition that GroupMetadata would refuse; always a simulator bug."""
 
 
 @attrs.define(slots=True, eq=False)

@@ -12,7 +12,7 @@ plays the timeline) are run by one of two kernels that give the same results, ev
 (``tests/sim/test_kernels.py`` runs both on every built-in scenario under both group protocols and
 on soak schedules):
 
-- ``TaskKernel`` ("tasks"): every actor is a trio task of its own, parked in
+- ``TaskKernel`` ("tasks", in ``sim.task_kernel``): every actor is a trio task of its own, parked in
   ``trio.lowlevel.wait_task_rescheduled`` until it is handed its inputs of a batch with
   ``trio.lowlevel.reschedule``. Exactly one actor's task runs simulation code at a time: when it
   has handled its inputs it takes the kernel's next step (``TaskKernel._advance``, the one place
@@ -39,17 +39,22 @@ from __future__ import annotations
 
 import functools
 import heapq
-import signal
 import sys
-import threading
 import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
-import outcome
 import trio
 import trio.testing
+
+try:
+    from mypy_extensions import mypyc_attr
+except ImportError:  # (a dev tool) what it says is for mypyc alone, read as it compiles
+
+    def mypyc_attr(*_args, **_attrs):  # type: ignore[misc]
+        return lambda cls: cls
+
 
 if TYPE_CHECKING:
     from .network import Network
@@ -87,6 +92,28 @@ def started() -> int:
     return _started
 
 
+def stop_requested() -> str | None:
+    """Why ``request_stop`` asked the kernel to stop; None when it did not. (The kernels read it
+    through this call: a test of the global itself would let mypyc take it for None after the
+    first test in a loop, and a stop that lands later would then fail its type check.)"""
+    return _stop_reason
+
+
+def note_start() -> None:
+    """A kernel starts delivering inputs (``running``, ``started``)."""
+    global _running, _started
+    _running = True
+    _started += 1
+
+
+def note_end() -> None:
+    """The kernel that was delivering inputs has stopped."""
+    global _running
+    _running = False
+
+
+# Python subclasses of these two compiled classes: the task kernel, and tests' actors
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Actor:
     """Base of the thin actors: a seeded random stream, effect handling, and ``deliver`` (one input)."""
 
@@ -142,12 +169,14 @@ class Actor:
     def deliver_batch(self, now: float, items: list[tuple]) -> None:
         """Handle this actor's inputs of one batch (queue entries, see ``Kernel.push``) in key order."""
         for _t, rank, _seq, kind, sender, payload, _dest in items:
-            if _stop_reason is not None:
+            if stop_requested() is not None:
                 return
             self.input_rank = rank
             self.deliver(now, kind, sender, payload)
 
 
+# a Python class, compiled methods: it keeps methods found on first use in its instance dict
+@mypyc_attr(native_class=False)
 class LazyGenerator:
     """A numpy Generator built on first use, then the same object's methods.
 
@@ -223,16 +252,22 @@ class LazyGenerator:
         if not callable(value):  # bit_generator and the like: read from a settled generator
             self._settle()
             return value
-        ref = weakref.ref(self)  # the instance dict keeps ``call``: no reference cycle back to it
-
-        def call(*args, **kwargs):
-            lazy = ref()
-            if lazy is not None and lazy._normals:
-                lazy._settle()
-            return value(*args, **kwargs)
-
+        call = _settling(weakref.ref(self), value)
         self.__dict__[name] = call  # later lookups find it directly
         return call
+
+
+def _settling(ref: weakref.ref[LazyGenerator], method: Callable) -> Callable:
+    """``method`` of a LazyGenerator's generator, called once the generator is settled. (The
+    instance dict keeps the result: a weak reference, so no reference cycle back to it.)"""
+
+    def call(*args, **kwargs):
+        lazy = ref()
+        if lazy is not None and lazy._normals:
+            lazy._settle()
+        return method(*args, **kwargs)
+
+    return call
 
 
 # numpy's SeedSequence constants (numpy/random/bit_generator.pyx, after Melissa O'Neill's
@@ -346,14 +381,16 @@ def group_batch(entries: list[tuple]) -> dict[str, list]:
     return batch
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Kernel:
     """The queue of timed inputs, and the inline kernel that delivers them by calling each
     actor's ``deliver`` from its own task (see the module docstring)."""
 
+    network: Network  # set by the runner (unset until then)
+
     def __init__(self, seed: int, recorder, max_time: float):
         self.recorder = recorder
         self.max_time = max_time
-        self.network = cast("Network", None)  # set by the runner
         self._seed = np.random.SeedSequence(seed)
         self._entropy = cast(int, self._seed.entropy)  # an int seed's entropy is that int
         self._seed_states: dict[tuple[int | None, int], np.ndarray] = {}  # see rng_for
@@ -446,12 +483,10 @@ class Kernel:
         clock = current if isinstance(current, trio.testing.MockClock) else None
         clock_at = self.now  # where trio's clock stands (moved only when other tasks may look)
         after_batch = self.after_batch
-        global _running, _started
-        _running = True
-        _started += 1
+        note_start()
         try:
             while times:
-                if _stop_reason is not None:
+                if stop_requested() is not None:
                     break
                 t = times[0]
                 if t > self.max_time:
@@ -480,251 +515,16 @@ class Kernel:
                 else:
                     batch = group_batch(entries)
                     for dest, items in batch.items():
-                        if _stop_reason is not None:
+                        if stop_requested() is not None:
                             break
                         actors[dest].deliver_batch(t, items)
                     self.batch_dests = batch
-                if _stop_reason is not None:
+                if stop_requested() is not None:
                     break
                 if after_batch is not None and after_batch(t):
                     break
         finally:
-            _running = False
-            self.stopped = _stop_reason
+            note_end()
+            self.stopped = stop_requested()
             if clock is not None and self.now > clock_at:
                 clock.jump(self.now - clock_at)
-
-
-class _Inbox:
-    """Where the task kernel hands an actor its inputs: the actor's trio task, whether that task
-    is parked waiting for them, and an input handed before the task first ran."""
-
-    __slots__ = ("task", "parked", "pending")
-
-    def __init__(self):
-        self.task = cast("trio.lowlevel.Task", None)  # set when the actor's task starts
-        self.parked = False
-        self.pending = None
-
-    def abort(self, _raise_cancel) -> trio.lowlevel.Abort:
-        # a cancelled run (Ctrl-C): the task wakes with Cancelled and is no longer parked
-        self.parked = False
-        return trio.lowlevel.Abort.SUCCEEDED
-
-
-_STOP = ("stop",)  # handed to every actor task when the run ends
-
-
-class TaskKernel(Kernel):
-    """The queue of ``Kernel`` delivered to actors that are trio tasks (see the module docstring).
-
-    The turn passes from task to task: the task that has just handled its inputs runs the
-    kernel's step (``_advance``, which also calls ``after_batch`` between batches) and reschedules
-    the task of the actor it hands the next inputs to, then parks; consecutive inputs for the same
-    actor stay in its task. A scheduling round per change of actor instead of two (to the
-    actor's task and back to a kernel task) per input handed."""
-
-    def __init__(self, seed: int, recorder, max_time: float):
-        super().__init__(seed, recorder, max_time)
-        self._nursery: trio.Nursery | None = None
-        self._inboxes: dict[str, _Inbox] = {}
-        self._me = cast("trio.lowlevel.Task", None)  # the kernel's own task, set when it starts
-        self._waiting = False  # the kernel's task is parked until the run ends
-        self._clock: trio.testing.MockClock | None = None
-        self._clock_at = 0.0  # where trio's clock stands
-        self._handoffs: list[
-            tuple[str, list]
-        ] = []  # the current batch's handoffs still to make, last first
-        self._dests: Iterable[
-            str
-        ] = ()  # the current batch's destinations (``batch_dests`` once it is done)
-        self._in_batch = False
-        self._handlers: dict[int, Callable] = {}  # the guarded signals' handlers (_guard_signals)
-        self._deferred: list[int] = []  # signals that landed in trio's machinery, to pass on
-
-    def register(self, actor: Actor) -> int:
-        rank = super().register(actor)
-        self._inboxes[actor.name] = _Inbox()
-        if self._nursery is not None:  # an actor created during the run (a member that joins)
-            self._nursery.start_soon(self._serve, actor, name=f"actor {actor.name}")
-        return rank
-
-    # ---- the kernel's step (run by the task whose turn it is)
-
-    def _advance(self) -> tuple[str, list] | None:
-        """The next handoff, (destination, its entries of the batch at ``now``), in the inline
-        kernel's order; None when the run is over. Finishing a batch calls ``after_batch``."""
-        if self._deferred:
-            self._pass_deferred()  # (an actor's task: not inside trio's machinery)
-        if _stop_reason is not None:  # request_stop, looked at before every handoff
-            self.stopped = _stop_reason
-            return None
-        handoffs = self._handoffs
-        if handoffs:
-            return handoffs.pop()
-        if self._in_batch:
-            self._in_batch = False
-            self.batch_dests = self._dests
-            if self.after_batch is not None and self.after_batch(self.now):
-                return None
-        times = self._times
-        if not times:
-            return None
-        t = times[0]
-        if t > self.max_time:
-            return None
-        heapq.heappop(times)
-        self.now = t
-        if self._clock is not None and t > self._clock_at:
-            self._clock.jump(t - self._clock_at)
-            self._clock_at = t
-        entries = self._buckets.pop(t)
-        n = len(entries)
-        self.batches += 1
-        self.delivered += n
-        self._in_batch = True
-        if n == 1:
-            dest = entries[0][6]
-            self._dests = (dest,)
-            return dest, entries
-        batch = group_batch(entries)
-        self._dests = batch
-        handoffs.extend(batch.items())
-        handoffs.reverse()
-        return handoffs.pop()
-
-    def _finish(self, failure: BaseException | None) -> None:
-        """The run is over (or failed): wake the kernel's task."""
-        if self._waiting:  # (not when the run was cancelled meanwhile)
-            self._waiting = False
-            trio.lowlevel.reschedule(self._me, outcome.Value(failure))
-
-    # ---- the tasks
-
-    async def _serve(self, actor: Actor) -> None:
-        """An actor's task: handle the inputs handed to it, then take the kernel's next step and
-        hand that to its actor's task (or keep going at once when they are this actor's own),
-        and park until handed inputs again."""
-        inbox = self._inboxes[actor.name]
-        inbox.task = trio.lowlevel.current_task()
-        inboxes = self._inboxes
-        advance = self._advance
-        deliver_batch = actor.deliver_batch
-        wait = trio.lowlevel.wait_task_rescheduled
-        reschedule = trio.lowlevel.reschedule
-        value = outcome.Value
-        abort = inbox.abort
-        items = inbox.pending
-        if items is None:
-            inbox.parked = True
-            items = await wait(abort)
-        else:  # handed over before this task first ran
-            inbox.pending = None
-        while items is not _STOP:
-            try:
-                deliver_batch(self.now, items)
-                step = advance()
-            except Exception as e:  # the kernel's task raises it, as the inline kernel would
-                self._finish(e)
-                step = None
-            if step is None:
-                self._finish(None)
-            else:
-                if self.batches % YIELD_EVERY == 0 and not self._handoffs:
-                    await trio.lowlevel.checkpoint()  # other tasks run even if no actor hands over
-                dest, items = step
-                target = inboxes[dest]
-                if target is inbox:
-                    continue  # this actor's own inputs: no task switch
-                if target.parked:
-                    target.parked = False
-                    reschedule(target.task, value(items))
-                else:  # started during this batch, not yet run (or a cancelled run)
-                    target.pending = items
-            inbox.parked = True
-            items = await wait(abort)
-
-    # signals whose Python handlers may raise into the run: Ctrl-C, and the wall-time alarm of
-    # ``rebalance-sim run`` (which cuts a step short that outlasts a stop)
-    GUARDED_SIGNALS = (signal.SIGINT, signal.SIGALRM)
-
-    def _guard_signals(self) -> None:
-        """While the run lasts, let the handlers of ``GUARDED_SIGNALS`` raise only in the actors'
-        code. trio keeps its own SIGINT handler out of its scheduler, but a handler of the
-        caller's (``rebalance-sim run``: the first Ctrl-C stops the run, the second raises) would
-        raise wherever the signal lands, and here trio's scheduler runs between every two actors:
-        an exception raised there breaks trio itself. A signal that lands there is passed to its
-        handler at the kernel's next step, in an actor's task (or as the run ends)."""
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for signum in self.GUARDED_SIGNALS:
-            handler = signal.getsignal(signum)
-            if not callable(handler):
-                continue
-
-            def guarded(signum, frame, handler=handler):
-                if trio.lowlevel.currently_ki_protected():  # (the interrupted frames are trio's)
-                    self._deferred.append(signum)
-                else:
-                    handler(signum, frame)
-
-            self._handlers[signum] = handler
-            signal.signal(signum, guarded)
-
-    def _pass_deferred(self) -> None:
-        deferred, self._deferred = self._deferred, []
-        for signum in deferred:
-            self._handlers[signum](signum, None)
-
-    async def run(self) -> None:
-        clock = trio.lowlevel.current_clock()
-        self._clock = clock if isinstance(clock, trio.testing.MockClock) else None
-        self._clock_at = self.now
-        self._me = trio.lowlevel.current_task()
-        failure: BaseException | None = None
-        self._guard_signals()
-        global _running, _started
-        _running = True
-        _started += 1
-        try:
-            async with trio.open_nursery() as nursery:
-                self._nursery = nursery
-                for actor in self._ranks:
-                    nursery.start_soon(self._serve, actor, name=f"actor {actor.name}")
-                try:
-                    step = self._advance()
-                    if step is not None:
-                        dest, items = step
-                        self._inboxes[dest].pending = items  # no task has run yet
-                        self._waiting = True
-                        failure = await trio.lowlevel.wait_task_rescheduled(self._abort)
-                finally:
-                    self._nursery = None
-                    for inbox in self._inboxes.values():
-                        if inbox.parked:
-                            inbox.parked = False
-                            trio.lowlevel.reschedule(inbox.task, outcome.Value(_STOP))
-                        else:
-                            inbox.pending = _STOP
-        except BaseExceptionGroup as group:
-            # what escapes a task here is an interruption (Ctrl-C): raise it alone, as the
-            # inline kernel's single task does
-            if len(group.exceptions) == 1:
-                raise group.exceptions[0] from None
-            raise
-        finally:
-            _running = False
-            for signum, handler in self._handlers.items():
-                signal.signal(signum, handler)
-        if self._deferred:  # landed in trio's machinery after the last step
-            self._pass_deferred()
-        if failure is not None:
-            raise failure
-
-    def _abort(self, _raise_cancel) -> trio.lowlevel.Abort:
-        self._waiting = False
-        return trio.lowlevel.Abort.SUCCEEDED
-
-
-KERNELS = {"inline": Kernel, "tasks": TaskKernel}
-DEFAULT_KERNEL = "inline"

@@ -127,6 +127,7 @@ class Member(ConsumerClient):
 
     TRANSITIONS = TRANSITIONS
     INITIAL_STATE = UNJOINED
+    generation: int = -1  # a plain attribute here (ConsumerClient.generation)
 
     def __init__(
         self,
@@ -857,11 +858,9 @@ class Member(ConsumerClient):
             if cfg.enable_auto_commit:
                 self._commit(now, "onPartitionsRevoked")
 
-            def revoke_done(t):
-                self._set_owned(t, remove=revoked)
-                self._request_rejoin("need to revoke partitions and re-join")
-                assign_step(t)
-
+            # (a partial, not a closure naming assign_step: compiled, that would make a
+            # reference cycle of this call's variables, the member among them)
+            revoke_done = functools.partial(_revoke_then_assign, self, revoked, assign_step)
             self._revoke_callback(now, cfg.revoke_cost_ms / 1000.0 * len(revoked), revoke_done)
         else:
             if revoked:  # EAGER never owns anything here; defensive
@@ -1094,3 +1093,12 @@ class Member(ConsumerClient):
                 self.commit_ok = False
             return
         self._send(self._commit_request(now))
+
+
+def _revoke_then_assign(
+    member: Member, revoked: list[TopicPartition], assign_step: Callable, t: float
+) -> None:
+    """What ``Member._on_join_complete`` does once a cooperative revocation's callback is done."""
+    member._set_owned(t, remove=revoked)
+    member._request_rejoin("need to revoke partitions and re-join")
+    assign_step(t)

@@ -22,9 +22,9 @@ import trio.testing
 from . import messages as m
 from .actors import CoordinatorActor, Director, MemberActor
 from .config import ConfigError, to_flat_dict
+from .errors import InvariantViolation
 from .handoffs import Handoffs
 from .invariants import check_run
-from .kernel import DEFAULT_KERNEL, KERNELS
 from .metrics import compute_metrics
 from .network import LinkFault, Network
 from .protocols import (
@@ -48,23 +48,12 @@ from .scenario import (
     member_names,
     resolved_name,
 )
+from .task_kernel import DEFAULT_KERNEL, KERNELS
 
 TAIL_S = 1.0
 # The director's stream of start instants (sim.kernel.Kernel.rng_for), beside its own; the
 # clients' streams are in sim.protocols.
 START_STREAM = 4
-
-
-class InvariantViolation(AssertionError):
-    """A run broke one of the simulator's invariants (``result.invariant_violations`` says which)."""
-
-    def __init__(self, result: RunResult):
-        self.result = result
-        first = result.invariant_violations[0]
-        super().__init__(
-            f"{len(result.invariant_violations)} invariant violation(s) in run "
-            f"{result.run_id}; first: {first}"
-        )
 
 
 @attrs.frozen
@@ -229,7 +218,7 @@ class Runner:
         self.should_stop: Callable[[], bool] | None = None
 
     @property
-    def coordinator(self):
+    def coordinator(self) -> Any:
         """The group's coordinator core now (a classic or a consumer group, ``sim.migration``)."""
         return self.host.group
 
@@ -565,10 +554,21 @@ def _release(runner: Runner) -> None:
         *actors,
     ]
     world += [core for a in actors if (core := getattr(a, "core", None)) is not None]
+    queues = (kernel._actors, kernel._ranks, kernel._buckets, kernel._times)
     for obj in world:
         d = getattr(obj, "__dict__", None)
         if d is not None:
             d.clear()
+        # a compiled object (sim.compiled) keeps its attributes out of any dict: each one that
+        # may be None is dropped, and the kernel's own containers are emptied (below)
+        for cls in type(obj).__mro__:
+            for name in getattr(cls, "__mypyc_attrs__", ()):
+                try:
+                    setattr(obj, name, None)
+                except (TypeError, AttributeError):
+                    pass  # a value that may not be None: an int, a string, a container
+    for container in queues:
+        container.clear()
 
 
 def run_scenario(
@@ -601,9 +601,9 @@ def run_scenario(
     (every partition eventually owned) are not checked for a partial run. ``should_stop`` (polled
     every few dozen batches; the CLI sets it on Ctrl-C) stops a run the same way.
 
-    ``kernel`` picks how the actors are run (``sim.kernel.KERNELS``): ``"tasks"``, each actor a
+    ``kernel`` picks how the actors are run (``sim.task_kernel.KERNELS``): ``"tasks"``, each actor a
     trio task of its own, or ``"inline"``, the same actors called in the same order from the
-    kernel's one task; None is ``sim.kernel.DEFAULT_KERNEL``. Both give the same results, so the
+    kernel's one task; None is ``sim.task_kernel.DEFAULT_KERNEL``. Both give the same results, so the
     kernel is not part of the run id; the runs table records which one ran.
 
     ``check_settled`` runs the full scan of every member beside the incremental check of when

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
 import time
 
-from sim import Scenario, run_scenario
-from sim.kernel import DEFAULT_KERNEL, KERNELS
+from sim import Scenario, compiled, run_scenario
+from sim.task_kernel import DEFAULT_KERNEL, KERNELS
 
 
 def _scenario(
@@ -132,6 +133,7 @@ def measure(
     return {
         "case": label,
         "kernel": kernel,
+        "build": compiled.status(),  # the compiled simulator or its source (sim.compiled)
         "wall_s": round(wall, 2),
         "cpu_s": round(cpu, 2),
         "sim_wall_s": s["wall_s"],
@@ -154,7 +156,12 @@ def _measure_in_subprocess(
         + (["--quick"] if quick else [])
         + (["--profile", profile] if profile else [])
     )
-    p = subprocess.run(argv, capture_output=True, text=True)
+    env = None
+    if profile:
+        # cProfile sees Python functions only: a profile is of the simulator's source, whichever
+        # build the other measurements run (sim.compiled)
+        env = {**os.environ, compiled.PURE_ENV: "1"}
+    p = subprocess.run(argv, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"case {index} failed (exit {p.returncode}): {tail}")
@@ -245,6 +252,9 @@ def cmd_bench_sim(args) -> int:
         os.makedirs(profile_dir, exist_ok=True)
         return _profile_cases(chosen, all_cases, kernels[0], args.quick, profile_dir)
     rows = []
+    if not args.json:
+        # (each case's process imports the same build, unless its source changes meanwhile)
+        print(f"simulator: {compiled.status()}", flush=True)
     for index in chosen:
         label, _sc, target = all_cases[index]
         reps: dict[str, list[dict]] = {k: [] for k in kernels}
@@ -321,7 +331,7 @@ def _profile_cases(chosen: list[int], all_cases, kernel: str, quick: bool, out_d
         with open(path[: -len(".prof")] + ".txt", "w") as f:
             f.write(text.getvalue())
         print(
-            f"{label:<28} {kernel:<6} wall {row['wall_s']:7.2f}s under cProfile  messages {row['messages']:>8,}  "
+            f"{label:<28} {kernel:<6} wall {row['wall_s']:7.2f}s under cProfile ({row['build']})  messages {row['messages']:>8,}  "
             f"-> {path} (.txt: top functions)",
             flush=True,
         )

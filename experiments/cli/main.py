@@ -27,9 +27,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
+    from sim import compiled
+
     from ..provenance import model_digest, version
 
-    return f"rebalance-sim {version()} (model digest {model_digest()})"
+    return (
+        f"rebalance-sim {version()} (model digest {model_digest()}; simulator {compiled.status()})"
+    )
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:

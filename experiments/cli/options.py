@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from sim.kernel import DEFAULT_KERNEL, KERNELS
+from sim.task_kernel import DEFAULT_KERNEL, KERNELS
 
 from .common import err
 

@@ -14,7 +14,8 @@ import trio.testing
 from experiments.engine import soak
 from sim import ConfigError, Scenario, run_scenario
 from sim.builtin_scenarios import BUILTINS, load_scenario
-from sim.kernel import DEFAULT_KERNEL, KERNELS, Actor, Kernel, TaskKernel
+from sim.kernel import Actor, Kernel
+from sim.task_kernel import DEFAULT_KERNEL, KERNELS, TaskKernel
 
 # what a run reports about the machine rather than the simulation
 _WALL = {"wall_s", "messages_per_wall_s"}

@@ -1,0 +1,144 @@
+"""The compiled build (``scripts/build_compiled.py``, ``sim.compiled``) gives the same runs as the
+source: the same events and intervals files, byte for byte, and the same episodes, summary (but
+for wall time) and violations, on built-ins under both group protocols, several seeds and random
+fault schedules; and a finished run leaves no more to the cyclic collector than the source's.
+Each build runs in a process of its own (a process imports one build or the other); skipped when
+no current compiled build exists."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import sim.compiled
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+# Every built-in at two sizes, under both protocols, and a sample of soak schedules (crashes,
+# pauses, partitions, loss, lognormal latency and drops); (members, seed) pairs per built-in.
+SIZES = ((5, 0), (24, 1))
+SOAK = range(0, 40, 5)
+
+_CHILD = r"""
+import hashlib, io, json, sys
+import pyarrow.parquet as pq
+import sim, sim.kernel
+from experiments.engine import soak
+from sim import Scenario, run_scenario
+from sim.builtin_scenarios import BUILTINS, load_scenario
+
+sizes, soak_indices = json.loads(sys.argv[1])
+wall = {"wall_s", "messages_per_wall_s"}
+
+def digest(result):
+    h = hashlib.sha256()
+    for table in (result.events, result.intervals):
+        buf = io.BytesIO()
+        pq.write_table(table, buf)
+        h.update(buf.getvalue())
+    summary = {k: v for k, v in result.summary.items() if k not in wall}
+    rest = [result.episodes, summary, result.invariant_violations]
+    h.update(json.dumps(rest, sort_keys=True, default=repr).encode())
+    return [result.events.num_rows, h.hexdigest()]
+
+out = {}
+for name in sorted(BUILTINS):
+    for protocol in ("classic", "consumer"):
+        for members, seed in sizes:
+            overrides = {"members": str(members)}
+            if protocol == "consumer":
+                overrides["consumer.group_protocol"] = "consumer"
+            result = run_scenario(
+                load_scenario(name, overrides), seed=seed, raise_on_violation=False
+            )
+            out[f"{name} {protocol} members={members} seed={seed}"] = digest(result)
+for index in soak_indices:
+    data, seed = soak.schedule(0, index)
+    result = run_scenario(
+        Scenario.from_dict(data), seed=seed, raise_on_violation=False, max_events=soak.MAX_EVENTS
+    )
+    out[f"soak 0 schedule {index}"] = digest(result)
+# what a run leaves to the cyclic collector (``sim.run._release`` frees the rest as it returns)
+import gc
+gc.collect()
+gc.disable()
+run_scenario(load_scenario("rolling-deploy", {"members": "40"}), seed=0)
+garbage = gc.collect()
+gc.enable()
+print(json.dumps({
+    "status": sim.compiled.status(),
+    "garbage": garbage,
+    "kernel_module": sim.kernel.__file__,
+    "runs": out,
+}))
+"""
+
+
+def _run(pure: bool) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != sim.compiled.PURE_ENV}
+    if pure:
+        env[sim.compiled.PURE_ENV] = "1"
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, json.dumps([SIZES, list(SOAK)])],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def test_the_compiled_build_gives_the_same_bytes_as_the_source():
+    compiled = _run(pure=False)
+    if not compiled["status"].startswith("compiled"):
+        pytest.skip(f"no current compiled build (./scripts/setup builds it): {compiled['status']}")
+    pure = _run(pure=True)
+    # each child ran the build it was asked for
+    assert not compiled["kernel_module"].endswith(".py")
+    assert pure["status"] == f"pure Python ({sim.compiled.PURE_ENV}=1)"
+    assert pure["kernel_module"].endswith(".py")
+    assert len(compiled["runs"]) == 11 * 2 * len(SIZES) + len(SOAK)
+    assert sum(rows for rows, _ in pure["runs"].values()) > 0
+    differ = [case for case in pure["runs"] if pure["runs"][case] != compiled["runs"][case]]
+    assert not differ, f"the compiled build and the source differ on {differ}"
+    # compiled objects hold their attributes outside any __dict__, and compiled closures keep
+    # their variables in objects of their own: a finished run must still free its world without
+    # the cyclic collector (which would trace all of it at its next pass)
+    assert compiled["garbage"] <= pure["garbage"] < 1000
+
+
+_WHICH = "import sim, sim.kernel; print(sim.compiled.status()); print(sim.kernel.__file__.endswith('.py'))"
+
+
+def test_a_module_edited_since_the_build_makes_the_package_run_its_source(tmp_path):
+    """A copy of the package with its build: as built, it runs compiled; with one module's source
+    edited, it says so in one line and runs the source, every module of it."""
+    built = sim.compiled.extension_modules()
+    if not built or sim.compiled.PURE_ENV in os.environ:
+        pytest.skip("no compiled build here, or this process was asked for the source")
+    shutil.copytree(ROOT / "sim", tmp_path / "sim", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k != sim.compiled.PURE_ENV}
+    env["PYTHONPATH"] = str(tmp_path)
+
+    def which():
+        p = subprocess.run(
+            [sys.executable, "-c", _WHICH], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert p.returncode == 0, p.stderr
+        return p.stdout.split("\n")[:2], p.stderr
+
+    assert which() == (["compiled (mypyc)", "False"], "")
+    member = tmp_path / "sim" / "member.py"
+    member.write_text(member.read_text() + "\n# edited\n")
+    (status, source), err = which()
+    assert (status, source) == ("pure Python (the compiled build is stale)", "True")
+    assert err.count("\n") == 1 and "sim/member.py changed since it was built" in err
+    assert "./scripts/setup" in err
