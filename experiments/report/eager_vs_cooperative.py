@@ -28,8 +28,8 @@ from .headline import (
     consumer_vs_classic,
     headline_table,
     human_columns,
-    protocol_of,
     quote,
+    rows_by_assignor,
     sentences,
     with_bands,
 )
@@ -248,20 +248,11 @@ def _fault_times(scale) -> str:
 def _deploy_table(points):
     """Per group size, membership and assignor: how long a full rolling deploy stalls the group
     (medians across seeds, with ``"<label> p10"`` / ``"<label> p90"`` bands)."""
-    import pandas as pd
-
-    p = points[points["scenario"] == "rolling-deploy"].copy()
-    order = {a: i for i, a in enumerate(MAIN_JOB_VARIANTS)}
-    p["_o"] = p["assignor"].map(order)
-    p = p.sort_values(["members", "membership", "_o"])
-    out = pd.DataFrame(
-        {
-            "members": p["members"],
-            "membership": p["membership"],
-            "assignor": p["assignor"],
-            "protocol": p["assignor"].map(protocol_of),
-            "seeds": p["seeds"],
-        }
+    p, out = rows_by_assignor(
+        points[points["scenario"] == "rolling-deploy"],
+        ["members", "membership"],
+        MAIN_JOB_VARIANTS,
+        {"members": "members", "membership": "membership"},
     )
     for metric in DEPLOY_METRICS:
         label = HUMAN[metric]

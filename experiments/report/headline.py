@@ -48,21 +48,35 @@ def protocol_of(assignor: str) -> str:
     return "cooperative" if assignor == COOPERATIVE else "eager"
 
 
-def headline_table(points: pd.DataFrame, size: int, order=EAGER + (COOPERATIVE,)) -> pd.DataFrame:
-    """One row per (scenario, membership, assignor) at group size ``size``: each metric's median
-    across seeds under its label, and its p10 and p90 under ``"<label> p10"`` / ``"<label> p90"``."""
-    p = points[points["members"] == size].copy()
+def rows_by_assignor(
+    p: pd.DataFrame, keys: list[str], order, names: dict[str, str]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``p`` (aggregated points) sorted by ``keys`` then by the assignor's place in ``order``, and
+    the start of a table of it: ``names`` (table column -> points column), then ``assignor``,
+    ``protocol`` and ``seeds``."""
+    p = p.copy()
     rank = {a: i for i, a in enumerate(order)}
     p["_o"] = p["assignor"].map(rank)
-    p = p.sort_values(["scenario", "membership", "_o"])
+    p = p.sort_values([*keys, "_o"])
     out = pd.DataFrame(
         {
-            "scenario": p["scenario"],
-            "members": p["membership"],
+            **{name: p[col] for name, col in names.items()},
             "assignor": p["assignor"],
             "protocol": [protocol_of(a) for a in p["assignor"]],
             "seeds": p["seeds"],
         }
+    )
+    return p, out
+
+
+def headline_table(points: pd.DataFrame, size: int, order=EAGER + (COOPERATIVE,)) -> pd.DataFrame:
+    """One row per (scenario, membership, assignor) at group size ``size``: each metric's median
+    across seeds under its label, and its p10 and p90 under ``"<label> p10"`` / ``"<label> p90"``."""
+    p, out = rows_by_assignor(
+        points[points["members"] == size],
+        ["scenario", "membership"],
+        order,
+        {"scenario": "scenario", "members": "membership"},
     )
     for label, col, kind in COLUMNS:
         values = p[col]
