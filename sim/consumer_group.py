@@ -312,6 +312,12 @@ class ConsumerGroupCoordinator:
         self.session_due: dict[float, dict[str, None]] = {}  # session deadline -> member ids
         self.parked: list[tuple] = []  # (client, request) that came while the assignor ran
         self.busy_until = 0.0
+        # Timers that fell due while the assignor ran wait for its end (``_defer``): in batches,
+        # each one kernel timer ``("deferred", n)`` at that instant holding their keys in order.
+        self._deferred: dict[tuple, list[tuple]] = {}
+        self._deferring: list[tuple] | None = None  # the batch new deferrals join, if any
+        self._deferring_at = -1.0  # its instant
+        self._batches = 0
         self.subscribed_partitions: dict[str, int] = {}
         self.topic_subscribers: dict[str, int] = {}
         self._meta_version = -1
@@ -357,8 +363,31 @@ class ConsumerGroupCoordinator:
             if self.timers.pop(key, None) is not None:
                 self.out.append(("timer", key, None))
         else:
+            if at == self._deferring_at:
+                # queued behind the open batch: deferrals after it must come after it too
+                self._deferring = None
             self.timers[key] = at
             self.out.append(("timer", key, at))
+
+    def _defer(self, key: tuple, at: float) -> None:
+        """Re-arm the due timer ``key`` at ``at`` (the assignor's end), as one kernel timer of
+        its own would be, and in the same order: it joins the open batch of deferred timers,
+        which fires at the position of its first member's re-arm; a batch is closed by any other
+        timer armed at its instant, since those would come between. A run defers every due
+        session timer of a coordinator busy for long spells back to back once per spell, so this
+        spares the kernel a queue entry per timer and spell."""
+        if key[0] == "session":
+            self._index_session(key[1], None, at)
+        self.timers[key] = at
+        batch = self._deferring
+        if batch is None or at != self._deferring_at:
+            self._batches += 1
+            name = ("deferred", self._batches)
+            batch = self._deferring = self._deferred[name] = []
+            self._deferring_at = at
+            self.timers[name] = at
+            self.out.append(("timer", name, at))
+        batch.append(key)
 
     def _drain(self) -> list[tuple]:
         out, self.out = self.out, []
@@ -399,8 +428,24 @@ class ConsumerGroupCoordinator:
             self.session_due.setdefault(new, {})[member_id] = None
 
     def on_timer(self, now: float, key: tuple, at: float) -> list[tuple]:
+        if key[0] == "deferred":
+            batch = self._deferred.pop(key, None)
+            if batch is None or self.timers.get(key) != at:
+                return []
+            del self.timers[key]
+            if batch is self._deferring:
+                self._deferring = None
+            for k in batch:  # each as its own kernel timer would have fired, in order
+                if self.downgrade_to is not None:
+                    break  # the rest go to the classic group (``sim.migration``), stale there
+                self._fire(now, k, at)
+        else:
+            self._fire(now, key, at)
+        return self._drain()
+
+    def _fire(self, now: float, key: tuple, at: float) -> None:
         if self.timers.get(key) != at:
-            return []
+            return
         kind = key[0]
         if kind == "session":
             self._index_session(key[1], at, None)
@@ -409,7 +454,7 @@ class ConsumerGroupCoordinator:
             self._unpark(now)
         elif now < self.busy_until:
             # the coordinator is busy with the assignor: its timers run when it is free again
-            self._timer(key, max(self.busy_until, now))
+            self._defer(key, self.busy_until)
         elif kind == "session":
             # Sessions ending at one instant end in client order, however their timers came to be
             # armed (with elided heartbeats, later than the heartbeats themselves).
@@ -433,7 +478,6 @@ class ConsumerGroupCoordinator:
         else:
             self._on_other_timer(now, key)
         self._update_state(now)
-        return self._drain()
 
     def on_control(self, now: float, sender: str, note) -> list[tuple]:
         """Heartbeat elision notes from members (see the module docstring)."""
