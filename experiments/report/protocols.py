@@ -294,8 +294,8 @@ def formation_sentence(table) -> str | None:
 
 def report(opts: Options, results: Results, scales) -> Page:
     """The page at ``opts.scale``; ``scales`` maps each scale's name to the declaration's ``Scale``
-    (sizes, partitions_per_member, more_partitions_up_to, heartbeat_size, heartbeat_ms and
-    ``seeds_text()``)."""
+    (sizes, partitions_per_member, more_partitions_up_to, consumer_up_to, heartbeat_size,
+    heartbeat_ms and ``seeds_text()``)."""
     from ..atomic import atomic_write_bytes
     from ..engine.aggregate import assignment_time
     from . import plots
@@ -405,8 +405,16 @@ def report(opts: Options, results: Results, scales) -> Page:
             or scale.more_partitions_up_to >= max(scale.sizes)
             else f" ({scale.partitions_per_member[0]} only above {scale.more_partitions_up_to:,} members)"
         )
-        + " (one topic, 100 records/s "
-        f"per partition); {scale.seeds_text()}: a seed samples "
+        + " (one topic, 100 records/s per partition)"
+        + (
+            ""
+            if scale.consumer_up_to is None or scale.consumer_up_to >= max(scale.sizes)
+            else f"; the consumer protocol, and {MIGRATION}, up to {scale.consumer_up_to:,} members "
+            "(above, every joining member's heartbeat computes a target assignment at the model "
+            "cost, joins come faster than the coordinator computes them, and the group does not "
+            "form within the run)"
+        )
+        + f"; {scale.seeds_text()}: a seed samples "
         "the members' start instants (spread over 5 s), their member ids, the link latencies "
         "(lognormal, median 2 ms) and the fault's instant (within 15 s); figures are medians "
         "across seeds with their p10-p90 bands, and bands that overlap are called about the same. "

@@ -191,3 +191,27 @@ def test_migration_sentence_quotes_the_table(protocols_report):
     for protocol, name in ((COOPERATIVE, "cooperative"), (EAGER, "eager")):
         row = mig[(mig["members"] == size) & (mig["protocol"] == protocol)].iloc[0]
         assert f"from classic {name} {quote(row, 'unassigned partition-s')} unassigned" in sentence
+
+
+def test_the_large_scale_runs_the_consumer_protocol_up_to_its_limit(tmp_path):
+    """Above ``consumer_up_to`` only the classic protocols run, their fault not waiting for a
+    consumer-protocol formation; below it every protocol and the migration run."""
+    from sim.builtin_scenarios import load_scenario
+
+    from experiments.catalog.protocols import protocol_specs
+
+    scale = SCALES["large"]
+    assert scale.consumer_up_to is not None and scale.consumer_up_to < max(scale.sizes)
+    specs = protocol_specs(scale, tmp_path)
+    by_size: dict[int, set] = {}
+    for spec in specs:
+        point = dict(spec.point)
+        by_size.setdefault(point["members"], set()).add((point["scenario"], point["assignor"]))
+    for members, ran in by_size.items():
+        consumer = any(assignor == CONSUMER for _, assignor in ran)
+        migration = any(scenario == MIGRATION for scenario, _ in ran)
+        assert consumer == migration == (members <= scale.consumer_up_to)
+        assert {assignor for _, assignor in ran} >= {EAGER, COOPERATIVE}
+    big = next(s for s in specs if dict(s.point)["members"] == max(scale.sizes))
+    fault = load_scenario(big.scenario).timeline[0]
+    assert fault.at_s < 100.0  # not moved past a consumer-protocol formation
