@@ -91,6 +91,35 @@ def cases(quick: bool) -> list[tuple[str, Scenario, float | None]]:
             _builtin("crash", members=10000, **{"consumer.group_protocol": "consumer"}),
             60.0,
         ),
+        # issue 34: a static rolling bounce (one member at a time, each taking its membership
+        # back) and the online migration between the protocols, both ways
+        (
+            "run rolling-bounce-static members=10000",
+            _builtin("rolling-bounce-static", members=10000),
+            60.0,
+        ),
+        (
+            "run rolling-bounce-static members=10000 consumer",
+            _builtin(
+                "rolling-bounce-static", members=10000, **{"consumer.group_protocol": "consumer"}
+            ),
+            60.0,
+        ),
+        (
+            "run protocol-migration members=10000 (to consumer)",
+            _builtin("protocol-migration", members=10000),
+            60.0,
+        ),
+        (
+            "run protocol-migration members=10000 consumer (to classic)",
+            _builtin(
+                "protocol-migration",
+                members=10000,
+                to="classic",
+                **{"consumer.group_protocol": "consumer"},
+            ),
+            60.0,
+        ),
     ]
 
 
