@@ -1,0 +1,76 @@
+"""Digests of today's runs, to hold behaviour still while the code around it moves.
+
+``python tests/sim/golden.py --write`` records, for every built-in under both group protocols at
+two sizes, a SHA-256 of the run's events and intervals (Parquet
+bytes, without the ``run_id`` column, which hashes the configuration and so changes whenever a
+setting is added) and of its episodes, summary (but for wall time and the run id) and
+violations. ``tests/sim/test_golden.py`` recomputes them and compares.
+
+``PINNED`` are the settings that keep a run on the behaviour the digests were taken under when a
+later default moves (a new default assignor cost, a newer Kafka version's coordinator): the
+digests stand for *that* behaviour, which must stay reproducible byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DIGESTS = HERE / "golden_digests.json"
+
+# (members, seed) per built-in and protocol.
+SIZES = ((5, 0), (24, 1))
+# Settings that select today's behaviour once the defaults move (see the module docstring).
+PINNED: dict[str, str] = {}
+_WALL = {"wall_s", "messages_per_wall_s", "run_id"}
+
+
+def _table_bytes(table) -> bytes:
+    import pyarrow.parquet as pq
+
+    if "run_id" in table.column_names:
+        table = table.drop_columns(["run_id"])
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    return buf.getvalue()
+
+
+def digest(result) -> list:
+    h = hashlib.sha256()
+    h.update(_table_bytes(result.events))
+    h.update(_table_bytes(result.intervals))
+    summary = {k: v for k, v in result.summary.items() if k not in _WALL}
+    rest = [result.episodes, summary, result.invariant_violations]
+    h.update(json.dumps(rest, sort_keys=True, default=repr).encode())
+    return [result.events.num_rows, h.hexdigest()]
+
+
+def compute() -> dict[str, list]:
+    from sim import run_scenario
+    from sim.builtin_scenarios import BUILTINS, load_scenario
+
+    out: dict[str, list] = {}
+    for name in sorted(BUILTINS):
+        for protocol in ("classic", "consumer"):
+            for members, seed in SIZES:
+                overrides = {"members": str(members), **PINNED}
+                if protocol == "consumer":
+                    overrides["consumer.group_protocol"] = "consumer"
+                result = run_scenario(
+                    load_scenario(name, overrides), seed=seed, raise_on_violation=False
+                )
+                out[f"{name} {protocol} members={members} seed={seed}"] = digest(result)
+    return out
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(HERE.parent.parent))
+    runs = compute()
+    if "--write" in sys.argv:
+        DIGESTS.write_text(json.dumps(runs, indent=1, sort_keys=True) + "\n")
+    else:
+        print(json.dumps(runs, indent=1, sort_keys=True))
