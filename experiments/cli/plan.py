@@ -215,6 +215,7 @@ def cmd_plan(args) -> int:
     if args.dry_run:
         return dry_run(group, opts)
     from ..engine import lock
+    from ..engine.grid import GridError
     from ..engine.spark import SparkUnavailable, interrupt_all, is_spark_error, spark_error_line
     from ..engine.sweep import AggregateIncomplete, SweepInterrupted
     from .common import check_out
@@ -241,7 +242,7 @@ def cmd_plan(args) -> int:
             return spark_err("plan", e)
         except SweepInterrupted as e:
             return interrupted("plan", str(e))
-        except AggregateIncomplete as e:
+        except (AggregateIncomplete, GridError) as e:  # (a scenario the group check let through)
             return failed("plan", str(e))
         except PlanError as e:
             return err("plan", str(e))

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import attrs
 
-from .group import Group, to_toml
+from .group import Group, plural, to_toml
 from .runs import (
     Block,
     Mode,
@@ -43,7 +43,7 @@ from .variants import FAULT_TITLES, FAULTS, set_up, variants
 COST_UNIT = 1000.0
 # Seconds a plan spends besides its runs (Spark's start, two sweeps' commits, the aggregation,
 # the limits query, figures), on the machine the budgets were set on; part of the wall target.
-OVERHEAD_S = 40.0
+OVERHEAD_S = 35.0
 # Quick: the two faults people ask about first, the full alternatives but the slowest.
 QUICK_FAULTS = ("deploy", "crash")
 QUICK_SKIP = ("consumer-range",)
@@ -221,8 +221,8 @@ def describe_group(group: Group) -> str:
     capacity = cfg.capacity * group.members
     topics = len(group.topics)
     return (
-        f"{group.members:,} members, {group.partitions:,} partitions in {topics} "
-        f"topic{'s' if topics != 1 else ''} producing {produced:,.0f} records/s "
+        f"{plural(group.members, 'member')}, {plural(group.partitions, 'partition')} in "
+        f"{plural(topics, 'topic')} producing {produced:,.0f} records/s "
         f"({produced / capacity:.0%} of the group's {capacity:,.0f} records/s); "
         f"onPartitionsAssigned {cfg.assign_cost_ms:g} ms and onPartitionsRevoked "
         f"{cfg.revoke_cost_ms:g} ms per partition; max.poll.interval.ms "
@@ -430,9 +430,10 @@ def dry_run(group: Group, opts: Options) -> int:
     n1 = sum(len(b.seeds) for b in sel.today)
     print(f"{n1} runs at today's size; {seeds_text(sel.today)}")
     for f, which in sel.growth:
-        print(
-            f"growth {f:g}x: {which.replace('+', ' and the ')} alternative, {len(sel.growth_seeds)} seeds"
+        who = (
+            "today's set-up and the best alternative" if which == "today+best" else "today's set-up"
         )
+        print(f"growth {f:g}x: {who}, {len(sel.growth_seeds)} seeds")
     for line in sel.left_out:
         print(f"not run: {line}")
     total = sel.estimate_s / cores + OVERHEAD_S

@@ -190,6 +190,11 @@ class Group:
         return data
 
 
+def plural(n: int, word: str) -> str:
+    """``1 member``, ``800 members``."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
 def _plain(value):
     return list(value) if isinstance(value, tuple) else value
 
@@ -535,7 +540,7 @@ def check(group: Group) -> None:
     produced = group.produce_rate
     if capacity <= produced:
         raise PlanError(
-            f"{where}: consumer.capacity: the group can never catch up: {group.members:,} members x "
+            f"{where}: consumer.capacity: the group can never catch up: {plural(group.members, 'member')} x "
             f"{cfg.capacity:,g} records/s = {capacity:,.0f} records/s, and the topics produce "
             f"{produced:,.0f} records/s"
         )
@@ -545,6 +550,12 @@ def check(group: Group) -> None:
         raise PlanError(
             f"{where}: consumer.capacity: a member with its share of partitions can never catch up: "
             f"it is produced {busiest:,.0f} records/s and processes {cfg.capacity:,g}"
+        )
+    if group.faults.slow_poll_s <= cfg.poll_batch_s:
+        raise PlanError(
+            f"{where}: faults.slow_poll_s: {group.faults.slow_poll_s:g} s is not slower than a "
+            f"member's poll batch at its capacity ({cfg.max_poll_records} records at "
+            f"{cfg.capacity:,g}/s: {cfg.poll_batch_s:g} s)"
         )
     if group.faults.slow_poll_s >= cfg.max_poll_interval_s:
         raise PlanError(

@@ -59,7 +59,7 @@ class Mode:
 # Three seeds are the fewest whose p10-p90 band says something; a quick look makes do with two.
 MODES = {
     "quick": Mode("quick", 2, 3, 3, 45.0),
-    "default": Mode("default", 3, 5, 3, 240.0),
+    "default": Mode("default", 3, 5, 3, 255.0),
     "thorough": Mode("thorough", 5, 10, 5, None),
 }
 
@@ -69,8 +69,8 @@ def growth_factors(group: Group) -> list[float]:
     that reaches that limit when a factor asked for would pass it."""
     out = [f for f in group.growth if group.members * f <= MAX_PLAN_MEMBERS]
     if len(out) < len(group.growth) and group.members < MAX_PLAN_MEMBERS:
-        cap = MAX_PLAN_MEMBERS / group.members
-        if not out or cap > out[-1] * 1.01:
+        cap = math.floor(MAX_PLAN_MEMBERS / group.members * 100) / 100  # (2 decimals, at most)
+        if cap > 1 and (not out or cap > out[-1] * 1.01):
             out.append(cap)
     return out
 

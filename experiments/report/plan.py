@@ -164,15 +164,19 @@ def growth_sentences(table: pd.DataFrame) -> list[str]:
                 continue
             g, n = grown.loc["today"], now.loc["today"]
             members = int(g["members"])
+            name = TITLES[fault].lower()
             if same(g, n, STALL):
-                parts.append(f"the {fault} stalls about as much as now ({quote(g, STALL)})")
+                parts.append(
+                    f"the {name} stalls about as much as now ({quote(g, STALL)} vs "
+                    f"{quote(n, STALL)})"
+                )
             elif n[STALL] > 0:
                 parts.append(
-                    f"the {fault} stalls {ratio(g[STALL], n[STALL])} as much as now "
+                    f"the {name} stalls {ratio(g[STALL], n[STALL])} as much as now "
                     f"({quote(g, STALL)} vs {quote(n, STALL)})"
                 )
             alt_parts += [
-                f"{grown.loc[k, 'set-up']} {_versus(grown.loc[k], g)} in the {fault}"
+                f"{grown.loc[k, 'set-up']} {_versus(grown.loc[k], g)} in the {name}"
                 for k in grown.index
                 if k != "today"
             ]
@@ -251,17 +255,38 @@ def limit_sentences(page: PlanPage) -> list[str]:
                 f"{mpi:,.0f} s) and were removed ({', '.join(timeouts['fault'])}); fix: "
                 f"max.poll.interval.ms above the longest callback ({name}, {secs:,.0f} s)."
             )
-        cold = g[g["cold poll_timeouts_max"] + g["cold rebalance_timeouts_max"] > 0]
-        if len(cold):
-            worst = cold.loc[cold["cold assign_s"].idxmax()]
-            name, secs, parts = _callback(worst, "cold ")
-            out.append(
-                f"{upper_first(where)}, under {who}, a cold start (every member starting "
-                f"together) crosses a limit: {name} handles up to {parts:,} partitions "
-                f"({secs:,.0f} s), past max.poll.interval.ms ({mpi:,.0f} s), and members are "
-                f"removed while the group forms; fix: max.poll.interval.ms above "
-                f"{math.ceil(secs * 1.2):,} s, or start the members in smaller batches."
-            )
+    return out
+
+
+def cold_start_sentences(table: pd.DataFrame) -> list[str]:
+    """The cold starts (every member starting at once, before any fault) that crossed a limit,
+    one sentence per size and callback, naming the set-ups."""
+    out = []
+    crossed = table[table["cold poll_timeouts_max"] + table["cold rebalance_timeouts_max"] > 0]
+    for factor, g in crossed.groupby("factor", sort=True):
+        worst = g.loc[g["cold assign_s"].idxmax()]
+        name, secs, parts = _callback(worst, "cold ")
+        mpi = float(worst["max_poll_interval_s"])
+        who = list(dict.fromkeys(g["set-up"]))
+        where = (
+            f"at {factor:g}x the group ({int(worst['members']):,} members)"
+            if factor != 1.0
+            else "at today's size"
+        )
+        consumer = all(w.startswith("consumer protocol") for w in who)
+        why = (
+            " (the first member to join is assigned every partition: KIP-848 has no initial "
+            "rebalance delay)"
+            if consumer
+            else ""
+        )
+        out.append(
+            f"{upper_first(where)}, a cold start (every member starting together) under "
+            f"{' and '.join(who)} crosses a limit: {name} handles up to {parts:,} partitions "
+            f"({secs:,.0f} s){why}, past max.poll.interval.ms ({mpi:,.0f} s), and members are "
+            f"removed while the group forms; fix: max.poll.interval.ms above "
+            f"{math.ceil(secs * 1.2):,} s."
+        )
     return out
 
 
@@ -283,6 +308,7 @@ def sentences(page: PlanPage) -> list[str]:
         out.append(r)
     out += growth_sentences(page.table)
     out += limit_sentences(page)
+    out += cold_start_sentences(page.table)
     out += unmeasured_sentences(page.table)
     return out
 

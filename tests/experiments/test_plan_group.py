@@ -97,6 +97,11 @@ def test_kafka_names_are_understood(tmp_path):
             "faults.slow_poll_s: 400 s is not below max.poll.interval.ms",
         ),
         ({"plan": {"growth": [0.5]}}, "plan.growth: [0.5] is not a list of factors > 1"),
+        (
+            {"faults": {"slow_poll_s": 0.1}},
+            "faults.slow_poll_s: 0.1 s is not slower than a member's poll batch at its capacity "
+            "(500 records at 1,000/s: 0.5 s)",
+        ),
     ],
 )
 def test_bad_group_says_which_field(over, message):
@@ -182,7 +187,7 @@ def test_every_scenario_loads_and_slow_member_is_the_second(tmp_path):
 
 def test_growth_stops_at_ten_thousand_members():
     g = _group(members=3000, topics=[{"name": "t", "partitions": 3000, "rate": 1.0}])
-    assert growth_factors(g) == [2.0, 10_000 / 3000]
+    assert growth_factors(g) == [2.0, 3.33]  # 5x would pass 10,000 members: as far as that
     assert growth_factors(_group()) == [2.0, 5.0]
 
 
@@ -214,3 +219,23 @@ def test_dry_run_says_what_it_would_run(capsys):
     out = capsys.readouterr().out
     assert "today: classic protocol, range (eager), dynamic members" in out
     assert "alternative cooperative-sticky" in out and "estimated" in out
+
+
+@pytest.mark.parametrize("stop", ["ctrl-c", "sweep"])
+def test_an_interrupted_plan_exits_130_in_one_line(tmp_path, monkeypatch, capsys, stop):
+    """Ctrl-C (or the sweep's interrupt, which says how many runs it kept) ends the plan with
+    exit 130 and one line saying the complete runs are kept; no traceback."""
+    import experiments.plan.execute as execute
+    from experiments.engine.sweep import SweepInterrupted
+
+    def interrupted(group, opts):
+        if stop == "ctrl-c":
+            raise KeyboardInterrupt
+        raise SweepInterrupted("interrupted; 7 of 20 runs are complete in W (rerun ...)")
+
+    monkeypatch.setattr(execute, "run_plan", interrupted)
+    out = tmp_path / "out"
+    assert main(["plan", str(EXAMPLE_FILE), "--out", str(out)]) == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "complete" in err and "Traceback" not in err
+    assert out.is_dir()  # checked (and created) before the plan started
