@@ -95,7 +95,7 @@ def register(subparsers) -> None:
     speed.add_argument(
         "--quick",
         action="store_true",
-        help="a first look in about a minute at 1,000 members: deploy and crash, 2-3 seeds",
+        help="a first look: deploy and crash, 2-3 seeds (1-2 minutes at 1,000 members on 2 cores)",
     )
     speed.add_argument(
         "--thorough",

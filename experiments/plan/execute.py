@@ -80,15 +80,20 @@ class Selection:
     budget_s: float | None
 
 
+def _in_mode(blocks: list[Block], mode: Mode) -> list[Block]:
+    """``blocks`` less what ``mode`` does not run (a quick plan: two faults, fewer set-ups)."""
+    if mode.name != "quick":
+        return blocks
+    return [
+        b
+        for b in blocks
+        if b.fault in QUICK_FAULTS and b.variant.full and b.variant.key not in QUICK_SKIP
+    ]
+
+
 def _phase1(group: Group, mode: Mode, scenario_dir: Path, seeds: int, write: bool) -> list[Block]:
-    blocks = blocks_for(group, scenario_dir, 1.0, None, tuple(range(seeds)), write)
-    if mode.name == "quick":
-        blocks = [
-            b
-            for b in blocks
-            if b.fault in QUICK_FAULTS and b.variant.full and b.variant.key not in QUICK_SKIP
-        ]
-    return blocks
+    """Every block at today's size that ``mode`` runs, at ``seeds`` seeds."""
+    return _in_mode(blocks_for(group, scenario_dir, 1.0, None, tuple(range(seeds)), write), mode)
 
 
 def _with_seeds(block: Block, n: int) -> Block:
@@ -114,8 +119,8 @@ def select(
     gseeds = tuple(range(mode.growth_seeds))
     full_alts = [v.key for v in variants(group) if v.full and v.key != "today"]
     stop = False
-    for f in growth_factors(group) if mode.name != "quick" or budget else []:
-        blocks = blocks_for(group, scenario_dir, f, None, gseeds, write=False)
+    for f in growth_factors(group):
+        blocks = _in_mode(blocks_for(group, scenario_dir, f, None, gseeds, write=False), mode)
         today_cost = cost_of([b for b in blocks if b.variant.key == "today"])
         alt_cost = max(
             (cost_of([b for b in blocks if b.variant.key == k]) for k in full_alts), default=0.0
@@ -161,12 +166,14 @@ def _minutes(seconds: float) -> str:
 
 
 def growth_blocks(
-    group: Group, sel: Selection, best: str | None, scenario_dir: Path
+    group: Group, sel: Selection, best: str | None, scenario_dir: Path, mode: Mode
 ) -> list[Block]:
+    """The growth phase's blocks: today's set-up at each growth size chosen, with ``best``
+    where the budget has room for it."""
     out: list[Block] = []
     for f, which in sel.growth:
         keys = ["today"] + ([best] if best and which == "today+best" else [])
-        out += blocks_for(group, scenario_dir, f, keys, sel.growth_seeds)
+        out += _in_mode(blocks_for(group, scenario_dir, f, keys, sel.growth_seeds), mode)
     return out
 
 
@@ -318,7 +325,7 @@ def run_plan(group: Group, opts: Options) -> int:
     specs2: list = []
     if sel.growth:
         best = best_from_stall(stall_by_point(spark, opts.work, specs1), group)
-        g_blocks = growth_blocks(group, sel, best, scenarios)
+        g_blocks = growth_blocks(group, sel, best, scenarios, opts.mode)
         specs2 = with_kernel(specs_of(g_blocks, overrides, "plan"), opts.kernel)
         specs2 = [attrs.evolve(s, cost=s.cost * COST_UNIT) for s in specs2]
         status2 = run_sweep(
