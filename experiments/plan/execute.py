@@ -24,7 +24,7 @@ from pathlib import Path
 
 import attrs
 
-from .group import Group, plural, to_toml
+from .group import Group, plural, settings_changed, to_toml
 from .runs import (
     Block,
     Mode,
@@ -396,6 +396,7 @@ def run_plan(group: Group, opts: Options) -> int:
         facts=group.facts,
         left_out=sel.left_out,
         seeds_text=seeds_text(blocks),
+        settings=settings_changed(group),
         provenance=provenance,
         replay=(
             "replay any run: "

@@ -190,6 +190,35 @@ class Group:
         return data
 
 
+# The group file's workload fields: not Kafka settings (Kafka knows no rate or capacity).
+WORKLOAD = ("capacity", "assign_cost_ms", "revoke_cost_ms")
+
+
+def settings_changed(group: Group) -> list[str]:
+    """The client and broker settings the group sets to other than Kafka's defaults, by Kafka's
+    names (``session.timeout.ms = 10000``), the workload fields left out."""
+    from sim import ConsumerConfig, GroupConfig
+
+    cons, brok = group.consumer_config(), group.broker_config()
+    kafka_cons, kafka_brok = ConsumerConfig(), GroupConfig()
+    out = []
+    for key, value in group.consumer.items():
+        if key in WORKLOAD or getattr(cons, key) == getattr(kafka_cons, key):
+            continue
+        if key == "static":
+            out.append(f"group.instance.id {'set' if value else 'not set'}")
+            continue
+        name = "client.rack" if key == "rack" else key.replace("_", ".")
+        shown = ", ".join(map(str, value)) if isinstance(value, list | tuple) else value
+        out.append(f"{name} = {shown}")
+    for key, value in group.broker.items():
+        if getattr(brok, key) == getattr(kafka_brok, key):
+            continue
+        shown = ", ".join(map(str, value)) if isinstance(value, list | tuple) else value
+        out.append(f"group.{key.replace('_', '.')} = {shown} (broker)")
+    return out
+
+
 def plural(n: int, word: str) -> str:
     """``1 member``, ``800 members``."""
     return f"{n:,} {word}{'' if n == 1 else 's'}"

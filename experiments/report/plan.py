@@ -60,6 +60,7 @@ class PlanPage:
     facts: Sequence[str] = ()
     left_out: Sequence[str] = ()
     seeds_text: str = ""
+    settings: Sequence[str] = ()
     provenance: Sequence[str] = ()
     replay: str = ""
 
@@ -344,7 +345,9 @@ def answers_table(table: pd.DataFrame, factor: float = 1.0) -> pd.DataFrame:
 
 def growth_table(table: pd.DataFrame) -> pd.DataFrame:
     variants_grown = set(table.loc[table["factor"] > 1.0, "variant"])
-    t = table[table["variant"].isin(variants_grown)].sort_values(["fault", "variant", "factor"])
+    rank = {f: i for i, f in enumerate(FAULTS)}
+    t = table[table["variant"].isin(variants_grown)]
+    t = t.assign(_f=t["fault"].map(rank)).sort_values(["_f", "variant", "factor"])
     cols = ["fault", "set-up", "factor", "members", "partitions", "seeds"]
     for label in (STALL, LAG):
         cols += [label, f"{label} p10", f"{label} p90"]
@@ -371,9 +374,19 @@ def terminal_text(page: PlanPage, said: Sequence[str]) -> str:
 # Figures
 
 
+def _short(v: float) -> str:
+    """An axis label: 0, 500, 20k, 1.5M."""
+    if abs(v) >= 1e6:
+        return f"{v / 1e6:g}M"
+    if abs(v) >= 1e3:
+        return f"{v / 1e3:g}k"
+    return f"{v:g}"
+
+
 def stall_figure(table: pd.DataFrame, path: Path) -> str:
     """One panel per fault: each set-up's stall at today's size, median and p10-p90 band."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     from .plots import save
 
@@ -391,6 +404,8 @@ def stall_figure(table: pd.DataFrame, path: Path) -> str:
         for yi, m in zip(y, med, strict=True):
             ax.text(m, yi, f" {num(float(m))}", va="center", ha="left", fontsize=7)
         ax.set_xlim(0, max(1.0, float((med + hi).max())) * 1.3)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _short(v)))
+        ax.xaxis.set_major_locator(MaxNLocator(4))
         ax.set_yticks(list(y))
         ax.set_yticklabels(
             [s if len(s) < 34 else s[:31] + "..." for s in sub["set-up"]], fontsize=8
@@ -408,6 +423,7 @@ def stall_figure(table: pd.DataFrame, path: Path) -> str:
 
 def growth_figure(table: pd.DataFrame, path: Path) -> str | None:
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     from .plots import plain_log_ticks, save
 
@@ -436,12 +452,18 @@ def growth_figure(table: pd.DataFrame, path: Path) -> str | None:
         ax.set_title(fault, fontsize=10)
         ax.set_xlabel("members", fontsize=9)
         ax.set_ylabel("stall (unassigned partition-s)", fontsize=9)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _short(v)))
         ax.legend(fontsize=7)
     fig.tight_layout()
     save(fig, path)
+    which = (
+        "today's set-up (grey) and the best alternative at today's size (blue)"
+        if len(grown) > 1
+        else "today's set-up"
+    )
     return (
-        "Stall as the group grows (members and partitions together), today's set-up (grey) and "
-        "the best alternative at today's size (blue): median, band p10-p90."
+        f"Stall as the group grows (members and partitions together), {which}: median, band "
+        "p10-p90."
     )
 
 
@@ -459,7 +481,12 @@ def write(page: PlanPage, out: Path) -> tuple[Path, list[str]]:
     answers = answers_table(page.table)
     atomic_write_bytes(out / "answers.csv", page.table.to_csv(index=False).encode())
     atomic_write_bytes(out / "ranking.csv", page.ranking.to_csv(index=False).encode())
-    intro = [page.summary, f"Today: {page.today}."]
+    intro = [
+        page.summary,
+        f"Today: {page.today}; settings other than Kafka's defaults: "
+        + ("; ".join(page.settings) if page.settings else "none")
+        + ".",
+    ]
     first: list[Any] = [*said]
     first.append(
         Table(

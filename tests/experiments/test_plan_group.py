@@ -239,3 +239,18 @@ def test_an_interrupted_plan_exits_130_in_one_line(tmp_path, monkeypatch, capsys
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "complete" in err and "Traceback" not in err
     assert out.is_dir()  # checked (and created) before the plan started
+
+
+def test_the_report_lists_only_the_settings_that_differ_from_kafkas():
+    from experiments.plan.group import settings_changed
+
+    assert settings_changed(load_group(EXAMPLE_FILE)) == []  # it spells out Kafka's defaults
+    g = _group(
+        consumer={"capacity": 1000.0, "session.timeout.ms": 20000, "static": True},
+        broker={"group.initial.rebalance.delay.ms": 0},
+    )
+    assert settings_changed(g) == [
+        "session.timeout.ms = 20000",
+        "group.instance.id set",
+        "group.initial.rebalance.delay.ms = 0 (broker)",
+    ]
