@@ -222,6 +222,15 @@ def stall_by_point(spark, work, specs) -> dict[tuple[str, str], float]:
     return {k: statistics.median(v) for k, v in by.items()}
 
 
+def group_file_text(group: Group) -> str:
+    """The group as planned, as a group file to edit and plan again, saying where it came from
+    and what was assumed."""
+    head = [f"# The group as rebalance-sim plan ran it, from {group.source}."]
+    head += [f"# Assumed: {a}." for a in group.assumed]
+    head += [f"# From the describe output: {f}." for f in group.facts]
+    return "\n".join(head) + "\n" + to_toml(group)
+
+
 def describe_group(group: Group) -> str:
     cfg = group.consumer_config()
     produced = group.produce_rate
@@ -283,7 +292,6 @@ def run_plan(group: Group, opts: Options) -> int:
     from ..engine.aggregate import aggregate
     from ..engine.grid import with_kernel
     from ..engine.spark import current_master, get_spark
-    from ..engine.store import local_path
     from ..engine.sweep import check_aggregate, report_failures, run_sweep
     from ..provenance import produced_by
     from ..report import plan as page_mod
@@ -293,7 +301,7 @@ def run_plan(group: Group, opts: Options) -> int:
     t0 = time.monotonic()
     out = opts.out
     scenarios = out / "scenarios"
-    atomic_write_text(out / "group.toml", to_toml(group))
+    atomic_write_text(out / "group.toml", group_file_text(group))
     overrides = kafka_version_overrides(group.broker_version)
     _say(f"{group.name}: {describe_group(group)}")
     _say(f"starting Spark ({opts.master or 'local[*]'}) ...")
@@ -360,9 +368,8 @@ def run_plan(group: Group, opts: Options) -> int:
     runs_out = runs_out.merge(
         limits.pivot(index="run_id", columns="phase").pipe(_flat), on="run_id", how="left"
     )
-    if local_path(out) is not None:
-        atomic_write_bytes(out / "runs.csv", runs_out.to_csv(index=False).encode())
-        atomic_write_bytes(out / "points.csv", points.to_csv(index=False).encode())
+    atomic_write_bytes(out / "runs.csv", runs_out.to_csv(index=False).encode())
+    atomic_write_bytes(out / "points.csv", points.to_csv(index=False).encode())
     elapsed = time.monotonic() - t0
     knows = scenario_knows_kafka_version()
     provenance = [
