@@ -177,19 +177,31 @@ def kafka_version_overrides(broker_version: str) -> tuple[str, ...]:
     (``kafka_version=4.3``), or none when the scenario format has no such setting yet. Wiring
     point: when the simulator's coordinator knows versions (a top-level ``kafka_version``), this
     passes the group file's ``broker_version`` to every run unchanged."""
-    return ("kafka_version=" + broker_version,) if scenario_knows_kafka_version() else ()
+    override = f"kafka_version={broker_version}"
+    return (override,) if scenario_takes(override) else ()
+
+
+def scenario_takes(override: str) -> bool:
+    """Whether a scenario file accepts ``override`` as a run's ``--set`` gives it (tried on a
+    minimal scenario, by the loader every run goes through: an unknown key is refused by name)."""
+    import tempfile
+
+    from sim import ConfigError
+    from sim.builtin_scenarios import load_scenario
+
+    with tempfile.TemporaryDirectory(prefix="rebalance-sim-plan-") as tmp:
+        path = Path(tmp) / "probe.toml"
+        path.write_text('[[topics]]\nname = "t"\npartitions = 1\n', encoding="utf-8")
+        try:
+            load_scenario(str(path), [override])
+        except ConfigError:
+            return False
+    return True
 
 
 def scenario_knows_kafka_version() -> bool:
-    """Whether the scenario format accepts a top-level ``kafka_version`` (tried on a minimal
-    scenario: an unknown key is refused by name)."""
-    from sim import ConfigError, Scenario
-
-    try:
-        Scenario.from_dict({"topics": [{"name": "t", "partitions": 1}], "kafka_version": "4.3"})
-    except ConfigError:
-        return False
-    return True
+    """Whether the runs are told the brokers' version (see ``kafka_version_overrides``)."""
+    return bool(kafka_version_overrides("4.3"))
 
 
 # ---------------------------------------------------------------------------------------------
