@@ -253,8 +253,9 @@ def limit_sentences(page: PlanPage) -> list[str]:
             out.append(
                 f"{upper_first(where)}, under {who}, {int(worst['rebalance_timeouts_max']):,} "
                 f"member(s) did not rejoin within the rebalance timeout (max.poll.interval.ms, "
-                f"{mpi:,.0f} s) and were removed ({', '.join(timeouts['fault'])}); fix: "
-                f"max.poll.interval.ms above the longest callback ({name}, {secs:,.0f} s)."
+                f"{mpi:,.0f} s) and were removed ({', '.join(timeouts['fault'])}): a member busy "
+                f"in its rebalance callbacks (the longest, {name}, {secs:,.0f} s) rejoins only "
+                f"after them; fix: a longer max.poll.interval.ms, or cheaper callbacks."
             )
     return out
 

@@ -21,11 +21,14 @@ partitions = 8
 rate = 20.0
 [consumer]
 capacity = 500.0
-assign_cost_ms = 10.0
+assign_cost_ms = 4000.0
+"max.poll.interval.ms" = 30000
 [deploy]
 batch_size = "50%"
 down_s = 5.0
 gap_s = 5.0
+[faults]
+slow_poll_s = 10.0
 [plan]
 growth = [2]
 """
@@ -93,12 +96,37 @@ def test_the_sentences_agree_with_the_table(plan):
         assert s.replace("'", "&#x27;") in report
 
 
+def test_the_limit_crossed_is_said_with_its_fix(plan):
+    """onPartitionsAssigned costs 4 s a partition and max.poll.interval.ms is 30 s: a member
+    assigned 8 partitions at once (under the consumer protocol, the first to join gets them all;
+    under the classic one, a member that starts before the others may) outlasts it in the cold
+    start. The runs' events say which did, and the sentence names those set-ups and the fix."""
+    out, printed, _ = plan
+    runs = pd.read_csv(out / "runs.csv")
+    crossed = runs["cold_poll_timeouts"] >= 1
+    assert (crossed == (runs["cold_max_assigned"] * 4.0 > 30.0)).all()
+    consumer = runs[runs["variant"] == "consumer-uniform"]
+    assert (consumer["cold_max_assigned"] == 8).all() and crossed[consumer.index].all()
+    table = pd.read_csv(out / "answers.csv")
+    at_today = table[(table["factor"] == 1.0) & (table["cold poll_timeouts_max"] > 0)]
+    (said,) = [s for s in _sentences(printed) if s.startswith("At today's size, a cold start")]
+    named = said.split(" under ", 1)[1].split(" crosses a limit")[0].split(" and ")
+    assert set(named) == set(at_today["set-up"]) and "consumer protocol, uniform" in named
+    assert "onPartitionsAssigned handles up to 8 partitions (32 s)" in said
+    assert (
+        "past max.poll.interval.ms (30 s)" in said
+        and "fix: max.poll.interval.ms above 39 s" in said
+    )
+
+
 def test_growth_was_run_and_said(plan):
     out, printed, _ = plan
     table = pd.read_csv(out / "answers.csv")
     grown = table[table["factor"] == 2.0]
     assert set(grown["variant"]) >= {"today"} and set(grown["members"]) == {8}
-    growth = [s for s in _sentences(printed) if s.startswith("At 2x the group (8 members)")]
+    growth = [
+        s for s in _sentences(printed) if s.startswith("At 2x the group (8 members), today's")
+    ]
     assert len(growth) == 1
 
 
