@@ -176,27 +176,33 @@ def kafka_version_overrides(broker_version: str) -> tuple[str, ...]:
     """The run override that asks the simulator for the brokers' Kafka version
     (``kafka_version=4.3``), or none when the scenario format has no such setting yet. Wiring
     point: when the simulator's coordinator knows versions (a top-level ``kafka_version``), this
-    passes the group file's ``broker_version`` to every run unchanged."""
+    passes the group file's ``broker_version`` to every run unchanged; a format that knows the
+    key but refuses the value (as ``--set`` parses it) is an error, not a silent omission."""
+    from sim import ConfigError
+
+    from .group import PlanError
+
     override = f"kafka_version={broker_version}"
-    return (override,) if scenario_takes(override) else ()
+    try:
+        try_override(override)
+    except ConfigError as e:
+        if "unknown key" in e.reason:
+            return ()
+        raise PlanError(f"broker_version: the simulator refuses {override}: {e.reason}") from None
+    return (override,)
 
 
-def scenario_takes(override: str) -> bool:
-    """Whether a scenario file accepts ``override`` as a run's ``--set`` gives it (tried on a
-    minimal scenario, by the loader every run goes through: an unknown key is refused by name)."""
+def try_override(override: str) -> None:
+    """Load a minimal scenario file with ``override`` as a run's ``--set`` gives it, by the
+    loader every run goes through; raises its ``ConfigError``."""
     import tempfile
 
-    from sim import ConfigError
     from sim.builtin_scenarios import load_scenario
 
     with tempfile.TemporaryDirectory(prefix="rebalance-sim-plan-") as tmp:
         path = Path(tmp) / "probe.toml"
         path.write_text('[[topics]]\nname = "t"\npartitions = 1\n', encoding="utf-8")
-        try:
-            load_scenario(str(path), [override])
-        except ConfigError:
-            return False
-    return True
+        load_scenario(str(path), [override])
 
 
 def scenario_knows_kafka_version() -> bool:

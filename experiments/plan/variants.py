@@ -135,7 +135,7 @@ def variants(group: Group) -> list[Variant]:
         out.extend(
             Variant(
                 f"consumer-{server}",
-                f"consumer protocol, {server}",
+                f"consumer protocol ({server})",
                 f"group.protocol = consumer, group.remote.assignor = {server} (KIP-848)",
                 {"group_protocol": "consumer", "group_remote_assignor": server},
             )
@@ -146,7 +146,7 @@ def variants(group: Group) -> list[Variant]:
         out.append(
             Variant(
                 f"consumer-{other}",
-                f"consumer protocol, {other}",
+                f"consumer protocol ({other})",
                 f"group.remote.assignor = {other}",
                 {"group_remote_assignor": other},
             )

@@ -39,6 +39,17 @@ def upper_first(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+def listing(items: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def who(label: str) -> str:
+    """A set-up as a sentence names it after 'under'."""
+    return "today's set-up" if label == "today" else label
+
+
 @attrs.frozen
 class PlanPage:
     """What the page needs: the tables (``experiments.plan.tables``) and the words around them.
@@ -212,7 +223,7 @@ def limit_sentences(page: PlanPage) -> list[str]:
             if factor != 1.0
             else "at today's size"
         )
-        who = first["set-up"]
+        name_of = who(first["set-up"])
         mpi = float(first["max_poll_interval_s"])
         polls = g[g["poll_timeouts_max"] > 0]
         if len(polls):
@@ -225,7 +236,7 @@ def limit_sentences(page: PlanPage) -> list[str]:
                 else f"in {int(worst['runs_crossing'])} of {int(worst['seeds'])} seeds"
             )
             out.append(
-                f"{upper_first(where)}, under {who}, {name} ({parts:,} partitions, "
+                f"{upper_first(where)}, under {name_of}, {name} ({parts:,} partitions, "
                 f"{secs:,.0f} s) outlasts max.poll.interval.ms ({mpi:,.0f} s) {share} "
                 f"({faults}), and they are removed from the group; fix: max.poll.interval.ms "
                 f"above {math.ceil(secs * 1.2):,} s, or less work per partition in {name}."
@@ -241,7 +252,7 @@ def limit_sentences(page: PlanPage) -> list[str]:
                 else "members stopped heartbeating"
             )
             out.append(
-                f"{upper_first(where)}, under {who}, {int(worst['sessions_expired_max']):,} "
+                f"{upper_first(where)}, under {name_of}, {int(worst['sessions_expired_max']):,} "
                 f"member(s) had their session expire ({faults}): {setting} is {seconds:g} s and "
                 f"{cause}, so the coordinator removes them and rebalances; fix: {setting} above "
                 f"{math.ceil(page.deploy_down_s + 10):g} s."
@@ -251,7 +262,7 @@ def limit_sentences(page: PlanPage) -> list[str]:
             worst = timeouts.loc[timeouts["rebalance_timeouts_max"].idxmax()]
             name, secs, _ = _callback(worst)
             out.append(
-                f"{upper_first(where)}, under {who}, {int(worst['rebalance_timeouts_max']):,} "
+                f"{upper_first(where)}, under {name_of}, {int(worst['rebalance_timeouts_max']):,} "
                 f"member(s) did not rejoin within the rebalance timeout (max.poll.interval.ms, "
                 f"{mpi:,.0f} s) and were removed ({', '.join(timeouts['fault'])}): a member busy "
                 f"in its rebalance callbacks (the longest, {name}, {secs:,.0f} s) rejoins only "
@@ -269,13 +280,13 @@ def cold_start_sentences(table: pd.DataFrame) -> list[str]:
         worst = g.loc[g["cold assign_s"].idxmax()]
         name, secs, parts = _callback(worst, "cold ")
         mpi = float(worst["max_poll_interval_s"])
-        who = list(dict.fromkeys(g["set-up"]))
+        names = list(dict.fromkeys(g["set-up"]))
         where = (
             f"at {factor:g}x the group ({int(worst['members']):,} members)"
             if factor != 1.0
             else "at today's size"
         )
-        consumer = all(w.startswith("consumer protocol") for w in who)
+        consumer = all(w.startswith("consumer protocol") for w in names)
         why = (
             " (the first member to join is assigned every partition: KIP-848 has no initial "
             "rebalance delay)"
@@ -284,7 +295,7 @@ def cold_start_sentences(table: pd.DataFrame) -> list[str]:
         )
         out.append(
             f"{upper_first(where)}, a cold start (every member starting together) under "
-            f"{' and '.join(who)} crosses a limit: {name} handles up to {parts:,} partitions "
+            f"{listing([who(w) for w in names])} crosses a limit: {name} handles up to {parts:,} partitions "
             f"({secs:,.0f} s){why}, past max.poll.interval.ms ({mpi:,.0f} s), and members are "
             f"removed while the group forms; fix: max.poll.interval.ms above "
             f"{math.ceil(secs * 1.2):,} s."
@@ -295,7 +306,7 @@ def cold_start_sentences(table: pd.DataFrame) -> list[str]:
 def unmeasured_sentences(table: pd.DataFrame) -> list[str]:
     bad = table[~table["measured"]]
     return [
-        f"The {r['fault']} under {r['set-up']} at {int(r['members']):,} members was not measured: "
+        f"The {r['fault']} under {who(r['set-up'])} at {int(r['members']):,} members was not measured: "
         "in some seed the group had not formed when the fault came, so the fault fell into its "
         "cold start (excluded from the tables)."
         for _, r in bad.iterrows()

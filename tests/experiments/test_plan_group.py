@@ -207,11 +207,26 @@ def test_selection_keeps_the_budget_and_says_what_it_left_out(tmp_path):
     assert not list(tmp_path.iterdir())  # estimates write no scenario file
 
 
-def test_broker_version_reaches_the_runs_only_when_the_simulator_knows_it():
+def test_broker_version_reaches_the_runs_only_when_the_simulator_knows_it(monkeypatch):
     """Today's scenario format has no kafka_version: the override is left out (and the report
-    says so). When the format gains it, the group file's version is passed unchanged."""
+    says so). When the format gains it, the group file's version is passed unchanged; a format
+    that knows the key but refuses the value stops the plan in one line."""
+    import experiments.plan.runs as runs
+    from sim import ConfigError
+
     knows = scenario_knows_kafka_version()
     assert kafka_version_overrides("4.0") == (("kafka_version=4.0",) if knows else ())
+    monkeypatch.setattr(runs, "try_override", lambda override: None)
+    assert kafka_version_overrides("4.0") == ("kafka_version=4.0",)
+
+    def refuses(override):
+        raise ConfigError("kafka_version", "4.0 is not a string")
+
+    monkeypatch.setattr(runs, "try_override", refuses)
+    with pytest.raises(
+        PlanError, match=r"broker_version: the simulator refuses kafka_version=4\.0"
+    ):
+        kafka_version_overrides("4.0")
 
 
 def test_dry_run_says_what_it_would_run(capsys):

@@ -75,7 +75,7 @@ def test_the_best_alternative_is_stated_with_the_tables_numbers():
     rows = [
         _row("deploy", "today", "today", 49300.0),
         _row("deploy", "cooperative-sticky", "cooperative-sticky", 5400.0),
-        _row("deploy", "consumer-uniform", "consumer protocol, uniform", 5600.0),
+        _row("deploy", "consumer-uniform", "consumer protocol (uniform)", 5600.0),
         _row("deploy", "static", "static membership", 90000.0),
     ]
     text = page.fault_sentence(pd.DataFrame(rows), "deploy", {})
@@ -83,7 +83,7 @@ def test_the_best_alternative_is_stated_with_the_tables_numbers():
     assert text.startswith("Deploy: cooperative-sticky cuts the stall about 9.1x (")
     assert f"{quote(coop, STALL)} vs {quote(today, STALL)} unassigned partition-seconds" in text
     # the consumer protocol's band overlaps cooperative-sticky's: not called a difference
-    assert "consumer protocol, uniform is about the same as cooperative-sticky here" in text
+    assert "consumer protocol (uniform) is about the same as cooperative-sticky here" in text
     assert "static membership stalls 1.8x more than today" in text
 
 
@@ -103,13 +103,13 @@ def test_no_difference_inside_the_bands():
 def test_an_unmeasured_fault_is_left_out_and_said():
     rows = [
         _row("crash", "today", "today", 4672.0),
-        _row("crash", "consumer-uniform", "consumer protocol, uniform", 100.0, measured=False),
+        _row("crash", "consumer-uniform", "consumer protocol (uniform)", 100.0, measured=False),
     ]
     text = page.fault_sentence(pd.DataFrame(rows), "crash", {})
     assert "consumer protocol" not in text
     (said,) = page.unmeasured_sentences(pd.DataFrame(rows))
     assert said.startswith(
-        "The crash under consumer protocol, uniform at 800 members was not measured"
+        "The crash under consumer protocol (uniform) at 800 members was not measured"
     )
 
 
