@@ -395,7 +395,11 @@ def run_plan(group: Group, opts: Options) -> int:
         today=set_up(group).describe(),
         table=table,
         ranking=rank,
-        changes={v.label: v.change for v in variants(group) if v.key != "today"},
+        changes={
+            v.label: v.change
+            for v in variants(group)
+            if v.key != "today" and v.key in set(table["variant"])
+        },
         fault_text=fault_text(group),
         session=session_of(group),
         deploy_down_s=group.deploy.down_s,
