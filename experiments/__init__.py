@@ -10,6 +10,8 @@ Layout, one folder per role:
               and soak (``soak``, ``schedules``)
   report/     figures, headline sentences, the HTML page, a run's timeline, and one page recipe
               per experiment (``eager_vs_cooperative``, ``protocols``, ``assignor_scaling``)
+  plan/       ``rebalance-sim plan``: a capacity plan for the user's own group (group file or
+              describe output, faults x alternatives x growth, the time budget, limits crossed)
   catalog/    the experiments as declarations (grid, scales, seeds, variants, and which recipe
               renders the page), ``common`` for what they share
   bench/      the benchmarks behind ``rebalance-sim bench``

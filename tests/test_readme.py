@@ -41,10 +41,18 @@ def test_readme_opens_with_the_two_commands():
 
 
 def test_readme_commands_succeed(tmp_path, monkeypatch, capsys):
-    """Each `$ .venv/bin/rebalance-sim ...` line of the tour, in order, exits 0."""
+    """Each `$ .venv/bin/rebalance-sim ...` line of the tour, in order, exits 0 (``> FILE``
+    writes its output to FILE, as the shell would)."""
     lines = re.findall(r"^\$ \.venv/bin/rebalance-sim (.*?)(?:\s+#.*)?$", README, flags=re.M)
     assert len(lines) >= 4
     monkeypatch.chdir(tmp_path)
     (tmp_path / "examples").symlink_to(Path(__file__).parent.parent / "examples")
     for line in lines:
-        assert main(shlex.split(line)) == 0, line
+        args = shlex.split(line)
+        if ">" in args:
+            at = args.index(">")
+            capsys.readouterr()
+            assert main(args[:at]) == 0, line
+            (tmp_path / args[at + 1]).write_text(capsys.readouterr().out)
+        else:
+            assert main(args) == 0, line

@@ -8,10 +8,10 @@ import os
 import sys
 import time
 
-from . import assign, bench, experiment, listing, run, show, soak, sweep, timeline
+from . import assign, bench, experiment, listing, plan, run, show, soak, sweep, timeline
 
 # The subcommands, in the order `rebalance-sim --help` lists them.
-COMMANDS = (run, timeline, listing, show, sweep, experiment, soak, assign, bench)
+COMMANDS = (run, timeline, listing, show, sweep, experiment, plan, soak, assign, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

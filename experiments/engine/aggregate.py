@@ -267,22 +267,31 @@ def aggregate(
     out_dir=None,
     run_ids: Sequence[str] | None = None,
     collect_windows: bool = True,
+    window_tables: bool = True,
 ) -> dict[str, pa.Table]:
     """Aggregate the complete runs under ``sweep_dir`` (all, or only ``run_ids``); write the
     tables to ``out_dir`` (default ``sweep_dir/aggregate``). Returns them as pyarrow Tables,
     sorted deterministically; ``windows`` only with ``collect_windows`` (a sweep of 10,000-member
-    groups has millions of windows: more than the driver should hold when nobody reads them)."""
+    groups has millions of windows: more than the driver should hold when nobody reads them).
+    Without ``window_tables``: only ``runs`` (without the ``*_from_intervals`` check) and ``points``,
+    for a caller that reads the summary metrics only: cutting every unassigned interval at its
+    episodes is most of the aggregation's time when the groups are large."""
     from .store import uri
 
     out_dir = uri(out_dir) if out_dir is not None else f"{uri(sweep_dir)}/aggregate"
     runs_df = load_runs(spark, sweep_dir, run_ids).cache()
     cols = point_columns(runs_df)
-    windows_df = unassigned_windows(spark, sweep_dir, runs_df, run_ids).cache()
-    frames = {
-        "runs": per_run(runs_df, windows_df).orderBy(*cols, "seed"),
-        "points": per_point(runs_df),
-        "window_quantiles": window_quantiles(windows_df, runs_df),
-    }
+    windows_df = (
+        unassigned_windows(spark, sweep_dir, runs_df, run_ids).cache() if window_tables else None
+    )
+    if windows_df is None:
+        frames = {"runs": runs_df.orderBy(*cols, "seed"), "points": per_point(runs_df)}
+    else:
+        frames = {
+            "runs": per_run(runs_df, windows_df).orderBy(*cols, "seed"),
+            "points": per_point(runs_df),
+            "window_quantiles": window_quantiles(windows_df, runs_df),
+        }
     local = _local_dir(out_dir)
     if local is not None:
         local.mkdir(parents=True, exist_ok=True)
@@ -294,6 +303,9 @@ def aggregate(
         _write(spark, df, tables[name], out_dir, name)
         if local is None:
             df.unpersist()
+    if windows_df is None:
+        runs_df.unpersist()
+        return tables
     windows = windows_df.select(
         *cols, "seed", "run_id", "episode", "topic", "partition", "window_s"
     )

@@ -221,6 +221,7 @@ def run_sweep(
     stream=None,
     runner: Callable[[RunSpec], tuple[str, str, dict]] | None = None,
     batch_runs: int | None = None,
+    more_cost: float = 0.0,
 ):
     """Run every spec not yet complete under ``out`` (for the current model) as Spark tasks, and
     write their rows batch by batch (``experiments.engine.store``).
@@ -234,7 +235,9 @@ def run_sweep(
 
     Returns a pandas DataFrame (run_id, status, wall_s, error) with one row per spec; complete
     runs are reported as ``skipped``. ``runner`` replaces ``run_one`` (tests). Ctrl-C raises
-    ``SweepInterrupted`` saying how many runs are kept.
+    ``SweepInterrupted`` saying how many runs are kept. ``more_cost``: the estimated cost (in
+    the units of ``RunSpec.cost``) of runs a later sweep of the same job will make, counted in
+    the ETA the progress lines show, so that they give the time left for the whole job.
     """
     import concurrent.futures as cf
 
@@ -389,7 +392,9 @@ def run_sweep(
         return batch
 
     t0 = time.monotonic()
-    progress = _Progress(label, stream, len(specs), kept, t0, sum(b.cost for b in batches))
+    progress = _Progress(
+        label, stream, len(specs), kept, t0, sum(b.cost for b in batches) + max(0.0, more_cost)
+    )
     results = [done]
     queue = list(batches)
     computing: dict[cf.Future, _Batch] = {}
