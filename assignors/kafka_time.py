@@ -41,42 +41,47 @@ from . import get_assignor
 from ._kafka_work import TERMS, KafkaWork
 from .types import AssignorError, Subscription
 
-# Milliseconds per unit of each work term (assignors._kafka_work.TERMS), per Kafka class. The two
-# sticky assignors run one class (AbstractStickyAssignor) and share its costs.
+# Milliseconds per unit of each work term (assignors._kafka_work.TERMS), per Kafka class: the fit
+# (least squares of log(ours / Kafka's), each cost held near a prior of what such an operation
+# costs a JIT-compiled JVM) to the calibration medians, with shapes measured locally weighing in on
+# how the costs split between terms (docs/kafka-fidelity.md, "Assignor time"). ``calls`` is what a
+# call costs whatever its size: the calibration's small inputs (a JVM two calls into an input runs
+# code that is not compiled yet). The two sticky assignors run one class (AbstractStickyAssignor)
+# and share its costs.
 _STICKY = {
-    "calls": 0.0,
-    "members": 0.0,
-    "partitions": 0.0,
-    "subscriptions": 0.0,
-    "member_compares": 0.0,
-    "claims": 0.0,
-    "user_data_partitions": 0.0,
-    "tp_hash_ops": 0.0,
-    "tp_same_hash": 0.0,
-    "tp_sort_compares": 0.0,
-    "tp_compares": 0.0,
-    "topic_scans": 0.0,
-    "balance_scan_partitions": 0.0,
-    "tree_steps": 0.0,
+    "calls": 3.63,
+    "members": 8.83e-3,  # MemberData, per-member lists and maps, the TreeSet of members
+    "partitions": 2.87e-5,  # per pass over every partition (PartitionInfo, lists, loops)
+    "subscriptions": 2.08e-4,  # subscription lists checked and copied per member and topic
+    "member_compares": 2.77e-5,  # sorts of member ids (unfilled members)
+    "claims": 9.05e-5,  # memberData's partitions, read and checked per claim
+    "user_data_partitions": 2.57e-4,  # eager sticky: Struct-decoded KIP-341 partitions
+    "tp_hash_ops": 4.02e-5,  # HashMap<TopicPartition, ...>: allPartitions, owners, moves
+    "tp_same_hash": 1.72e-5,  # their tree bins' walks over keys of one hashCode
+    "tp_sort_compares": 1.19e-4,  # lambda comparators (boxed partition numbers) sorting claims
+    "tp_compares": 2.40e-6,  # List#contains over a member's partitions (isBalanced)
+    "topic_scans": 2.22e-6,  # List#contains over a member's topics
+    "balance_scan_partitions": 1.21e-5,  # new TopicPartition per isBalanced check
+    "tree_steps": 2.78e-5,  # TreeSet walks and per-member size checks
 }
 MS_PER_UNIT: Mapping[str, Mapping[str, float]] = {
     "range": {
-        "calls": 0.0,
-        "members": 0.0,
-        "partitions": 0.0,
-        "subscriptions": 0.0,
-        "member_compares": 0.0,
-        "stream_iterations": 0.0,
-        "tp_compares": 0.0,
+        "calls": 16.4,
+        "members": 4.68e-3,  # MemberInfo, the assignment map, rack lookups
+        "partitions": 4.25e-4,  # PartitionInfo, TopicPartition, the topic's LinkedHashSet
+        "subscriptions": 2.90e-4,  # consumersPerTopic, each topic's LinkedHashMap and counts
+        "member_compares": 2.11e-5,  # Collections.sort of each topic's MemberInfos
+        "stream_iterations": 6.56e-4,  # a stream pipeline per consumer per topic
+        "tp_compares": 1.08e-6,  # removeAll scanning the last consumer's list
     },
     "roundrobin": {
-        "calls": 0.0,
-        "members": 0.0,
-        "partitions": 0.0,
-        "subscriptions": 0.0,
-        "member_compares": 0.0,
-        "iterator_steps": 0.0,
-        "topic_scans": 0.0,
+        "calls": 0.854,
+        "members": 6.49e-4,  # MemberInfo, the assignment map
+        "partitions": 2.69e-4,  # TopicPartition created, listed and handed out
+        "subscriptions": 7.48e-4,  # every member's topics added to a TreeSet
+        "member_compares": 2.48e-5,  # Utils.sorted of the MemberInfos
+        "iterator_steps": 3.60e-5,  # peeks of the circular iterator (a HashMap get each)
+        "topic_scans": 1.84e-6,  # topics().contains over the peeked member's topics
     },
     "sticky": _STICKY,
     "cooperative-sticky": _STICKY,
