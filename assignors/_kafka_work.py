@@ -162,7 +162,7 @@ def _same_hash(topics: tuple[str, ...], counts: tuple[int, ...]) -> tuple[np.nda
     return per_partition, fill
 
 
-def tp_hashes(topics: Sequence[str], counts: Sequence[int]) -> np.ndarray:
+def tp_hashes(topics: Sequence[str], counts: Sequence[int] | np.ndarray) -> np.ndarray:
     """``TopicPartition#hashCode`` of every partition (topics in order, partitions 0..n-1), as
     int64 values of the signed int32: ``31 * (31 + partition) + topic.hashCode()``."""
     topic_hash = java_string_hashes(list(topics)).astype(np.int64)
@@ -174,7 +174,9 @@ def tp_hashes(topics: Sequence[str], counts: Sequence[int]) -> np.ndarray:
     return np.where(h >= 1 << 31, h - (1 << 32), h)
 
 
-def same_hash(topics: Sequence[str], counts: Sequence[int]) -> tuple[np.ndarray, float]:
+def same_hash(
+    topics: Sequence[str], counts: Sequence[int] | np.ndarray
+) -> tuple[np.ndarray, float]:
     """For the partitions of ``topics`` (global index order): how many partitions share each
     one's ``TopicPartition#hashCode`` (itself included), and how many equal-hash keys filling a
     ``HashMap`` with all of them meets (sum over hash values of c(c-1)/2). Topics named
