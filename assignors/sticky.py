@@ -40,6 +40,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Sequence
+from functools import partial
 from itertools import chain, count, repeat
 from operator import attrgetter, itemgetter
 
@@ -425,8 +426,14 @@ def _constrained(
         rank = layout.topic_rank_of(flat)
         key = (flat - layout.offsets[rank]) * n_topics + rank
         # Each member's owned list, sorted by (partition, topic) in its claim order.
-        member_bounds = np.searchsorted(member, np.arange(n + 1))
-        work.defer(lambda: {"tp_sort_compares": grouped_timsort_compares(key, member_bounds)})
+        owners_of_claims = member
+        work.defer(
+            lambda: {
+                "tp_sort_compares": grouped_timsort_compares(
+                    key, np.searchsorted(owners_of_claims, np.arange(n + 1))
+                )
+            }
+        )
         srt = np.lexsort((key, member))
         flat, member = flat[srt], member[srt]
     lengths = np.bincount(member, minlength=n) if flat.size else np.zeros(n, dtype=np.int64)
@@ -442,10 +449,15 @@ def _constrained(
     assigned = np.zeros(total, dtype=bool)
     assigned[kept_parts] = True
     unassigned = np.flatnonzero(~assigned)
-    _, fill_all = same_hash(layout.topics, layout.counts)
     n_revoked = int(flat.size - kept_parts.size)
     work.add("tp_hash_ops", n_revoked)  # maybeRevokedPartitions.put
-    work.add("tp_same_hash", subset_fill_same(fill_all, n_revoked, total))
+    work.defer(
+        lambda: {
+            "tp_same_hash": subset_fill_same(
+                same_hash(layout.topics, layout.counts)[1], n_revoked, total
+            )
+        }
+    )
     # getUnassignedPartitions: sorts the kept partitions by (topic, partition) (member after
     # member in HashMap order, each in the order it was kept) and walks every partition.
     work.add("partitions", total)
@@ -456,9 +468,11 @@ def _constrained(
     # one partition to every member still below it; members reaching the floor queue up behind the
     # floor members (sorted by id) for the ceiling slots, in the order they reached it.
     id_rank = _id_ranks(order)
-    work.add(
-        "member_compares",
-        timsort_compares(id_rank[under_a]) + timsort_compares(id_rank[exact_a]),
+    work.defer(
+        lambda: {
+            "member_compares": timsort_compares(id_rank[under_a])
+            + timsort_compares(id_rank[exact_a])
+        }
     )
     under = under_a[np.argsort(id_rank[under_a], kind="stable")].tolist()
     exact = exact_a[np.argsort(id_rank[exact_a], kind="stable")].tolist()
@@ -489,8 +503,13 @@ def _constrained(
     n_new = int(unassigned.size)
     work.add("partitions", n_new)
     lookups = (n_new if n_revoked else 0) + (n_new if n_multi else 0)
-    n_transferring = int(np.count_nonzero(transferring))
-    work.add("tp_hash_ops", lookups + int(np.count_nonzero(revoked[unassigned])) + n_transferring)
+    work.add("tp_hash_ops", lookups)
+    work.defer(
+        lambda: {
+            "tp_hash_ops": int(np.count_nonzero(revoked[unassigned]))
+            + int(np.count_nonzero(transferring))
+        }
+    )
     if rest > 0:
         # The member that takes the last ceiling slot makes Kafka check, with
         # unassignedPartitions.indexOf, that it was handed the last partition.
@@ -711,9 +730,13 @@ class _GeneralBuilder:
         # members ordered by (size, id) hands out, for a replay when the counts are read.
         # src[r]: place in HashMap order of the member of rank r; its inverse lists the ranks.
         self.hm_ranks = np.argsort(src, kind="stable") if n else np.zeros(0, np.int64)
-        self.same, self.fill_all = same_hash(topics, counts)
-        self._state_cost: dict[str, float] = {}
-        self._state_calls = 0
+        # isBalanced's states: where each begins in the move log, and how often Kafka calls it
+        # there (each call rescans); replayed from the owners before balancing when read.
+        self._state_starts: list[int] = []
+        self._state_calls: list[int] = []
+        self._moves: list[tuple[int, int, int]] = []
+        self._owner0: np.ndarray | None = None
+        self._hm_consumers: dict[int, np.ndarray] = {}
         self._tree_sizes0: np.ndarray | None = None
         self._tree_given: list[int] = []
         self._tree_topics: list[int] = []
@@ -721,7 +744,7 @@ class _GeneralBuilder:
         self._tree_left: list[int] = []
         work.add("subscriptions", sum(map(len, raw_topics)))
         work.add("tp_hash_ops", total_owned)  # currentPartitionConsumer.put
-        work.add("tp_same_hash", subset_fill_same(self.fill_all, total_owned, layout.total))
+        self._defer_fill(total_owned)
         work.add("partitions", layout.total)  # getAllTopicPartitions
 
     # -- helpers ---------------------------------------------------------------------------
@@ -828,15 +851,64 @@ class _GeneralBuilder:
 
         work.defer(sort_compares)
 
-    def _flush_balance_calls(self) -> None:
-        """Charge the isBalanced calls made in the state that is ending (each rescans)."""
-        calls, self._state_calls = self._state_calls, 0
-        if calls:
-            for term, count_ in self._state_cost.items():
-                self.work.add(term, count_ * calls)
+    def _same(self) -> tuple[np.ndarray, float]:
+        """Equal-hash counts of the layout's partitions (``assignors._kafka_work.same_hash``)."""
+        return same_hash(self.layout.topics, self.layout.counts)
 
-    def _balance_cost(self, balanced: bool) -> dict[str, float]:
-        """What one call of Kafka's ``isBalanced`` does in the current state.
+    def _mean_same(self, lookups: int) -> dict[str, float]:
+        """Equal-hash keys met by ``lookups`` lookups in a map of every partition."""
+        return {"tp_same_hash": lookups * float(self._same()[0].mean())}
+
+    def _defer_fill(self, after: int, before: int = 0) -> None:
+        """Equal-hash keys met putting partitions into a map of ``before`` until it holds
+        ``after`` (a uniform subset of the layout's partitions)."""
+        total = self.layout.total
+
+        def met() -> dict[str, float]:
+            fill = self._same()[1]
+            return {
+                "tp_same_hash": subset_fill_same(fill, after, total)
+                - subset_fill_same(fill, before, total)
+            }
+
+        self.work.defer(met)
+
+    def _replay_balance(
+        self,
+        owner0: np.ndarray,
+        sizes0: np.ndarray,
+        active: np.ndarray,
+        lists0: dict[int, list[int]],
+        moves: list[tuple[int, int, int]],
+        states: list[tuple[int, int]],
+    ) -> dict[str, float]:
+        """What Kafka's ``isBalanced`` calls cost: every state the balancing loops went through
+        (owners and the members' lists after ``moves[:start]``), times the calls made in it."""
+        owner, sizes = owner0.copy(), sizes0.copy()
+        lists = {r: list(parts) for r, parts in lists0.items()}
+        totals: dict[str, float] = {}
+        applied = 0
+        for start, calls in states:
+            while applied < start:
+                p, old, new = moves[applied]
+                owner[p] = new
+                sizes[old] -= 1
+                sizes[new] += 1
+                lists[old].remove(p)
+                lists[new].append(p)
+                applied += 1
+            for term, count_ in self._balance_cost(owner, sizes, active, lists).items():
+                totals[term] = totals.get(term, 0.0) + count_ * calls
+        return totals
+
+    def _balance_cost(
+        self,
+        owner: np.ndarray,
+        sizes: np.ndarray,
+        active: np.ndarray,
+        lists: dict[int, list[int]],
+    ) -> dict[str, float]:
+        """What one call of Kafka's ``isBalanced`` does with these owners and sizes.
 
         It compares the smallest and largest assignment (the TreeSet's ends); when they differ
         by two or more it fills a HashMap of every assigned partition (``containsKey`` and
@@ -844,55 +916,74 @@ class _GeneralBuilder:
         can, and scans each one's topics partition by partition: builds the ``TopicPartition``,
         asks the member's list ``contains`` (a scan of the list) and, when it is not there, looks
         its owner up, until a partition whose owner holds two more than the member: then it
-        returns false. A member scanned to the end costs a closed form; the member that ends
-        the scan is scanned on our partition arrays up to that partition."""
+        returns false. Members scanned to the end cost a closed form; the member that ends the
+        scan is scanned on the owner array up to that partition."""
         cost = {"tree_steps": 2.0}
-        act = self.active
-        if not act.any():
+        if not active.any():
             return cost
-        sizes = self.sizes
-        active_sizes = sizes[act]
+        active_sizes = sizes[active]
         if int(active_sizes.min()) >= int(active_sizes.max()) - 1:
             return cost
+        same, fill = self._same()
         held = float(active_sizes.sum())
         cost["tp_hash_ops"] = 2 * held
-        cost["tp_same_hash"] = 2 * subset_fill_same(self.fill_all, int(held), self.layout.total)
-        eligible = act & (sizes != self.max_size_arr)
+        cost["tp_same_hash"] = 2 * subset_fill_same(fill, int(held), self.layout.total)
+        eligible = active & (sizes != self.max_size_arr)
         n = len(self.members)
         key = sizes * n + np.arange(n, dtype=np.int64)
-        if balanced:
-            idx = np.flatnonzero(eligible)
-            self._add_full_scans(cost, idx)
-            cost["tree_steps"] += float(np.count_nonzero(act))
-            return cost
         remaining = eligible.copy()
         big = np.iinfo(np.int64).max
         while remaining.any():
             c = int(np.argmin(np.where(remaining, key, big)))
-            found, scan = self._scan_member(c)
+            found, scan = self._scan_member(c, owner, sizes, same, lists[c])
             for term, value in scan.items():
                 cost[term] = cost.get(term, 0.0) + value
             if found:
-                cost["tree_steps"] += float(np.count_nonzero(act & (key <= key[c])))
-                break
+                cost["tree_steps"] += float(np.count_nonzero(active & (key <= key[c])))
+                return cost
             remaining[c] = False
+            if not found and not remaining.any():
+                break
+            # The members left are scanned to the end too when none of them finds a partition
+            # to take: check that in one pass and cost them in closed form.
+            if not self._any_violation(owner, sizes, remaining):
+                self._add_full_scans(cost, np.flatnonzero(remaining), owner, sizes, same)
+                break
+        cost["tree_steps"] += float(np.count_nonzero(active))
         return cost
 
-    def _add_full_scans(self, cost: dict[str, float], idx: np.ndarray) -> None:
+    def _any_violation(self, owner: np.ndarray, sizes: np.ndarray, members: np.ndarray) -> bool:
+        """Whether some of ``members`` could take a partition of its topics from a member
+        holding at least two more (isBalanced's test, all at once)."""
+        mine = owner >= 0
+        holder_size = np.full(owner.size, -1, dtype=np.int64)
+        holder_size[mine] = sizes[owner[mine]]
+        topic_max = np.full(len(self.counts), -1, dtype=np.int64)
+        np.maximum.at(topic_max, self.topic_arr, holder_size)
+        group_max = np.where(self.group_matrix, topic_max, -1).max(axis=1, initial=-1)
+        return bool((members & (group_max[self.group_of] > sizes + 1)).any())
+
+    def _add_full_scans(
+        self,
+        cost: dict[str, float],
+        idx: np.ndarray,
+        owner: np.ndarray,
+        sizes: np.ndarray,
+        same: np.ndarray,
+    ) -> None:
         """Closed form of scanning members ``idx`` to the end: each of the S partitions of its
         topics built and looked for in its list of L (L compares when absent, its place when
         present), and the S - L it does not hold looked up in the HashMap."""
         if not idx.size:
             return
         s_ = self.max_size_arr[idx].astype(np.float64)
-        l_ = self.sizes[idx].astype(np.float64)
-        owner = np.asarray(self.owner, dtype=np.int64)
+        l_ = sizes[idx].astype(np.float64)
         mine = owner >= 0
         owned_same = np.bincount(
-            owner[mine], weights=self.same[mine].astype(np.float64), minlength=len(self.members)
+            owner[mine], weights=same[mine].astype(np.float64), minlength=len(self.members)
         )
         topic_same = np.bincount(
-            self.topic_arr, weights=self.same.astype(np.float64), minlength=len(self.counts)
+            self.topic_arr, weights=same.astype(np.float64), minlength=len(self.counts)
         )
         group_same = self.group_matrix.astype(np.float64) @ topic_same
         subscribed_same = group_same[self.group_of[idx]]
@@ -905,22 +996,22 @@ class _GeneralBuilder:
             (subscribed_same - owned_same[idx]).sum()
         )
 
-    def _scan_member(self, c: int) -> tuple[bool, dict[str, float]]:
+    def _scan_member(
+        self, c: int, owner: np.ndarray, sizes: np.ndarray, same: np.ndarray, mine_list: list[int]
+    ) -> tuple[bool, dict[str, float]]:
         """isBalanced's scan of member ``c``'s topics (subscription order) up to the first
         partition whose owner holds at least two more than ``c``: (found one, its cost)."""
-        size = int(self.sizes[c])
-        sizes, same = self.sizes, self.same
+        size = int(sizes[c])
         rank = self.layout.rank
         topics = [rank[t] for t in self.group_tuples[self._group_of_l[c]] if t in rank]
-        offsets, counts, owner = self.offsets, self.counts, self.owner
+        offsets, counts = self.offsets, self.counts
+        scanned = held = at_sum = 0
         mine_at: dict[int, int] | None = None
-        scanned = held = 0
-        at_sum = 0
         same_met = 0.0
         found = False
         for t in topics:
             lo = offsets[t]
-            owners = np.array(owner[lo : lo + counts[t]], dtype=np.int64)
+            owners = owner[lo : lo + counts[t]]
             hit = (owners >= 0) & (owners != c) & (sizes[np.maximum(owners, 0)] > size + 1)
             if hit.any():
                 owners = owners[: int(np.argmax(hit)) + 1]
@@ -928,8 +1019,9 @@ class _GeneralBuilder:
             mine = owners == c
             n_mine = int(np.count_nonzero(mine))
             if n_mine:
+                # List#contains finds a held partition at its place in the member's list.
                 if mine_at is None:
-                    mine_at = {p: i for i, p in enumerate(self.current[c])}
+                    mine_at = {p: i for i, p in enumerate(mine_list)}
                 at_sum += sum(mine_at[lo + j] + 1 for j in np.flatnonzero(mine).tolist())
             scanned += int(owners.size)
             held += n_mine
@@ -1021,12 +1113,31 @@ class _GeneralBuilder:
         all_sorted = np.concatenate(order) if order else np.empty(0, dtype=np.int64)
         unassigned = all_sorted[~assigned[all_sorted]]
         self._balance(all_sorted, unassigned)
-        self._flush_balance_calls()
         work = self.work
-        sizes0, given, given_topics = self._tree_sizes0, self._tree_given, self._tree_topics
-        events, left = self._tree_events, self._tree_left
-        if sizes0 is not None:
-            work.defer(lambda: self._replay_tree(sizes0, given, given_topics, left, events))
+        if self._owner0 is not None and self._state_calls:
+            states = list(zip(self._state_starts, self._state_calls, strict=True))
+            work.defer(
+                partial(
+                    self._replay_balance,
+                    self._owner0,
+                    self._sizes0,
+                    self._active0,
+                    self._lists0,
+                    self._moves,
+                    states,
+                )
+            )
+        if self._tree_sizes0 is not None:
+            work.defer(
+                partial(
+                    self._replay_tree,
+                    self._tree_sizes0,
+                    self._tree_given,
+                    self._tree_topics,
+                    self._tree_left,
+                    self._tree_events,
+                )
+            )
         topics, offs = self.layout.topics, self.layout.offsets
         lengths = [len(c) for c in self.current]
         flat = np.fromiter(chain.from_iterable(self.current), dtype=np.int64, count=sum(lengths))
@@ -1057,11 +1168,7 @@ class _GeneralBuilder:
         work.add("tree_steps", 2 * log_n * len(given))
         work.add("partitions", len(given))
         work.add("tp_hash_ops", len(given))
-        work.add(
-            "tp_same_hash",
-            subset_fill_same(self.fill_all, owned_before + len(given), self.layout.total)
-            - subset_fill_same(self.fill_all, owned_before, self.layout.total),
-        )
+        self._defer_fill(owned_before + len(given), owned_before)
 
         fixed = np.array([c.size < 2 for c in consumers_of], dtype=bool)
         n_all, n_unassigned = int(all_sorted.size), int(unassigned.size)
@@ -1087,7 +1194,10 @@ class _GeneralBuilder:
         held_total = int(self.sizes.sum())
         work.add("partitions", int(self.sizes[self.active].sum()))
         work.add("tp_hash_ops", held_total)
-        work.add("tp_same_hash", subset_fill_same(self.fill_all, held_total, self.layout.total))
+        self._defer_fill(held_total)
+        self._owner0 = np.array(self.owner, dtype=np.int64)
+        self._sizes0 = self.sizes.copy()
+        self._active0 = self.active.copy()
 
         act = self.active
         active_ranks = np.flatnonzero(act).tolist()
@@ -1096,6 +1206,7 @@ class _GeneralBuilder:
         )
         pre_owner = list(self.owner)
         pre_sizes = self.sizes.copy()
+        self._lists0 = pre_balance  # the members' lists as balancing starts (copies)
 
         if not self.revocation_required:
             self._perform_reassignments(unassigned.tolist())
@@ -1129,10 +1240,10 @@ class _GeneralBuilder:
         and recheck the last (member, topic) that proved imbalance before a full scan.
         """
         if self._balanced_cache is None:
-            self._flush_balance_calls()
             self._balanced_cache = self._compute_balanced()
-            self._state_cost = self._balance_cost(self._balanced_cache)
-        self._state_calls += 1
+            self._state_starts.append(len(self._moves))
+            self._state_calls.append(0)
+        self._state_calls[-1] += 1
         return self._balanced_cache
 
     def _topic_max(self, topic: int) -> int:
@@ -1180,20 +1291,18 @@ class _GeneralBuilder:
     def _perform_reassignments(self, partitions: list[int]) -> bool:
         performed = False
         prev_owner, topic_of = self.prev_owner, self.topic_of
-        consumers_of, same = self.consumers_of, self.same
+        consumers_of = self.consumers_of
         # Per iteration Kafka looks the partition up in currentPartitionConsumer and (when it
         # holds anything) prevAssignment, then walks the topic's potential consumers for one
         # that holds at least two fewer partitions: all of them when there is none.
         lookups = 2 if prev_owner else 1
         iterations = walked = prev_gets = 0
-        same_met = 0
         while True:
             modified = False
             for p in partitions:
                 if self._is_balanced():
                     break
                 iterations += 1
-                same_met += int(same[p])
                 consumer = self.owner[p]
                 if consumer < 0:
                     continue
@@ -1221,16 +1330,19 @@ class _GeneralBuilder:
             if not modified:
                 work = self.work
                 work.add("tp_hash_ops", lookups * iterations + prev_gets)
-                work.add("tp_same_hash", same_met)
                 work.add("tree_steps", walked)
+                # currentPartitionConsumer.get of each: the partition's equal-hash keys
+                work.defer(partial(self._mean_same, iterations))
                 return performed
 
     def _walk_to_taker(self, topic: int, size: int) -> int:
         """How many of ``topic``'s potential consumers (in Kafka's order: the subscriptions'
         ``HashMap`` order) ``performReassignments`` checks before one holds fewer than
         ``size - 1`` partitions."""
-        hm = self.hm_ranks
-        cand = hm[self.subscribed[hm, topic]]
+        cand = self._hm_consumers.get(topic)
+        if cand is None:
+            hm = self.hm_ranks
+            cand = self._hm_consumers[topic] = hm[self.subscribed[hm, topic]]
         return int(np.argmax(self.sizes[cand] + 1 < size)) + 1
 
     def _reassign(self, p: int, new: int, by_tree: bool) -> None:
@@ -1249,6 +1361,7 @@ class _GeneralBuilder:
         work.add("tp_hash_ops", 5)
         work.add("tp_compares", at + 1)
         self._tree_events.append((self.topic_of[actual], old, new, by_tree))
+        self._moves.append((actual, old, new))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1320,16 +1433,22 @@ class _AbstractStickyAssignor(Assignor):
         existing topic into ``allPreviousPartitionsToOwner`` (a ``get`` and a ``put``)."""
         work.add("calls", 1)
         work.add("members", len(subs))
-        work.add("subscriptions", sum(map(len, map(_topics_of_sub, subs))))
         work.add("partitions", 2 * layout.total)
         claims = int(data.lengths.sum())
         work.add("claims", claims)
         if self.name == "sticky":
             work.add("user_data_partitions", claims)
-        valid = int(np.count_nonzero(data.flat >= 0))
-        _, fill_all = same_hash(layout.topics, layout.counts)
-        work.add("tp_hash_ops", 2 * valid)
-        work.add("tp_same_hash", 2 * subset_fill_same(fill_all, valid, layout.total))
+
+        def lookups() -> dict[str, float]:
+            valid = int(np.count_nonzero(data.flat >= 0))
+            fill = same_hash(layout.topics, layout.counts)[1]
+            return {
+                "subscriptions": sum(map(len, map(_topics_of_sub, subs))),
+                "tp_hash_ops": 2 * valid,
+                "tp_same_hash": 2 * subset_fill_same(fill, valid, layout.total),
+            }
+
+        work.defer(lookups)
 
     @staticmethod
     def _previous_owners(
@@ -1355,9 +1474,15 @@ class _AbstractStickyAssignor(Assignor):
                 if cur is None or gen > cur[0]:
                     best[idx] = (gen, m)
         if considered:
-            _, fill_all = same_hash(layout.topics, layout.counts)
             work.add("tp_hash_ops", 2 * considered)
-            work.add("tp_same_hash", 2 * subset_fill_same(fill_all, considered, layout.total))
+            work.defer(
+                lambda: {
+                    "tp_same_hash": 2
+                    * subset_fill_same(
+                        same_hash(layout.topics, layout.counts)[1], considered, layout.total
+                    )
+                }
+            )
         return {k: v[1] for k, v in best.items()}
 
     def _assign(
@@ -1484,8 +1609,10 @@ def _partitions_transferring(result: StickyResult, work: KafkaWork | None = None
     if work is not None:
         owned = int(result.claims.lengths.sum())
         work.add("tp_hash_ops", 2 * owned + 2 * assigned + 2 * added + revoked)
-        _, fill_all = same_hash(result.layout_topics, result.layout_counts)
-        work.add("tp_same_hash", subset_fill_same(fill_all, added, result.total))
+        topics, counts, total = result.layout_topics, result.layout_counts, result.total
+        work.defer(
+            lambda: {"tp_same_hash": subset_fill_same(same_hash(topics, counts)[1], added, total)}
+        )
     return mask
 
 

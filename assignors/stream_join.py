@@ -254,12 +254,16 @@ def _work(
     work = KafkaWork("stream-join-sticky")
     work.add("calls", 1)
     work.add("members", len(members))
-    work.add("subscriptions", sum(len(subscriptions[m].topics) for m in members))
-    ranks = {m: i for i, m in enumerate(members)}
-    work.add(
-        "member_compares",
-        timsort_compares(np.array([ranks[m] for m in hashmap_order(members)], dtype=np.int64)),
-    )
+
+    def per_member() -> dict[str, float]:
+        ranks = {m: i for i, m in enumerate(members)}
+        in_map = np.array([ranks[m] for m in hashmap_order(members)], dtype=np.int64)
+        return {
+            "subscriptions": sum(len(subscriptions[m].topics) for m in members),
+            "member_compares": timsort_compares(in_map),
+        }
+
+    work.defer(per_member)
     work.add("claims", claims)
     work.add("user_data_partitions", claims)
     work.add("tp_hash_ops", 2 * claims)
