@@ -724,14 +724,13 @@ class _GeneralBuilder:
         self.held: list[dict[int, int]] | None = None
         # (member, topic) that proved the assignment unbalanced last time; usually still does
         self._witness: tuple[int, int] | None = None
-        # Kafka's work (see _count_* below): members in HashMap order (Kafka's maps of members
-        # iterate so), equal-hash counts of the partitions, what an isBalanced call costs in the
-        # current state and how often Kafka has called it there, and the members the TreeSet of
-        # members ordered by (size, id) hands out, for a replay when the counts are read.
-        # src[r]: place in HashMap order of the member of rank r; its inverse lists the ranks.
+        # Kafka's work ("Kafka's work" below): the members in HashMap order (Kafka's maps of
+        # members iterate so), and logs of the course the balancing takes, replayed when the
+        # counts are read. src[r]: place in HashMap order of the member of rank r; its inverse
+        # lists the ranks.
         self.hm_ranks = np.argsort(src, kind="stable") if n else np.zeros(0, np.int64)
         # isBalanced's states: where each begins in the move log, and how often Kafka calls it
-        # there (each call rescans); replayed from the owners before balancing when read.
+        # there (each call rescans); the TreeSet walks: the members handed partitions, in order.
         self._state_starts: list[int] = []
         self._state_calls: list[int] = []
         self._moves: list[tuple[int, int, int]] = []

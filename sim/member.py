@@ -749,6 +749,7 @@ class Member(ConsumerClient):
             if mode == "kafka"
             else None
         )
+        assignor.last_work = None  # it holds the assignment's arrays until read: let them go
         self.metadata_version_assigned = version
         total_partitions = sum(meta.get(t, 0) for t in {t for s in subs.values() for t in s.topics})
         cost = self.assignor_cost.cost_s(total_partitions, len(subs), measured, kafka_s=kafka_s)
