@@ -10,6 +10,8 @@ Layout:
   stream_join  KIP-315 stream-join sticky          "stream-join-sticky"
   userdata     Kafka's Struct encodings of the assignors' user data
   quality      spread, moved and withheld partitions of an assignment
+  kafka_time   how long Kafka's own Java implementation of an assignor takes on an input, from the
+               work it does there (each assignor's ``last_work``): ``client_kafka_ms``
   server       KIP-848's server-side assignors, with a registry of their own ("uniform",
                "range"): ``from assignors.server import get_server_assignor, GroupSpec, ...``
 

@@ -7,9 +7,12 @@ import gc
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import contextmanager
 from operator import attrgetter
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from .types import Assignment, AssignorError, Subscription, TopicPartition
+
+if TYPE_CHECKING:
+    from ._kafka_work import KafkaWork
 
 EAGER = "EAGER"
 COOPERATIVE = "COOPERATIVE"
@@ -52,6 +55,9 @@ class Assignor(abc.ABC):
 
     name: ClassVar[str]
     supported_protocols: ClassVar[tuple[str, ...]] = (EAGER,)
+    # What Kafka's own implementation of this assignor does on the input of the last ``assign``
+    # call (``assignors.kafka_time`` prices it); None before the first call.
+    last_work: KafkaWork | None = None
 
     def subscription_user_data(
         self, owned: Sequence[TopicPartition] | None, generation: int
@@ -74,6 +80,7 @@ class Assignor(abc.ABC):
         for topics in distinct:
             subscribed.update(topics)
         metadata = {t: n for t, n in metadata.items() if t in subscribed}
+        self.last_work = None
         if not subs:
             return {}
         with no_gc():  # thousands of result objects and no cycle among them

@@ -35,6 +35,7 @@ import numpy as np
 
 from ._base import EAGER, Assignor
 from ._java import hashmap_insertion_order, hashmap_order
+from ._kafka_work import KafkaWork, range_work
 from ._layout import TopicLayout, sorted_members, subscribers_per_topic
 from .types import Assignment, Subscription
 
@@ -48,6 +49,10 @@ class RangeAssignor(Assignor):
     def _assign(
         self, partitions_per_topic: dict[str, int], subscriptions: dict[str, Subscription]
     ) -> dict[str, Assignment]:
+        # Kafka's work is a function of the input alone: counted when first read.
+        self.last_work = KafkaWork.of(
+            self.name, lambda: range_work(partitions_per_topic, subscriptions)
+        )
         members = sorted_members(subscriptions)
         layout = TopicLayout(
             partitions_per_topic,

@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import EAGER, Assignor
+from ._kafka_work import KafkaWork, roundrobin_work
 from ._layout import TopicLayout, sorted_members, subscribers_per_topic
 from .types import Assignment, Subscription
 
@@ -46,6 +47,10 @@ class RoundRobinAssignor(Assignor):
     def _assign(
         self, partitions_per_topic: dict[str, int], subscriptions: dict[str, Subscription]
     ) -> dict[str, Assignment]:
+        # Kafka's work is a function of the input alone: counted when first read.
+        self.last_work = KafkaWork.of(
+            self.name, lambda: roundrobin_work(partitions_per_topic, subscriptions)
+        )
         members = sorted_members(subscriptions)
         layout = TopicLayout(partitions_per_topic)
         counts = layout.counts.tolist()

@@ -37,7 +37,10 @@ subscribes to the topic is not handed the partition back.
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections.abc import Sequence
+from functools import partial
 from itertools import chain, count, repeat
 from operator import attrgetter, itemgetter
 
@@ -46,6 +49,13 @@ import numpy as np
 
 from ._base import COOPERATIVE, EAGER, Assignor
 from ._java import hash_bucket, hashmap_capacity, hashmap_order, java_sort_key, java_string_hash
+from ._kafka_work import (
+    KafkaWork,
+    grouped_timsort_compares,
+    same_hash,
+    subset_fill_same,
+    timsort_compares,
+)
 from ._layout import (
     PartitionList,
     TopicLayout,
@@ -91,6 +101,8 @@ class StickyResult:
     order: list[str]
     claims: _Claims
     total: int
+    layout_topics: Sequence[str] = ()
+    layout_counts: Sequence[int] = ()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -388,10 +400,12 @@ def _constrained(
     kept_claims: np.ndarray,
     claim_bounds: np.ndarray,
     multi: np.ndarray,
+    work: KafkaWork,
 ) -> tuple[dict[str, PartitionList], np.ndarray]:
     """``AbstractStickyAssignor.ConstrainedAssignmentBuilder`` in linear passes over int arrays.
 
-    Returns each member's partitions and a mask (by global index) of those changing owner."""
+    Returns each member's partitions and a mask (by global index) of those changing owner.
+    Records in ``work`` what Kafka's builder does on the way (``assignors._kafka_work``)."""
     n = len(order)
     total = layout.total
     min_q, expected = divmod(total, n)
@@ -402,12 +416,24 @@ def _constrained(
     lengths = np.diff(claim_bounds).astype(np.int64)
     flat = kept_claims
     member = np.repeat(np.arange(n, dtype=np.int64), lengths)
-    if multi.any() and flat.size:
+    n_multi = int(np.count_nonzero(multi))
+    if n_multi and flat.size:
+        # assignOwnedPartitions asks every member's list about every doubly claimed partition.
+        work.add("tp_compares", float(flat.size) * n_multi)
         ok = ~multi[flat]
         flat, member = flat[ok], member[ok]
     if flat.size:
         rank = layout.topic_rank_of(flat)
         key = (flat - layout.offsets[rank]) * n_topics + rank
+        # Each member's owned list, sorted by (partition, topic) in its claim order.
+        owners_of_claims = member
+        work.defer(
+            lambda: {
+                "tp_sort_compares": grouped_timsort_compares(
+                    key, np.searchsorted(owners_of_claims, np.arange(n + 1))
+                )
+            }
+        )
         srt = np.lexsort((key, member))
         flat, member = flat[srt], member[srt]
     lengths = np.bincount(member, minlength=n) if flat.size else np.zeros(n, dtype=np.int64)
@@ -423,11 +449,31 @@ def _constrained(
     assigned = np.zeros(total, dtype=bool)
     assigned[kept_parts] = True
     unassigned = np.flatnonzero(~assigned)
+    n_revoked = int(flat.size - kept_parts.size)
+    work.add("tp_hash_ops", n_revoked)  # maybeRevokedPartitions.put
+    work.defer(
+        lambda: {
+            "tp_same_hash": subset_fill_same(
+                same_hash(layout.topics, layout.counts)[1], n_revoked, total
+            )
+        }
+    )
+    # getUnassignedPartitions: sorts the kept partitions by (topic, partition) (member after
+    # member in HashMap order, each in the order it was kept) and walks every partition.
+    work.add("partitions", total)
+    if kept_parts.size:
+        work.defer(lambda: {"tp_sort_compares": timsort_compares(kept_parts)})
 
     # assignRoundRobin: passes over the members below the floor (sorted by id), each pass giving
     # one partition to every member still below it; members reaching the floor queue up behind the
     # floor members (sorted by id) for the ceiling slots, in the order they reached it.
     id_rank = _id_ranks(order)
+    work.defer(
+        lambda: {
+            "member_compares": timsort_compares(id_rank[under_a])
+            + timsort_compares(id_rank[exact_a])
+        }
+    )
     under = under_a[np.argsort(id_rank[under_a], kind="stable")].tolist()
     exact = exact_a[np.argsort(id_rank[exact_a], kind="stable")].tolist()
     deficit = np.array([min_q - keep[i] for i in under], dtype=np.int64)
@@ -451,6 +497,23 @@ def _constrained(
 
     transferring = np.zeros(total, dtype=bool)
     transferring[unassigned] = revoked[unassigned] | multi[unassigned]
+    # assignRoundRobin: assignNewPartition per partition, which looks the partition up in
+    # maybeRevokedPartitions (twice when there) and partitionsWithMultiplePreviousOwners (maps
+    # that are never filled cost next to nothing), and records the transfers.
+    n_new = int(unassigned.size)
+    work.add("partitions", n_new)
+    lookups = (n_new if n_revoked else 0) + (n_new if n_multi else 0)
+    work.add("tp_hash_ops", lookups)
+    work.defer(
+        lambda: {
+            "tp_hash_ops": int(np.count_nonzero(revoked[unassigned]))
+            + int(np.count_nonzero(transferring))
+        }
+    )
+    if rest > 0:
+        # The member that takes the last ceiling slot makes Kafka check, with
+        # unassignedPartitions.indexOf, that it was handed the last partition.
+        work.add("tp_compares", n_new)
 
     slot_member = np.concatenate((kept_member, new_member))
     slot_part = np.concatenate((kept_parts, unassigned))
@@ -559,10 +622,12 @@ class _GeneralBuilder:
         subscriptions: dict[str, Subscription],
         claims: tuple[list[str], np.ndarray, np.ndarray],
         prev_owner: dict[int, str],
+        work: KafkaWork,
     ):
         """``claims``: (members in some order, their valid claims back to back, bounds), as
-        ``_resolve_claims`` returns them."""
+        ``_resolve_claims`` returns them. Records in ``work`` what Kafka's builder does."""
         self.layout = layout
+        self.work = work
         n_topics = len(layout.topics)
         counts = layout.counts.tolist()
         self.counts = counts
@@ -659,6 +724,27 @@ class _GeneralBuilder:
         self.held: list[dict[int, int]] | None = None
         # (member, topic) that proved the assignment unbalanced last time; usually still does
         self._witness: tuple[int, int] | None = None
+        # Kafka's work ("Kafka's work" below): the members in HashMap order (Kafka's maps of
+        # members iterate so), and logs of the course the balancing takes, replayed when the
+        # counts are read. src[r]: place in HashMap order of the member of rank r; its inverse
+        # lists the ranks.
+        self.hm_ranks = np.argsort(src, kind="stable") if n else np.zeros(0, np.int64)
+        # isBalanced's states: where each begins in the move log, and how often Kafka calls it
+        # there (each call rescans); the TreeSet walks: the members handed partitions, in order.
+        self._state_starts: list[int] = []
+        self._state_calls: list[int] = []
+        self._moves: list[tuple[int, int, int]] = []
+        self._owner0: np.ndarray | None = None
+        self._hm_consumers: dict[int, np.ndarray] = {}
+        self._tree_sizes0: np.ndarray | None = None
+        self._tree_given: list[int] = []
+        self._tree_topics: list[int] = []
+        self._tree_events: list[tuple[int, int, int, bool]] = []
+        self._tree_left: list[int] = []
+        work.add("subscriptions", sum(map(len, raw_topics)))
+        work.add("tp_hash_ops", total_owned)  # currentPartitionConsumer.put
+        self._defer_fill(total_owned)
+        work.add("partitions", layout.total)  # getAllTopicPartitions
 
     # -- helpers ---------------------------------------------------------------------------
     def _subscribed_set(self, r: int) -> frozenset[int]:
@@ -688,8 +774,12 @@ class _GeneralBuilder:
             holders[r] = holders.get(r, 0) + 1
         self._balanced_cache = None
 
-    def _take(self, p: int, r: int) -> None:
-        self.current[r].remove(p)
+    def _take(self, p: int, r: int) -> int:
+        """Take ``p`` from ``r``; returns where it was in ``r``'s list (what Kafka's
+        ``List#remove`` scans)."""
+        parts = self.current[r]
+        at = parts.index(p)
+        del parts[at]
         self.sizes[r] -= 1
         if self.held is not None:
             holders = self.held[self.topic_of[p]]
@@ -697,6 +787,7 @@ class _GeneralBuilder:
             if not holders[r]:
                 del holders[r]
         self._balanced_cache = None
+        return at
 
     def _held(self) -> list[dict[int, int]]:
         held = self.held
@@ -714,6 +805,290 @@ class _GeneralBuilder:
                 holders[r] = holders.get(r, 0) + 1
         return held
 
+    # -- Kafka's work ----------------------------------------------------------------------
+    def _count_owned_pass(self, flat: np.ndarray, member: np.ndarray, ok: np.ndarray) -> None:
+        """``assignOwnedPartitions`` checks each claim against the member's subscription with
+        ``topics().contains`` (the raw list, as sent); ``getUnassignedPartitions`` sorts the kept
+        claims (``PartitionComparator``: topics by how many members subscribe, then name,
+        then partition; members in ``HashMap`` order) and walks every partition."""
+        work = self.work
+        work.add("partitions", self.layout.total)
+        if not flat.size:
+            return
+        group_of, groups = self._group_of_l, self.group_tuples
+        names, offsets = self.layout.topics, self.layout.offsets
+        topic_arr = self.topic_arr
+
+        def scans() -> dict[str, float]:
+            where: dict[int, dict[str, int]] = {}
+            total = 0
+            for r, t in zip(member.tolist(), topic_arr[flat].tolist(), strict=True):
+                g = group_of[r]
+                found = where.get(g)
+                if found is None:
+                    found = where[g] = {}
+                    for i, name in enumerate(reversed(groups[g])):
+                        found[name] = len(groups[g]) - i
+                total += found.get(names[t], len(groups[g]))
+            return {"topic_scans": total}
+
+        work.defer(scans)
+        kept, kept_member = flat[ok], member[ok]
+        if not kept.size:
+            return
+        place = np.empty(len(self.sorted_topics), dtype=np.int64)
+        place[self.sorted_topics] = np.arange(len(self.sorted_topics), dtype=np.int64)
+        hm_place = np.empty(self.hm_ranks.size, dtype=np.int64)
+        hm_place[self.hm_ranks] = np.arange(self.hm_ranks.size, dtype=np.int64)
+        width = int(max(self.counts)) + 1
+
+        def sort_compares() -> dict[str, float]:
+            in_list = kept[np.argsort(hm_place[kept_member], kind="stable")]
+            rank = topic_arr[in_list]
+            keys = place[rank] * width + (in_list - offsets[rank])
+            return {"tp_sort_compares": timsort_compares(keys)}
+
+        work.defer(sort_compares)
+
+    def _same(self) -> tuple[np.ndarray, float]:
+        """Equal-hash counts of the layout's partitions (``assignors._kafka_work.same_hash``)."""
+        return same_hash(self.layout.topics, self.layout.counts)
+
+    def _mean_same(self, lookups: int) -> dict[str, float]:
+        """Equal-hash keys met by ``lookups`` lookups in a map of every partition."""
+        return {"tp_same_hash": lookups * float(self._same()[0].mean())}
+
+    def _defer_fill(self, after: int, before: int = 0) -> None:
+        """Equal-hash keys met putting partitions into a map of ``before`` until it holds
+        ``after`` (a uniform subset of the layout's partitions)."""
+        total = self.layout.total
+
+        def met() -> dict[str, float]:
+            fill = self._same()[1]
+            return {
+                "tp_same_hash": subset_fill_same(fill, after, total)
+                - subset_fill_same(fill, before, total)
+            }
+
+        self.work.defer(met)
+
+    def _replay_balance(
+        self,
+        owner0: np.ndarray,
+        sizes0: np.ndarray,
+        active: np.ndarray,
+        lists0: dict[int, list[int]],
+        moves: list[tuple[int, int, int]],
+        states: list[tuple[int, int]],
+    ) -> dict[str, float]:
+        """What Kafka's ``isBalanced`` calls cost: every state the balancing loops went through
+        (owners and the members' lists after ``moves[:start]``), times the calls made in it."""
+        owner, sizes = owner0.copy(), sizes0.copy()
+        lists = {r: list(parts) for r, parts in lists0.items()}
+        totals: dict[str, float] = {}
+        applied = 0
+        for start, calls in states:
+            while applied < start:
+                p, old, new = moves[applied]
+                owner[p] = new
+                sizes[old] -= 1
+                sizes[new] += 1
+                lists[old].remove(p)
+                lists[new].append(p)
+                applied += 1
+            for term, count_ in self._balance_cost(owner, sizes, active, lists).items():
+                totals[term] = totals.get(term, 0.0) + count_ * calls
+        return totals
+
+    def _balance_cost(
+        self,
+        owner: np.ndarray,
+        sizes: np.ndarray,
+        active: np.ndarray,
+        lists: dict[int, list[int]],
+    ) -> dict[str, float]:
+        """What one call of Kafka's ``isBalanced`` does with these owners and sizes.
+
+        It compares the smallest and largest assignment (the TreeSet's ends); when they differ
+        by two or more it fills a HashMap of every assigned partition (``containsKey`` and
+        ``put`` each), then takes the members in (size, id) order, skips those holding all they
+        can, and scans each one's topics partition by partition: builds the ``TopicPartition``,
+        asks the member's list ``contains`` (a scan of the list) and, when it is not there, looks
+        its owner up, until a partition whose owner holds two more than the member: then it
+        returns false. Members scanned to the end cost a closed form; the member that ends the
+        scan is scanned on the owner array up to that partition."""
+        cost = {"tree_steps": 2.0}
+        if not active.any():
+            return cost
+        active_sizes = sizes[active]
+        if int(active_sizes.min()) >= int(active_sizes.max()) - 1:
+            return cost
+        same, fill = self._same()
+        held = float(active_sizes.sum())
+        cost["tp_hash_ops"] = 2 * held
+        cost["tp_same_hash"] = 2 * subset_fill_same(fill, int(held), self.layout.total)
+        eligible = active & (sizes != self.max_size_arr)
+        n = len(self.members)
+        key = sizes * n + np.arange(n, dtype=np.int64)
+        remaining = eligible.copy()
+        big = np.iinfo(np.int64).max
+        while remaining.any():
+            c = int(np.argmin(np.where(remaining, key, big)))
+            found, scan = self._scan_member(c, owner, sizes, same, lists[c])
+            for term, value in scan.items():
+                cost[term] = cost.get(term, 0.0) + value
+            if found:
+                cost["tree_steps"] += float(np.count_nonzero(active & (key <= key[c])))
+                return cost
+            remaining[c] = False
+            if not found and not remaining.any():
+                break
+            # The members left are scanned to the end too when none of them finds a partition
+            # to take: check that in one pass and cost them in closed form.
+            if not self._any_violation(owner, sizes, remaining):
+                self._add_full_scans(cost, np.flatnonzero(remaining), owner, sizes, same)
+                break
+        cost["tree_steps"] += float(np.count_nonzero(active))
+        return cost
+
+    def _any_violation(self, owner: np.ndarray, sizes: np.ndarray, members: np.ndarray) -> bool:
+        """Whether some of ``members`` could take a partition of its topics from a member
+        holding at least two more (isBalanced's test, all at once)."""
+        mine = owner >= 0
+        holder_size = np.full(owner.size, -1, dtype=np.int64)
+        holder_size[mine] = sizes[owner[mine]]
+        topic_max = np.full(len(self.counts), -1, dtype=np.int64)
+        np.maximum.at(topic_max, self.topic_arr, holder_size)
+        group_max = np.where(self.group_matrix, topic_max, -1).max(axis=1, initial=-1)
+        return bool((members & (group_max[self.group_of] > sizes + 1)).any())
+
+    def _add_full_scans(
+        self,
+        cost: dict[str, float],
+        idx: np.ndarray,
+        owner: np.ndarray,
+        sizes: np.ndarray,
+        same: np.ndarray,
+    ) -> None:
+        """Closed form of scanning members ``idx`` to the end: each of the S partitions of its
+        topics built and looked for in its list of L (L compares when absent, its place when
+        present), and the S - L it does not hold looked up in the HashMap."""
+        if not idx.size:
+            return
+        s_ = self.max_size_arr[idx].astype(np.float64)
+        l_ = sizes[idx].astype(np.float64)
+        mine = owner >= 0
+        owned_same = np.bincount(
+            owner[mine], weights=same[mine].astype(np.float64), minlength=len(self.members)
+        )
+        topic_same = np.bincount(
+            self.topic_arr, weights=same.astype(np.float64), minlength=len(self.counts)
+        )
+        group_same = self.group_matrix.astype(np.float64) @ topic_same
+        subscribed_same = group_same[self.group_of[idx]]
+        cost["balance_scan_partitions"] = cost.get("balance_scan_partitions", 0.0) + s_.sum()
+        cost["tp_compares"] = cost.get("tp_compares", 0.0) + float(
+            ((s_ - l_) * l_ + l_ * (l_ + 1) / 2).sum()
+        )
+        cost["tp_hash_ops"] = cost.get("tp_hash_ops", 0.0) + float((s_ - l_).sum())
+        cost["tp_same_hash"] = cost.get("tp_same_hash", 0.0) + float(
+            (subscribed_same - owned_same[idx]).sum()
+        )
+
+    def _scan_member(
+        self, c: int, owner: np.ndarray, sizes: np.ndarray, same: np.ndarray, mine_list: list[int]
+    ) -> tuple[bool, dict[str, float]]:
+        """isBalanced's scan of member ``c``'s topics (subscription order) up to the first
+        partition whose owner holds at least two more than ``c``: (found one, its cost)."""
+        size = int(sizes[c])
+        rank = self.layout.rank
+        topics = [rank[t] for t in self.group_tuples[self._group_of_l[c]] if t in rank]
+        offsets, counts = self.offsets, self.counts
+        scanned = held = at_sum = 0
+        mine_at: dict[int, int] | None = None
+        same_met = 0.0
+        found = False
+        for t in topics:
+            lo = offsets[t]
+            owners = owner[lo : lo + counts[t]]
+            hit = (owners >= 0) & (owners != c) & (sizes[np.maximum(owners, 0)] > size + 1)
+            if hit.any():
+                owners = owners[: int(np.argmax(hit)) + 1]
+                found = True
+            mine = owners == c
+            n_mine = int(np.count_nonzero(mine))
+            if n_mine:
+                # List#contains finds a held partition at its place in the member's list.
+                if mine_at is None:
+                    mine_at = {p: i for i, p in enumerate(mine_list)}
+                at_sum += sum(mine_at[lo + j] + 1 for j in np.flatnonzero(mine).tolist())
+            scanned += int(owners.size)
+            held += n_mine
+            same_met += float(same[lo : lo + owners.size][~mine].sum())
+            if found:
+                break
+        return found, {
+            "balance_scan_partitions": float(scanned),
+            "tp_compares": float((scanned - held) * size + at_sum),
+            "tp_hash_ops": float(scanned - held),
+            "tp_same_hash": same_met,
+        }
+
+    def _replay_tree(
+        self,
+        sizes0: np.ndarray,
+        given: list[int],
+        given_topics: list[int],
+        left: list[int],
+        events: list[tuple[int, int, int, bool]],
+    ) -> dict[str, float]:
+        """Kafka's walks of ``sortedCurrentSubscriptions`` (members by (size, id)) for the first
+        member subscribed to a topic, in ``maybeAssignPartition`` and ``reassignPartition``: the
+        members walked past (each a ``consumer2AllPotentialTopics`` lookup and a scan of its
+        topic list, the mean list length of the topic's non-subscribers) and the chosen one
+        (a scan to the topic). Replayed on a sorted list of (size, id) keys."""
+        n = len(self.members)
+        rank = self.layout.rank
+        lists = [[rank[t] for t in g if t in rank] for g in self.group_tuples]
+        list_len = np.array([len(lists[g]) for g in self._group_of_l], dtype=np.float64)
+        subscribers_len = self.subscribed.T.astype(np.float64) @ list_len
+        k = self.subscribed.sum(axis=0)
+        others = np.maximum(n - k, 1)
+        mean_other = (list_len.sum() - subscribers_len) / others
+        place: list[dict[int, int]] = []
+        for topics in lists:
+            found: dict[int, int] = {}
+            for i in range(len(topics) - 1, -1, -1):
+                found[topics[i]] = i + 1
+            place.append(found)
+        group_of = self._group_of_l
+        size = sizes0.tolist()
+        keys = sorted(size[r] * n + r for r in range(n))
+        walked = 0
+        scans = 0.0
+
+        def step(r: int, delta: int) -> None:
+            at = bisect.bisect_left(keys, size[r] * n + r)
+            del keys[at]
+            size[r] += delta
+            bisect.insort(keys, size[r] * n + r)
+
+        for r, t in zip(given, given_topics, strict=True):
+            at = bisect.bisect_left(keys, size[r] * n + r)
+            walked += at + 1
+            scans += at * mean_other[t] + place[group_of[r]][t]
+            step(r, 1)
+        for r in left:
+            del keys[bisect.bisect_left(keys, size[r] * n + r)]
+        for t, old, new, by_tree in events:
+            if by_tree:
+                at = bisect.bisect_left(keys, size[new] * n + new)
+                walked += at + 1
+                scans += at * mean_other[t] + place[group_of[new]][t]
+            step(old, -1)
+            step(new, 1)
+        return {"tree_steps": float(walked), "topic_scans": scans}
+
     # -- Kafka's steps ---------------------------------------------------------------------
     def build(self) -> dict[str, PartitionList]:
         # Claims are of existing topics only (the claims pass drops the others); a member keeps
@@ -723,6 +1098,7 @@ class _GeneralBuilder:
         flat = np.fromiter(chain.from_iterable(self.current), dtype=np.int64, count=sum(lengths))
         member = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
         ok = self.subscribed[member, self.topic_arr[flat]] if flat.size else np.ones(0, dtype=bool)
+        self._count_owned_pass(flat, member, ok)
         if not ok.all():
             self.revocation_required = True
             topic_of = self.topic_of
@@ -736,6 +1112,31 @@ class _GeneralBuilder:
         all_sorted = np.concatenate(order) if order else np.empty(0, dtype=np.int64)
         unassigned = all_sorted[~assigned[all_sorted]]
         self._balance(all_sorted, unassigned)
+        work = self.work
+        if self._owner0 is not None and self._state_calls:
+            states = list(zip(self._state_starts, self._state_calls, strict=True))
+            work.defer(
+                partial(
+                    self._replay_balance,
+                    self._owner0,
+                    self._sizes0,
+                    self._active0,
+                    self._lists0,
+                    self._moves,
+                    states,
+                )
+            )
+        if self._tree_sizes0 is not None:
+            work.defer(
+                partial(
+                    self._replay_tree,
+                    self._tree_sizes0,
+                    self._tree_given,
+                    self._tree_topics,
+                    self._tree_left,
+                    self._tree_events,
+                )
+            )
         topics, offs = self.layout.topics, self.layout.offsets
         lengths = [len(c) for c in self.current]
         flat = np.fromiter(chain.from_iterable(self.current), dtype=np.int64, count=sum(lengths))
@@ -747,22 +1148,55 @@ class _GeneralBuilder:
         initializing = int(self.sizes.max()) == 0
         topic_of = self.topic_of
         consumers_of = self.consumers_of
+        work = self.work
+        n = len(self.members)
+        log_n = math.log2(max(n, 2))
+        work.add("tree_steps", n * log_n)  # sortedCurrentSubscriptions.addAll
+        self._tree_sizes0 = self.sizes.copy()
+        given, given_topics = self._tree_given, self._tree_topics
         for p in unassigned.tolist():
             t = topic_of[p]
             if consumers_of[t].size:
-                self._give(p, self._first_subscribed(t))
+                r = self._first_subscribed(t)
+                self._give(p, r)
+                given.append(r)
+                given_topics.append(t)
+        # maybeAssignPartition: the TreeSet walk is replayed later; here its remove and add of
+        # the chosen member, and currentPartitionConsumer.put.
+        owned_before = int(self._tree_sizes0.sum())
+        work.add("tree_steps", 2 * log_n * len(given))
+        work.add("partitions", len(given))
+        work.add("tp_hash_ops", len(given))
+        self._defer_fill(owned_before + len(given), owned_before)
 
         fixed = np.array([c.size < 2 for c in consumers_of], dtype=bool)
+        n_all, n_unassigned = int(all_sorted.size), int(unassigned.size)
         if fixed.any():
             topic_arr = np.asarray(topic_of, dtype=np.int64)
             all_sorted = all_sorted[~fixed[topic_arr[all_sorted]]]
             unassigned = unassigned[~fixed[topic_arr[unassigned]]]
+            # fixedPartitions filled, then both lists' removeAll probe it once per element.
+            fixed_count = int(np.asarray(self.counts, dtype=np.int64)[fixed].sum())
+            work.add("tp_hash_ops", fixed_count + n_all + n_unassigned)
+        else:
+            work.add("partitions", n_all + n_unassigned)  # removeAll of an empty set
         fixed_topics = set(np.flatnonzero(fixed).tolist())
         # Below its maximum a member always participates (canParticipateInReassignment).
+        work.add("tree_steps", n)
         for r in np.flatnonzero(self.sizes >= self.max_size_arr).tolist():
             if not self._can_participate(r, fixed_topics):
                 self.active[r] = False
+                self._tree_left.append(r)
         self._balanced_cache = None
+        # The deep copies taken before balancing: currentAssignment's lists, and
+        # currentPartitionConsumer (a HashMap of every assigned partition).
+        held_total = int(self.sizes.sum())
+        work.add("partitions", int(self.sizes[self.active].sum()))
+        work.add("tp_hash_ops", held_total)
+        self._defer_fill(held_total)
+        self._owner0 = np.array(self.owner, dtype=np.int64)
+        self._sizes0 = self.sizes.copy()
+        self._active0 = self.active.copy()
 
         act = self.active
         active_ranks = np.flatnonzero(act).tolist()
@@ -771,6 +1205,7 @@ class _GeneralBuilder:
         )
         pre_owner = list(self.owner)
         pre_sizes = self.sizes.copy()
+        self._lists0 = pre_balance  # the members' lists as balancing starts (copies)
 
         if not self.revocation_required:
             self._perform_reassignments(unassigned.tolist())
@@ -778,12 +1213,17 @@ class _GeneralBuilder:
 
         if not initializing and performed:
             act = self.active
+            n_act = int(np.count_nonzero(act))
+            work.add("tree_steps", n_act * (n_act - 1) + 2 * n_act)  # getBalanceScore, twice
             if _balance_score(self.sizes[act]) >= _balance_score(pre_sizes[act]):
                 for r, parts in pre_balance.items():
                     self.current[r] = parts
                 self.owner = pre_owner
                 self.sizes = pre_sizes
                 self.held = None  # rebuilt on next use
+                work.add("partitions", int(pre_sizes[act].sum()))
+                work.add("tp_hash_ops", held_total)
+        work.add("tree_steps", len(self._tree_left) * log_n)  # the fixed members come back
 
     def _can_participate(self, r: int, fixed_topics: set[int]) -> bool:
         if int(self.sizes[r]) < self.max_size[r]:
@@ -800,6 +1240,9 @@ class _GeneralBuilder:
         """
         if self._balanced_cache is None:
             self._balanced_cache = self._compute_balanced()
+            self._state_starts.append(len(self._moves))
+            self._state_calls.append(0)
+        self._state_calls[-1] += 1
         return self._balanced_cache
 
     def _topic_max(self, topic: int) -> int:
@@ -847,39 +1290,77 @@ class _GeneralBuilder:
     def _perform_reassignments(self, partitions: list[int]) -> bool:
         performed = False
         prev_owner, topic_of = self.prev_owner, self.topic_of
+        consumers_of = self.consumers_of
+        # Per iteration Kafka looks the partition up in currentPartitionConsumer and (when it
+        # holds anything) prevAssignment, then walks the topic's potential consumers for one
+        # that holds at least two fewer partitions: all of them when there is none.
+        lookups = 2 if prev_owner else 1
+        iterations = walked = prev_gets = 0
         while True:
             modified = False
             for p in partitions:
                 if self._is_balanced():
                     break
+                iterations += 1
                 consumer = self.owner[p]
                 if consumer < 0:
                     continue
                 size = int(self.sizes[consumer])
                 prev = prev_owner.get(p)
                 t = topic_of[p]
+                if prev is not None:
+                    prev_gets += 1
                 if (
                     prev is not None
                     and self.active[prev]
                     and t in self._subscribed_set(prev)
                     and size > int(self.sizes[prev]) + 1
                 ):
-                    self._reassign(p, prev)
+                    prev_gets += 1
+                    self._reassign(p, prev, False)
                     performed = modified = True
                     continue
                 if size > self._min_size(t) + 1:
-                    self._reassign(p, self._first_subscribed(t))
+                    walked += self._walk_to_taker(t, size)
+                    self._reassign(p, self._first_subscribed(t), True)
                     performed = modified = True
+                else:
+                    walked += int(consumers_of[t].size)
             if not modified:
+                work = self.work
+                work.add("tp_hash_ops", lookups * iterations + prev_gets)
+                work.add("tree_steps", walked)
+                # currentPartitionConsumer.get of each: the partition's equal-hash keys
+                work.defer(partial(self._mean_same, iterations))
                 return performed
 
-    def _reassign(self, p: int, new: int) -> None:
+    def _walk_to_taker(self, topic: int, size: int) -> int:
+        """How many of ``topic``'s potential consumers (in Kafka's order: the subscriptions'
+        ``HashMap`` order) ``performReassignments`` checks before one holds fewer than
+        ``size - 1`` partitions."""
+        cand = self._hm_consumers.get(topic)
+        if cand is None:
+            hm = self.hm_ranks
+            cand = self._hm_consumers[topic] = hm[self.subscribed[hm, topic]]
+        return int(np.argmax(self.sizes[cand] + 1 < size)) + 1
+
+    def _reassign(self, p: int, new: int, by_tree: bool) -> None:
+        """Kafka's ``reassignPartition``: ``by_tree`` when the new owner was found by walking the
+        TreeSet of members (``reassignPartition(partition)``), not named by ``prevAssignment``."""
         old = self.owner[p]
         actual = self.movements.actual_partition_to_move(p, old, new)
         old = self.owner[actual]
         self.movements.move(actual, old, new)
-        self._take(actual, old)
+        at = self._take(actual, old)
         self._give(actual, new)
+        # processPartitionMovement: two TreeSet removes and adds, the movement records, the
+        # old owner's List#remove and currentPartitionConsumer.put.
+        work = self.work
+        work.add("tree_steps", 4 * math.log2(max(len(self.members), 2)))
+        work.add("tp_hash_ops", 5)
+        work.add("tp_compares", at + 1)
+        self._tree_events.append((self.topic_of[actual], old, new, by_tree))
+        self._moves.append((actual, old, new))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -907,8 +1388,11 @@ class _AbstractStickyAssignor(Assignor):
         data = self._claims(layout, subs)
         sub_gens = [sub.generation for sub in subs]
         kept, bounds, multi = _resolve_claims(layout, order, data, sub_gens)
+        work = self.last_work = KafkaWork(self.name)
+        self._count_common(work, layout, subs, data)
         if all_subscriptions_equal(subscriptions, order):
-            assignment, transferring = _constrained(layout, order, kept, bounds, multi)
+            work.path = "constrained"
+            assignment, transferring = _constrained(layout, order, kept, bounds, multi, work)
             return StickyResult(
                 assignment,
                 transferring,
@@ -922,20 +1406,59 @@ class _AbstractStickyAssignor(Assignor):
             (DEFAULT_GENERATION if g is None else g for g in data.generations),
             default=DEFAULT_GENERATION,
         )
-        prev_owner = self._previous_owners(layout, order, data, max_gen)
-        builder = _GeneralBuilder(layout, subscriptions, (order, kept, bounds), prev_owner)
+        work.path = "general"
+        prev_owner = self._previous_owners(layout, order, data, max_gen, work)
+        if self.name == "sticky":
+            # prepopulateCurrentAssignments reads every member's user data a second time.
+            work.add("user_data_partitions", int(data.lengths.sum()))
+        builder = _GeneralBuilder(layout, subscriptions, (order, kept, bounds), prev_owner, work)
         return StickyResult(
-            builder.build(), None, constrained=False, order=order, claims=data, total=layout.total
+            builder.build(),
+            None,
+            constrained=False,
+            order=order,
+            claims=data,
+            total=layout.total,
+            layout_topics=layout.topics,
+            layout_counts=layout.counts.tolist(),
         )
+
+    def _count_common(
+        self, work: KafkaWork, layout: TopicLayout, subs: Sequence[Subscription], data: _Claims
+    ) -> None:
+        """What both of Kafka's paths do first: ``partitionInfosWithoutRacks`` and ``RackInfo``
+        (a pass over every partition each), then ``allSubscriptionsEqual``, which compares each
+        member's topics with the first's, reads its member data and puts every claim of an
+        existing topic into ``allPreviousPartitionsToOwner`` (a ``get`` and a ``put``)."""
+        work.add("calls", 1)
+        work.add("members", len(subs))
+        work.add("partitions", 2 * layout.total)
+        claims = int(data.lengths.sum())
+        work.add("claims", claims)
+        if self.name == "sticky":
+            work.add("user_data_partitions", claims)
+
+        def lookups() -> dict[str, float]:
+            valid = int(np.count_nonzero(data.flat >= 0))
+            fill = same_hash(layout.topics, layout.counts)[1]
+            return {
+                "subscriptions": sum(map(len, map(_topics_of_sub, subs))),
+                "tp_hash_ops": 2 * valid,
+                "tp_same_hash": 2 * subset_fill_same(fill, valid, layout.total),
+            }
+
+        work.defer(lookups)
 
     @staticmethod
     def _previous_owners(
-        layout: TopicLayout, order: list[str], data: _Claims, max_gen: int
+        layout: TopicLayout, order: list[str], data: _Claims, max_gen: int, work: KafkaWork
     ) -> dict[int, str]:
         """``prepopulateCurrentAssignments``: owners from older generations, newest wins (by
-        global partition index)."""
+        global partition index). Kafka looks each of their claims up in ``prevAssignment`` and
+        puts it there (``updatePrevAssignment``)."""
         best: dict[int, tuple[int, str]] = {}
         bounds = np.concatenate(([0], np.cumsum(data.lengths))).tolist()
+        considered = 0
         for i, (m, g) in enumerate(zip(order, data.generations, strict=True)):
             if g is not None and g < max_gen:
                 gen = g
@@ -944,10 +1467,21 @@ class _AbstractStickyAssignor(Assignor):
             else:
                 continue
             claims = data.flat[bounds[i] : bounds[i + 1]]
+            considered += int(claims.size)
             for idx in claims[claims >= 0].tolist():
                 cur = best.get(idx)
                 if cur is None or gen > cur[0]:
                     best[idx] = (gen, m)
+        if considered:
+            work.add("tp_hash_ops", 2 * considered)
+            work.defer(
+                lambda: {
+                    "tp_same_hash": 2
+                    * subset_fill_same(
+                        same_hash(layout.topics, layout.counts)[1], considered, layout.total
+                    )
+                }
+            )
         return {k: v[1] for k, v in best.items()}
 
     def _assign(
@@ -1033,8 +1567,9 @@ class CooperativeStickyAssignor(_AbstractStickyAssignor):
         self, result: StickyResult, subscriptions: dict[str, Subscription]
     ) -> dict[str, Assignment]:
         mask = result.transferring
+        work = self.last_work
         if mask is None:
-            mask = _partitions_transferring(result)
+            mask = _partitions_transferring(result, work)
         if not mask.any():
             return assignments_of(subscriptions, map(result.assignment.__getitem__, subscriptions))
         # Only the lists holding a withheld partition are rebuilt (found in one pass).
@@ -1044,21 +1579,45 @@ class CooperativeStickyAssignor(_AbstractStickyAssignor):
         holder = np.repeat(np.arange(len(members), dtype=np.int64), lengths)
         touched = set(np.unique(holder[mask[flat]]).tolist())
         changed = {}
+        # adjustAssignment: List#remove of each withheld partition from its assignee's list.
+        scanned = 0
         for i in touched:
             parts = lists[i]
-            kept = parts.indices[~mask[parts.indices]]
+            withheld = mask[parts.indices]
+            scanned += int(np.flatnonzero(withheld).sum()) + int(np.count_nonzero(withheld))
+            kept = parts.indices[~withheld]
             kept.flags.writeable = False  # like every result array
             changed[members[i]] = PartitionList(parts.topics, parts.offsets, kept)
+        if work is not None:
+            work.add("tp_compares", scanned)
         merged = {**result.assignment, **changed}
         return assignments_of(subscriptions, map(merged.__getitem__, subscriptions))
 
 
-def _partitions_transferring(result: StickyResult) -> np.ndarray:
+def _partitions_transferring(result: StickyResult, work: KafkaWork | None = None) -> np.ndarray:
     """Mask (by global index) of the partitions added to one member that another member must
     revoke first (``CooperativeStickyAssignor#computePartitionsTransferringOwnership``): a
     partition some member gets without owning it, that some member owns without getting it.
     Owned partitions of unknown topics or out of range can be neither, so the claims' valid
-    entries stand for ``owned_partitions``."""
+    entries stand for ``owned_partitions``.
+
+    Kafka builds a ``HashSet`` of each member's owned and of its assigned partitions, probes
+    each with the other list, collects the added partitions in a map and the revoked in a set,
+    and keeps the added ones the revoked set contains (``retainAll``): recorded in ``work``."""
+    mask, assigned, added, revoked = _transferring_mask(result)
+    if work is not None:
+        owned = int(result.claims.lengths.sum())
+        work.add("tp_hash_ops", 2 * owned + 2 * assigned + 2 * added + revoked)
+        topics, counts, total = result.layout_topics, result.layout_counts, result.total
+        work.defer(
+            lambda: {"tp_same_hash": subset_fill_same(same_hash(topics, counts)[1], added, total)}
+        )
+    return mask
+
+
+def _transferring_mask(result: StickyResult) -> tuple[np.ndarray, int, int, int]:
+    """The mask, and how many (partition, member) pairs were assigned, added (assigned to a
+    member that did not own it) and revoked (owned by a member that does not get it)."""
     order, claims = result.order, result.claims
     n = max(len(order), 1)
     owned_member = np.repeat(np.arange(len(order), dtype=np.int64), claims.lengths)
@@ -1087,10 +1646,12 @@ def _partitions_transferring(result: StickyResult) -> np.ndarray:
         owned_by[owned_part] = owned_member[valid]
         got_by = np.full(total, -1, dtype=np.int64)
         got_by[got_part] = got_member
-        added[got_part[owned_by[got_part] != got_member]] = True
-        revoked[owned_part[got_by[owned_part] != owned_member[valid]]] = True
-        return added & revoked
-    got_keys = got_part * n + got_member
-    added[got_part[~np.isin(got_keys, owned_keys)]] = True
-    revoked[owned_part[~np.isin(owned_keys, got_keys)]] = True
-    return added & revoked
+        new = got_part[owned_by[got_part] != got_member]
+        gone = owned_part[got_by[owned_part] != owned_member[valid]]
+    else:
+        got_keys = got_part * n + got_member
+        new = got_part[~np.isin(got_keys, owned_keys)]
+        gone = owned_part[~np.isin(owned_keys, got_keys)]
+    added[new] = True
+    revoked[gone] = True
+    return added & revoked, int(got_part.size), int(new.size), int(gone.size)

@@ -74,7 +74,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ._base import EAGER, Assignor
-from ._java import java_sort_key
+from ._java import hashmap_order, java_sort_key
+from ._kafka_work import KafkaWork, timsort_compares
 from ._layout import TopicLayout
 from .types import Assignment, Subscription, TopicPartition
 from .userdata import UserDataError
@@ -229,13 +230,45 @@ class StreamJoinStickyAssignor(Assignor):
             slot_member.append(owners[wanted])
             slot_index.append(layout.offsets[rank] + units[wanted])
         empty = np.empty(0, dtype=np.int64)
+        slots = np.concatenate(slot_member) if slot_member else empty
         owned = layout.group_by_member(
-            members,
-            np.concatenate(slot_member) if slot_member else empty,
-            np.concatenate(slot_index) if slot_index else empty,
+            members, slots, np.concatenate(slot_index) if slot_index else empty
         )
+        self.last_work = _work(members, subscriptions, claim_unit.size, n_units, slots.size)
         user_data = encode_assignment_user_data(next_epoch)
         return {m: Assignment(tps, user_data) for m, tps in owned.items()}
+
+
+def _work(
+    members: Sequence[str],
+    subscriptions: dict[str, Subscription],
+    claims: int,
+    n_units: int,
+    assigned: int,
+) -> KafkaWork:
+    """What a Java implementation of the steps above would do, in the sticky assignors' terms
+    (``assignors.kafka_time`` prices it with their costs; no Kafka class exists to calibrate
+    against): sort the members, decode each one's user data, map every claimed unit to its
+    claimant (a ``HashMap`` lookup and put), deal the units, and build one ``TopicPartition``
+    per (unit, subscribed topic)."""
+    work = KafkaWork("stream-join-sticky")
+    work.add("calls", 1)
+    work.add("members", len(members))
+
+    def per_member() -> dict[str, float]:
+        ranks = {m: i for i, m in enumerate(members)}
+        in_map = np.array([ranks[m] for m in hashmap_order(members)], dtype=np.int64)
+        return {
+            "subscriptions": sum(len(subscriptions[m].topics) for m in members),
+            "member_compares": timsort_compares(in_map),
+        }
+
+    work.defer(per_member)
+    work.add("claims", claims)
+    work.add("user_data_partitions", claims)
+    work.add("tp_hash_ops", 2 * claims)
+    work.add("partitions", n_units + assigned)
+    return work
 
 
 def _claims(

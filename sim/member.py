@@ -59,6 +59,7 @@ from assignors import (
     TopicPartition,
     assignment_topics,
     get_assignor,
+    kafka_time,
 )
 from assignors.userdata import encode_sticky_user_data
 
@@ -738,12 +739,20 @@ class Member(ConsumerClient):
         subs = dict(r.members)
         assert r.protocol is not None  # (the coordinator selects one for every successful join)
         assignor = self.assignors[r.protocol]
-        t0 = time.perf_counter() if self.assignor_cost.mode == "measured" else 0.0
+        mode = self.assignor_cost.mode
+        t0 = time.perf_counter() if mode == "measured" else 0.0
         result = assignor.assign(meta, subs)
-        measured = time.perf_counter() - t0 if self.assignor_cost.mode == "measured" else 0.0
+        measured = time.perf_counter() - t0 if mode == "measured" else 0.0
+        # Kafka's own time on this input, from the work the assignor just counted.
+        kafka_s = (
+            kafka_time.client_kafka_ms(r.protocol, meta, subs, assignor.last_work) / 1000
+            if mode == "kafka"
+            else None
+        )
+        assignor.last_work = None  # it holds the assignment's arrays until read: let them go
         self.metadata_version_assigned = version
         total_partitions = sum(meta.get(t, 0) for t in {t for s in subs.values() for t in s.topics})
-        cost = self.assignor_cost.cost_s(total_partitions, len(subs), measured)
+        cost = self.assignor_cost.cost_s(total_partitions, len(subs), measured, kafka_s=kafka_s)
         if self.protocol == COOPERATIVE and r.protocol in self.assignors:
             self._validate_cooperative(subs, result)
         self._event(

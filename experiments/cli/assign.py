@@ -22,6 +22,9 @@ partitions in the subscription), unless ``user_data_hex`` gives the bytes.
 
 Every topic a member names, and every partition it owns, must exist in ``topics``; at most
 2,000,000 partitions and 100,000 members.
+
+The output ends with the time Kafka's own implementation of the assignor would take on this input
+(a warm JVM; ``kafka_ms`` in ``--json``; see ``assignors.kafka_time``).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Any
 import attrs
 
 from assignors import Assignment, AssignorError, Subscription, TopicPartition, get_assignor
+from assignors.kafka_time import client_kafka_ms
 from assignors.quality import assignment_quality
 from assignors.stream_join import encode_assignment_user_data
 
@@ -264,7 +268,9 @@ def run(args) -> int:
     try:
         doc = read_input(args.input)
         name, metadata, subs = build_group(doc, args.assignor)
-        result = get_assignor(name).assign(metadata, subs)
+        assignor = get_assignor(name)
+        result = assignor.assign(metadata, subs)
+        kafka_ms = client_kafka_ms(name, metadata, subs, assignor.last_work)
     except OSError as e:
         print(f"rebalance-sim assign: {args.input}: {e.strerror or e}", file=sys.stderr)
         return 2
@@ -279,6 +285,7 @@ def run(args) -> int:
                 "assignment": {m: [str(tp) for tp in a.partitions] for m, a in result.items()},
                 "user_data_hex": {m: a.user_data.hex() for m, a in result.items() if a.user_data},
                 "quality": attrs.asdict(q),
+                "kafka_ms": round(kafka_ms, 3),
             },
             sys.stdout,
             indent=2,
@@ -296,6 +303,7 @@ def run(args) -> int:
         f"per member min {q.min_count}, max {q.max_count}, spread {q.spread}; "
         f"previously owned kept {q.kept}, moved {q.moved}"
     )
+    print(f"Kafka's own {name} would take {kafka_ms:,.1f} ms on this input (warm JVM)")
     return 0
 
 
