@@ -477,7 +477,7 @@ class TopicConfig:
             raise ConfigError("name", f"{self.name!r} is not a non-empty string")
 
 
-COST_MODES = ("zero", "fixed:SECONDS", "model", "measured")
+COST_MODES = ("zero", "fixed:SECONDS", "model", "measured", "kafka")
 
 
 @attrs.frozen
@@ -486,7 +486,10 @@ class AssignorCost:
 
     ``zero``; ``fixed:S`` (S seconds); ``model``: ``model_base_s + model_per_partition_s * P +
     model_per_member_s * N`` (deterministic); ``measured``: the real CPU time of our assignor
-    times ``measured_factor`` (the only use of wall time in the simulator, so not replayable).
+    times ``measured_factor`` (the only use of wall time in the simulator, so not replayable);
+    ``kafka``: the time Kafka's own assignor takes on the input, which the caller computes and
+    passes as ``kafka_s`` (deterministic; the consumer-protocol coordinator passes
+    ``assignors.server.kafka_time``'s figure; a caller that passes none is charged nothing).
     """
 
     mode: str = "zero"
@@ -501,7 +504,7 @@ class AssignorCost:
     @property
     def fixed_s(self) -> float | None:
         mode = self.mode
-        if mode in ("zero", "model", "measured"):
+        if mode in ("zero", "model", "measured", "kafka"):
             return None
         if isinstance(mode, str) and mode.startswith("fixed:"):
             try:
@@ -515,12 +518,16 @@ class AssignorCost:
             )
         raise ConfigError("mode", f"{mode!r} is not one of {', '.join(COST_MODES)}")
 
-    def cost_s(self, partitions: int, members: int, measured_s: float) -> float:
+    def cost_s(
+        self, partitions: int, members: int, measured_s: float, kafka_s: float | None = None
+    ) -> float:
         fixed = self.fixed_s
         if fixed is not None:
             return fixed
         if self.mode == "zero":
             return 0.0
+        if self.mode == "kafka":
+            return kafka_s or 0.0
         if self.mode == "model":
             return (
                 self.model_base_s
