@@ -150,8 +150,8 @@ def _homogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupA
     min_quota, extra = divmod(g.total, m)
     quota = np.full(m, min_quota, dtype=np.int64)
     quota[:extra] += 1
-    held_before = owner >= 0
-    entries = member_topic_pairs(owner[held_before], np.flatnonzero(held_before), g.offsets).size
+    held_at = np.flatnonzero(owner >= 0)
+    entries = member_topic_pairs(owner[held_at], held_at, g.offsets, m)
 
     # Partitions nobody holds, in topic then partition order.
     unassigned = [np.flatnonzero(owner < 0)]
@@ -190,14 +190,14 @@ def _homogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupA
     # Kafka copies the target of a member over its quota (to revoke) and of one with room (to
     # fill): all it held
     copied = int(held_count[over | (room > 0)].sum())
-    new_entries = _new_entries(owner, todo, takers, g.offsets)
+    new_entries = _new_entries(owner, todo, takers, g.offsets, m)
     owner[todo] = takers
     result = g.result(owner)
     result.kafka_work = ServerWork(
         UNIFORM_HOMOGENEOUS,
         members=m,
         topics=len(g.topics),
-        held=int(np.count_nonzero(held_before)),
+        held=int(held_at.size),
         entries=entries,
         unassigned=int(todo.size),
         placed=int(todo.size),
@@ -207,28 +207,53 @@ def _homogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupA
     return result
 
 
-def member_topic_pairs(owners: np.ndarray, gids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """The distinct (member, topic) pairs of partitions ``gids`` held by ``owners``, as sorted
-    keys ``member * topics + topic rank``."""
-    if not gids.size:
-        return np.empty(0, dtype=np.int64)
-    n_topics = offsets.size - 1
+# Distinct (member, topic) pairs are counted on a mark array of members x topics up to this size,
+# with a sort beyond it.
+_MARKS = 50_000_000
+
+
+def _pair_keys(owners: np.ndarray, gids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """``member * topics + topic rank`` of each partition ``gids`` held by ``owners``."""
     ranks = np.searchsorted(offsets, gids, side="right") - 1
-    return np.unique(owners.astype(np.int64) * n_topics + ranks)
+    return owners.astype(np.int64) * (offsets.size - 1) + ranks
+
+
+def member_topic_pairs(
+    owners: np.ndarray, gids: np.ndarray, offsets: np.ndarray, members: int
+) -> int:
+    """How many distinct (member, topic) pairs the partitions ``gids`` held by ``owners`` (member
+    indices below ``members``) make: Kafka's target entries, one partition set each."""
+    if not gids.size:
+        return 0
+    keys = _pair_keys(owners, gids, offsets)
+    size = members * (offsets.size - 1)
+    if size > _MARKS:
+        return int(np.unique(keys).size)
+    marks = np.zeros(size, dtype=bool)
+    marks[keys] = True
+    return int(np.count_nonzero(marks))
 
 
 def _new_entries(
-    owner: np.ndarray, todo: np.ndarray, takers: np.ndarray, offsets: np.ndarray
+    owner: np.ndarray, todo: np.ndarray, takers: np.ndarray, offsets: np.ndarray, members: int
 ) -> int:
     """How many (member, topic) partition sets Kafka creates dealing ``todo`` out to
     ``takers``: the pairs where the taker holds nothing of the topic once revocations are done
     (``owner``, before the deal)."""
-    dealt = member_topic_pairs(takers, todo, offsets)
-    if not dealt.size:
+    if not todo.size:
         return 0
-    mine = np.flatnonzero(np.isin(owner, np.unique(takers)))
-    kept = member_topic_pairs(owner[mine], mine, offsets)
-    return int(dealt.size - np.count_nonzero(np.isin(dealt, kept, assume_unique=True)))
+    dealt = _pair_keys(takers, todo, offsets)
+    is_taker = np.zeros(members + 1, dtype=bool)  # [-1]: nobody
+    is_taker[takers] = True
+    mine = np.flatnonzero(is_taker[owner])
+    kept = _pair_keys(owner[mine], mine, offsets)
+    size = members * (offsets.size - 1)
+    if size > _MARKS:
+        return int(np.count_nonzero(~np.isin(np.unique(dealt), kept)))
+    marks = np.zeros(size, dtype=bool)
+    marks[dealt] = True
+    marks[kept] = False
+    return int(np.count_nonzero(marks))
 
 
 def _heterogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupAssignment:
@@ -241,8 +266,8 @@ def _heterogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> Grou
     if not existing:
         return GroupAssignment.empty()
     g = GroupArrays(spec, describer, existing, member_topics, subscriptions=subscriptions)
-    held = g.owner >= 0
-    entries = member_topic_pairs(g.owner[held], np.flatnonzero(held), g.offsets).size
+    held = np.flatnonzero(g.owner >= 0)
+    entries = member_topic_pairs(g.owner[held], held, g.offsets, len(g.member_ids))
     subscribers = _subscribers(g, distinct)
     builder = _HeterogeneousBuilder(g, subscribers)
     builder.assign_remaining()
@@ -254,8 +279,8 @@ def _heterogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> Grou
         members=len(g.member_ids),
         topics=len(g.topics),
         pairs=sum(len(s) for s in subscribers),
-        held=int(np.count_nonzero(held)),
-        entries=int(entries),
+        held=int(held.size),
+        entries=entries,
         **builder.work,
     )
     return result

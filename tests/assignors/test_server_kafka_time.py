@@ -156,3 +156,15 @@ def test_each_builder_counts_what_its_code_does():
     assert work.builder == UNIFORM_HETEROGENEOUS
     assert (work.pairs, work.placed, work.held) == (4, 6, 0)
     assert work.balancer_inits >= 2  # one per topic filled, then at least one balancing pass
+
+
+def test_pairs_are_counted_the_same_past_the_mark_array(monkeypatch):
+    """Distinct (member, topic) pairs: a mark array for most groups, a sort for the largest;
+    both give the same counts."""
+    import assignors.server.uniform as uniform
+
+    row = next(r for r in ROWS if r.name == "uniform-100m-100t-1000p-homoge-join")
+    small = kafka_works(row)
+    monkeypatch.setattr(uniform, "_MARKS", 0)
+    assert kafka_works(row) == small
+    assert small["uniform", "join"].entries > 0 and small["uniform", "join"].new_entries > 0
