@@ -488,8 +488,9 @@ class AssignorCost:
     model_per_member_s * N`` (deterministic); ``measured``: the real CPU time of our assignor
     times ``measured_factor`` (the only use of wall time in the simulator, so not replayable);
     ``kafka``: the time Kafka's own Java implementation of the assignor takes on this very input
-    (warm JVM), from the work it does on it (``assignors.kafka_time``; deterministic). The caller
-    prices the assignment and passes it as ``kafka_s``.
+    (warm JVM), from the work it does on it (deterministic). The caller prices the assignment and
+    passes it as ``kafka_s``: a classic group's leader ``assignors.kafka_time``'s figure, the
+    consumer-protocol coordinator ``assignors.server.kafka_time``'s.
     """
 
     mode: str = "zero"

@@ -67,6 +67,7 @@ import attrs
 
 from assignors import Subscription
 from assignors._java import java_string_hash
+from assignors.server.kafka_time import server_kafka_ms
 
 from . import messages as m
 from .config import AssignorCost, GroupConfig
@@ -967,7 +968,12 @@ class ConsumerGroupCoordinator:
         name = self._preferred_assignor()
         self.target = compute_target(name, counts, members, self.target, changed)
         measured = time.perf_counter() - t0 if mode == "measured" else 0.0
-        cost = self.assignor_cost.cost_s(sum(counts.values()), len(members), measured)
+        # assignor_cost=kafka: what Kafka's assignor takes on this input, whichever of our paths
+        # computed the target (assignors.server.kafka_time)
+        kafka_s = server_kafka_ms(self.target.kafka_work) / 1000 if mode == "kafka" else None
+        cost = self.assignor_cost.cost_s(
+            sum(counts.values()), len(members), measured, kafka_s=kafka_s
+        )
         self.target_epoch = self.group_epoch
         self.assignments_computed += 1
         epoch = self.target_epoch

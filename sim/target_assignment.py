@@ -47,6 +47,7 @@ from assignors.server import (
     GroupSpec,
     get_server_assignor,
 )
+from assignors.server.kafka_time import ServerWork
 from assignors.server.spec import SubscriptionType
 from assignors.server.uniform_chain import UniformChain
 
@@ -88,6 +89,7 @@ class TargetAssignment(Mapping[str, frozenset]):
         "_chain",
         "_step",
         "_snapshot",
+        "_work",
     )
 
     def __init__(
@@ -110,6 +112,7 @@ class TargetAssignment(Mapping[str, frozenset]):
         self._chain: UniformChain | None = None  # the chain this target is a step of
         self._step = -1
         self._snapshot: tuple | None = None  # (member ids, positions, owner slot per partition)
+        self._work: ServerWork | None = result.kafka_work if result is not None else None
 
     @classmethod
     def _of_chain(cls, chain: UniformChain, members: GroupMembers) -> TargetAssignment:
@@ -125,7 +128,15 @@ class TargetAssignment(Mapping[str, frozenset]):
         t._chain = chain
         t._step = chain.step_count
         t._snapshot = (members.member_ids, index, chain.owner.copy())
+        t._work = chain.work
         return t
+
+    @property
+    def kafka_work(self) -> ServerWork | None:
+        """What Kafka's assignor did computing this target (``assignors.server.kafka_time``),
+        the same whether the full assignor or a chain step computed it; None for a target not
+        computed by an assignor."""
+        return self._work
 
     def _live_chain(self) -> UniformChain | None:
         chain = self._chain

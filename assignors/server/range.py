@@ -30,7 +30,8 @@ import numpy as np
 
 from .._java import java_sort_key
 from ._group import GroupArrays, by_subscription
-from .spec import GroupAssignment, GroupSpec, SubscribedTopicDescriber
+from .kafka_time import EMPTY, RANGE, ServerWork
+from .spec import GroupAssignment, GroupSpec, SubscribedTopicDescriber, SubscriptionType
 
 
 class RangeAssignor:
@@ -43,7 +44,9 @@ class RangeAssignor:
     ) -> GroupAssignment:
         describer = SubscribedTopicDescriber.of(topics)
         if len(group_spec) == 0:
-            return GroupAssignment.empty()
+            empty = GroupAssignment.empty()
+            empty.kafka_work = ServerWork(EMPTY)
+            return empty
         ids = group_spec.member_ids
         distinct, _ = by_subscription(
             group_spec._member_topics(), group_spec._has_one_subscription()
@@ -64,10 +67,12 @@ class RangeAssignor:
                     per_topic[r].append(arr)
         owner = g.owner  # all -1: the current assignment is not read
         cache: dict[int, np.ndarray] = {}
+        ranges = 0
         for r, chunks in enumerate(per_topic):
             n = int(g.counts[r])
             if n == 0 or not chunks:
                 continue
+            ranges += min(n, sum(len(c) for c in chunks))
             subs = chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
             key = id(chunks[0]) if len(chunks) == 1 else None
             ranked = cache.get(key) if key is not None else None
@@ -84,7 +89,19 @@ class RangeAssignor:
             lengths[:extra] += 1
             lo = int(g.offsets[r])
             owner[lo : lo + n] = np.repeat(ranked, lengths)
-        return g.result(owner)
+        result = g.result(owner)
+        result.kafka_work = ServerWork(
+            RANGE,
+            homogeneous=group_spec.subscription_type is SubscriptionType.HOMOGENEOUS,
+            members=len(ids),
+            topics=len(g.topics),
+            pairs=sum(
+                len(arr) * sum(1 for t in topic_set if t in g.rank)
+                for topic_set, arr in distinct.items()
+            ),
+            ranges=ranges,
+        )
+        return result
 
     def __repr__(self) -> str:
         return f"<server assignor {self.name}>"

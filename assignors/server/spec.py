@@ -48,6 +48,7 @@ from .._java import (
     modelled_hashmap_order,
 )
 from ..types import AssignorError
+from .kafka_time import ServerWork
 
 
 class SubscriptionType(enum.Enum):
@@ -1030,9 +1031,12 @@ class GroupAssignment(Mapping[str, MemberAssignment]):
     ``topic``, the index into ``member_ids`` of its member, or -1. As a mapping:
     ``assignment[member_id]`` is a ``MemberAssignment``, ``{topic: (partition, ...)}`` ascending,
     topics with no partition for that member left out; ``to_dict()`` gives plain dicts.
+    ``kafka_work``: what Kafka's assignor did on the input this assignment was computed from, set
+    by the assignor that computed it (``assignors.server.kafka_time``; None when not known).
     """
 
     __slots__ = (
+        "kafka_work",
         "_member_ids",
         "_index",
         "_topics",
@@ -1059,6 +1063,7 @@ class GroupAssignment(Mapping[str, MemberAssignment]):
         # (an earlier assignment's member ids, our position of each, -1: none), when the
         # assignor's spec had them
         self._previous_positions: tuple[tuple[str, ...], np.ndarray] | None = None
+        self.kafka_work: ServerWork | None = None
 
     @classmethod
     def empty(cls) -> GroupAssignment:

@@ -67,6 +67,7 @@ import numpy as np
 from .._hashmap_model import TREEIFY_THRESHOLD, JavaHashMap
 from ..types import AssignorError
 from ._group import GroupArrays, by_subscription
+from .kafka_time import EMPTY, UNIFORM_HETEROGENEOUS, UNIFORM_HOMOGENEOUS, ServerWork
 from .spec import (
     GroupAssignment,
     GroupSpec,
@@ -88,10 +89,14 @@ class UniformAssignor:
     ) -> GroupAssignment:
         describer = SubscribedTopicDescriber.of(topics)
         if len(group_spec) == 0:
-            return GroupAssignment.empty()
-        if group_spec.subscription_type is SubscriptionType.HOMOGENEOUS:
-            return _homogeneous(group_spec, describer)
-        return _heterogeneous(group_spec, describer)
+            result = GroupAssignment.empty()
+        elif group_spec.subscription_type is SubscriptionType.HOMOGENEOUS:
+            result = _homogeneous(group_spec, describer)
+        else:
+            result = _heterogeneous(group_spec, describer)
+        if result.kafka_work is None:  # (nothing to assign: Kafka returns at once)
+            result.kafka_work = ServerWork(EMPTY)
+        return result
 
     def __repr__(self) -> str:
         return f"<server assignor {self.name}>"
@@ -145,6 +150,8 @@ def _homogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupA
     min_quota, extra = divmod(g.total, m)
     quota = np.full(m, min_quota, dtype=np.int64)
     quota[:extra] += 1
+    held_at = np.flatnonzero(owner >= 0)
+    entries = member_topic_pairs(owner[held_at], held_at, g.offsets, m)
 
     # Partitions nobody holds, in topic then partition order.
     unassigned = [np.flatnonzero(owner < 0)]
@@ -179,8 +186,74 @@ def _homogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupA
     takers = np.repeat(np.arange(m, dtype=np.int32), room)
     if takers.size < todo.size:
         raise AssignorError("uniform: partitions were left unassigned")
-    owner[todo] = takers[: todo.size]
-    return g.result(owner)
+    takers = takers[: todo.size]
+    # Kafka copies the target of a member over its quota (to revoke) and of one with room (to
+    # fill): all it held
+    copied = int(held_count[over | (room > 0)].sum())
+    new_entries = _new_entries(owner, todo, takers, g.offsets, m)
+    owner[todo] = takers
+    result = g.result(owner)
+    result.kafka_work = ServerWork(
+        UNIFORM_HOMOGENEOUS,
+        members=m,
+        topics=len(g.topics),
+        held=int(held_at.size),
+        entries=entries,
+        unassigned=int(todo.size),
+        placed=int(todo.size),
+        copied=copied,
+        new_entries=new_entries,
+    )
+    return result
+
+
+# Distinct (member, topic) pairs are counted on a mark array of members x topics up to this size,
+# with a sort beyond it.
+_MARKS = 50_000_000
+
+
+def _pair_keys(owners: np.ndarray, gids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """``member * topics + topic rank`` of each partition ``gids`` held by ``owners``."""
+    ranks = np.searchsorted(offsets, gids, side="right") - 1
+    return owners.astype(np.int64) * (offsets.size - 1) + ranks
+
+
+def member_topic_pairs(
+    owners: np.ndarray, gids: np.ndarray, offsets: np.ndarray, members: int
+) -> int:
+    """How many distinct (member, topic) pairs the partitions ``gids`` held by ``owners`` (member
+    indices below ``members``) make: Kafka's target entries, one partition set each."""
+    if not gids.size:
+        return 0
+    keys = _pair_keys(owners, gids, offsets)
+    size = members * (offsets.size - 1)
+    if size > _MARKS:
+        return int(np.unique(keys).size)
+    marks = np.zeros(size, dtype=bool)
+    marks[keys] = True
+    return int(np.count_nonzero(marks))
+
+
+def _new_entries(
+    owner: np.ndarray, todo: np.ndarray, takers: np.ndarray, offsets: np.ndarray, members: int
+) -> int:
+    """How many (member, topic) partition sets Kafka creates dealing ``todo`` out to
+    ``takers``: the pairs where the taker holds nothing of the topic once revocations are done
+    (``owner``, before the deal)."""
+    if not todo.size:
+        return 0
+    dealt = _pair_keys(takers, todo, offsets)
+    is_taker = np.zeros(members + 1, dtype=bool)  # [-1]: nobody
+    is_taker[takers] = True
+    mine = np.flatnonzero(is_taker[owner])
+    kept = _pair_keys(owner[mine], mine, offsets)
+    size = members * (offsets.size - 1)
+    if size > _MARKS:
+        return int(np.count_nonzero(~np.isin(np.unique(dealt), kept)))
+    marks = np.zeros(size, dtype=bool)
+    marks[dealt] = True
+    marks[kept] = False
+    return int(np.count_nonzero(marks))
 
 
 def _heterogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupAssignment:
@@ -193,11 +266,24 @@ def _heterogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> Grou
     if not existing:
         return GroupAssignment.empty()
     g = GroupArrays(spec, describer, existing, member_topics, subscriptions=subscriptions)
+    held = np.flatnonzero(g.owner >= 0)
+    entries = member_topic_pairs(g.owner[held], held, g.offsets, len(g.member_ids))
     subscribers = _subscribers(g, distinct)
     builder = _HeterogeneousBuilder(g, subscribers)
     builder.assign_remaining()
     builder.balance()
-    return g.result(g.owner)
+    result = g.result(g.owner)
+    result.kafka_work = ServerWork(
+        UNIFORM_HETEROGENEOUS,
+        homogeneous=False,
+        members=len(g.member_ids),
+        topics=len(g.topics),
+        pairs=sum(len(s) for s in subscribers),
+        held=int(held.size),
+        entries=entries,
+        **builder.work,
+    )
+    return result
 
 
 def _subscribers(
@@ -224,6 +310,30 @@ class _HeterogeneousBuilder:
             np.int64
         )
         self.converged = True  # False when balance() stops at MAX_ITERATION_COUNT passes
+        # What Kafka's builder does on the way (``kafka_time.ServerWork`` fields); ``_copied``:
+        # the members whose target Kafka has copied (it copies one before changing it).
+        self.work = dict.fromkeys(
+            (
+                "unassigned",
+                "placed",
+                "copied",
+                "new_entries",
+                "balancer_inits",
+                "sorted_members",
+                "imbalanced_partitions",
+                "moved",
+            ),
+            0,
+        )
+        self._copied = np.zeros(len(g.member_ids), dtype=bool)
+
+    def _first_change(self, members: np.ndarray) -> None:
+        """Count the copies Kafka makes of these members' targets (each copied once, with
+        what it holds when it first changes)."""
+        fresh = members[~self._copied[members]]
+        if fresh.size:
+            self._copied[fresh] = True
+            self.work["copied"] += int(self.sizes[fresh].sum())
 
     def _sorted_topics(self, ranks: list[int]) -> list[int]:
         """Partitions per subscriber descending, subscriber count ascending, then topic."""
@@ -239,10 +349,19 @@ class _HeterogeneousBuilder:
             lo, hi = int(g.offsets[r]), int(g.offsets[r + 1])
             if (g.owner[lo:hi] < 0).any():
                 ranks.append(r)
+        work = self.work
         for r in self._sorted_topics(ranks):
             lo, hi = int(g.offsets[r]), int(g.offsets[r + 1])
             todo = np.flatnonzero(g.owner[lo:hi] < 0) + lo
             takers = _fill_least_loaded(self.subscribers[r], self.sizes, todo.size)
+            who = np.unique(takers)
+            self._first_change(who)
+            held = g.owner[lo:hi]
+            work["new_entries"] += int(who.size - np.count_nonzero(np.isin(who, held[held >= 0])))
+            work["balancer_inits"] += 1
+            work["sorted_members"] += len(self.subscribers[r])
+            work["unassigned"] += int(todo.size)
+            work["placed"] += int(todo.size)
             g.owner[todo] = takers
             self.sizes += np.bincount(takers, minlength=self.sizes.size)
 
@@ -270,11 +389,15 @@ class _HeterogeneousBuilder:
         subs = self.subscribers[r]
         sizes_np = self.sizes
         sub_sizes = sizes_np[subs]
+        work = self.work
+        work["balancer_inits"] += 1
+        work["sorted_members"] += len(subs)
         if int(sub_sizes.max()) - int(sub_sizes.min()) <= 1:
             return 0
         sm = subs[np.argsort(sub_sizes, kind="stable")].tolist()
         n = len(sm)
         lo, hi = int(g.offsets[r]), int(g.offsets[r + 1])
+        work["imbalanced_partitions"] += hi - lo
         own = g.owner[lo:hi]
         # The topic's partitions grouped by owner, ascending within an owner; [start, end) per owner.
         parts_order = np.argsort(own, kind="stable")
@@ -331,12 +454,19 @@ class _HeterogeneousBuilder:
             next_least += 1
             if most_count - least_count <= 1:
                 break
+            copied = self._copied
+            if not copied[giver] or not copied[taker]:
+                self._first_change(np.array((giver, taker)))
+            if taker not in end:
+                end[taker] = start[taker] = 0  # (nothing of this topic to give)
+                work["new_entries"] += 1
             own[partition] = taker
             size[giver] -= 1
             size[taker] += 1
             sizes_np[giver] -= 1
             sizes_np[taker] += 1
             moved += 1
+        work["moved"] += moved
         return moved
 
 

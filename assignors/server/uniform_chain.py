@@ -32,6 +32,7 @@ import numpy as np
 from assignors._hashmap_model import MIN_TREEIFY_CAPACITY, TREEIFY_THRESHOLD, JavaHashMap
 from assignors.types import TopicPartition
 
+from .kafka_time import EMPTY, UNIFORM_HOMOGENEOUS, ServerWork
 from .spec import GroupAssignment, GroupMembers
 
 _SMALL = 256  # shorter lists are put in walk order in Python, longer ones with numpy
@@ -153,6 +154,8 @@ class UniformChain:
         self._tps: list[list[TopicPartition]] | None = None
         self.step_count = 0
         self.dead = False  # set by a caller that gave up on it mid-way
+        self.entries = 0  # (slot, topic) lists holding partitions: Kafka's target entries
+        self.work: ServerWork | None = None  # what Kafka's builder did at the last step
 
     # ------------------------------------------------------------------ building
 
@@ -193,6 +196,7 @@ class UniformChain:
             assert lists is not None  # (None: the slot of a member that left)
             for r in np.unique(ranks).tolist():
                 lists[r] = (chunk[ranks == r] - offsets[r]).tolist()
+                chain.entries += 1
             chain.count[s] = b - a
         chain.free = np.flatnonzero(~held).tolist()
         return chain
@@ -239,6 +243,7 @@ class UniformChain:
             if parts:
                 off = offsets[r]
                 freed += parts if off == 0 else [off + p for p in parts]
+                self.entries -= 1
         if freed:
             self.owner[np.array(freed, dtype=np.int64)] = -1
             self.free += freed
@@ -269,11 +274,22 @@ class UniformChain:
         changed = self.changed = set()
         self.step_count += 1
         if m == 0:
+            self.work = ServerWork(EMPTY)
             return
         min_quota, extra = divmod(self.total, m)
         held = self.count[order]
         quota = np.full(m, min_quota, dtype=np.int64)
         quota[:extra] += 1
+        # what Kafka's homogeneous builder goes through on this input (uniform._homogeneous)
+        work = {
+            "members": m,
+            "topics": len(self.topics),
+            "held": self.total - len(self.free),
+            "entries": self.entries,
+            # a member over its quota, or with room, has its whole target copied
+            "copied": int(held[held != quota].sum()),
+        }
+        new_entries = 0
         revoked: list[int] = []
         over = np.flatnonzero(held > quota)
         if over.size:
@@ -294,6 +310,8 @@ class UniformChain:
                         cut = len(mine) - excess
                         revoked += mine[cut:]
                         del mine[cut:]
+                    if not mine:
+                        self.entries -= 1
                     _after_give_up(mine, marks, 0, cap)
             else:
                 for slot, excess in zip(over_slots.tolist(), excesses, strict=True):
@@ -306,6 +324,7 @@ class UniformChain:
         todo = free + revoked if revoked else free
         self.free = []
         if not todo:
+            self._record(work, 0, 0)
             return
         room = quota - np.minimum(held, quota)
         takers = np.flatnonzero(room > 0)
@@ -320,16 +339,23 @@ class UniformChain:
             at += r
             lists = parts[slot]
             if n_topics == 1:
+                if not lists[0]:
+                    new_entries += 1
                 lists[0].extend(chunk)
                 sorted_for[slot][0] = 0
             else:
                 marks = sorted_for[slot]
                 for gid in chunk:
                     t = bisect_right(offsets, gid) - 1
-                    lists[t].append(gid - offsets[t])
+                    mine = lists[t]
+                    if not mine:
+                        new_entries += 1
+                    mine.append(gid - offsets[t])
                     marks[t] = 0
             count[slot] += r
             changed.add(slot)
+        self.entries += new_entries
+        self._record(work, len(todo), new_entries)
         self.owner[np.array(todo, dtype=np.int64)] = np.repeat(order[takers], rooms).astype(
             np.int32
         )
@@ -337,6 +363,15 @@ class UniformChain:
         if sets:
             for slot in changed:
                 sets.pop(slot, None)
+
+    def _record(self, work: dict, dealt: int, new_entries: int) -> None:
+        self.work = ServerWork(
+            UNIFORM_HOMOGENEOUS,
+            unassigned=dealt,
+            placed=dealt,
+            new_entries=new_entries,
+            **work,
+        )
 
     def _give_up(self, slot: int, excess: int) -> list[int]:
         """The last ``excess`` partitions of the member's walk (topics in order, each topic's
@@ -358,6 +393,8 @@ class UniformChain:
             cut = len(parts) - take
             tail = parts[cut:]
             del parts[cut:]
+            if not parts:
+                self.entries -= 1
             _after_give_up(parts, marks, r, cap)
             off = offsets[r]
             tails.append(tail if off == 0 else [off + p for p in tail])

@@ -265,6 +265,10 @@ def read_input(path: str) -> Any:
 
 
 def run(args) -> int:
+    if getattr(args, "server", False):
+        from . import assign_server
+
+        return assign_server.run(args, read_input, build_group, format_partitions, InputError)
     try:
         doc = read_input(args.input)
         name, metadata, subs = build_group(doc, args.assignor)
@@ -317,4 +321,11 @@ def register(subparsers) -> None:
     p.add_argument("input", help="JSON file describing the group, or - for stdin")
     p.add_argument("--assignor", help="assignor name (overrides the input's 'assignor')")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument(
+        "--server",
+        action="store_true",
+        help="run a server-side assignor of the consumer protocol (KIP-848: uniform, range) "
+        "as the group coordinator does; 'owned' is each member's current target; prints the "
+        "time Kafka's own assignor takes on the input (kafka_ms)",
+    )
     p.set_defaults(func=run)

@@ -82,6 +82,8 @@ def test_chain_steps_give_the_assignors_targets(case):
         got = target._result
         assert got.member_ids == reference.member_ids
         assert got.to_dict() == reference.to_dict()
+        # Kafka's work on the input, whichever path computed the target (assignor_cost=kafka)
+        assert target.kafka_work == reference.kafka_work
         want = _sets(reference)
         assert {m: target[m] for m in target} == want
         kept.append((target, want))

@@ -90,6 +90,111 @@ def test_bad_input_is_one_line_naming_the_field(tmp_path, capsys, doc, needle):
     assert needle in err and len(err.strip().splitlines()) == 1
 
 
+SERVER_GROUP = {
+    "assignor": "uniform",
+    "topics": {"orders": 6, "payments": 3},
+    "members": {
+        "c1": {
+            "topics": ["orders", "payments"],
+            "owned": ["orders-0", "orders-1", "orders-2", "payments-0"],
+        },
+        "c2": {
+            "topics": ["orders", "payments"],
+            "owned": ["orders-3", "orders-4", "orders-5"],
+            "rack": "r1",
+        },
+        "c3": {"topics": ["orders", "payments"], "group_instance_id": "host-3"},
+    },
+}
+
+
+def test_assign_server_runs_the_coordinators_assignor_and_kafkas_time(tmp_path, capsys):
+    """--server: Kafka's server-side uniform on the members' current targets ('owned'), the
+    quality figures, and the time Kafka's own assignor takes on that input (kafka_ms)."""
+    from assignors.server import GroupSpec, MemberSubscriptionAndAssignment, get_server_assignor
+    from assignors.server.kafka_time import server_kafka_ms
+
+    code, out, _ = run_cli(tmp_path, SERVER_GROUP, "--server", "--json", capsys=capsys)
+    assert code == 0
+    doc = json.loads(out)
+    # quotas 3, 3, 3: c1 keeps three and gives up payments-0, which c3 takes with the rest
+    assert doc["assignment"] == {
+        "c1": ["orders-0", "orders-1", "orders-2"],
+        "c2": ["orders-3", "orders-4", "orders-5"],
+        "c3": ["payments-0", "payments-1", "payments-2"],
+    }
+    assert doc["quality"]["kept"] == 6 and doc["quality"]["moved"] == 1
+    spec = GroupSpec(
+        {
+            "c1": MemberSubscriptionAndAssignment(
+                {"orders", "payments"}, {"orders": [0, 1, 2], "payments": [0]}
+            ),
+            "c2": MemberSubscriptionAndAssignment({"orders", "payments"}, {"orders": [3, 4, 5]}),
+            "c3": MemberSubscriptionAndAssignment({"orders", "payments"}),
+        }
+    )
+    work = get_server_assignor("uniform").assign(spec, SERVER_GROUP["topics"]).kafka_work
+    assert doc["kafka_ms"] == round(server_kafka_ms(work), 6) and doc["kafka_ms"] > 0
+    # the table says the same; --assignor picks the server's range instead
+    code, out, _ = run_cli(tmp_path, SERVER_GROUP, "--server", capsys=capsys)
+    assert code == 0 and f"would take {server_kafka_ms(work):.3f} ms" in out
+    code, out, _ = run_cli(
+        tmp_path, SERVER_GROUP, "--server", "--assignor", "range", "--json", capsys=capsys
+    )
+    doc = json.loads(out)
+    # static members first (c3, by instance id), then the others by member id
+    assert doc["assignor"] == "range" and doc["assignment"]["c3"] == [
+        "orders-0",
+        "orders-1",
+        "payments-0",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("doc", "extra", "needle"),
+    [
+        (
+            SERVER_GROUP,
+            ("--assignor", "sticky"),
+            "--assignor: 'sticky' is not a server-side assignor",
+        ),
+        ({**SERVER_GROUP, "assignor": "cooperative-sticky"}, (), "assignor: 'cooperative-sticky'"),
+        ({k: v for k, v in SERVER_GROUP.items() if k != "assignor"}, (), "assignor: missing"),
+        (
+            {**SERVER_GROUP, "members": {"c1": {"topics": ["orders"], "generation": 3}}},
+            (),
+            "members.c1: unknown field 'generation' with --server",
+        ),
+        (
+            {**SERVER_GROUP, "members": {"c1": {"topics": ["orders"], "rack": 7}}},
+            (),
+            "members.c1.rack: expected a string",
+        ),
+        (
+            {
+                **SERVER_GROUP,
+                "members": {
+                    "c1": {"topics": ["orders"], "owned": ["orders-0"]},
+                    "c2": {"topics": ["orders"], "owned": ["orders-0"]},
+                },
+            },
+            (),
+            "partition orders-0 is in the target assignment of both",
+        ),
+        (
+            {**SERVER_GROUP, "members": {"c1": {"topics": ["orders"], "owned": ["orders-9"]}}},
+            (),
+            "members.c1.owned[0]: orders-9 is out of range",
+        ),
+        ([1, 2], (), "input: expected a JSON object"),
+    ],
+)
+def test_assign_server_bad_input_is_one_line_naming_the_field(tmp_path, capsys, doc, extra, needle):
+    code, out, err = run_cli(tmp_path, doc, "--server", *extra, capsys=capsys)
+    assert code == 2 and out == ""
+    assert needle in err and len(err.strip().splitlines()) == 1
+
+
 def test_missing_file(capsys):
     """A missing input file is a one-line error."""
     assert main(["assign", "/nonexistent/group.json"]) == 2

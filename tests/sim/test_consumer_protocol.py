@@ -171,3 +171,31 @@ def test_a_run_settles_when_a_quiet_offset_fetch_settles_the_last_member():
     result = run_scenario(Scenario.from_dict(data), seed=sim_seed, raise_on_violation=False)
     assert result.invariant_violations == []
     assert result.summary["settled_at_end"] and result.summary["simulated_s"] < 300
+
+
+def test_assignor_cost_kafka_charges_kafkas_time_for_each_target(monkeypatch):
+    """``assignor_cost=kafka``: each target assignment costs the coordinator the time Kafka's own
+    assignor takes on that input (``assignors.server.kafka_time``), whichever path computed it."""
+    import sim.consumer_group as cg
+    from assignors.server.kafka_time import UNIFORM_HOMOGENEOUS, server_kafka_ms
+
+    works = []
+    compute = cg.compute_target
+
+    def recording(*args, **kw):
+        target = compute(*args, **kw)
+        works.append(target.kafka_work)
+        return target
+
+    monkeypatch.setattr(cg, "compute_target", recording)
+    sc = load_scenario("scale-out", {**CONSUMER, "assignor_cost": "kafka"})
+    result = run_scenario(sc, seed=1)
+    costs = [e["detail"].rsplit("cost=", 1)[1] for e in events(result, "target_assignment")]
+    assert len(costs) == len(works) >= 2
+    for cost, work in zip(costs, works, strict=True):
+        assert work.builder == UNIFORM_HOMOGENEOUS
+        assert cost == f"{server_kafka_ms(work) / 1000:.6f}s"
+        # a few members and 24 partitions: about Kafka's fixed cost of a call, 0.2 ms
+        assert 0.0001 < float(cost[:-1]) < 0.001
+    # the group forms, then a member joins: the last target deals the newcomer its partitions
+    assert works[-1].members == 7 and works[-1].held == 24 and works[-1].placed == 3
