@@ -48,8 +48,8 @@ Typical use::
 
 # First, before any module it may have compiled: which build this process imports (the compiled
 # modules, or their source; ``sim.compiled``)
-from . import compiled as compiled
-from .config import (
+from sim import compiled as compiled
+from sim.config import (
     AssignorCost,
     ConfigError,
     ConsumerConfig,
@@ -59,8 +59,10 @@ from .config import (
     SimConfig,
     TopicConfig,
 )
-from .run import InvariantViolation, RunResult, run_scenario
-from .scenario import ACTIONS, Scenario
+from sim.errors import InvariantViolation
+from sim.run import RunResult, run_scenario
+from sim.scenario.actions import ACTIONS
+from sim.scenario.scenario import Scenario
 
 __all__ = [
     "ACTIONS",

@@ -1,5 +1,5 @@
-"""One consumer client (sim.client.ConsumerClient) with a subclass per group protocol, member
-states as data, and the protocol records (sim.protocols) a run is built from."""
+"""One consumer client (sim.client.base.ConsumerClient) with a subclass per group protocol, member
+states as data, and the protocol records (sim.world.group_types) a run is built from."""
 
 from __future__ import annotations
 
@@ -9,18 +9,18 @@ from pathlib import Path
 import pytest
 
 from assignors import TopicPartition
-from sim import consumer_member as cm
-from sim import member as cl
-from sim import messages as m
-from sim.classic_bridge import ClassicBridgeCoordinator
-from sim.client import ConsumerClient
+from sim.client import classic as cl
+from sim.client import consumer as cm
+from sim.client.base import ConsumerClient
+from sim.client.classic import Member
+from sim.client.consumer import ConsumerMember
 from sim.config import GROUP_PROTOCOLS, ConsumerConfig
-from sim.consumer_member import ConsumerMember
-from sim.group import GroupCoordinator, IllegalTransition
-from sim.member import Member
-from sim.protocols import PROTOCOLS
-from sim.run import Runner
-from sim.scenario import Scenario
+from sim.coordinator.classic.group import GroupCoordinator, IllegalTransition
+from sim.coordinator.consumer.classic_members import ClassicBridgeCoordinator
+from sim.scenario.scenario import Scenario
+from sim.wire import messages as m
+from sim.world.group_types import PROTOCOLS
+from sim.world.runner import Runner
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 
 from assignors import Assignment, TopicPartition
-from sim import messages as m
+from sim.client.classic import Member
+from sim.client.consumer import ConsumerMember
+from sim.client.handoffs import Handoffs
 from sim.config import AssignorCost, ConfigError, ConsumerConfig, GroupConfig
-from sim.consumer_member import ConsumerMember
-from sim.group import GroupCoordinator
-from sim.handoffs import Handoffs
-from sim.member import Member
+from sim.coordinator.classic.group import GroupCoordinator
+from sim.wire import messages as m
 
 from .helpers import episode, events, intervals, run, scenario
 from .test_group_core import form, sends

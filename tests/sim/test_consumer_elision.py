@@ -8,13 +8,13 @@ import copy
 import pytest
 
 from assignors import TopicPartition
-from experiments.engine import soak
 from sim import Scenario, run_scenario
-from sim import messages as m
-from sim.builtin_scenarios import load_scenario
+from sim.client.consumer import STABLE, ConsumerMember
 from sim.config import AssignorCost, ConsumerConfig, GroupConfig
-from sim.consumer_group import ConsumerGroupCoordinator
-from sim.consumer_member import STABLE, ConsumerMember
+from sim.coordinator.consumer.group import ConsumerGroupCoordinator
+from sim.scenario.builtins import load_scenario
+from sim.testing import soak
+from sim.wire import messages as m
 
 T = [TopicPartition("t", i) for i in range(4)]
 LATENCY_S = 0.001

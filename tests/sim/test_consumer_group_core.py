@@ -8,9 +8,8 @@ from __future__ import annotations
 import pytest
 
 from assignors import TopicPartition
-from sim import messages as m
 from sim.config import AssignorCost, GroupConfig
-from sim.consumer_group import (
+from sim.coordinator.consumer.group import (
     ASSIGNING,
     EMPTY,
     GROUP_STABLE,
@@ -21,6 +20,7 @@ from sim.consumer_group import (
     ConsumerGroupCoordinator,
     next_member_assignment,
 )
+from sim.wire import messages as m
 
 
 def tps(*ps, topic="t"):

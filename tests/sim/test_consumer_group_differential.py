@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from hypothesis import given
 
-from sim import messages as m
 from sim.config import AssignorCost, GroupConfig
-from sim.consumer_group import STABLE, ConsumerGroupCoordinator
+from sim.coordinator.consumer.group import STABLE, ConsumerGroupCoordinator
+from sim.wire import messages as m
 from tests.strategies import heartbeat_sequences
 
 from .kip848_model import KafkaConsumerGroup

@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import sim.consumer_group as cg
+import sim.coordinator.consumer.group as cg
 from assignors._java import modelled_hashmap_order
 from assignors.server import GroupSpec, get_server_assignor
-from sim import messages as m
 from sim.config import AssignorCost, GroupConfig
+from sim.wire import messages as m
 
 META = (0, {"t": 6, "u": 4, "v": 3})
 SUBSCRIPTIONS = [("t",), ("t", "u"), ("u", "v"), ("t", "u", "v")]

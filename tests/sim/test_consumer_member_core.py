@@ -5,9 +5,9 @@ scenarios: commit, revoke, assign, acknowledge; fencing; leaving."""
 from __future__ import annotations
 
 from assignors import TopicPartition
-from sim import messages as m
+from sim.client.consumer import ACKNOWLEDGING, FATAL, JOINING, RECONCILING, STABLE, ConsumerMember  # noqa: F401
 from sim.config import ConsumerConfig
-from sim.consumer_member import ACKNOWLEDGING, FATAL, JOINING, RECONCILING, STABLE, ConsumerMember  # noqa: F401
+from sim.wire import messages as m
 
 T = [TopicPartition("t", i) for i in range(4)]
 

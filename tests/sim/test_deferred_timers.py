@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 import sim.compiled
-from sim import messages as m
 from sim import run_scenario
-from sim.builtin_scenarios import load_scenario
 from sim.config import AssignorCost, GroupConfig
-from sim.consumer_group import ConsumerGroupCoordinator
+from sim.coordinator.consumer.group import ConsumerGroupCoordinator
+from sim.scenario.builtins import load_scenario
+from sim.wire import messages as m
 
 META = (0, {"t": 4})
 

@@ -7,9 +7,8 @@ import re
 import pytest
 
 from assignors import Assignment, Subscription, TopicPartition
-from sim import messages as m
 from sim.config import GroupConfig
-from sim.group import (
+from sim.coordinator.classic.group import (
     COMPLETING_REBALANCE,
     EMPTY,
     PREPARING_REBALANCE,
@@ -17,6 +16,7 @@ from sim.group import (
     GroupCoordinator,
     IllegalTransition,
 )
+from sim.wire import messages as m
 
 SUB = Subscription(("t",))
 

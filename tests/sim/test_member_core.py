@@ -5,9 +5,15 @@ from __future__ import annotations
 import pytest
 
 from assignors import Assignment, TopicPartition
-from sim import messages as m
+from sim.client.classic import (
+    COMPLETING_REBALANCE,
+    PREPARING_REBALANCE,
+    STABLE,
+    Member,
+    rebalance_protocol,
+)
 from sim.config import AssignorCost, ConsumerConfig
-from sim.member import COMPLETING_REBALANCE, PREPARING_REBALANCE, STABLE, Member, rebalance_protocol
+from sim.wire import messages as m
 
 from .helpers import need_assignor
 

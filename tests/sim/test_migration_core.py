@@ -1,6 +1,6 @@
 """Online migration between the classic and the consumer group protocol, driven directly (no trio,
-no network): ``sim.migration.MigratingCoordinator`` holding the group as either type, and the
-classic members a consumer group serves (``sim.classic_bridge``). The cases follow
+no network): ``sim.coordinator.migration.MigratingCoordinator`` holding the group as either type, and the
+classic members a consumer group serves (``sim.coordinator.consumer.classic_members``). The cases follow
 GroupMetadataManagerTest's online upgrade/downgrade and classic-member scenarios."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ from __future__ import annotations
 import pytest
 
 from assignors import Assignment, Subscription, TopicPartition
-from sim import messages as m
-from sim.classic_bridge import ClassicBridgeCoordinator
 from sim.config import AssignorCost, ConfigError, GroupConfig
-from sim.consumer_group import UNREVOKED_PARTITIONS
-from sim.group import PREPARING_REBALANCE, STABLE, GroupCoordinator
-from sim.migration import CLASSIC, CONSUMER, MigratingCoordinator
+from sim.coordinator.classic.group import PREPARING_REBALANCE, STABLE, GroupCoordinator
+from sim.coordinator.consumer.classic_members import ClassicBridgeCoordinator
+from sim.coordinator.consumer.group import UNREVOKED_PARTITIONS
+from sim.coordinator.migration import CLASSIC, CONSUMER, MigratingCoordinator
+from sim.wire import messages as m
 
 PARTITIONS = 6
 

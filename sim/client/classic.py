@@ -2,8 +2,8 @@
 ``AbstractCoordinator``, with its heartbeat thread and the poll loop's rebalance listener).
 
 Theory of operation. The member reacts to responses, timers and control notes and returns
-effects (``sim.messages``). It never reads the clock: ``now`` is passed in. It is one of the two
-subclasses of ``sim.client.ConsumerClient`` (the other: ``sim.consumer_member.ConsumerMember``).
+effects (``sim.wire.messages``). It never reads the clock: ``now`` is passed in. It is one of the two
+subclasses of ``sim.client.base.ConsumerClient`` (the other: ``sim.client.consumer.ConsumerMember``).
 
 - Protocol: the highest rebalance protocol that *every* configured assignor supports
   (COOPERATIVE > EAGER), so the default ``[range, cooperative-sticky]`` runs EAGER.
@@ -22,7 +22,7 @@ subclasses of ``sim.client.ConsumerClient`` (the other: ``sim.consumer_member.Co
   tells it that it was removed, and until its next poll() after that.
 
 The poll loop, positions, offsets, manual commits, callbacks and pauses are the consumer
-client's, shared with the consumer protocol (``sim.client.ConsumerClient``, which describes their
+client's, shared with the consumer protocol (``sim.client.base.ConsumerClient``, which describes their
 model). What the classic protocol adds: the heartbeat thread and the network callbacks flag
 things (rejoin needed, generation reset, SyncGroup done) for the poll thread's next poll(): EAGER
 revocation and JoinGroup (onJoinPrepare), onPartitionsLost after fencing, and onJoinComplete
@@ -61,13 +61,12 @@ from assignors import (
     get_assignor,
 )
 from assignors.userdata import encode_sticky_user_data
-
-from . import messages as m
-from .client import CLOSE_TIMEOUT_S, OFFSET_TIMERS, ConsumerClient, Effect
-from .config import AssignorCost, ConsumerConfig
-from .cooperative import cooperative_conflicts
-from .handoffs import Handoffs
-from .kernel import LazyGenerator
+from sim.client.base import CLOSE_TIMEOUT_S, OFFSET_TIMERS, ConsumerClient, Effect
+from sim.client.cooperative import cooperative_conflicts
+from sim.client.handoffs import Handoffs
+from sim.config import AssignorCost, ConsumerConfig
+from sim.kernel.rng import LazyGenerator
+from sim.wire import messages as m
 
 UNJOINED = "UNJOINED"
 PREPARING_REBALANCE = "PREPARING_REBALANCE"
@@ -123,7 +122,7 @@ def new_assignor(name: str):
 class Member(ConsumerClient):
     """A consumer client in a classic group (``ConsumerCoordinator`` on ``AbstractCoordinator``).
     See the module docstring; what it shares with the consumer protocol's member is
-    ``sim.client.ConsumerClient``'s."""
+    ``sim.client.base.ConsumerClient``'s."""
 
     TRANSITIONS = TRANSITIONS
     INITIAL_STATE = UNJOINED
@@ -759,7 +758,7 @@ class Member(ConsumerClient):
         self, subs: dict[str, Subscription], result: dict[str, Assignment]
     ) -> None:
         """ConsumerCoordinator.validateCooperativeAssignment: no partition may be added to one member
-        while it is revoked from another in the same round (``sim.cooperative``)."""
+        while it is revoked from another in the same round (``sim.client.cooperative``)."""
         for tp, prev, to in cooperative_conflicts(subs, result):
             self.out.append(
                 (

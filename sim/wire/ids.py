@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from .kernel import LazyGenerator
+    from sim.kernel.rng import LazyGenerator
 
 GROUP_ID = "group"  # the simulated group's group.id (one group per run)
 

@@ -1,16 +1,16 @@
 """The thin actors: they deliver inputs to the sans-I/O cores and carry out the effects.
 
-Under the task kernel (``--kernel tasks``, ``sim.task_kernel.TaskKernel``) each actor below is a trio
+Under the task kernel (``--kernel tasks``, ``sim.kernel.tasks.TaskKernel``) each actor below is a trio
 task of its own, handed its inputs through trio by the kernel; under the inline kernel (the
-default, ``sim.kernel.Kernel``) the kernel's one task calls the same ``deliver`` with the same
+default, ``sim.kernel.queue.Kernel``) the kernel's one task calls the same ``deliver`` with the same
 inputs in the same order. ``deliver`` never awaits, so an actor is the same code either way.
 
-- ``CoordinatorActor`` drives the group (``sim.protocols.new_group``: a
-  ``sim.migration.MigratingCoordinator``, which holds a classic group or a consumer group and
+- ``CoordinatorActor`` drives the group (``sim.world.group_types.new_group``: a
+  ``sim.coordinator.migration.MigratingCoordinator``, which holds a classic group or a consumer group and
   converts between them).
-- ``MemberActor`` drives one client's core, a ``sim.client.ConsumerClient`` (``sim.member.Member``
-  or ``sim.consumer_member.ConsumerMember``). It is handed a core factory
-  (``sim.protocols.core_factory``) and builds a new core at each process start, so a restart
+- ``MemberActor`` drives one client's core, a ``sim.client.base.ConsumerClient`` (``sim.client.classic.Member``
+  or ``sim.client.consumer.ConsumerMember``). It is handed a core factory
+  (``sim.world.group_types.core_factory``) and builds a new core at each process start, so a restart
   loses all in-memory state, as a real restart does; it holds inputs back while the process is
   paused.
 - ``Director`` plays the scenario's timeline (it asks the runner to start clients and reads the
@@ -18,7 +18,7 @@ inputs in the same order. ``deliver`` never awaits, so an actor is the same code
 
 The actors know nothing of the protocols: they call the cores' common entry points
 (``ConsumerClient.start`` / ``handle`` / ``on_timer`` / ...; the coordinators' ``handle`` /
-``on_timer`` / ``on_control``) and carry out the effects they return (``sim.kernel.Actor.apply``).
+``on_timer`` / ``on_control``) and carry out the effects they return (``sim.kernel.queue.Actor.apply``).
 """
 
 from __future__ import annotations
@@ -28,12 +28,12 @@ from typing import Any
 
 import attrs
 
-from . import messages as m
-from .client import ConsumerClient
-from .config import ConsumerConfig
-from .kernel import Actor, Kernel, LazyGenerator
-from .migration import MigratingCoordinator
-from .scenario import (
+from sim.client.base import ConsumerClient
+from sim.config import ConsumerConfig
+from sim.coordinator.migration import MigratingCoordinator
+from sim.kernel.queue import Actor, Kernel
+from sim.kernel.rng import LazyGenerator
+from sim.scenario.actions import (
     AddMembers,
     AddPartitions,
     Crash,
@@ -49,9 +49,10 @@ from .scenario import (
     action_to_dict,
     resolved_name,
 )
+from sim.wire import messages as m
 
-# What a MemberActor is handed (``sim.protocols.core_factory``): it builds the core for one start
-# of its client. (Named here, not imported: sim.protocols and sim.run import this module.)
+# What a MemberActor is handed (``sim.world.group_types.core_factory``): it builds the core for one start
+# of its client. (Named here, not imported: sim.world.group_types and sim.run import this module.)
 CoreFactory = Callable[["MemberActor", ConsumerConfig, tuple[str, ...]], ConsumerClient]
 
 
@@ -82,7 +83,7 @@ class MemberActor(Actor):
         self.starting = False  # a start is on its way (set by the runner, read by its settled scan)
         self.held: list[tuple] = []
         self.poll_rng: LazyGenerator | None = (
-            None  # the client's poll-loop stream (sim.client), made on first start
+            None  # the client's poll-loop stream (sim.client.base), made on first start
         )
         self.id_rng: LazyGenerator | None = (
             None  # its consumer-protocol member ids' stream, made on first start

@@ -1,12 +1,12 @@
 """Classic members inside a consumer group: the consumer group coordinator serving JoinGroup,
 SyncGroup, Heartbeat and LeaveGroup on top of the consumer group protocol (KIP-848's online
-migration), as a sans-I/O core beside ``sim.consumer_group``.
+migration), as a sans-I/O core beside ``sim.coordinator.consumer.group``.
 
 Theory of operation (Kafka's ``GroupMetadataManager.classicGroupJoinToConsumerGroup``,
 ``classicGroupSyncToConsumerGroup``, ``classicGroupHeartbeatToConsumerGroup``,
 ``classicGroupLeaveToConsumerGroup`` and ``ConsumerGroup``'s classic-member helpers). A classic
 member is a ``ConsumerGroupMember`` like any other, with ``classic`` metadata: its session timeout
-and its protocols (assignor names with their subscriptions). The client is unchanged (``sim.member``).
+and its protocols (assignor names with their subscriptions). The client is unchanged (``sim.client.classic``).
 
 - JoinGroup: a dynamic member without an id gets MEMBER_ID_REQUIRED and a new id (a Kafka
   ``Uuid``); a group already at ``group.consumer.max.size`` refuses a new member
@@ -33,7 +33,7 @@ and its protocols (assignor names with their subscriptions). The client is uncha
   rebalance timeout) the last consumer-protocol member of a group of at least two members whose
   others are all classic converts the group into a classic group when
   ``group.consumer.migration.policy`` allows a downgrade and the rest fit in ``group.max.size``.
-  The core marks ``downgrade_to``; ``sim.migration`` makes the classic group.
+  The core marks ``downgrade_to``; ``sim.coordinator.migration`` makes the classic group.
 
 Modelled here, not defined by Kafka: idle heartbeats of classic members are never elided while
 they are in a consumer group (every heartbeat is sent and answered). Not modelled: the downgrade
@@ -48,17 +48,16 @@ from __future__ import annotations
 import numpy as np
 
 from assignors import Assignment, Subscription
-
-from . import messages as m
-from .config import AssignorCost, GroupConfig
-from .consumer_group import (
+from sim.config import AssignorCost, GroupConfig
+from sim.coordinator.consumer.group import (
     UNRELEASED_PARTITIONS,
     UNREVOKED_PARTITIONS,
     ClassicMemberMeta,
     ConsumerGroupCoordinator,
     ConsumerGroupMember,
 )
-from .ids import kafka_uuid
+from sim.wire import messages as m
+from sim.wire.ids import kafka_uuid
 
 _EMPTY: frozenset = frozenset()
 _CLASSIC_REQUESTS = (

@@ -1,6 +1,6 @@
 """One consumer under the consumer group protocol (KIP-848) as a sans-I/O core: Kafka's new
 consumer (``AsyncKafkaConsumer``) with its ``ConsumerMembershipManager`` and
-``ConsumerHeartbeatRequestManager``, beside the classic ``sim.member``.
+``ConsumerHeartbeatRequestManager``, beside the classic ``sim.client.classic``.
 
 Theory of operation. The background thread sends ConsumerGroupHeartbeat every heartbeat interval
 (the broker's ``group.consumer.heartbeat.interval.ms``, learnt from the responses), one request
@@ -18,7 +18,7 @@ new assignment; the member reconciles toward it, one reconciliation at a time
 Callbacks run on the application thread, inside poll(), so steps 2-3 wait for the member's next
 poll exactly as the classic member's callbacks do: the poll-loop model (batches, backlog, when a
 flag raised elsewhere is handled) is the consumer client's, shared with the classic member
-(``sim.client.ConsumerClient``, the base class of both).
+(``sim.client.base.ConsumerClient``, the base class of both).
 
 Member states: ``TRANSITIONS`` (Kafka's MemberState with its valid previous states), checked on
 every change.
@@ -32,7 +32,7 @@ leaves with epoch -1 (a static member with -2, keeping its assignment on the coo
 restart within the session timeout).
 
 Manual commits (``commit_mode`` other than ``auto``): the consumer client's poll-batch commits,
-commitSync() and commitAsync() (``sim.client``), with the new consumer's rules: no commit before a
+commitSync() and commitAsync() (``sim.client.base``), with the new consumer's rules: no commit before a
 reconciliation (CommitRequestManager.maybeAutoCommitSyncBeforeRevocation commits only with
 enable.auto.commit); the listener's commitSync() in onPartitionsRevoked commits the revoked
 partitions at the position where their fetching stopped; commits carry the member epoch the
@@ -46,7 +46,7 @@ heartbeat on and keeps it: a fenced member rejoins (epoch 0) under the same id. 
 
 Modelled here, not defined by Kafka: both callbacks of one reconciliation run in the same poll().
 
-Idle heartbeat elision (``elide_heartbeats``; a simulator device, see ``sim.consumer_group``).
+Idle heartbeat elision (``elide_heartbeats``; a simulator device, see ``sim.coordinator.consumer.group``).
 A STABLE member with nothing in progress whose heartbeat response offers ``quiet_epoch`` takes it
 (``Quiet``): it stops its heartbeat timer and remembers when the next heartbeat was due. Its
 auto-commits still happen, but are computed instead of sent (they would all succeed), and without
@@ -68,11 +68,11 @@ from typing import cast
 
 import numpy as np
 
-from . import messages as m
-from .client import CLOSE_TIMEOUT_S, OFFSET_TIMERS, ConsumerClient, Effect, schedule_through
-from .config import AssignorCost, ConsumerConfig
-from .handoffs import Handoffs
-from .kernel import LazyGenerator
+from sim.client.base import CLOSE_TIMEOUT_S, OFFSET_TIMERS, ConsumerClient, Effect, schedule_through
+from sim.client.handoffs import Handoffs
+from sim.config import AssignorCost, ConsumerConfig
+from sim.kernel.rng import LazyGenerator
+from sim.wire import messages as m
 
 CLASSIC_RESPONSES = (
     m.JoinGroupResponse,
@@ -116,7 +116,7 @@ TRANSITIONS: dict[str, tuple[str, ...]] = {
 
 class ConsumerMember(ConsumerClient):
     """A consumer client in a consumer-protocol group. See the module docstring; what it shares
-    with the classic member is ``sim.client.ConsumerClient``'s."""
+    with the classic member is ``sim.client.base.ConsumerClient``'s."""
 
     TRANSITIONS = TRANSITIONS
     INITIAL_STATE = UNSUBSCRIBED
@@ -372,7 +372,7 @@ class ConsumerMember(ConsumerClient):
         if self.config.heartbeat_phase == "random" and (
             self.ack_in_flight or self.epoch == m.JOIN_GROUP_MEMBER_EPOCH
         ):
-            # As sim.member's: a model choice, not Kafka's. The heartbeat that joins or acknowledges
+            # As sim.client.classic's: a model choice, not Kafka's. The heartbeat that joins or acknowledges
             # an assignment sets the member's phase (HeartbeatRequestManager resets its timer on
             # each send); long-lived groups drift, so the next one comes anywhere within one interval.
             wait *= float(self._poll_rng.random())
@@ -435,7 +435,7 @@ class ConsumerMember(ConsumerClient):
             m.GROUP_ID_NOT_FOUND,
         ):
             # AbstractHeartbeatRequestManager.onErrorResponse: fatal (GROUP_ID_NOT_FOUND: the group
-            # is a classic group that refused an online upgrade, sim.migration)
+            # is a classic group that refused an online upgrade, sim.coordinator.migration)
             self._fatal(now, f"heartbeat: {r.error}")
             return
         else:

@@ -11,7 +11,7 @@ rebalance callbacks, unassigned partition-seconds with max / p50 / p99 window an
 touched, throughput loss, peak lag and lag recovery, stop-the-world time, double-processing
 partition-seconds.
 
-Records processed twice: a new owner starts from the committed offset (``sim.offsets``), so it
+Records processed twice: a new owner starts from the committed offset (``sim.coordinator.offsets``), so it
 processes again what earlier owners processed beyond it (``reprocessed`` events, by the cause of
 the gap: ``crash`` since the last auto-commit, ``failed_commit`` when the last commit before the
 handover was rejected, ``fenced`` for partitions lost without a commit or taken from a paused
@@ -38,8 +38,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .config import SimConfig
-from .recorder import ProcessingSpans, table_rows
+from sim.config import SimConfig
+from sim.observe.recorder import ProcessingSpans, table_rows
 
 _COUNT = re.compile(r"count=(\d+)")
 
@@ -76,7 +76,7 @@ _DURATION = re.compile(r"duration_s=([0-9.eE+-]+)")
 _REPROCESSED = re.compile(r"records=([0-9.eE+-]+) partitions=\d+ rate=([0-9.eE+-]+) cause=(\w+)")
 _AFTER = re.compile(r"after_s=([0-9.eE+-]+)")
 REPROCESS_CAUSES = ("crash", "failed_commit", "fenced", "zombie", "uncommitted")
-# A paused member's progress is handed on with the cause "zombie" (sim.member: it becomes one
+# A paused member's progress is handed on with the cause "zombie" (sim.client.classic: it becomes one
 # when it resumes); what its partitions' next owner processes again from the committed offset up
 # to that progress is the paused member's uncommitted work, taken from it: ``fenced``. ``zombie``
 # counts only what a zombie processes while the new owner does too (double processing x rate).

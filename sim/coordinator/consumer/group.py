@@ -1,11 +1,11 @@
 """The group coordinator of the consumer group protocol (KIP-848) as a sans-I/O core, beside the
-classic one in ``sim.group``.
+classic one in ``sim.coordinator.classic.group``.
 
 Theory of operation. Everything that changes a consumer group lives here (Kafka's
 ``GroupMetadataManager.consumerGroupHeartbeat`` and its helpers, ``modern.consumer.ConsumerGroup``,
 ``CurrentAssignmentBuilder``); nothing here knows about trio, the network or the clock. The actor
 calls ``handle(now, sender, message)`` and ``on_timer(now, key, at)`` and carries out the returned
-effects (``sim.messages``).
+effects (``sim.wire.messages``).
 
 - One RPC, ConsumerGroupHeartbeat, handled one request at a time, each to its response before
   the next. Member epoch 0 joins under the member id the client sends (its own, KIP-1082), or under
@@ -16,7 +16,7 @@ effects (``sim.messages``).
   active the joiner gets UNRELEASED_INSTANCE_ID).
 - The group epoch is bumped when a member joins, leaves or is fenced, when a subscription changes,
   and when the partition count of a subscribed topic changes. The target assignment (one call of
-  the server-side assignor, ``sim.target_assignment``) is computed for the group epoch by the next
+  the server-side assignor, ``sim.coordinator.consumer.target``) is computed for the group epoch by the next
   heartbeat, inside that heartbeat, as Kafka does: members joining one after the other each get a
   computation (the first member of a forming group gets every partition, the next ones wait for
   theirs). The assignor's member order is Kafka's: the HashMap that
@@ -48,7 +48,7 @@ the member's session; neither does one of a member at the target epoch that wait
 their previous owners still hold (UNRELEASED_PARTITIONS; a group forming or scaling out has
 thousands of those for as long as one member's callbacks run). Its response offers
 ``quiet_epoch``, and a member that takes the offer says so (``Quiet``) and stops sending idle
-heartbeats (``sim.consumer_member``). The coordinator then keeps no session timer for it.
+heartbeats (``sim.client.consumer``). The coordinator then keeps no session timer for it.
 Anything that makes its heartbeats matter again bumps the group epoch, and every quiet member gets
 a ``Wake``; a partition a quiet member waits for becoming free wakes that member; a member that
 stops (crash, pause, close, network fault) or must heartbeat for another reason wakes itself.
@@ -66,12 +66,16 @@ from collections.abc import Callable
 import attrs
 
 from assignors import Subscription
-from assignors._java import java_string_hash
-
-from . import messages as m
-from .config import AssignorCost, GroupConfig
-from .offsets import OffsetStore
-from .target_assignment import GroupMembers, MemberSpec, TargetAssignment, compute_target
+from assignors.java import java_string_hash
+from sim.config import AssignorCost, GroupConfig
+from sim.coordinator.consumer.target import (
+    GroupMembers,
+    MemberSpec,
+    TargetAssignment,
+    compute_target,
+)
+from sim.coordinator.offsets import OffsetStore
+from sim.wire import messages as m
 
 # MemberState (group-coordinator modern.consumer)
 STABLE = "STABLE"
@@ -167,7 +171,7 @@ def _compute_next(member_epoch, assigned, target_epoch, target, partition_epoch,
 @attrs.define(slots=True, eq=False)
 class ClassicMemberMeta:
     """ConsumerGroupMemberMetadataValue.ClassicMemberMetadata: what a classic member's JoinGroup
-    said beyond its subscription (``sim.classic_bridge``)."""
+    said beyond its subscription (``sim.coordinator.consumer.classic_members``)."""
 
     session_timeout_s: float
     protocols: tuple[tuple[str, Subscription], ...]
@@ -196,7 +200,7 @@ class ConsumerGroupMember:
     server_assignor: str | None = None
     # a member that speaks the classic protocol (JoinGroup/SyncGroup/Heartbeat/LeaveGroup) inside
     # this group: its session timeout and protocols (ConsumerGroupMember.classicMemberMetadata,
-    # ``sim.classic_bridge``); None for a consumer-protocol member
+    # ``sim.coordinator.consumer.classic_members``); None for a consumer-protocol member
     classic: ClassicMemberMeta | None = None
     _spec: MemberSpec | None = None
 
@@ -327,7 +331,7 @@ class ConsumerGroupCoordinator:
         self.input_rank = -1
         self.assignments_computed = 0
         # set when fencing the last consumer-protocol member of a group of classic members
-        # converts the group (the member id that leaves; ``sim.migration`` makes the classic group)
+        # converts the group (the member id that leaves; ``sim.coordinator.migration`` makes the classic group)
         self.downgrade_to: str | None = None
 
     # ------------------------------------------------------------------ plumbing
@@ -437,7 +441,7 @@ class ConsumerGroupCoordinator:
                 self._deferring = None
             for k in batch:  # each as its own kernel timer would have fired, in order
                 if self.downgrade_to is not None:
-                    break  # the rest go to the classic group (``sim.migration``), stale there
+                    break  # the rest go to the classic group (``sim.coordinator.migration``), stale there
                 self._fire(now, k, at)
         else:
             self._fire(now, key, at)
@@ -936,7 +940,7 @@ class ConsumerGroupCoordinator:
 
     # ------------------------------------------------------------------ hooks for classic members
 
-    # A core with no classic members; ``sim.classic_bridge.ClassicBridgeCoordinator`` fills these in.
+    # A core with no classic members; ``sim.coordinator.consumer.classic_members.ClassicBridgeCoordinator`` fills these in.
 
     def _session_s(self, mm: ConsumerGroupMember) -> float:
         return self.config.consumer_session_timeout_s
@@ -1025,7 +1029,7 @@ class ConsumerGroupCoordinator:
         waiting, self.parked = self.parked, []
         for i, (client, req) in enumerate(waiting):
             if self._blocked(now) or self.downgrade_to is not None:
-                # (after a downgrade the rest go to the classic group, sim.migration)
+                # (after a downgrade the rest go to the classic group, sim.coordinator.migration)
                 self.parked = waiting[i:]
                 break
             self.handle_now(now, client, req)
@@ -1040,7 +1044,7 @@ class ConsumerGroupCoordinator:
             self._on_commit(now, client, msg)
 
     def _on_offset_fetch(self, client: str, req: m.OffsetFetchRequest) -> None:
-        """OffsetFetch answers what is stored (``sim.offsets``)."""
+        """OffsetFetch answers what is stored (``sim.coordinator.offsets``)."""
         self._reply(
             client,
             m.OffsetFetchResponse(
@@ -1120,7 +1124,7 @@ class ConsumerGroupCoordinator:
                     f"revoking={len(pending)}",
                 )
                 if mm.classic is not None:
-                    pass  # a classic member has a join and a sync timer instead (sim.classic_bridge)
+                    pass  # a classic member has a join and a sync timer instead (sim.coordinator.consumer.classic_members)
                 elif state == UNREVOKED_PARTITIONS:
                     self._timer(("rebalance", mm.member_id, mm.rebalance_deadline_epoch), None)
                     mm.rebalance_deadline_epoch = epoch

@@ -1,6 +1,6 @@
 """Online migration between the classic and the consumer group protocol: the group coordinator's
-one group, held as a classic group (``sim.group.GroupCoordinator``) or as a consumer group
-(``sim.classic_bridge.ClassicBridgeCoordinator``), converted from one to the other as Kafka's
+one group, held as a classic group (``sim.coordinator.classic.group.GroupCoordinator``) or as a consumer group
+(``sim.coordinator.consumer.classic_members.ClassicBridgeCoordinator``), converted from one to the other as Kafka's
 ``GroupMetadataManager`` converts it. Sans-I/O like the cores it holds: ``handle``, ``on_timer``
 and ``on_control`` return effects.
 
@@ -15,7 +15,7 @@ and ``on_control`` return effects.
   its assigned partitions and its target (``ConsumerGroup.fromClassicGroup``), and a session
   timer of its own session timeout from now; then the heartbeat is handled by the consumer group.
 - Downgrade (``convertToClassicGroup``): the consumer group marks ``downgrade_to`` when fencing
-  its last consumer-protocol member leaves only classic members (``sim.classic_bridge``). The
+  its last consumer-protocol member leaves only classic members (``sim.coordinator.consumer.classic_members``). The
   classic group (``ClassicGroup.fromConsumerGroup``) is Stable at generation = the group epoch,
   with every other member, its target assignment as its assignment, the protocol the members
   vote for, and fresh sessions; then it prepares a rebalance, so every member rejoins.
@@ -37,13 +37,12 @@ from collections.abc import Callable
 import numpy as np
 
 from assignors import Assignment
-
-from . import messages as m
-from .classic_bridge import ClassicBridgeCoordinator
-from .config import AssignorCost, GroupConfig
-from .consumer_group import STABLE as MEMBER_STABLE
-from .consumer_group import ClassicMemberMeta, ConsumerGroupMember
-from .group import EMPTY, STABLE, GroupCoordinator, MemberMeta
+from sim.config import AssignorCost, GroupConfig
+from sim.coordinator.classic.group import EMPTY, STABLE, GroupCoordinator, MemberMeta
+from sim.coordinator.consumer.classic_members import ClassicBridgeCoordinator
+from sim.coordinator.consumer.group import STABLE as MEMBER_STABLE
+from sim.coordinator.consumer.group import ClassicMemberMeta, ConsumerGroupMember
+from sim.wire import messages as m
 
 CLASSIC = "classic"
 CONSUMER = "consumer"

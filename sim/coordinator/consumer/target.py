@@ -39,9 +39,8 @@ import attrs
 import numpy as np
 
 from assignors import TopicPartition
-from assignors._java import java_sort_key
+from assignors.java import java_sort_key
 from assignors.server import (
-    DEFAULT_SERVER_ASSIGNORS,
     GroupAssignment,
     GroupMembers,
     GroupSpec,
@@ -49,10 +48,6 @@ from assignors.server import (
 )
 from assignors.server.spec import SubscriptionType
 from assignors.server.uniform_chain import UniformChain
-
-SERVER_ASSIGNORS = (
-    DEFAULT_SERVER_ASSIGNORS  # group.consumer.assignors names (GroupCoordinatorConfig)
-)
 
 _EMPTY: frozenset = frozenset()
 

@@ -120,17 +120,20 @@ def migration_plan(
     actions = []
     at = round(c.real(start_s, end_s / 2), 3)
     for to in moves:
+        batch_size = c.choice([1, 2])
+        down_s = c.choice([1.0, 5.0])
+        gap_s = c.choice([5.0, 20.0])
         restart = {
             "action": "rolling_restart",
             "at_s": at,
             "group_protocol": to,
-            "batch_size": c.choice([1, 2]),
-            "down_s": c.choice([1.0, 5.0]),
-            "gap_s": c.choice([5.0, 20.0]),
+            "batch_size": batch_size,
+            "down_s": down_s,
+            "gap_s": gap_s,
             "graceful": c.choice([True, True, False]),
         }
         actions.append(restart)
-        at = round(at + c.real(0.0, (members + 2) * (restart["down_s"] + restart["gap_s"])), 3)
+        at = round(at + c.real(0.0, (members + 2) * (down_s + gap_s)), 3)
     return overrides, actions
 
 

@@ -19,8 +19,9 @@ from typing import Any
 
 import attrs
 
-from .config import ConfigError
-from .scenario import Scenario, batch_count, set_field
+from sim.config import ConfigError
+from sim.scenario.actions import batch_count
+from sim.scenario.scenario import Scenario, set_field
 
 
 @attrs.frozen

@@ -6,13 +6,13 @@ its group settled (the end of an episode), and which coordinator states are the 
 ``crash_leader`` action waits for. ``sim.run`` looks the record up from the run's configuration
 and never branches on the protocol itself.
 
-- ``CLASSIC``: ``sim.group.GroupCoordinator`` and ``sim.member.Member`` (JoinGroup / SyncGroup).
-- ``CONSUMER``: ``sim.consumer_group.ConsumerGroupCoordinator`` and
-  ``sim.consumer_member.ConsumerMember`` (KIP-848).
+- ``CLASSIC``: ``sim.coordinator.classic.group.GroupCoordinator`` and ``sim.client.classic.Member`` (JoinGroup / SyncGroup).
+- ``CONSUMER``: ``sim.coordinator.consumer.group.ConsumerGroupCoordinator`` and
+  ``sim.client.consumer.ConsumerMember`` (KIP-848).
 
 Member cores come from ``core_factory``, which picks the protocol from each client's own
 ``ConsumerConfig.group_protocol`` at every start. The group (``new_group``) is a
-``sim.migration.MigratingCoordinator``: it starts as the type of the base consumer config's
+``sim.coordinator.migration.MigratingCoordinator``: it starts as the type of the base consumer config's
 protocol and converts between the two as members of the other protocol join and leave (KIP-848's
 online migration); the run reads the record of its current type.
 """
@@ -24,24 +24,24 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from . import consumer_group as cg
-from . import group as classic_group
-from .client import ConsumerClient
-from .config import ConsumerConfig, SimConfig
-from .consumer_group import ConsumerGroupCoordinator
-from .consumer_member import ConsumerMember
-from .group import GroupCoordinator
-from .handoffs import Handoffs
-from .ids import kafka_uuid
-from .member import Member
-from .migration import MigratingCoordinator
+from sim.client.base import ConsumerClient
+from sim.client.classic import Member
+from sim.client.consumer import ConsumerMember
+from sim.client.handoffs import Handoffs
+from sim.config import ConsumerConfig, SimConfig
+from sim.coordinator.classic import group as classic_group
+from sim.coordinator.classic.group import GroupCoordinator
+from sim.coordinator.consumer import group as cg
+from sim.coordinator.consumer.group import ConsumerGroupCoordinator
+from sim.coordinator.migration import MigratingCoordinator
+from sim.wire.ids import kafka_uuid
 
 if TYPE_CHECKING:
-    from .actors import CoreFactory, MemberActor
-    from .kernel import Kernel
-    from .network import Network
+    from sim.kernel.queue import Kernel
+    from sim.world.actors import CoreFactory, MemberActor
+    from sim.world.network import Network
 
-# Streams of sim.kernel.Kernel.rng_for beside each actor's own: a client's poll loop, and the
+# Streams of sim.kernel.queue.Kernel.rng_for beside each actor's own: a client's poll loop, and the
 # member ids an actor makes (the classic coordinator's; a consumer-protocol client's own).
 POLL_STREAM = 1
 ID_STREAM = 3
@@ -84,7 +84,7 @@ class GroupProtocol:
     # coordinator state -> crash_leader phase
     phases: Mapping[str, str]
     # whether the run re-checks for the settled state after every input that sends a message,
-    # or only after recorded changes (sim.kernel.Kernel.dirty_on_io)
+    # or only after recorded changes (sim.kernel.queue.Kernel.dirty_on_io)
     dirty_on_io: bool
 
 

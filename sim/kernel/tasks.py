@@ -1,9 +1,9 @@
-"""The task kernel ("tasks"): the queue of ``sim.kernel.Kernel`` delivered to actors that are
-trio tasks of their own (``sim.kernel``'s docstring describes both kernels and why they give the
-same results). It is kept apart from ``sim.kernel`` because it is made of trio's scheduling
-(tasks parked and rescheduled, signals kept out of trio's machinery), which stays Python: the
-compiled build (``scripts/build_compiled.py``) compiles ``sim.kernel`` and leaves this module as
-it is.
+"""The task kernel ("tasks"): the queue of ``sim.kernel.queue.Kernel`` delivered to actors that are
+trio tasks of their own (``sim.kernel.queue``'s docstring describes both kernels and why they give
+the same results). It is kept apart from ``sim.kernel.queue`` because it is made of trio's
+scheduling (tasks parked and rescheduled, signals kept out of trio's machinery), which stays
+Python: the compiled build (``scripts/build_compiled.py``) compiles ``sim.kernel.queue`` and
+leaves this module as it is.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import outcome
 import trio
 import trio.testing
 
-from .kernel import YIELD_EVERY, Actor, Kernel, group_batch, note_end, note_start, stop_requested
+from sim.kernel.queue import YIELD_EVERY, Actor, Kernel, group_batch
+from sim.kernel.stop import note_end, note_start, stop_requested
 
 
 class _Inbox:

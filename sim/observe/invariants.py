@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .recorder import table_rows
+from sim.observe.recorder import table_rows
 
 _MEMBER_ID = re.compile(r"member_id=(\S+)")
 
@@ -35,7 +35,7 @@ class _Zombies:
     left out of the new generation). The second rule is the classic protocol's: it applies to a
     client whose last assignment came from SyncGroup (a group that migrates between the
     protocols has consumer-protocol clients, which never join a classic generation). A conversion
-    into a classic group counts as a completed generation (``sim.migration``)."""
+    into a classic group counts as a completed generation (``sim.coordinator.migration``)."""
 
     # the events it reads (check_run hands it only these)
     KINDS = (

@@ -12,13 +12,9 @@ from collections.abc import Sequence
 
 import attrs
 
-from .config import NetworkConfig
-from .messages import COORDINATOR
-
-TO_COORDINATOR = "to_coordinator"
-FROM_COORDINATOR = "from_coordinator"
-BOTH = "both"
-DIRECTIONS = (TO_COORDINATOR, FROM_COORDINATOR, BOTH)
+from sim.config import NetworkConfig
+from sim.wire.faults import BOTH, TO_COORDINATOR
+from sim.wire.messages import COORDINATOR
 
 
 @attrs.frozen

@@ -3,7 +3,7 @@ simulator's own control notes, and the effects that the sans-I/O cores return.
 
 Messages are small frozen classes; fields keep Kafka's names. Error codes are Kafka's ``Errors``
 names as strings. Control notes are not protocol messages: they let the simulator skip idle
-heartbeats without changing what either side observes (see ``sim.member`` on elision).
+heartbeats without changing what either side observes (see ``sim.client.classic`` on elision).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ REBALANCE_IN_PROGRESS = "REBALANCE_IN_PROGRESS"
 INCONSISTENT_GROUP_PROTOCOL = "INCONSISTENT_GROUP_PROTOCOL"
 FENCED_INSTANCE_ID = "FENCED_INSTANCE_ID"
 COORDINATOR_NOT_AVAILABLE = "COORDINATOR_NOT_AVAILABLE"
-# refusals around online migration between the protocols (sim.classic_bridge, sim.migration)
+# refusals around online migration between the protocols (sim.coordinator.consumer.classic_members, sim.coordinator.migration)
 GROUP_MAX_SIZE_REACHED = "GROUP_MAX_SIZE_REACHED"
 GROUP_ID_NOT_FOUND = "GROUP_ID_NOT_FOUND"
 
@@ -118,7 +118,7 @@ class OffsetCommitRequest:
     # which records were processed (the fluid model's offset; a member's partitions share it).
     offsets: tuple[TopicPartition, ...] = ()
     position_s: float = 0.0
-    # Partitions committed further than ``position_s`` (see ``sim.member``, position floors).
+    # Partitions committed further than ``position_s`` (see ``sim.client.classic``, position floors).
     ahead: tuple[tuple[TopicPartition, float], ...] = ()
 
 
@@ -251,7 +251,7 @@ class ConsumerGroupHeartbeatResponse:
     member_epoch: int = -1
     heartbeat_interval_s: float = 0.0
     assignment: frozenset | None = None
-    # simulator only: the member may elide its idle heartbeats (see sim.consumer_member), and
+    # simulator only: the member may elide its idle heartbeats (see sim.client.consumer), and
     # when the coordinator counted this heartbeat (the member's session runs from there)
     quiet_epoch: int | None = None
     received_at: float = 0.0

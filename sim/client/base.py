@@ -6,15 +6,15 @@ Kafka's consumer keeps the group protocol apart from the rest of the client: the
 committed offsets, the rebalance listener and the poll loop belong to the consumer itself. Here
 ``ConsumerClient`` is that rest, and its two subclasses are the protocols:
 
-- ``sim.member.Member``: the classic protocol (JoinGroup / SyncGroup / Heartbeat, EAGER or
+- ``sim.client.classic.Member``: the classic protocol (JoinGroup / SyncGroup / Heartbeat, EAGER or
   COOPERATIVE rebalancing, the leader running the assignor);
-- ``sim.consumer_member.ConsumerMember``: the consumer group protocol (KIP-848,
+- ``sim.client.consumer.ConsumerMember``: the consumer group protocol (KIP-848,
   ConsumerGroupHeartbeat, the coordinator assigning, the member reconciling).
 
 What lives here: the poll loop's timing, the owned partitions with their fluid backlog and
 positions, offset fetches for new partitions, manual and synchronous commits, the rebalance
 listener's callbacks (a busy poll thread), pauses, and the plumbing that turns all of it into
-effects (``sim.messages``). A core never reads the clock: ``now`` is passed in.
+effects (``sim.wire.messages``). A core never reads the clock: ``now`` is passed in.
 
 What a protocol fills in (declared below as abstract methods): the entry points an actor calls
 (``start``, ``crash``, ``close``, ``pause``, ``resume``, ``handle``, ``on_timer``,
@@ -72,12 +72,11 @@ from typing import Any, ClassVar, cast
 import numpy as np
 
 from assignors import TopicPartition
-
-from . import messages as m
-from .config import ConsumerConfig
-from .errors import IllegalTransition
-from .handoffs import Handoffs
-from .kernel import LazyGenerator
+from sim.client.handoffs import Handoffs
+from sim.config import ConsumerConfig
+from sim.errors import IllegalTransition
+from sim.kernel.rng import LazyGenerator
+from sim.wire import messages as m
 
 OFFSET_TIMERS = ("fetch_timeout", "fetch_retry", "first_record")
 
@@ -89,7 +88,7 @@ CLOSE_TIMEOUT_S = (
 )
 
 # An effect: a plain tuple whose first item says what it is ("send", "timer", "event", "open",
-# "close", "control", "violation", "settled_changed"; see sim.kernel.Actor.apply).
+# "close", "control", "violation", "settled_changed"; see sim.kernel.queue.Actor.apply).
 Effect = tuple[Any, ...]
 
 

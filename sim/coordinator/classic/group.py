@@ -4,7 +4,7 @@
 Theory of operation. Everything that changes the group's state lives here, and nothing here knows
 about trio, the network or the clock: the actor calls ``handle(now, sender, message)``,
 ``on_timer(now, key, at)`` or ``on_control(now, sender, note)`` and gets back a list of effects
-(see ``sim.messages``): messages to send, timers to arm, events and intervals to record.
+(see ``sim.wire.messages``): messages to send, timers to arm, events and intervals to record.
 
 States (GroupMetadata): Empty -> PreparingRebalance -> CompletingRebalance -> Stable, and Dead.
 ``TRANSITIONS`` lists the legal moves; ``_transition`` enforces them.
@@ -35,12 +35,11 @@ import attrs
 import numpy as np
 
 from assignors import Assignment, Subscription
-
-from . import messages as m
-from .config import GroupConfig
-from .errors import IllegalTransition
-from .ids import classic_member_id, default_client_id
-from .offsets import OffsetStore
+from sim.config import GroupConfig
+from sim.coordinator.offsets import OffsetStore
+from sim.errors import IllegalTransition
+from sim.wire import messages as m
+from sim.wire.ids import classic_member_id, default_client_id
 
 EMPTY = "Empty"
 PREPARING_REBALANCE = "PreparingRebalance"
@@ -790,7 +789,7 @@ class GroupCoordinator:
     def _on_commit(self, now: float, client: str, req: m.OffsetCommitRequest) -> None:
         """ClassicGroup.validateOffsetCommit: the member, then its generation, then the state (a
         commit of the current generation while CompletingRebalance: REBALANCE_IN_PROGRESS; one of
-        an older generation: ILLEGAL_GENERATION). Then store (``sim.offsets``)."""
+        an older generation: ILLEGAL_GENERATION). Then store (``sim.coordinator.offsets``)."""
         err = self._check_member(req.member_id, req.group_instance_id, req.generation)
         if err is None:
             err = m.REBALANCE_IN_PROGRESS if self.state == COMPLETING_REBALANCE else m.NONE

@@ -1,0 +1,1 @@
+"""The consumer group protocol's coordinator (KIP-848)."""
