@@ -40,8 +40,8 @@ from assignors import Assignment
 from sim.config import AssignorCost, GroupConfig
 from sim.coordinator.classic.group import EMPTY, STABLE, GroupCoordinator, MemberMeta
 from sim.coordinator.consumer.classic_members import ClassicBridgeCoordinator
-from sim.coordinator.consumer.group import STABLE as MEMBER_STABLE
-from sim.coordinator.consumer.group import ClassicMemberMeta, ConsumerGroupMember
+from sim.coordinator.consumer.member import ClassicMemberMeta, ConsumerGroupMember
+from sim.coordinator.consumer.states import STABLE as MEMBER_STABLE
 from sim.wire import messages as m
 
 CLASSIC = "classic"

@@ -31,7 +31,7 @@ from sim.client.handoffs import Handoffs
 from sim.config import ConsumerConfig, SimConfig
 from sim.coordinator.classic import group as classic_group
 from sim.coordinator.classic.group import GroupCoordinator
-from sim.coordinator.consumer import group as cg
+from sim.coordinator.consumer import states as cg
 from sim.coordinator.consumer.group import ConsumerGroupCoordinator
 from sim.coordinator.migration import MigratingCoordinator
 from sim.wire.ids import kafka_uuid

@@ -9,7 +9,9 @@ import pytest
 
 from assignors import TopicPartition
 from sim.config import AssignorCost, GroupConfig
-from sim.coordinator.consumer.group import (
+from sim.coordinator.consumer.group import ConsumerGroupCoordinator
+from sim.coordinator.consumer.reconcile import next_member_assignment
+from sim.coordinator.consumer.states import (
     ASSIGNING,
     EMPTY,
     GROUP_STABLE,
@@ -17,8 +19,6 @@ from sim.coordinator.consumer.group import (
     STABLE,
     UNRELEASED_PARTITIONS,
     UNREVOKED_PARTITIONS,
-    ConsumerGroupCoordinator,
-    next_member_assignment,
 )
 from sim.wire import messages as m
 

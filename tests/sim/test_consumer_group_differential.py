@@ -13,7 +13,8 @@ from __future__ import annotations
 from hypothesis import given
 
 from sim.config import AssignorCost, GroupConfig
-from sim.coordinator.consumer.group import STABLE, ConsumerGroupCoordinator
+from sim.coordinator.consumer.group import ConsumerGroupCoordinator
+from sim.coordinator.consumer.states import STABLE
 from sim.wire import messages as m
 from tests.strategies import heartbeat_sequences
 

@@ -11,7 +11,7 @@ from assignors import Assignment, Subscription, TopicPartition
 from sim.config import AssignorCost, ConfigError, GroupConfig
 from sim.coordinator.classic.group import PREPARING_REBALANCE, STABLE, GroupCoordinator
 from sim.coordinator.consumer.classic_members import ClassicBridgeCoordinator
-from sim.coordinator.consumer.group import UNREVOKED_PARTITIONS
+from sim.coordinator.consumer.states import UNREVOKED_PARTITIONS
 from sim.coordinator.migration import CLASSIC, CONSUMER, MigratingCoordinator
 from sim.wire import messages as m
 

@@ -49,13 +49,9 @@ import numpy as np
 
 from assignors import Assignment, Subscription
 from sim.config import AssignorCost, GroupConfig
-from sim.coordinator.consumer.group import (
-    UNRELEASED_PARTITIONS,
-    UNREVOKED_PARTITIONS,
-    ClassicMemberMeta,
-    ConsumerGroupCoordinator,
-    ConsumerGroupMember,
-)
+from sim.coordinator.consumer.group import ConsumerGroupCoordinator
+from sim.coordinator.consumer.member import ClassicMemberMeta, ConsumerGroupMember
+from sim.coordinator.consumer.states import UNRELEASED_PARTITIONS, UNREVOKED_PARTITIONS
 from sim.wire import messages as m
 from sim.wire.ids import kafka_uuid
 

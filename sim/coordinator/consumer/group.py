@@ -16,13 +16,13 @@ effects (``sim.wire.messages``).
   active the joiner gets UNRELEASED_INSTANCE_ID).
 - The group epoch is bumped when a member joins, leaves or is fenced, when a subscription changes,
   and when the partition count of a subscribed topic changes. The target assignment (one call of
-  the server-side assignor, ``sim.coordinator.consumer.target``) is computed for the group epoch by the next
-  heartbeat, inside that heartbeat, as Kafka does: members joining one after the other each get a
-  computation (the first member of a forming group gets every partition, the next ones wait for
-  theirs). The assignor's member order is Kafka's: the HashMap that
-  ``TargetAssignmentBuilder`` fills from the group's members map (``MembersMapOrder``) and then
+  the server-side assignor, ``sim.coordinator.consumer.target``) is computed for the group epoch
+  by the next heartbeat, inside that heartbeat, as Kafka does: members joining one after the
+  other each get a computation (the first member of a forming group gets every partition, the
+  next ones wait for theirs). The assignor's member order is Kafka's: the HashMap that
+  ``TargetAssignmentBuilder`` fills from the group's members map (``members_order``) and then
   the heartbeating member.
-- Each member is then reconciled on its own (``next_member_assignment``, Kafka's
+- Each member is then reconciled on its own (``reconcile.next_member_assignment``, Kafka's
   ``CurrentAssignmentBuilder``): it keeps target ∩ current, must first revoke current - target
   (state UNREVOKED_PARTITIONS, epoch unchanged), and receives a partition only when no other
   member holds it any more (UNRELEASED_PARTITIONS until then). Its epoch moves to the target
@@ -63,207 +63,28 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-import attrs
-
-from assignors import Subscription
-from assignors.java import java_string_hash
 from sim.config import AssignorCost, GroupConfig
+from sim.coordinator.consumer.member import ConsumerGroupMember
+from sim.coordinator.consumer.members_order import MembersMapOrder
+from sim.coordinator.consumer.reconcile import builds_new_member, next_member_assignment
+from sim.coordinator.consumer.states import (
+    ASSIGNING,
+    EMPTY,
+    GROUP_STABLE,
+    RECONCILING,
+    STABLE,
+    UNRELEASED_PARTITIONS,
+    UNREVOKED_PARTITIONS,
+)
 from sim.coordinator.consumer.target import (
     GroupMembers,
-    MemberSpec,
     TargetAssignment,
     compute_target,
 )
 from sim.coordinator.offsets import OffsetStore
 from sim.wire import messages as m
 
-# MemberState (group-coordinator modern.consumer)
-STABLE = "STABLE"
-UNREVOKED_PARTITIONS = "UNREVOKED_PARTITIONS"
-UNRELEASED_PARTITIONS = "UNRELEASED_PARTITIONS"
-
-# ConsumerGroup.ConsumerGroupState
-EMPTY = "Empty"
-ASSIGNING = "Assigning"
-RECONCILING = "Reconciling"
-GROUP_STABLE = "Stable"
-
 _EMPTY: frozenset = frozenset()
-
-
-def next_member_assignment(
-    state: str,
-    member_epoch: int,
-    assigned: frozenset,
-    pending_revocation: frozenset,
-    target_epoch: int,
-    target: frozenset,
-    partition_epoch: Callable[[object], int] | dict,
-    owned: frozenset | None,
-) -> tuple[str, int, frozenset, frozenset]:
-    """Kafka's ``CurrentAssignmentBuilder.build``: one member's next (state, epoch, assigned
-    partitions, partitions pending revocation) given its target assignment at ``target_epoch``.
-
-    ``partition_epoch(tp)`` is the epoch of the member currently holding ``tp`` (assigned or
-    pending revocation), -1 when it is free; or a dict of the held partitions to that epoch.
-    ``owned`` is what the member reported in this heartbeat, None when it did not send its owned
-    partitions (then it cannot have revoked).
-    """
-    if state == STABLE:
-        if member_epoch == target_epoch:
-            return state, member_epoch, assigned, pending_revocation
-        return _compute_next(member_epoch, assigned, target_epoch, target, partition_epoch, owned)
-    if state == UNREVOKED_PARTITIONS:
-        if _owns_any(owned, pending_revocation):
-            return state, member_epoch, assigned, pending_revocation
-        return _compute_next(
-            member_epoch + 1, assigned, target_epoch, target, partition_epoch, owned
-        )
-    if state == UNRELEASED_PARTITIONS:
-        return _compute_next(member_epoch, assigned, target_epoch, target, partition_epoch, owned)
-    raise ValueError(f"unknown member state {state!r}")
-
-
-def builds_new_member(
-    state: str,
-    member_epoch: int,
-    pending_revocation: frozenset,
-    target_epoch: int,
-    owned: frozenset | None,
-) -> bool:
-    """Whether ``CurrentAssignmentBuilder.build`` makes a new member (``computeNextAssignment``)
-    rather than return the one it was given. A new member's previous epoch is the epoch it had
-    (``ConsumerGroupMember.Builder.updateMemberEpoch``), even when its epoch stays the same."""
-    if state == STABLE:
-        return member_epoch != target_epoch
-    if state == UNREVOKED_PARTITIONS:
-        return not _owns_any(owned, pending_revocation)
-    return True
-
-
-def _owns_any(owned: frozenset | None, partitions: frozenset) -> bool:
-    """CurrentAssignmentBuilder.ownsRevokedPartitions (no report: assume it still owns them)."""
-    if owned is None:
-        return True
-    return not owned.isdisjoint(partitions)
-
-
-def _compute_next(member_epoch, assigned, target_epoch, target, partition_epoch, owned):
-    """CurrentAssignmentBuilder.computeNextAssignment."""
-    kept = assigned & target
-    revoke = assigned - kept
-    pending_assignment = target - kept
-    if isinstance(partition_epoch, dict):
-        free = pending_assignment.difference(partition_epoch)
-    else:
-        free = frozenset(tp for tp in pending_assignment if partition_epoch(tp) == -1)
-    unreleased = len(free) != len(pending_assignment)
-    if revoke and _owns_any(owned, revoke):
-        # revoke first, in the current epoch
-        return UNREVOKED_PARTITIONS, member_epoch, kept, revoke
-    if free:
-        return (UNRELEASED_PARTITIONS if unreleased else STABLE), target_epoch, kept | free, _EMPTY
-    if unreleased:
-        return UNRELEASED_PARTITIONS, target_epoch, kept, _EMPTY
-    return STABLE, target_epoch, kept, _EMPTY
-
-
-@attrs.define(slots=True, eq=False)
-class ClassicMemberMeta:
-    """ConsumerGroupMemberMetadataValue.ClassicMemberMetadata: what a classic member's JoinGroup
-    said beyond its subscription (``sim.coordinator.consumer.classic_members``)."""
-
-    session_timeout_s: float
-    protocols: tuple[tuple[str, Subscription], ...]
-
-    def names(self) -> tuple[str, ...]:
-        return tuple(n for n, _ in self.protocols)
-
-
-@attrs.define(slots=True, eq=False)
-class ConsumerGroupMember:
-    """What the coordinator knows of one member (Kafka's ConsumerGroupMember)."""
-
-    member_id: str
-    client: str
-    instance_id: str | None
-    rack: str | None
-    topics: tuple[str, ...]
-    rebalance_timeout_s: float
-    epoch: int = 0
-    previous_epoch: int = -1  # ConsumerGroupMember.Builder's default
-    state: str = STABLE
-    assigned: frozenset = _EMPTY
-    pending_revocation: frozenset = _EMPTY
-    last_heartbeat: float = 0.0
-    rebalance_deadline_epoch: int | None = None
-    server_assignor: str | None = None
-    # a member that speaks the classic protocol (JoinGroup/SyncGroup/Heartbeat/LeaveGroup) inside
-    # this group: its session timeout and protocols (ConsumerGroupMember.classicMemberMetadata,
-    # ``sim.coordinator.consumer.classic_members``); None for a consumer-protocol member
-    classic: ClassicMemberMeta | None = None
-    _spec: MemberSpec | None = None
-
-    def reconciled_to(self, target_epoch: int) -> bool:
-        return self.state == STABLE and self.epoch == target_epoch
-
-    def spec(self) -> MemberSpec:
-        """What the assignor learns of this member (kept until its subscription or rack changes,
-        which drops it: the coordinator hands it over at every group epoch)."""
-        s = self._spec
-        if s is None:
-            s = self._spec = MemberSpec(self.topics, self.rack, self.instance_id)
-        return s
-
-
-_FIBONACCI = -7046029254386353131  # BaseHashTable.findSlot's multiplier
-_U64 = (1 << 64) - 1
-
-
-class MembersMapOrder:
-    """The order in which ``ConsumerGroup``'s members map (a ``TimelineHashMap``, Kafka's
-    ``BaseHashTable``) iterates its member ids, which decides the order of members that share a
-    bucket of the ``HashMap`` the assignor iterates (``TargetAssignmentBuilder.build`` fills it
-    from this map, then puts the heartbeating member).
-
-    The table starts with 2 slots and doubles before an insertion that would load it past 0.75;
-    it never shrinks. A member's slot is the top bits of ``String.hashCode`` times a Fibonacci
-    constant. Each slot keeps its members in insertion order (a rehash keeps it too: a slot's
-    members all come from one slot of the smaller table), and the iterator reads slots in order,
-    each slot's members last-inserted first. So the order is (slot, newest first), and it changes
-    for every member when the table grows. A member not in the map yet (the one whose join
-    heartbeat is being handled) comes after all of them."""
-
-    __slots__ = ("_seq", "_count", "_bits")
-
-    def __init__(self):
-        self._seq: dict[str, int] = {}  # member id -> when it was inserted
-        self._count = 0
-        self._bits = 1  # log2 of the table size (BaseHashTable.MIN_CAPACITY = 2)
-
-    def add(self, member_id: str) -> bool:
-        """Insert a member (it must not be in the map); True when the table grew, which moves
-        every member's tie."""
-        grew = (len(self._seq) + 1) * 0.75 > (1 << self._bits)
-        if grew:
-            self._bits += 1
-        self._count += 1
-        self._seq[member_id] = self._count
-        return grew
-
-    def remove(self, member_id: str) -> None:
-        self._seq.pop(member_id, None)
-
-    def __contains__(self, member_id: str) -> bool:
-        return member_id in self._seq
-
-    def tie(self, member_id: str) -> tuple[int, int, int]:
-        """Sort key of the member in the map's iteration order."""
-        n = self._seq.get(member_id)
-        if n is None:
-            return (1, 0, 0)
-        slot = ((java_string_hash(member_id) * _FIBONACCI) & _U64) >> (64 - self._bits)
-        return (0, slot, -n)
 
 
 class ConsumerGroupCoordinator:
