@@ -20,10 +20,10 @@ What a protocol fills in (declared below as abstract methods): the entry points 
 (``start``, ``crash``, ``close``, ``pause``, ``resume``, ``handle``, ``on_timer``,
 ``on_control``), ``settled`` (the member's part of an episode's end), ``_poll`` (what poll() does
 for the group protocol), and the commit hooks (``_send_commit``, ``_commit_refused``,
-``_commit_error``, ``_is_fenced``). Each subclass declares its member states as data
-(``TRANSITIONS``: each state with the states it may be entered from, as Kafka's ``MemberState``
-lists its valid previous states) and changes state only through ``_transition``, which checks
-every move on every run (``IllegalTransition`` is a simulator bug).
+``_commit_error``, ``_is_fenced``). Each protocol's member states are an enum of
+``sim.client.states`` whose states list the states they may be entered from (as Kafka's
+``MemberState`` lists its valid previous states); a client changes state only through
+``_transition``, which checks every move on every run (``IllegalTransition`` is a simulator bug).
 
 The poll loop. KafkaConsumer.poll() runs the group protocol between batches of at most
 max.poll.records. The heartbeat thread (classic) or the background thread (consumer protocol)
@@ -73,6 +73,7 @@ import numpy as np
 
 from assignors import TopicPartition
 from sim.client.handoffs import Handoffs
+from sim.client.states import MemberState
 from sim.config import ConsumerConfig
 from sim.errors import IllegalTransition
 from sim.kernel.rng import LazyGenerator
@@ -126,10 +127,9 @@ def schedule_through(start: float, step: float, limit: float, inclusive: bool) -
 class ConsumerClient(abc.ABC):
     """One consumer client's protocol-independent state and behaviour. See the module docstring."""
 
-    # The member states, each with the states it may be entered from (Kafka's MemberState), and
-    # the state a new client starts in; set by each protocol.
-    TRANSITIONS: ClassVar[dict[str, tuple[str, ...]]]
-    INITIAL_STATE: ClassVar[str]
+    # The state a new client starts in (one of its protocol's member states, sim.client.states);
+    # set by each protocol.
+    INITIAL_STATE: ClassVar[MemberState]
     # The rebalance protocol: EAGER or COOPERATIVE (classic), CONSUMER (KIP-848).
     protocol: str
 
@@ -159,7 +159,7 @@ class ConsumerClient(abc.ABC):
         self._poll_rng = poll_rng if poll_rng is not None else np.random.default_rng(0)
         self.input_rank = -1  # kernel rank of the input being handled (set by the actor)
 
-        self.state = self.INITIAL_STATE
+        self.state: MemberState = self.INITIAL_STATE
         self.member_id = member_id
         self.owned: set[TopicPartition] = set()
         # the assignment's list of partitions that ``owned`` holds exactly, while nothing else
@@ -275,9 +275,9 @@ class ConsumerClient(abc.ABC):
 
     # ------------------------------------------------------------------ member state
 
-    def _transition(self, new: str) -> None:
-        """Enter state ``new``, checked against ``TRANSITIONS`` on every run."""
-        if self.state not in self.TRANSITIONS[new]:
+    def _transition(self, new: MemberState) -> None:
+        """Enter state ``new``, checked against its valid previous states on every run."""
+        if self.state not in new.valid_previous_states():
             raise IllegalTransition(f"{self.name}: member cannot go from {self.state} to {new}")
         self.state = new
 

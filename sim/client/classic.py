@@ -32,7 +32,8 @@ its offset commit before onPartitionsRevoked and JoinGroup (KAFKA-13310). Commit
 the client while the member is rebalancing (RebalanceInProgressException) or out of the group
 (CommitFailedException), as ConsumerCoordinator.sendOffsetCommitRequest refuses them.
 
-Member states: ``TRANSITIONS`` (AbstractCoordinator.MemberState), checked on every change.
+Member states: ``ClassicMemberState`` (``sim.client.states``: AbstractCoordinator.MemberState),
+checked on every change.
 
 Heartbeat elision. In Stable, a heartbeat answered NONE changes nothing, so once the
 coordinator grants it (``HeartbeatResponse.quiet_epoch``) the member stops sending them and
@@ -64,26 +65,10 @@ from assignors.userdata import encode_sticky_user_data
 from sim.client.base import CLOSE_TIMEOUT_S, OFFSET_TIMERS, ConsumerClient, Effect
 from sim.client.cooperative import cooperative_conflicts
 from sim.client.handoffs import Handoffs
+from sim.client.states import ClassicMemberState
 from sim.config import AssignorCost, ConsumerConfig
 from sim.kernel.rng import LazyGenerator
 from sim.wire import messages as m
-
-UNJOINED = "UNJOINED"
-PREPARING_REBALANCE = "PREPARING_REBALANCE"
-COMPLETING_REBALANCE = "COMPLETING_REBALANCE"
-STABLE = "STABLE"
-
-# AbstractCoordinator.MemberState, each with the states it may be entered from. Kafka's classic
-# client does not check its transitions; these are the ones AbstractCoordinator makes:
-# initiateJoinGroup (PREPARING_REBALANCE, again after MEMBER_ID_REQUIRED), the JoinGroup response
-# (COMPLETING_REBALANCE), the SyncGroup response (STABLE, and onJoinComplete keeps it),
-# resetStateAndGeneration and a failed JoinGroup / SyncGroup (UNJOINED, from any state).
-TRANSITIONS: dict[str, tuple[str, ...]] = {
-    UNJOINED: (UNJOINED, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE),
-    PREPARING_REBALANCE: (UNJOINED, PREPARING_REBALANCE, STABLE),
-    COMPLETING_REBALANCE: (PREPARING_REBALANCE,),
-    STABLE: (COMPLETING_REBALANCE, STABLE),
-}
 
 # AbstractCoordinator's JoinGroup request timeout: rebalance timeout plus this margin.
 JOIN_TIMEOUT_MARGIN_S = 5.0
@@ -124,8 +109,7 @@ class Member(ConsumerClient):
     See the module docstring; what it shares with the consumer protocol's member is
     ``sim.client.base.ConsumerClient``'s."""
 
-    TRANSITIONS = TRANSITIONS
-    INITIAL_STATE = UNJOINED
+    INITIAL_STATE = ClassicMemberState.UNJOINED
     generation: int = -1  # a plain attribute here (ConsumerClient.generation)
 
     def __init__(
@@ -222,9 +206,12 @@ class Member(ConsumerClient):
     def _commit_refused(self) -> str | None:
         """ConsumerCoordinator.sendOffsetCommitRequest: only a member Stable in a generation sends
         a commit; otherwise the call fails at once, without a request."""
-        if self.state == STABLE and self.generation >= 0:
+        if self.state == ClassicMemberState.STABLE and self.generation >= 0:
             return None
-        if self.state in (PREPARING_REBALANCE, COMPLETING_REBALANCE):
+        if self.state in (
+            ClassicMemberState.PREPARING_REBALANCE,
+            ClassicMemberState.COMPLETING_REBALANCE,
+        ):
             return "RebalanceInProgressException (client side)"
         return "CommitFailedException (client side)"
 
@@ -232,12 +219,12 @@ class Member(ConsumerClient):
         """ConsumerCoordinator.OffsetCommitResponseHandler, for a commit that is not onJoinPrepare's."""
         if error == m.REBALANCE_IN_PROGRESS:
             # a rejoin is requested, the generation kept (RebalanceInProgressException)
-            if self.state == STABLE:
+            if self.state == ClassicMemberState.STABLE:
                 self._request_rejoin("offset commit failed since group is already rebalancing")
                 self._wake_poll(now)
         elif error in (m.UNKNOWN_MEMBER_ID, m.ILLEGAL_GENERATION):
             unchanged = sent == (self.generation, self.member_id)
-            if not unchanged and self.state == PREPARING_REBALANCE:
+            if not unchanged and self.state == ClassicMemberState.PREPARING_REBALANCE:
                 return  # already in a newer rebalance: RebalanceInProgressException, nothing reset
             if self.generation >= 0 and self.prepare_commit is None:
                 # Kafka resets even a newer generation here (a late answer to an old commit).
@@ -250,7 +237,7 @@ class Member(ConsumerClient):
         processing for a round trip after every batch; only one that had to be retried counts."""
         return (
             self.alive
-            and self.state == STABLE
+            and self.state == ClassicMemberState.STABLE
             and not self.rejoin_needed
             and not self.busy
             and not self.closing
@@ -326,10 +313,14 @@ class Member(ConsumerClient):
 
     def _finish_close(self, now: float) -> None:
         self._stop_heartbeats(now)
-        if (self.instance_id is None and self.member_id and self.state != UNJOINED) or (
+        if (
             self.instance_id is None
             and self.member_id
-            and self.state == UNJOINED
+            and self.state != ClassicMemberState.UNJOINED
+        ) or (
+            self.instance_id is None
+            and self.member_id
+            and self.state == ClassicMemberState.UNJOINED
             and self.generation >= 0
         ):
             self._send(m.LeaveGroupRequest(self.member_id, None, "the consumer is being closed"))
@@ -376,12 +367,12 @@ class Member(ConsumerClient):
         if (
             self.hb_enabled
             and paused_for >= self.config.max_poll_interval_s
-            and self.state != UNJOINED
+            and self.state != ClassicMemberState.UNJOINED
         ):
             self._poll_timeout(now)
         elif self.hb_enabled:
             self._timer(("hb",), now)  # overdue: the heartbeat thread sends at once
-        if self.state == STABLE:
+        if self.state == ClassicMemberState.STABLE:
             self._arm_commit(now)
         self._wake_poll(now)
         return self._drain()
@@ -411,7 +402,7 @@ class Member(ConsumerClient):
         if self.pending_assignment is not None:
             generation, assignment = self.pending_assignment
             self.pending_assignment = None
-            if generation == self.generation and self.state == STABLE:
+            if generation == self.generation and self.state == ClassicMemberState.STABLE:
                 self._on_join_complete(now, assignment)
                 return  # it polls again itself
             # joinGroupIfNeeded: the heartbeat thread reset the generation before the callback ran
@@ -419,7 +410,7 @@ class Member(ConsumerClient):
             self._request_rejoin("generation reset before the rebalance callback")
         if not self.rejoin_needed or self.prepare_commit is not None:
             return  # nothing to do, or onJoinPrepare still waits for its commit
-        if self.state in (UNJOINED, STABLE):
+        if self.state in (ClassicMemberState.UNJOINED, ClassicMemberState.STABLE):
             self._join_prepare(now)
 
     def _reset_generation(self, reason: str, error: str | None = None) -> None:
@@ -430,7 +421,7 @@ class Member(ConsumerClient):
         if error != m.ILLEGAL_GENERATION:
             self.member_id = ""
         self.generation = -1
-        self._transition(UNJOINED)
+        self._transition(ClassicMemberState.UNJOINED)
         self.hb_enabled = False
         self.is_leader = False
         self._timer(("hb",), None)
@@ -439,7 +430,9 @@ class Member(ConsumerClient):
 
     def _join_prepare(self, now: float) -> None:
         """ConsumerCoordinator.onJoinPrepare, then JoinGroup."""
-        prepare_commit = self.owned and self.generation >= 0 and self.state == STABLE
+        prepare_commit = (
+            self.owned and self.generation >= 0 and self.state == ClassicMemberState.STABLE
+        )
         if not self.config.enable_auto_commit and self.protocol != EAGER:
             # enable.auto.commit=false: onJoinPrepare commits nothing; the listener's commitSync
             # runs when partitions are revoked after the SyncGroup.
@@ -480,7 +473,9 @@ class Member(ConsumerClient):
 
     def _enter_preparing(self) -> None:
         """initiateJoinGroup: PREPARING_REBALANCE, where the heartbeat thread stays disabled."""
-        self._transition(PREPARING_REBALANCE)  # joining; no second onJoinPrepare meanwhile
+        self._transition(
+            ClassicMemberState.PREPARING_REBALANCE
+        )  # joining; no second onJoinPrepare meanwhile
         self.hb_enabled = False
         self._timer(("hb",), None)
         self._timer(("hb_timeout",), None)
@@ -557,7 +552,7 @@ class Member(ConsumerClient):
         return tuple(out)
 
     def _send_join(self, now: float) -> None:
-        self._transition(PREPARING_REBALANCE)
+        self._transition(ClassicMemberState.PREPARING_REBALANCE)
         self.rejoin_needed = False
         req = m.JoinGroupRequest(
             self.member_id,
@@ -611,23 +606,23 @@ class Member(ConsumerClient):
             self._commit(now, "auto-commit")
             self._arm_commit(now)
         elif kind == "join_timeout":
-            if self.state == PREPARING_REBALANCE:
+            if self.state == ClassicMemberState.PREPARING_REBALANCE:
                 self._event("join_failed", "request timed out")
-                self._transition(UNJOINED)
+                self._transition(ClassicMemberState.UNJOINED)
                 self._request_rejoin("JoinGroup timed out")
                 self._wake_poll(now)
         elif kind == "sync_timeout":
-            if self.state == COMPLETING_REBALANCE and self.sync_in_flight:
+            if self.state == ClassicMemberState.COMPLETING_REBALANCE and self.sync_in_flight:
                 self.sync_in_flight = False
                 self._event("sync_failed", "request timed out")
-                self._transition(UNJOINED)
+                self._transition(ClassicMemberState.UNJOINED)
                 self._request_rejoin("SyncGroup timed out")
                 self._wake_poll(now)
         elif kind == "metadata":
             version, _ = self._metadata()
             if (
                 self.is_leader
-                and self.state == STABLE
+                and self.state == ClassicMemberState.STABLE
                 and version != self.metadata_version_assigned
             ):
                 self._event("metadata_changed", f"version={version}")
@@ -693,7 +688,7 @@ class Member(ConsumerClient):
     # ------------------------------------------------------------------ JoinGroup / SyncGroup
 
     def _on_join_response(self, now: float, r: m.JoinGroupResponse) -> None:
-        if self.state != PREPARING_REBALANCE:
+        if self.state != ClassicMemberState.PREPARING_REBALANCE:
             return
         self._timer(("join_timeout",), None)
         if r.error == m.MEMBER_ID_REQUIRED:
@@ -712,7 +707,7 @@ class Member(ConsumerClient):
             self._fatal(now, f"JoinGroup: {r.error}")
             return
         if r.error != m.NONE:
-            self._transition(UNJOINED)
+            self._transition(ClassicMemberState.UNJOINED)
             self._request_rejoin(f"JoinGroup: {r.error}")
             self._timer(("retry",), now + self.config.retry_backoff_s)
             return
@@ -720,7 +715,7 @@ class Member(ConsumerClient):
         self.generation = r.generation
         self.group_protocol = r.protocol
         self.is_leader = r.leader == self.member_id
-        self._transition(COMPLETING_REBALANCE)
+        self._transition(ClassicMemberState.COMPLETING_REBALANCE)
         self._event(
             "join_received",
             f"leader={self.is_leader} protocol={r.protocol} members={len(r.members)}",
@@ -769,7 +764,7 @@ class Member(ConsumerClient):
             )
 
     def _send_sync(self, now: float, assignments) -> None:
-        if self.state != COMPLETING_REBALANCE:
+        if self.state != ClassicMemberState.COMPLETING_REBALANCE:
             return
         self.sync_in_flight = True
         self._send(
@@ -778,12 +773,12 @@ class Member(ConsumerClient):
         self._timer(("sync_timeout",), now + self.config.request_timeout_s)
 
     def _on_sync_response(self, now: float, r: m.SyncGroupResponse) -> None:
-        if self.state != COMPLETING_REBALANCE or not self.sync_in_flight:
+        if self.state != ClassicMemberState.COMPLETING_REBALANCE or not self.sync_in_flight:
             return
         self.sync_in_flight = False
         self._timer(("sync_timeout",), None)
         if r.error == m.REBALANCE_IN_PROGRESS:
-            self._transition(UNJOINED)
+            self._transition(ClassicMemberState.UNJOINED)
             self._event("sync_failed", r.error)
             self._request_rejoin("SyncGroup: REBALANCE_IN_PROGRESS")
             self._wake_poll(now)
@@ -796,7 +791,7 @@ class Member(ConsumerClient):
             self._fatal(now, f"SyncGroup: {r.error}")
             return
         # SyncGroupResponseHandler: the member is Stable; onJoinComplete runs at its next poll().
-        self._transition(STABLE)
+        self._transition(ClassicMemberState.STABLE)
         self.pending_assignment = (self.generation, r.assignment or Assignment())
         self._wake_poll(now)
 
@@ -811,7 +806,7 @@ class Member(ConsumerClient):
                 )
             )
         self.max_generation_seen = max(self.max_generation_seen, self.generation)
-        self._transition(STABLE)
+        self._transition(ClassicMemberState.STABLE)
         parts = assignment.partitions
         if self._outside_subscription(parts):
             # ConsumerCoordinator.onJoinComplete: an assignment outside the subscription (Kafka's
@@ -936,7 +931,7 @@ class Member(ConsumerClient):
                 r.quiet_epoch is not None
                 and r.quiet_epoch >= self.quiet_epoch_seen
                 and self.elide
-                and self.state == STABLE
+                and self.state == ClassicMemberState.STABLE
                 and not self.rejoin_needed
                 and self.pending_assignment is None
                 and not self.hb_in_flight
@@ -949,13 +944,13 @@ class Member(ConsumerClient):
                 self._timer(("commit",), None)
             return
         if r.error == m.REBALANCE_IN_PROGRESS:
-            if self.state == STABLE:
+            if self.state == ClassicMemberState.STABLE:
                 self._event("rebalance_learned", "heartbeat: REBALANCE_IN_PROGRESS")
                 self._request_rejoin("group is rebalancing")
                 self._wake_poll(now)
             return
         if r.error in (m.UNKNOWN_MEMBER_ID, m.ILLEGAL_GENERATION):
-            if self.state in (STABLE, COMPLETING_REBALANCE):
+            if self.state in (ClassicMemberState.STABLE, ClassicMemberState.COMPLETING_REBALANCE):
                 self._event("fenced_learned", f"heartbeat: {r.error}")
                 self._reset_generation(f"heartbeat: {r.error}", r.error)
                 self._wake_poll(now)
@@ -1086,8 +1081,12 @@ class Member(ConsumerClient):
         """Commit offsets of owned partitions (ConsumerCoordinator.sendOffsetCommitRequest)."""
         if not self.owned:
             return
-        if self.state != STABLE or self.generation < 0:
-            if self.state in (PREPARING_REBALANCE, COMPLETING_REBALANCE) and why == "auto-commit":
+        if self.state != ClassicMemberState.STABLE or self.generation < 0:
+            if (
+                self.state
+                in (ClassicMemberState.PREPARING_REBALANCE, ClassicMemberState.COMPLETING_REBALANCE)
+                and why == "auto-commit"
+            ):
                 self._event("commit_failed", "RebalanceInProgress (client side)")
                 self.commit_ok = False
             return

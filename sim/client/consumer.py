@@ -20,8 +20,8 @@ poll exactly as the classic member's callbacks do: the poll-loop model (batches,
 flag raised elsewhere is handled) is the consumer client's, shared with the classic member
 (``sim.client.base.ConsumerClient``, the base class of both).
 
-Member states: ``TRANSITIONS`` (Kafka's MemberState with its valid previous states), checked on
-every change.
+Member states: ``ConsumerMemberState`` (``sim.client.states``: Kafka's MemberState with its valid
+previous states), checked on every change.
 
 Errors: FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID fence the member (onPartitionsLost at its next
 poll, then it rejoins with epoch 0); UNRELEASED_INSTANCE_ID / FENCED_INSTANCE_ID are fatal. A
@@ -70,6 +70,7 @@ import numpy as np
 
 from sim.client.base import CLOSE_TIMEOUT_S, OFFSET_TIMERS, ConsumerClient, Effect, schedule_through
 from sim.client.handoffs import Handoffs
+from sim.client.states import IN_GROUP, ConsumerMemberState
 from sim.config import AssignorCost, ConsumerConfig
 from sim.kernel.rng import LazyGenerator
 from sim.wire import messages as m
@@ -81,45 +82,12 @@ CLASSIC_RESPONSES = (
     m.LeaveGroupResponse,
 )
 
-# MemberState (clients consumer.internals)
-UNSUBSCRIBED = "UNSUBSCRIBED"
-JOINING = "JOINING"
-RECONCILING = "RECONCILING"
-ACKNOWLEDGING = "ACKNOWLEDGING"
-STABLE = "STABLE"
-FENCED = "FENCED"
-PREPARE_LEAVING = "PREPARE_LEAVING"
-LEAVING = "LEAVING"
-STALE = "STALE"
-FATAL = "FATAL"
-
-IN_GROUP = (JOINING, RECONCILING, ACKNOWLEDGING, STABLE)
-
-# MemberState: each state with the states it may be entered from, as Kafka lists them, except
-# where the model is coarser than Kafka's client: the leave heartbeat is sent without a LEAVING
-# state of its own (Kafka: PREPARE_LEAVING -> LEAVING -> UNSUBSCRIBED on close, and LEAVING ->
-# STALE on a poll timeout), so STALE is entered from the states in the group, and FATAL is not
-# modelled as a state (a fatal error stops the client: ``failed``). A process that stops (crash,
-# close, fatal error) is not a transition: ``_die`` resets the state, and a restart is a new core.
-TRANSITIONS: dict[str, tuple[str, ...]] = {
-    STABLE: (JOINING, ACKNOWLEDGING, RECONCILING),
-    RECONCILING: (STABLE, JOINING, ACKNOWLEDGING, RECONCILING),
-    ACKNOWLEDGING: (RECONCILING,),
-    FENCED: (JOINING, STABLE, RECONCILING, ACKNOWLEDGING, PREPARE_LEAVING, LEAVING),
-    JOINING: (FENCED, UNSUBSCRIBED, STALE),
-    PREPARE_LEAVING: (JOINING, STABLE, RECONCILING, ACKNOWLEDGING, UNSUBSCRIBED),
-    LEAVING: (PREPARE_LEAVING,),
-    UNSUBSCRIBED: (PREPARE_LEAVING, LEAVING, FENCED),
-    STALE: (LEAVING, *IN_GROUP),
-}
-
 
 class ConsumerMember(ConsumerClient):
     """A consumer client in a consumer-protocol group. See the module docstring; what it shares
     with the classic member is ``sim.client.base.ConsumerClient``'s."""
 
-    TRANSITIONS = TRANSITIONS
-    INITIAL_STATE = UNSUBSCRIBED
+    INITIAL_STATE = ConsumerMemberState.UNSUBSCRIBED
     protocol = "CONSUMER"
 
     def __init__(
@@ -187,7 +155,10 @@ class ConsumerMember(ConsumerClient):
         self.commit_due: float | None = None  # next auto-commit while quiet (no timer then)
 
     def _is_fenced(self) -> bool:
-        return self.state in (FENCED, STALE) or self.lost_pending
+        return (
+            self.state in (ConsumerMemberState.FENCED, ConsumerMemberState.STALE)
+            or self.lost_pending
+        )
 
     # ------------------------------------------------------------------ what the runner reads
 
@@ -199,7 +170,7 @@ class ConsumerMember(ConsumerClient):
     def settled(self) -> bool:
         return (
             self.alive
-            and self.state == STABLE
+            and self.state == ConsumerMemberState.STABLE
             and self.reconciling is None
             and self.app_work is None
             and not self.busy
@@ -257,7 +228,7 @@ class ConsumerMember(ConsumerClient):
         self.reconciling = None
         self.app_work = None
         if self.state in IN_GROUP and self.owned:
-            self._transition(PREPARE_LEAVING)
+            self._transition(ConsumerMemberState.PREPARE_LEAVING)
             revoked = tuple(sorted(self.owned))
             position = self._position_s(now)
             self._event("revoke", f"count={len(revoked)} leaving")
@@ -280,7 +251,9 @@ class ConsumerMember(ConsumerClient):
             self._finish_close(now)
 
     def _finish_close(self, now: float) -> None:
-        if self.member_id and self.state in IN_GROUP + (PREPARE_LEAVING,):
+        if self.member_id and (
+            self.state in IN_GROUP or self.state == ConsumerMemberState.PREPARE_LEAVING
+        ):
             self._send_leave(now, "the consumer is being closed")
         self._die(now)
 
@@ -302,7 +275,7 @@ class ConsumerMember(ConsumerClient):
         self.first_pending.clear()
         self.alive = False
         self.hb_enabled = False
-        self.state = self.INITIAL_STATE  # not a transition: the process is gone (TRANSITIONS)
+        self.state = self.INITIAL_STATE  # not a transition: the process is gone (sim.client.states)
 
     def pause(self, now: float) -> list[Effect]:
         if not self.alive or self.paused_at is not None:
@@ -326,7 +299,7 @@ class ConsumerMember(ConsumerClient):
 
     def _join(self, now: float) -> None:
         """transitionToJoining: epoch 0, a full request at once, under the member id it has."""
-        self._transition(JOINING)
+        self._transition(ConsumerMemberState.JOINING)
         self.epoch = m.JOIN_GROUP_MEMBER_EPOCH
         self.target = None
         self.current_assignment = frozenset()
@@ -365,7 +338,7 @@ class ConsumerMember(ConsumerClient):
         sent = now if sent_at is None else sent_at
         self.last_hb_sent = sent
         self.hb_in_flight = 1
-        self.ack_in_flight = self.state == ACKNOWLEDGING
+        self.ack_in_flight = self.state == ConsumerMemberState.ACKNOWLEDGING
         self.hb_due = False
         self._send(req, sent_at)
         wait = self.interval_s
@@ -473,17 +446,25 @@ class ConsumerMember(ConsumerClient):
                 f"assigned={len(self.target) if self.target is not None else 0}",
             )
         before = self.state
-        if self.state == ACKNOWLEDGING and was_ack:
+        if self.state == ConsumerMemberState.ACKNOWLEDGING and was_ack:
             self._transition(
-                RECONCILING
+                ConsumerMemberState.RECONCILING
                 if (self.target is not None and self.target != frozenset(self.owned))
-                else STABLE
+                else ConsumerMemberState.STABLE
             )
-        elif self.state == JOINING and self.target is not None:
-            self._transition(RECONCILING if self.target != frozenset(self.owned) else STABLE)
-        elif self.state == STABLE and changed and self.target != frozenset(self.owned):
-            self._transition(RECONCILING)
-        if self.state == STABLE and before != STABLE:
+        elif self.state == ConsumerMemberState.JOINING and self.target is not None:
+            self._transition(
+                ConsumerMemberState.RECONCILING
+                if self.target != frozenset(self.owned)
+                else ConsumerMemberState.STABLE
+            )
+        elif (
+            self.state == ConsumerMemberState.STABLE
+            and changed
+            and self.target != frozenset(self.owned)
+        ):
+            self._transition(ConsumerMemberState.RECONCILING)
+        if self.state == ConsumerMemberState.STABLE and before != ConsumerMemberState.STABLE:
             self._event(
                 "member_stable",
                 f"member_id={self.member_id} epoch={self.epoch} owned={len(self.owned)}",
@@ -499,7 +480,7 @@ class ConsumerMember(ConsumerClient):
         our heartbeats."""
         if (
             quiet_epoch < self.quiet_epoch_seen
-            or self.state != STABLE
+            or self.state != ConsumerMemberState.STABLE
             or self.hb_in_flight
             or self.hb_due
             or self.reconciling is not None
@@ -618,7 +599,7 @@ class ConsumerMember(ConsumerClient):
 
     def _fenced(self, now: float) -> None:
         """transitionToFenced: onPartitionsLost at the next poll, then rejoin."""
-        self._transition(FENCED)
+        self._transition(ConsumerMemberState.FENCED)
         self.epoch = 0
         self.reconciling = None
         self.app_work = None
@@ -634,7 +615,7 @@ class ConsumerMember(ConsumerClient):
         self._event("poll_timeout", f"max.poll.interval.ms={self.config.max_poll_interval_ms:g}")
         if self.member_id:
             self._send_leave(now, "consumer poll timeout has expired")
-        self._transition(STALE)
+        self._transition(ConsumerMemberState.STALE)
         self.reconciling = None
         self.app_work = None
         self.rec_commit = None
@@ -648,7 +629,11 @@ class ConsumerMember(ConsumerClient):
     # ------------------------------------------------------------------ reconciliation
 
     def _maybe_reconcile(self, now: float) -> None:
-        if self.state != RECONCILING or self.reconciling is not None or self.target is None:
+        if (
+            self.state != ConsumerMemberState.RECONCILING
+            or self.reconciling is not None
+            or self.target is None
+        ):
             return
         target = self.target
         owned = frozenset(self.owned)
@@ -695,7 +680,11 @@ class ConsumerMember(ConsumerClient):
 
     def _commit_refused(self) -> str | None:
         """A member that is not in the group has no member id and epoch to commit with."""
-        if self.member_id and self.state in IN_GROUP + (PREPARE_LEAVING,) and not self.lost_pending:
+        if (
+            self.member_id
+            and (self.state in IN_GROUP or self.state == ConsumerMemberState.PREPARE_LEAVING)
+            and not self.lost_pending
+        ):
             return None
         return "CommitFailedException (client side)"
 
@@ -748,7 +737,7 @@ class ConsumerMember(ConsumerClient):
         )
 
     def _revoke_and_assign(self, now: float) -> None:
-        if self.reconciling is None or self.state != RECONCILING:
+        if self.reconciling is None or self.state != ConsumerMemberState.RECONCILING:
             self.reconciling = None
             return
         _, revoked, added = self.reconciling
@@ -762,7 +751,7 @@ class ConsumerMember(ConsumerClient):
         cfg = self.config
 
         def assign_step(t):
-            if self.reconciling is None or self.state != RECONCILING:
+            if self.reconciling is None or self.state != ConsumerMemberState.RECONCILING:
                 return
             self._set_owned(t, add=added)
             if added:
@@ -781,12 +770,12 @@ class ConsumerMember(ConsumerClient):
 
     def _reconciled(self, now: float) -> None:
         """The reconciliation is complete: acknowledge at once (ACKNOWLEDGING)."""
-        if self.state != RECONCILING:
+        if self.state != ConsumerMemberState.RECONCILING:
             self.reconciling = None
             return
         self.current_assignment = frozenset(self.owned)
         self.reconciling = None
-        self._transition(ACKNOWLEDGING)
+        self._transition(ConsumerMemberState.ACKNOWLEDGING)
         self._heartbeat_now(now)
 
     # ------------------------------------------------------------------ the poll loop
@@ -807,7 +796,7 @@ class ConsumerMember(ConsumerClient):
                 lost = sorted(self.owned)
                 self._event("partitions_lost", f"count={len(lost)}")
                 self._set_owned(now, remove=lost)
-            if self.state in (FENCED, STALE):
+            if self.state in (ConsumerMemberState.FENCED, ConsumerMemberState.STALE):
                 self._join(now)
             return
         if self.app_work is not None:
@@ -878,7 +867,7 @@ class ConsumerMember(ConsumerClient):
         elif (
             kind == "rec_commit_retry"
             and self.rec_commit == -1
-            and self.state == RECONCILING
+            and self.state == ConsumerMemberState.RECONCILING
             and self.reconciling is not None
         ):
             self._send_rec_commit(now)

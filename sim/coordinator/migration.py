@@ -38,10 +38,11 @@ import numpy as np
 
 from assignors import Assignment
 from sim.config import AssignorCost, GroupConfig
-from sim.coordinator.classic.group import EMPTY, STABLE, GroupCoordinator, MemberMeta
+from sim.coordinator.classic.group import GroupCoordinator, MemberMeta
+from sim.coordinator.classic.states import ClassicGroupState
 from sim.coordinator.consumer.classic_members import ClassicBridgeCoordinator
 from sim.coordinator.consumer.member import ClassicMemberMeta, ConsumerGroupMember
-from sim.coordinator.consumer.states import STABLE as MEMBER_STABLE
+from sim.coordinator.consumer.states import MemberState
 from sim.wire import messages as m
 
 CLASSIC = "classic"
@@ -141,7 +142,7 @@ class MigratingCoordinator:
         c = self.group
         assert isinstance(c, GroupCoordinator)
         if req.member_epoch == m.JOIN_GROUP_MEMBER_EPOCH:
-            if not c.members and c.state == EMPTY:
+            if not c.members and c.state == ClassicGroupState.EMPTY:
                 return self._replace_empty(now, CONSUMER, c) + self.group.handle(now, sender, req)
             refusal = self._upgrade_refusal(c)
             if refusal is None:
@@ -223,7 +224,7 @@ class MigratingCoordinator:
                 mm.rebalance_timeout_s,
                 epoch=gen,
                 previous_epoch=gen,
-                state=MEMBER_STABLE,
+                state=MemberState.STABLE,
                 last_heartbeat=now,
             )
             g.members[cm.member_id] = cm
@@ -271,7 +272,7 @@ class MigratingCoordinator:
         c.input_rank = g.input_rank
         c.generation = g.group_epoch
         c.quiet_epoch = g.quiet_epoch + 1
-        c.state = STABLE
+        c.state = ClassicGroupState.STABLE
         c._rebalance_open = g._rebalance_open
         for mid, mm in g.members.items():
             if mid == leaving.member_id:

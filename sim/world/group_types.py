@@ -29,10 +29,10 @@ from sim.client.classic import Member
 from sim.client.consumer import ConsumerMember
 from sim.client.handoffs import Handoffs
 from sim.config import ConsumerConfig, SimConfig
-from sim.coordinator.classic import group as classic_group
 from sim.coordinator.classic.group import GroupCoordinator
-from sim.coordinator.consumer import states as cg
+from sim.coordinator.classic.states import ClassicGroupState
 from sim.coordinator.consumer.group import ConsumerGroupCoordinator
+from sim.coordinator.consumer.states import ConsumerGroupState
 from sim.coordinator.migration import MigratingCoordinator
 from sim.wire.ids import kafka_uuid
 
@@ -125,11 +125,11 @@ def _classic_member(
 
 
 def _classic_empty(c: GroupCoordinator) -> bool:
-    return c.state == classic_group.EMPTY and not c.members and not c.pending_members
+    return c.state == ClassicGroupState.EMPTY and not c.members and not c.pending_members
 
 
 def _classic_stable(c: GroupCoordinator, t: float) -> bool:
-    return c.state == classic_group.STABLE and not c.pending_sync and not c.pending_members
+    return c.state == ClassicGroupState.STABLE and not c.pending_sync and not c.pending_members
 
 
 def _classic_in_group(c: GroupCoordinator, core: ConsumerClient) -> bool:
@@ -138,7 +138,10 @@ def _classic_in_group(c: GroupCoordinator, core: ConsumerClient) -> bool:
 
 def _classic_rebalancing(c: GroupCoordinator) -> bool:
     state = c.state
-    return state == classic_group.PREPARING_REBALANCE or state == classic_group.COMPLETING_REBALANCE
+    return (
+        state == ClassicGroupState.PREPARING_REBALANCE
+        or state == ClassicGroupState.COMPLETING_REBALANCE
+    )
 
 
 def _classic_signature(c: GroupCoordinator) -> tuple:
@@ -156,9 +159,9 @@ CLASSIC = GroupProtocol(
     rebalancing=_classic_rebalancing,
     signature=_classic_signature,
     phases={
-        classic_group.PREPARING_REBALANCE: "join",
-        classic_group.COMPLETING_REBALANCE: "sync",
-        classic_group.STABLE: "stable",
+        ClassicGroupState.PREPARING_REBALANCE: "join",
+        ClassicGroupState.COMPLETING_REBALANCE: "sync",
+        ClassicGroupState.STABLE: "stable",
     },
     dirty_on_io=True,
 )
@@ -198,7 +201,10 @@ def _consumer_empty(c: ConsumerGroupCoordinator) -> bool:
 
 def _consumer_stable(c: ConsumerGroupCoordinator, t: float) -> bool:
     return (
-        c.state == cg.GROUP_STABLE and not c.parked and not c.assign_pending and c.busy_until <= t
+        c.state == ConsumerGroupState.STABLE
+        and not c.parked
+        and not c.assign_pending
+        and c.busy_until <= t
     )
 
 
@@ -228,7 +234,11 @@ CONSUMER = GroupProtocol(
     signature=_consumer_signature,
     # the consumer group has no leader: the member that joined first stands in for crash_leader
     # (ConsumerGroupCoordinator.leader)
-    phases={cg.RECONCILING: "join", cg.ASSIGNING: "sync", cg.GROUP_STABLE: "stable"},
+    phases={
+        ConsumerGroupState.RECONCILING: "join",
+        ConsumerGroupState.ASSIGNING: "sync",
+        ConsumerGroupState.STABLE: "stable",
+    },
     dirty_on_io=False,
 )
 

@@ -9,7 +9,8 @@ import pytest
 
 from assignors import TopicPartition
 from sim import Scenario, run_scenario
-from sim.client.consumer import STABLE, ConsumerMember
+from sim.client.consumer import ConsumerMember
+from sim.client.states import ConsumerMemberState
 from sim.config import AssignorCost, ConsumerConfig, GroupConfig
 from sim.coordinator.consumer.group import ConsumerGroupCoordinator
 from sim.scenario.builtins import load_scenario
@@ -54,7 +55,7 @@ def quiet_member(**cfg):
             correlation=mb.hb_correlation,
         ),
     )
-    assert mb.state == STABLE
+    assert mb.state == ConsumerMemberState.STABLE
     return mb, out
 
 

@@ -14,7 +14,7 @@ from hypothesis import given
 
 from sim.config import AssignorCost, GroupConfig
 from sim.coordinator.consumer.group import ConsumerGroupCoordinator
-from sim.coordinator.consumer.states import STABLE
+from sim.coordinator.consumer.states import MemberState
 from sim.wire import messages as m
 from tests.strategies import heartbeat_sequences
 
@@ -173,7 +173,9 @@ class _Run:
                 (t, p) for t, n in g.subscribed_partitions.items() for p in range(n)
             }
         reconciled = [
-            mm for mm in g.members.values() if mm.state == STABLE and mm.epoch == g.target_epoch
+            mm
+            for mm in g.members.values()
+            if mm.state == MemberState.STABLE and mm.epoch == g.target_epoch
         ]
         assert (g.state == "Stable") == (
             bool(g.members)

@@ -8,14 +8,8 @@ import pytest
 
 from assignors import Assignment, Subscription, TopicPartition
 from sim.config import GroupConfig
-from sim.coordinator.classic.group import (
-    COMPLETING_REBALANCE,
-    EMPTY,
-    PREPARING_REBALANCE,
-    STABLE,
-    GroupCoordinator,
-    IllegalTransition,
-)
+from sim.coordinator.classic.group import GroupCoordinator, IllegalTransition
+from sim.coordinator.classic.states import ClassicGroupState
 from sim.wire import messages as m
 
 SUB = Subscription(("t",))
@@ -51,7 +45,7 @@ def form(g, clients=("a", "b"), protocols=(("range", SUB),), instance=False):
             g.handle(0.0, c, join(r.member_id, protocols))
             ids[c] = r.member_id
     effects = []
-    while g.state == PREPARING_REBALANCE:
+    while g.state == ClassicGroupState.PREPARING_REBALANCE:
         effects += fire(g, g.timers[("join",)], ("join",))
     return ids, effects
 
@@ -86,7 +80,7 @@ def test_first_join_gets_member_id_required():
         r"consumer-group-1-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}",
         r.member_id,
     ), r.member_id
-    assert g.state == EMPTY and not g.members
+    assert g.state == ClassicGroupState.EMPTY and not g.members
 
 
 def test_initial_delay_extends_while_members_arrive():
@@ -94,7 +88,7 @@ def test_initial_delay_extends_while_members_arrive():
     members joined during the delay."""
     g = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=3000))
     _ids, _ = form(g, ("a",))
-    assert g.state == COMPLETING_REBALANCE
+    assert g.state == ClassicGroupState.COMPLETING_REBALANCE
     g2 = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=3000))
     (r,) = sends(g2.handle(0.0, "a", join()))
     eff = g2.handle(0.0, "a", join(r.member_id))
@@ -102,9 +96,9 @@ def test_initial_delay_extends_while_members_arrive():
     (r2,) = sends(g2.handle(1.0, "b", join()))
     g2.handle(1.0, "b", join(r2.member_id))
     eff = fire(g2, 3.0, ("join",))
-    assert g2.state == PREPARING_REBALANCE and timers(eff)[("join",)] == 6.0
+    assert g2.state == ClassicGroupState.PREPARING_REBALANCE and timers(eff)[("join",)] == 6.0
     eff = fire(g2, 6.0, ("join",))
-    assert g2.state == COMPLETING_REBALANCE and g2.generation == 1
+    assert g2.state == ClassicGroupState.COMPLETING_REBALANCE and g2.generation == 1
     responses = sends(eff)
     assert {r.member_id for r in responses} == set(g2.members)
     leader_resp = next(r for r in responses if r.member_id == g2.leader)
@@ -125,7 +119,7 @@ def test_protocol_vote_and_inconsistent_protocol():
         g.handle(0.0, c, join(r.member_id, coop_first))
     (rx,) = sends(g.handle(0.0, "x", join(protocols=(("roundrobin", SUB),))))
     assert rx.error == m.INCONSISTENT_GROUP_PROTOCOL
-    while g.state == PREPARING_REBALANCE:
+    while g.state == ClassicGroupState.PREPARING_REBALANCE:
         fire(g, g.timers[("join",)], ("join",))
     assert g.protocol == "cooperative-sticky"
 
@@ -136,7 +130,7 @@ def test_heartbeat_errors():
     g = GroupCoordinator(GroupConfig(), elide_heartbeats=False)
     ids, _ = form(g)
     sync_all(g, ids)
-    assert g.state == STABLE
+    assert g.state == ClassicGroupState.STABLE
     a = ids["a"]
     (r,) = sends(g.handle(11.0, "a", m.HeartbeatRequest(a, g.generation, None)))
     assert r.error == m.NONE
@@ -145,7 +139,7 @@ def test_heartbeat_errors():
     (r,) = sends(g.handle(11.0, "z", m.HeartbeatRequest("z-9", g.generation, None)))
     assert r.error == m.UNKNOWN_MEMBER_ID
     g.handle(12.0, "a", join(a))  # the leader's JoinGroup forces a rebalance
-    assert g.state == PREPARING_REBALANCE
+    assert g.state == ClassicGroupState.PREPARING_REBALANCE
     (r,) = sends(g.handle(12.0, "b", m.HeartbeatRequest(ids["b"], g.generation, None)), "b")
     assert r.error == m.REBALANCE_IN_PROGRESS
 
@@ -157,7 +151,7 @@ def test_session_expiry_removes_member_and_rebalances():
     sync_all(g, ids)
     g.handle(20.0, "a", m.HeartbeatRequest(ids["a"], g.generation, None))
     eff = fire(g, g.timers[("expire", ids["b"])], ("expire", ids["b"]))
-    assert ids["b"] not in g.members and g.state == PREPARING_REBALANCE
+    assert ids["b"] not in g.members and g.state == ClassicGroupState.PREPARING_REBALANCE
     assert any(
         e[0] == "event" and e[1] == "member_removed" and "session_expired" in e[4] for e in eff
     )
@@ -172,7 +166,7 @@ def test_static_rejoin_in_stable_keeps_assignment_and_fences_old_id():
     gen = g.generation
     before = g.members[ids["b"]].assignment
     eff = g.handle(30.0, "b", join(instance="b"))
-    assert g.state == STABLE and g.generation == gen
+    assert g.state == ClassicGroupState.STABLE and g.generation == gen
     (r,) = sends(eff, "b")
     assert r.error == m.NONE and r.generation == gen
     (s,) = sends(g.handle(30.1, "b", m.SyncGroupRequest(r.member_id, gen, "b")), "b")
@@ -190,7 +184,7 @@ def test_members_that_never_sync_are_removed():
     g.handle(7.0, follower, m.SyncGroupRequest(ids[follower], g.generation, None))
     fire(g, g.timers[("sync",)], ("sync",))
     assert g.leader is not None and ids[follower] in g.members and len(g.members) == 1
-    assert g.state == PREPARING_REBALANCE
+    assert g.state == ClassicGroupState.PREPARING_REBALANCE
 
 
 def test_leave_group_triggers_rebalance():
@@ -199,7 +193,7 @@ def test_leave_group_triggers_rebalance():
     ids, _ = form(g)
     sync_all(g, ids)
     g.handle(20.0, "b", m.LeaveGroupRequest(ids["b"], None))
-    assert ids["b"] not in g.members and g.state == PREPARING_REBALANCE
+    assert ids["b"] not in g.members and g.state == ClassicGroupState.PREPARING_REBALANCE
 
 
 def test_commit_fails_while_completing_rebalance():
@@ -217,7 +211,7 @@ def test_illegal_transition_raises():
     """Transitions outside GroupMetadata's table are refused."""
     g = GroupCoordinator(GroupConfig())
     with pytest.raises(IllegalTransition):
-        g._transition(STABLE)
+        g._transition(ClassicGroupState.STABLE)
 
 
 def test_duplicate_assignment_is_a_violation():
@@ -242,7 +236,7 @@ def test_leader_whose_join_response_was_lost_gets_the_member_list_again():
     was lost) gets the full member list again, so it can still compute the assignment."""
     g = GroupCoordinator(GroupConfig(), elide_heartbeats=False)
     ids, _ = form(g)
-    assert g.state == COMPLETING_REBALANCE
+    assert g.state == ClassicGroupState.COMPLETING_REBALANCE
     leader_client = next(c for c, mid in ids.items() if mid == g.leader)
     other_client = next(c for c, mid in ids.items() if mid != g.leader)
     (again,) = sends(g.handle(5.0, leader_client, join(ids[leader_client])), leader_client)

@@ -9,9 +9,10 @@ import pytest
 
 from assignors import Assignment, Subscription, TopicPartition
 from sim.config import AssignorCost, ConfigError, GroupConfig
-from sim.coordinator.classic.group import PREPARING_REBALANCE, STABLE, GroupCoordinator
+from sim.coordinator.classic.group import GroupCoordinator
+from sim.coordinator.classic.states import ClassicGroupState
 from sim.coordinator.consumer.classic_members import ClassicBridgeCoordinator
-from sim.coordinator.consumer.states import UNREVOKED_PARTITIONS
+from sim.coordinator.consumer.states import MemberState
 from sim.coordinator.migration import CLASSIC, CONSUMER, MigratingCoordinator
 from sim.wire import messages as m
 
@@ -68,7 +69,7 @@ def classic_group(h: MigratingCoordinator, clients=("a", "b", "c"), names=("coop
         assert r.error == m.MEMBER_ID_REQUIRED
         h.handle(0.0, c, join(r.member_id, names=names))
         ids[c] = r.member_id
-    while h.state == PREPARING_REBALANCE:
+    while h.state == ClassicGroupState.PREPARING_REBALANCE:
         h.on_timer(h.timers[("join",)], ("join",), h.timers[("join",)])
     order = list(ids.values())
     assignments = tuple(
@@ -78,7 +79,7 @@ def classic_group(h: MigratingCoordinator, clients=("a", "b", "c"), names=("coop
     for c, mid in ids.items():
         a = assignments if mid == h.leader else ()
         h.handle(5.0, c, m.SyncGroupRequest(mid, h.generation, None, a))
-    assert h.state == STABLE and h.group_type == CLASSIC
+    assert h.state == ClassicGroupState.STABLE and h.group_type == CLASSIC
     return ids
 
 
@@ -156,7 +157,7 @@ def test_upgrade_by_a_static_replacement_still_bumps_the_epoch():
     h = host()
     for c in ("a", "b", "c"):
         h.handle(0.0, c, join(instance=c))
-    while h.state == PREPARING_REBALANCE:
+    while h.state == ClassicGroupState.PREPARING_REBALANCE:
         h.on_timer(h.timers[("join",)], ("join",), h.timers[("join",)])
     ids = {c: h.static_members[c] for c in "abc"}
     assignments = tuple(
@@ -171,7 +172,7 @@ def test_upgrade_by_a_static_replacement_still_bumps_the_epoch():
         )
     gen = h.generation
     h.on_timer(h.timers[("expire", ids["c"])], ("expire", ids["c"]), h.timers[("expire", ids["c"])])
-    assert ids["c"] not in h.members and h.state == PREPARING_REBALANCE
+    assert ids["c"] not in h.members and h.state == ClassicGroupState.PREPARING_REBALANCE
     out = h.handle(
         60.0,
         "a",
@@ -195,7 +196,7 @@ def test_members_waiting_in_join_or_sync_are_told_to_rejoin():
     h = host()
     ids = classic_group(h)
     h.handle(6.0, "a", join(ids["a"]))  # a rebalance starts: "a" waits in the barrier
-    assert h.state == PREPARING_REBALANCE
+    assert h.state == ClassicGroupState.PREPARING_REBALANCE
     out = consumer_join(h, 7.0, "d", "D")
     assert [r.error for r in sends(out, "a")] == [m.REBALANCE_IN_PROGRESS]
     assert h.group_type == CONSUMER
@@ -216,7 +217,10 @@ def test_cooperative_classic_member_revokes_then_gets_its_target():
     mm = g.members[a]
     assert r.error == m.NONE and r.leader == "" and r.member_id == a
     if target < frozenset(owned):
-        assert mm.state == UNREVOKED_PARTITIONS and r.generation == mm.epoch < g.group_epoch
+        assert (
+            mm.state == MemberState.UNREVOKED_PARTITIONS
+            and r.generation == mm.epoch < g.group_epoch
+        )
         (s,) = sends(h.handle(8.1, "a", m.SyncGroupRequest(a, r.generation, None)), "a")
         assert s.error == m.NONE and set(
             s.assignment.partitions
@@ -241,7 +245,7 @@ def test_eager_classic_member_is_never_held_revoking():
     for c, mid in ids.items():
         (r,) = sends(h.handle(8.0, c, join(mid, (), names=("range",))), c)
         assert r.error == m.NONE and r.generation == g.group_epoch and r.protocol == "range"
-        assert g.members[mid].state != UNREVOKED_PARTITIONS
+        assert g.members[mid].state != MemberState.UNREVOKED_PARTITIONS
     assert_disjoint(g)
 
 
@@ -277,7 +281,7 @@ def test_whole_migration_up_then_down_settles_with_every_partition_once():
     assert [r.error for r in sends(out, "d")] == [m.NONE]
     (conv,) = events(out, "group_converted")
     assert "consumer->classic" in conv[4]
-    assert h.group_type == CLASSIC and h.state == PREPARING_REBALANCE
+    assert h.group_type == CLASSIC and h.state == ClassicGroupState.PREPARING_REBALANCE
     assert set(h.members) == set(ids.values()) and h.generation == epoch
     c = h.group
     # each member's assignment is its target in the consumer group (the leaver's partitions wait
@@ -307,7 +311,7 @@ def test_requests_waiting_for_the_assignor_go_to_the_classic_group_after_a_downg
     h.handle(7.6, "a", m.HeartbeatRequest(a, h.members[a].epoch, None))
     assert len(h.parked) == 2 and h.group_type == CONSUMER
     out = h.on_timer(8.0, ("unblock",), 8.0)
-    assert h.group_type == CLASSIC and h.state == PREPARING_REBALANCE
+    assert h.group_type == CLASSIC and h.state == ClassicGroupState.PREPARING_REBALANCE
     # the classic group answers: "a" never rejoined after "D" joined, so its generation is behind
     # the classic group's (the consumer group would have said REBALANCE_IN_PROGRESS)
     (hb,) = sends(out, "a")

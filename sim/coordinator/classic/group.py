@@ -6,8 +6,8 @@ about trio, the network or the clock: the actor calls ``handle(now, sender, mess
 ``on_timer(now, key, at)`` or ``on_control(now, sender, note)`` and gets back a list of effects
 (see ``sim.wire.messages``): messages to send, timers to arm, events and intervals to record.
 
-States (GroupMetadata): Empty -> PreparingRebalance -> CompletingRebalance -> Stable, and Dead.
-``TRANSITIONS`` lists the legal moves; ``_transition`` enforces them.
+States (``ClassicGroupState``, in ``states``): Empty -> PreparingRebalance -> CompletingRebalance
+-> Stable, and Dead; ``_transition`` enters one only from its valid previous states.
 
 - PreparingRebalance is the JoinGroup barrier. It completes when every member has rejoined and
   no MEMBER_ID_REQUIRED member is pending, or when the rebalance timeout (the largest
@@ -36,25 +36,11 @@ import numpy as np
 
 from assignors import Assignment, Subscription
 from sim.config import GroupConfig
+from sim.coordinator.classic.states import ClassicGroupState
 from sim.coordinator.offsets import OffsetStore
 from sim.errors import IllegalTransition
 from sim.wire import messages as m
 from sim.wire.ids import classic_member_id, default_client_id
-
-EMPTY = "Empty"
-PREPARING_REBALANCE = "PreparingRebalance"
-COMPLETING_REBALANCE = "CompletingRebalance"
-STABLE = "Stable"
-DEAD = "Dead"
-
-# GroupMetadata.validPreviousStates, as data.
-TRANSITIONS: dict[str, tuple[str, ...]] = {
-    EMPTY: (PREPARING_REBALANCE,),
-    PREPARING_REBALANCE: (COMPLETING_REBALANCE, EMPTY, DEAD),
-    COMPLETING_REBALANCE: (PREPARING_REBALANCE, STABLE, DEAD),
-    STABLE: (PREPARING_REBALANCE, DEAD),
-    DEAD: (),
-}
 
 
 @attrs.define(slots=True, eq=False)
@@ -114,7 +100,7 @@ class GroupCoordinator:
         # member ids' random part (ClassicGroup.generateMemberId): a seeded stream of the run's
         self._id_rng = id_rng if id_rng is not None else np.random.default_rng(0)
         self.elide = elide_heartbeats
-        self.state = EMPTY
+        self.state = ClassicGroupState.EMPTY
         self.generation = 0
         self.protocol: str | None = None
         self.leader: str | None = None
@@ -156,8 +142,8 @@ class GroupCoordinator:
         out, self.out = self.out, []
         return out
 
-    def _transition(self, new: str) -> None:
-        if new not in TRANSITIONS[self.state]:
+    def _transition(self, new: ClassicGroupState) -> None:
+        if self.state not in new.valid_previous_states():
             raise IllegalTransition(f"group cannot go from {self.state} to {new}")
         self.state = new
 
@@ -209,7 +195,7 @@ class GroupCoordinator:
         elif kind == "pending" and key[1] in self.pending_members:
             self.pending_members.discard(key[1])
             self._event("member_removed", None, f"member_id={key[1]} reason=pending_expired")
-            if self.state == PREPARING_REBALANCE:
+            if self.state == ClassicGroupState.PREPARING_REBALANCE:
                 self._maybe_complete_join(now)
         return self._drain()
 
@@ -321,7 +307,7 @@ class GroupCoordinator:
 
     def _prepare_rebalance(self, now: float, reason: str) -> None:
         """GroupCoordinator.prepareRebalance."""
-        if self.state == COMPLETING_REBALANCE:
+        if self.state == ClassicGroupState.COMPLETING_REBALANCE:
             # resetAndPropagateAssignmentError: members waiting in SyncGroup learn it now.
             for mm in self.members.values():
                 if mm.awaiting_sync:
@@ -329,8 +315,8 @@ class GroupCoordinator:
                     self._reply(mm, m.SyncGroupResponse(m.REBALANCE_IN_PROGRESS))
         self.pending_sync.clear()
         self._timer(("sync",), None)
-        was_empty = self.state == EMPTY
-        self._transition(PREPARING_REBALANCE)
+        was_empty = self.state == ClassicGroupState.EMPTY
+        self._transition(ClassicGroupState.PREPARING_REBALANCE)
         self._wake_quiet_members(now)
         if not self._rebalance_open:
             self._rebalance_open = True
@@ -352,7 +338,11 @@ class GroupCoordinator:
             self._timer(("join",), now + self.rebalance_timeout_s)
 
     def _maybe_prepare_rebalance(self, now: float, reason: str) -> None:
-        if self.state in (STABLE, COMPLETING_REBALANCE, EMPTY):
+        if self.state in (
+            ClassicGroupState.STABLE,
+            ClassicGroupState.COMPLETING_REBALANCE,
+            ClassicGroupState.EMPTY,
+        ):
             self._prepare_rebalance(now, reason)
 
     def _all_joined(self) -> bool:
@@ -360,11 +350,15 @@ class GroupCoordinator:
 
     def _maybe_complete_join(self, now: float) -> None:
         """DelayedJoin.tryComplete (the initial delay never completes early)."""
-        if self.state == PREPARING_REBALANCE and self._join_mode == "normal" and self._all_joined():
+        if (
+            self.state == ClassicGroupState.PREPARING_REBALANCE
+            and self._join_mode == "normal"
+            and self._all_joined()
+        ):
             self._complete_join(now)
 
     def _on_join_timer(self, now: float) -> None:
-        if self.state != PREPARING_REBALANCE:
+        if self.state != ClassicGroupState.PREPARING_REBALANCE:
             return
         if self._join_mode == "initial":
             # InitialDelayedJoin: extend while new members arrive, within the rebalance timeout.
@@ -390,7 +384,7 @@ class GroupCoordinator:
                 self._remove_member(now, mm.member_id, "not_rejoined")
             self.generation += 1
             self.protocol = None
-            self._transition(EMPTY)
+            self._transition(ClassicGroupState.EMPTY)
             self._close_rebalance()
             self._event("empty")
             return
@@ -398,7 +392,7 @@ class GroupCoordinator:
             self.leader = joined[0].member_id  # maybeElectNewJoinedLeader
         self.generation += 1
         self.protocol = self._select_protocol()
-        self._transition(COMPLETING_REBALANCE)
+        self._transition(ClassicGroupState.COMPLETING_REBALANCE)
         self._event(
             "join_complete",
             None,
@@ -459,7 +453,7 @@ class GroupCoordinator:
     # ------------------------------------------------------------------ JoinGroup
 
     def _on_join(self, now: float, client: str, req: m.JoinGroupRequest) -> None:
-        if self.state == DEAD:
+        if self.state == ClassicGroupState.DEAD:
             self._reply(client, m.JoinGroupResponse(m.COORDINATOR_NOT_AVAILABLE))
             return
         names = tuple(n for n, _ in req.protocols)
@@ -495,11 +489,11 @@ class GroupCoordinator:
             self._reply(client, m.JoinGroupResponse(m.FENCED_INSTANCE_ID, member_id=req.member_id))
             return
         existing.client = client
-        if self.state == PREPARING_REBALANCE:
+        if self.state == ClassicGroupState.PREPARING_REBALANCE:
             self._update_protocols(existing, req.protocols)
             self._await(existing)
             self._maybe_complete_join(now)
-        elif self.state == COMPLETING_REBALANCE:
+        elif self.state == ClassicGroupState.COMPLETING_REBALANCE:
             if existing.protocols == req.protocols:
                 # Lost JoinGroup response: return the current generation again; the leader gets
                 # the member list again, since it still has to compute the assignment
@@ -525,7 +519,7 @@ class GroupCoordinator:
                 self._update_protocols(existing, req.protocols)
                 self._await(existing)
                 self._prepare_rebalance(now, f"member {client} changed its metadata")
-        elif self.state == STABLE:
+        elif self.state == ClassicGroupState.STABLE:
             if existing.member_id == self.leader or existing.protocols != req.protocols:
                 # The leader's JoinGroup always forces a rebalance (metadata changes it noticed).
                 self._update_protocols(existing, req.protocols)
@@ -563,7 +557,7 @@ class GroupCoordinator:
         )
         self._add_member(now, meta)
         self._new_member_added = True
-        if self.state == PREPARING_REBALANCE:
+        if self.state == ClassicGroupState.PREPARING_REBALANCE:
             self._maybe_complete_join(now)
         else:
             self._prepare_rebalance(now, f"{reason}: {client}")
@@ -599,7 +593,7 @@ class GroupCoordinator:
         self.static_members[iid] = new_id
         if self.leader == old_id:
             self.leader = new_id
-        if self.state == STABLE and old.protocols == req.protocols:
+        if self.state == ClassicGroupState.STABLE and old.protocols == req.protocols:
             # Same assignment, no rebalance; the member syncs and gets it back.
             self._schedule_expiry(old)
             self._reply(old, self._join_response_for(old))
@@ -607,7 +601,7 @@ class GroupCoordinator:
         else:
             self._update_protocols(old, req.protocols)
             self._await(old)
-            if self.state == PREPARING_REBALANCE:
+            if self.state == ClassicGroupState.PREPARING_REBALANCE:
                 self._maybe_complete_join(now)
             else:
                 self._prepare_rebalance(now, f"static member {client} rejoined")
@@ -633,13 +627,13 @@ class GroupCoordinator:
             return
         mm = self.members[req.member_id]
         mm.client = client
-        if self.state == PREPARING_REBALANCE:
+        if self.state == ClassicGroupState.PREPARING_REBALANCE:
             self._reply(mm, m.SyncGroupResponse(m.REBALANCE_IN_PROGRESS))
             return
         self.pending_sync.discard(mm.member_id)
         if not self.pending_sync:
             self._timer(("sync",), None)
-        if self.state == STABLE:
+        if self.state == ClassicGroupState.STABLE:
             self._reply(mm, m.SyncGroupResponse(m.NONE, mm.assignment))
             return
         # CompletingRebalance
@@ -665,13 +659,16 @@ class GroupCoordinator:
             if mmx.awaiting_sync:
                 mmx.awaiting_sync = False
                 self._reply(mmx, m.SyncGroupResponse(m.NONE, mmx.assignment))
-        self._transition(STABLE)
+        self._transition(ClassicGroupState.STABLE)
         self._close_rebalance()
         self._event("stable", None, f"members={len(self.members)}")
 
     def _on_sync_expiry(self, now: float) -> None:
         """KAFKA-13213: members that never sent SyncGroup are removed, then a new rebalance."""
-        if self.state not in (COMPLETING_REBALANCE, STABLE) or not self.pending_sync:
+        if (
+            self.state not in (ClassicGroupState.COMPLETING_REBALANCE, ClassicGroupState.STABLE)
+            or not self.pending_sync
+        ):
             return
         for mid in sorted(self.pending_sync, key=list(self.members).index):
             self._remove_member(now, mid, "not_synced")
@@ -679,7 +676,7 @@ class GroupCoordinator:
         if self.members:
             self._prepare_rebalance(now, "members failed to sync within the rebalance timeout")
         else:
-            self._transition(PREPARING_REBALANCE)
+            self._transition(ClassicGroupState.PREPARING_REBALANCE)
             self._complete_join(now)
 
     # ------------------------------------------------------------------ heartbeats, leave, commit
@@ -717,7 +714,7 @@ class GroupCoordinator:
         mm.last_heartbeat = now
         if req.generation != self.generation:
             err = m.ILLEGAL_GENERATION
-        elif self.state == PREPARING_REBALANCE:
+        elif self.state == ClassicGroupState.PREPARING_REBALANCE:
             err = m.REBALANCE_IN_PROGRESS
         else:
             err = m.NONE
@@ -725,7 +722,7 @@ class GroupCoordinator:
         if (
             err == m.NONE
             and self.elide
-            and self.state == STABLE
+            and self.state == ClassicGroupState.STABLE
             and not req.last
             and not mm.hold_quiet
             and mm.member_id not in self.pending_sync
@@ -754,13 +751,13 @@ class GroupCoordinator:
 
     def _after_removal(self, now: float, reason: str) -> None:
         """GroupCoordinator.removeMemberAndUpdateGroup."""
-        if self.state in (STABLE, COMPLETING_REBALANCE):
+        if self.state in (ClassicGroupState.STABLE, ClassicGroupState.COMPLETING_REBALANCE):
             if self.members:
                 self._prepare_rebalance(now, reason)
             else:
                 self._prepare_rebalance(now, reason)
                 self._complete_join(now)
-        elif self.state == PREPARING_REBALANCE:
+        elif self.state == ClassicGroupState.PREPARING_REBALANCE:
             if not self.members and not self.pending_members:
                 self._complete_join(now)
             else:
@@ -792,7 +789,11 @@ class GroupCoordinator:
         an older generation: ILLEGAL_GENERATION). Then store (``sim.coordinator.offsets``)."""
         err = self._check_member(req.member_id, req.group_instance_id, req.generation)
         if err is None:
-            err = m.REBALANCE_IN_PROGRESS if self.state == COMPLETING_REBALANCE else m.NONE
+            err = (
+                m.REBALANCE_IN_PROGRESS
+                if self.state == ClassicGroupState.COMPLETING_REBALANCE
+                else m.NONE
+            )
         if err == m.NONE:
             self.offsets.commit(req.offsets, req.position_s, req.ahead)
         self._reply(client, m.OffsetCommitResponse(err, req.seq))

@@ -51,7 +51,7 @@ from assignors import Assignment, Subscription
 from sim.config import AssignorCost, GroupConfig
 from sim.coordinator.consumer.group import ConsumerGroupCoordinator
 from sim.coordinator.consumer.member import ClassicMemberMeta, ConsumerGroupMember
-from sim.coordinator.consumer.states import UNRELEASED_PARTITIONS, UNREVOKED_PARTITIONS
+from sim.coordinator.consumer.states import MemberState
 from sim.wire import messages as m
 from sim.wire.ids import kafka_uuid
 
@@ -154,7 +154,7 @@ class ClassicBridgeCoordinator(ConsumerGroupCoordinator):
     def waiting_on_unreleased(self, mm: ConsumerGroupMember) -> bool:
         """ConsumerGroup.waitingOnUnreleasedPartition: a partition of its target that it does not
         have is still held by another member."""
-        if mm.state != UNRELEASED_PARTITIONS:
+        if mm.state != MemberState.UNRELEASED_PARTITIONS:
             return False
         held = self.partition_epoch
         return any(tp in held for tp in self.target.get(mm.member_id, _EMPTY) - mm.assigned)
@@ -345,7 +345,11 @@ class ClassicBridgeCoordinator(ConsumerGroupCoordinator):
         mm, err = self._classic_member(req.member_id, req.group_instance_id)
         if mm is not None and req.generation != mm.epoch:
             err = m.ILLEGAL_GENERATION  # throwIfGenerationIdUnmatched
-        elif mm is not None and self.group_epoch > mm.epoch and mm.state != UNREVOKED_PARTITIONS:
+        elif (
+            mm is not None
+            and self.group_epoch > mm.epoch
+            and mm.state != MemberState.UNREVOKED_PARTITIONS
+        ):
             # throwIfRebalanceInProgress
             self._join_timer_if_absent(now, mm)
             err = m.REBALANCE_IN_PROGRESS
@@ -365,8 +369,11 @@ class ClassicBridgeCoordinator(ConsumerGroupCoordinator):
             self._keep_alive(now, mm, client)
             if (
                 mm.epoch < self.group_epoch
-                or mm.state == UNREVOKED_PARTITIONS
-                or (mm.state == UNRELEASED_PARTITIONS and not self.waiting_on_unreleased(mm))
+                or mm.state == MemberState.UNREVOKED_PARTITIONS
+                or (
+                    mm.state == MemberState.UNRELEASED_PARTITIONS
+                    and not self.waiting_on_unreleased(mm)
+                )
             ):
                 err = m.REBALANCE_IN_PROGRESS
                 self._join_timer_if_absent(now, mm)

@@ -67,15 +67,7 @@ from sim.config import AssignorCost, GroupConfig
 from sim.coordinator.consumer.member import ConsumerGroupMember
 from sim.coordinator.consumer.members_order import MembersMapOrder
 from sim.coordinator.consumer.reconcile import builds_new_member, next_member_assignment
-from sim.coordinator.consumer.states import (
-    ASSIGNING,
-    EMPTY,
-    GROUP_STABLE,
-    RECONCILING,
-    STABLE,
-    UNRELEASED_PARTITIONS,
-    UNREVOKED_PARTITIONS,
-)
+from sim.coordinator.consumer.states import ConsumerGroupState, MemberState
 from sim.coordinator.consumer.target import (
     GroupMembers,
     TargetAssignment,
@@ -132,7 +124,7 @@ class ConsumerGroupCoordinator:
         self._votes: dict[str, int] = {}  # server assignor name -> members asking for it
         self._voted: dict[str, str] = {}  # member id -> the assignor counted for it
         self._max_member_epoch = 0  # no member epoch has been above this
-        self.state = EMPTY
+        self.state = ConsumerGroupState.EMPTY
         self.timers: dict[tuple, float] = {}
         self.session_due: dict[float, dict[str, None]] = {}  # session deadline -> member ids
         self.parked: list[tuple] = []  # (client, request) that came while the assignor ran
@@ -324,7 +316,7 @@ class ConsumerGroupCoordinator:
             ):
                 self.quiet[mid] = None
                 self._timer(("session", mid), None)
-                if mm.state == UNRELEASED_PARTITIONS:
+                if mm.state == MemberState.UNRELEASED_PARTITIONS:
                     awaited = self.target.get(mid, _EMPTY) - mm.assigned
                     self.waiting[mid] = awaited
                     for tp in awaited:
@@ -360,9 +352,9 @@ class ConsumerGroupCoordinator:
             or self._blocked(now)
         ):
             return False
-        if mm.state == STABLE:
+        if mm.state == MemberState.STABLE:
             return True
-        if mm.state != UNRELEASED_PARTITIONS:
+        if mm.state != MemberState.UNRELEASED_PARTITIONS:
             return False
         return self.partition_epoch.keys() >= self.target.get(mm.member_id, _EMPTY) - mm.assigned
 
@@ -481,15 +473,15 @@ class ConsumerGroupCoordinator:
     def _update_state(self, now: float) -> None:
         """ConsumerGroup.maybeUpdateGroupState, plus the ``rebalance`` interval and events."""
         if not self.members:
-            new = EMPTY
+            new = ConsumerGroupState.EMPTY
         elif self.group_epoch > self.target_epoch:
-            new = ASSIGNING
+            new = ConsumerGroupState.ASSIGNING
         elif len(self.reconciled) < len(self.members):
-            new = RECONCILING
+            new = ConsumerGroupState.RECONCILING
         else:
-            new = GROUP_STABLE
+            new = ConsumerGroupState.STABLE
         if (
-            new in (GROUP_STABLE, EMPTY)
+            new in (ConsumerGroupState.STABLE, ConsumerGroupState.EMPTY)
             and self._rebalance_open
             and not self.parked
             and not self._blocked(now)
@@ -946,7 +938,7 @@ class ConsumerGroupCoordinator:
                 )
                 if mm.classic is not None:
                     pass  # a classic member has a join and a sync timer instead (sim.coordinator.consumer.classic_members)
-                elif state == UNREVOKED_PARTITIONS:
+                elif state == MemberState.UNREVOKED_PARTITIONS:
                     self._timer(("rebalance", mm.member_id, mm.rebalance_deadline_epoch), None)
                     mm.rebalance_deadline_epoch = epoch
                     self._timer(("rebalance", mm.member_id, epoch), now + mm.rebalance_timeout_s)

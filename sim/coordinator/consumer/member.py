@@ -6,7 +6,7 @@ from __future__ import annotations
 import attrs
 
 from assignors import Subscription
-from sim.coordinator.consumer.states import STABLE
+from sim.coordinator.consumer.states import MemberState
 from sim.coordinator.consumer.target import MemberSpec
 
 _EMPTY: frozenset = frozenset()
@@ -36,7 +36,7 @@ class ConsumerGroupMember:
     rebalance_timeout_s: float
     epoch: int = 0
     previous_epoch: int = -1  # ConsumerGroupMember.Builder's default
-    state: str = STABLE
+    state: MemberState = MemberState.STABLE
     assigned: frozenset = _EMPTY
     pending_revocation: frozenset = _EMPTY
     last_heartbeat: float = 0.0
@@ -49,7 +49,7 @@ class ConsumerGroupMember:
     _spec: MemberSpec | None = None
 
     def reconciled_to(self, target_epoch: int) -> bool:
-        return self.state == STABLE and self.epoch == target_epoch
+        return self.state == MemberState.STABLE and self.epoch == target_epoch
 
     def spec(self) -> MemberSpec:
         """What the assignor learns of this member (kept until its subscription or rack changes,

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sim.coordinator.consumer.states import STABLE, UNRELEASED_PARTITIONS, UNREVOKED_PARTITIONS
+from sim.coordinator.consumer.states import MemberState
 
 _EMPTY: frozenset = frozenset()
 
 
 def next_member_assignment(
-    state: str,
+    state: MemberState,
     member_epoch: int,
     assigned: frozenset,
     pending_revocation: frozenset,
@@ -22,7 +22,7 @@ def next_member_assignment(
     target: frozenset,
     partition_epoch: Callable[[object], int] | dict,
     owned: frozenset | None,
-) -> tuple[str, int, frozenset, frozenset]:
+) -> tuple[MemberState, int, frozenset, frozenset]:
     """Kafka's ``CurrentAssignmentBuilder.build``: one member's next (state, epoch, assigned
     partitions, partitions pending revocation) given its target assignment at ``target_epoch``.
 
@@ -31,23 +31,23 @@ def next_member_assignment(
     ``owned`` is what the member reported in this heartbeat, None when it did not send its owned
     partitions (then it cannot have revoked).
     """
-    if state == STABLE:
+    if state == MemberState.STABLE:
         if member_epoch == target_epoch:
             return state, member_epoch, assigned, pending_revocation
         return _compute_next(member_epoch, assigned, target_epoch, target, partition_epoch, owned)
-    if state == UNREVOKED_PARTITIONS:
+    if state == MemberState.UNREVOKED_PARTITIONS:
         if _owns_any(owned, pending_revocation):
             return state, member_epoch, assigned, pending_revocation
         return _compute_next(
             member_epoch + 1, assigned, target_epoch, target, partition_epoch, owned
         )
-    if state == UNRELEASED_PARTITIONS:
+    if state == MemberState.UNRELEASED_PARTITIONS:
         return _compute_next(member_epoch, assigned, target_epoch, target, partition_epoch, owned)
     raise ValueError(f"unknown member state {state!r}")
 
 
 def builds_new_member(
-    state: str,
+    state: MemberState,
     member_epoch: int,
     pending_revocation: frozenset,
     target_epoch: int,
@@ -56,9 +56,9 @@ def builds_new_member(
     """Whether ``CurrentAssignmentBuilder.build`` makes a new member (``computeNextAssignment``)
     rather than return the one it was given. A new member's previous epoch is the epoch it had
     (``ConsumerGroupMember.Builder.updateMemberEpoch``), even when its epoch stays the same."""
-    if state == STABLE:
+    if state == MemberState.STABLE:
         return member_epoch != target_epoch
-    if state == UNREVOKED_PARTITIONS:
+    if state == MemberState.UNREVOKED_PARTITIONS:
         return not _owns_any(owned, pending_revocation)
     return True
 
@@ -82,9 +82,14 @@ def _compute_next(member_epoch, assigned, target_epoch, target, partition_epoch,
     unreleased = len(free) != len(pending_assignment)
     if revoke and _owns_any(owned, revoke):
         # revoke first, in the current epoch
-        return UNREVOKED_PARTITIONS, member_epoch, kept, revoke
+        return MemberState.UNREVOKED_PARTITIONS, member_epoch, kept, revoke
     if free:
-        return (UNRELEASED_PARTITIONS if unreleased else STABLE), target_epoch, kept | free, _EMPTY
+        return (
+            (MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE),
+            target_epoch,
+            kept | free,
+            _EMPTY,
+        )
     if unreleased:
-        return UNRELEASED_PARTITIONS, target_epoch, kept, _EMPTY
-    return STABLE, target_epoch, kept, _EMPTY
+        return MemberState.UNRELEASED_PARTITIONS, target_epoch, kept, _EMPTY
+    return MemberState.STABLE, target_epoch, kept, _EMPTY
