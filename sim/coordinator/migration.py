@@ -1,6 +1,6 @@
 """Online migration between the classic and the consumer group protocol: the group coordinator's
-one group, held as a classic group (``sim.coordinator.classic.group.GroupCoordinator``) or as a consumer group
-(``sim.coordinator.consumer.classic_members.ClassicBridgeCoordinator``), converted from one to the other as Kafka's
+one group, held as a classic group (``sim.coordinator.classic.group.ClassicGroup``) or as a consumer group
+(``sim.coordinator.consumer.classic_members.ConsumerGroupWithClassicMembers``), converted from one to the other as Kafka's
 ``GroupMetadataManager`` converts it. Sans-I/O like the cores it holds: ``handle``, ``on_timer``
 and ``on_control`` return effects.
 
@@ -38,9 +38,9 @@ import numpy as np
 
 from assignors import Assignment
 from sim.config import AssignorCost, GroupConfig
-from sim.coordinator.classic.group import GroupCoordinator, MemberMeta
+from sim.coordinator.classic.group import ClassicGroup, MemberMeta
 from sim.coordinator.classic.states import ClassicGroupState
-from sim.coordinator.consumer.classic_members import ClassicBridgeCoordinator
+from sim.coordinator.consumer.classic_members import ConsumerGroupWithClassicMembers
 from sim.coordinator.consumer.member import ClassicMemberMeta, ConsumerGroupMember
 from sim.coordinator.consumer.states import MemberState
 from sim.wire import messages as m
@@ -70,7 +70,7 @@ class MigratingCoordinator:
         self._elide = elide_heartbeats
         self._id_rng = id_rng if id_rng is not None else np.random.default_rng(0)
         self._default_assignor = default_assignor
-        self.group: GroupCoordinator | ClassicBridgeCoordinator = (
+        self.group: ClassicGroup | ConsumerGroupWithClassicMembers = (
             self._new_classic() if group_type == CLASSIC else self._new_consumer()
         )
 
@@ -81,7 +81,7 @@ class MigratingCoordinator:
 
     @property
     def group_type(self) -> str:
-        return CLASSIC if isinstance(self.group, GroupCoordinator) else CONSUMER
+        return CLASSIC if isinstance(self.group, ClassicGroup) else CONSUMER
 
     @property
     def input_rank(self) -> int:
@@ -91,11 +91,11 @@ class MigratingCoordinator:
     def input_rank(self, rank: int) -> None:
         self.group.input_rank = rank
 
-    def _new_classic(self) -> GroupCoordinator:
-        return GroupCoordinator(self._config, self._elide, id_rng=self._id_rng)
+    def _new_classic(self) -> ClassicGroup:
+        return ClassicGroup(self._config, self._elide, id_rng=self._id_rng)
 
-    def _new_consumer(self) -> ClassicBridgeCoordinator:
-        return ClassicBridgeCoordinator(
+    def _new_consumer(self) -> ConsumerGroupWithClassicMembers:
+        return ConsumerGroupWithClassicMembers(
             self._config,
             self._metadata,
             self._assignor_cost,
@@ -108,7 +108,7 @@ class MigratingCoordinator:
 
     def handle(self, now: float, sender: str, msg) -> list[tuple]:
         g = self.group
-        if isinstance(g, GroupCoordinator):
+        if isinstance(g, ClassicGroup):
             if isinstance(msg, m.ConsumerGroupHeartbeatRequest):
                 return self._consumer_heartbeat_to_classic(now, sender, msg)
         elif (
@@ -126,13 +126,13 @@ class MigratingCoordinator:
 
     def on_control(self, now: float, sender: str, note) -> list[tuple]:
         g = self.group
-        if isinstance(g, GroupCoordinator) and isinstance(note, m.Quiet):
+        if isinstance(g, ClassicGroup) and isinstance(note, m.Quiet):
             return []  # a consumer-protocol member's note to a consumer group that is gone
         return self._after(now, g.on_control(now, sender, note))
 
     def _after(self, now: float, out: list[tuple]) -> list[tuple]:
         g = self.group
-        if isinstance(g, ClassicBridgeCoordinator) and g.downgrade_to is not None:
+        if isinstance(g, ConsumerGroupWithClassicMembers) and g.downgrade_to is not None:
             out = out + self._to_classic(now, g)
         return out
 
@@ -140,7 +140,7 @@ class MigratingCoordinator:
 
     def _consumer_heartbeat_to_classic(self, now: float, sender: str, req) -> list[tuple]:
         c = self.group
-        assert isinstance(c, GroupCoordinator)
+        assert isinstance(c, ClassicGroup)
         if req.member_epoch == m.JOIN_GROUP_MEMBER_EPOCH:
             if not c.members and c.state == ClassicGroupState.EMPTY:
                 return self._replace_empty(now, CONSUMER, c) + self.group.handle(now, sender, req)
@@ -163,7 +163,7 @@ class MigratingCoordinator:
         )
         return out
 
-    def _upgrade_refusal(self, c: GroupCoordinator) -> str | None:
+    def _upgrade_refusal(self, c: ClassicGroup) -> str | None:
         """GroupMetadataManager.validateOnlineUpgrade: why not, or None."""
         cfg = self._config
         if not cfg.upgrade_enabled:
@@ -177,7 +177,7 @@ class MigratingCoordinator:
     def _replace_empty(self, now: float, to: str, old) -> list[tuple]:
         """An empty group of the other type is deleted and a new one made (its offsets stay)."""
         out = old._drain()
-        new: GroupCoordinator | ClassicBridgeCoordinator
+        new: ClassicGroup | ConsumerGroupWithClassicMembers
         if to == CONSUMER:
             g = self._new_consumer()
             g.group_epoch = g.target_epoch = old.generation
@@ -193,7 +193,7 @@ class MigratingCoordinator:
         new._event("group_converted", None, f"{frm}->{to} empty")
         return out + new._drain()
 
-    def _to_consumer(self, now: float, c: GroupCoordinator) -> list[tuple]:
+    def _to_consumer(self, now: float, c: ClassicGroup) -> list[tuple]:
         """convertToConsumerGroup (ConsumerGroup.fromClassicGroup)."""
         for mm in c.members.values():
             # completeAllJoinFutures / completeAllSyncFutures(REBALANCE_IN_PROGRESS)
@@ -259,7 +259,7 @@ class MigratingCoordinator:
 
     # ------------------------------------------------------------------ downgrade
 
-    def _to_classic(self, now: float, g: ClassicBridgeCoordinator) -> list[tuple]:
+    def _to_classic(self, now: float, g: ConsumerGroupWithClassicMembers) -> list[tuple]:
         """convertToClassicGroup (ClassicGroup.fromConsumerGroup), then prepareRebalance."""
         assert g.downgrade_to is not None
         leaving = g.members[g.downgrade_to]

@@ -6,8 +6,8 @@ its group settled (the end of an episode), and which coordinator states are the 
 ``crash_leader`` action waits for. ``sim.run`` looks the record up from the run's configuration
 and never branches on the protocol itself.
 
-- ``CLASSIC``: ``sim.coordinator.classic.group.GroupCoordinator`` and ``sim.client.classic.Member`` (JoinGroup / SyncGroup).
-- ``CONSUMER``: ``sim.coordinator.consumer.group.ConsumerGroupCoordinator`` and
+- ``CLASSIC``: ``sim.coordinator.classic.group.ClassicGroup`` and ``sim.client.classic.Member`` (JoinGroup / SyncGroup).
+- ``CONSUMER``: ``sim.coordinator.consumer.group.ConsumerGroup`` and
   ``sim.client.consumer.ConsumerMember`` (KIP-848).
 
 Member cores come from ``core_factory``, which picks the protocol from each client's own
@@ -29,9 +29,9 @@ from sim.client.classic import Member
 from sim.client.consumer import ConsumerMember
 from sim.client.handoffs import Handoffs
 from sim.config import ConsumerConfig, SimConfig
-from sim.coordinator.classic.group import GroupCoordinator
+from sim.coordinator.classic.group import ClassicGroup
 from sim.coordinator.classic.states import ClassicGroupState
-from sim.coordinator.consumer.group import ConsumerGroupCoordinator
+from sim.coordinator.consumer.group import ConsumerGroup
 from sim.coordinator.consumer.states import ConsumerGroupState
 from sim.coordinator.migration import MigratingCoordinator
 from sim.wire.ids import kafka_uuid
@@ -124,19 +124,19 @@ def _classic_member(
     )
 
 
-def _classic_empty(c: GroupCoordinator) -> bool:
+def _classic_empty(c: ClassicGroup) -> bool:
     return c.state == ClassicGroupState.EMPTY and not c.members and not c.pending_members
 
 
-def _classic_stable(c: GroupCoordinator, t: float) -> bool:
+def _classic_stable(c: ClassicGroup, t: float) -> bool:
     return c.state == ClassicGroupState.STABLE and not c.pending_sync and not c.pending_members
 
 
-def _classic_in_group(c: GroupCoordinator, core: ConsumerClient) -> bool:
+def _classic_in_group(c: ClassicGroup, core: ConsumerClient) -> bool:
     return core.member_id in c.members and core.generation == c.generation
 
 
-def _classic_rebalancing(c: GroupCoordinator) -> bool:
+def _classic_rebalancing(c: ClassicGroup) -> bool:
     state = c.state
     return (
         state == ClassicGroupState.PREPARING_REBALANCE
@@ -144,7 +144,7 @@ def _classic_rebalancing(c: GroupCoordinator) -> bool:
     )
 
 
-def _classic_signature(c: GroupCoordinator) -> tuple:
+def _classic_signature(c: ClassicGroup) -> tuple:
     # membership is left out: the runner's settled check follows it through the members that had
     # inputs (sim.run: _settled_since)
     return (c.state, c.generation, len(c.pending_sync), len(c.pending_members))
@@ -195,11 +195,11 @@ def _consumer_member(
     )
 
 
-def _consumer_empty(c: ConsumerGroupCoordinator) -> bool:
+def _consumer_empty(c: ConsumerGroup) -> bool:
     return not c.members
 
 
-def _consumer_stable(c: ConsumerGroupCoordinator, t: float) -> bool:
+def _consumer_stable(c: ConsumerGroup, t: float) -> bool:
     return (
         c.state == ConsumerGroupState.STABLE
         and not c.parked
@@ -208,7 +208,7 @@ def _consumer_stable(c: ConsumerGroupCoordinator, t: float) -> bool:
     )
 
 
-def _consumer_in_group(c: ConsumerGroupCoordinator, core: ConsumerClient) -> bool:
+def _consumer_in_group(c: ConsumerGroup, core: ConsumerClient) -> bool:
     mm = c.members.get(core.member_id)
     return mm is not None and core.generation == mm.epoch
 
@@ -217,7 +217,7 @@ def _never(c: Any) -> bool:
     return False
 
 
-def _consumer_signature(c: ConsumerGroupCoordinator) -> tuple:
+def _consumer_signature(c: ConsumerGroup) -> tuple:
     # The group's state is left out too: it is derived from its members' (Reconciling while one
     # is not at the target epoch, as when a static member comes back at epoch 0), and a member's
     # epoch moves only with its own heartbeats; the settled check reads the state itself.
@@ -233,7 +233,7 @@ CONSUMER = GroupProtocol(
     rebalancing=_never,
     signature=_consumer_signature,
     # the consumer group has no leader: the member that joined first stands in for crash_leader
-    # (ConsumerGroupCoordinator.leader)
+    # (ConsumerGroup.leader)
     phases={
         ConsumerGroupState.RECONCILING: "join",
         ConsumerGroupState.ASSIGNING: "sync",

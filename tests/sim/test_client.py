@@ -14,9 +14,9 @@ from sim.client.classic import Member
 from sim.client.consumer import ConsumerMember
 from sim.client.states import IN_GROUP, ClassicMemberState, ConsumerMemberState
 from sim.config import GROUP_PROTOCOLS, ConsumerConfig, GroupConfig
-from sim.coordinator.classic.group import GroupCoordinator
+from sim.coordinator.classic.group import ClassicGroup
 from sim.coordinator.classic.states import ClassicGroupState
-from sim.coordinator.consumer.classic_members import ClassicBridgeCoordinator
+from sim.coordinator.consumer.classic_members import ConsumerGroupWithClassicMembers
 from sim.errors import IllegalTransition
 from sim.scenario.scenario import Scenario
 from sim.wire import messages as m
@@ -189,7 +189,7 @@ def test_an_illegal_transition_is_refused():
     classic = Member("c0", ConsumerConfig(), ("t",), lambda: (0, {"t": 4}), lambda: 0.0, None)
     with pytest.raises(IllegalTransition, match="UNJOINED to STABLE"):
         classic._transition(ClassicMemberState.STABLE)
-    group = GroupCoordinator(GroupConfig())
+    group = ClassicGroup(GroupConfig())
     with pytest.raises(IllegalTransition, match="from Empty to Stable"):
         group._transition(ClassicGroupState.STABLE)
 
@@ -231,7 +231,10 @@ def test_one_record_per_group_protocol():
 @pytest.mark.parametrize(
     "protocol,coordinator,core",
     # (a consumer group's coordinator is the one that can also serve classic members)
-    [("classic", GroupCoordinator, Member), ("consumer", ClassicBridgeCoordinator, ConsumerMember)],
+    [
+        ("classic", ClassicGroup, Member),
+        ("consumer", ConsumerGroupWithClassicMembers, ConsumerMember),
+    ],
 )
 def test_a_run_is_built_from_its_protocols_record(protocol, coordinator, core):
     sc = Scenario.from_dict(

@@ -12,7 +12,7 @@ from sim import Scenario, run_scenario
 from sim.client.consumer import ConsumerMember
 from sim.client.states import ConsumerMemberState
 from sim.config import AssignorCost, ConsumerConfig, GroupConfig
-from sim.coordinator.consumer.group import ConsumerGroupCoordinator
+from sim.coordinator.consumer.group import ConsumerGroup
 from sim.scenario.builtins import load_scenario
 from sim.testing import soak
 from sim.wire import messages as m
@@ -169,7 +169,7 @@ def test_a_crash_while_quiet_hands_over_the_session_and_the_last_commit():
 
 
 def coordinator():
-    return ConsumerGroupCoordinator(
+    return ConsumerGroup(
         GroupConfig(), lambda: (0, {"t": 4}), AssignorCost(mode="zero"), elide_heartbeats=True
     )
 

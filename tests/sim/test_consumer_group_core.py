@@ -9,7 +9,7 @@ import pytest
 
 from assignors import TopicPartition
 from sim.config import AssignorCost, GroupConfig
-from sim.coordinator.consumer.group import ConsumerGroupCoordinator
+from sim.coordinator.consumer.group import ConsumerGroup
 from sim.coordinator.consumer.reconcile import next_member_assignment
 from sim.coordinator.consumer.states import ConsumerGroupState, MemberState
 from sim.wire import messages as m
@@ -148,7 +148,7 @@ META = (0, {"t": 4})
 
 
 def coordinator(cost="zero", **group):
-    return ConsumerGroupCoordinator(GroupConfig(**group), lambda: META, AssignorCost(mode=cost))
+    return ConsumerGroup(GroupConfig(**group), lambda: META, AssignorCost(mode=cost))
 
 
 def drive(g, now, effects):
@@ -258,7 +258,7 @@ def test_issue_36_two_joins_at_one_instant_one_partition():
     ids "c0" and "c1" fall in HashMap buckets 13 and 14: c0 comes first and its quota is the one
     partition.)"""
     meta = (0, {"t": 1})
-    g = ConsumerGroupCoordinator(GroupConfig(), lambda: meta, AssignorCost(mode="zero"))
+    g = ConsumerGroup(GroupConfig(), lambda: meta, AssignorCost(mode="zero"))
     out = []
     for c in ("c1", "c0"):
         out += g.handle(
@@ -347,7 +347,7 @@ def test_issue_36_a_retried_heartbeat_at_an_epoch_before_the_previous_one_is_fen
     epoch to 3 (CurrentAssignmentBuilder updates it on every transition), so its retried
     heartbeat at epoch 1, whose response was lost, is fenced as Kafka fences it."""
     meta = (0, {"t": 1, "u": 1})
-    g = ConsumerGroupCoordinator(GroupConfig(), lambda: meta, AssignorCost(mode="zero"))
+    g = ConsumerGroup(GroupConfig(), lambda: meta, AssignorCost(mode="zero"))
     t0, u0 = TopicPartition("t", 0), TopicPartition("u", 0)
 
     def beat(now, mid, epoch, owned=None, topics=None):
@@ -565,7 +565,7 @@ def test_fenced_instance_id():
 
 def test_metadata_change_bumps_the_group_epoch():
     meta = [(0, {"t": 4})]
-    g = ConsumerGroupCoordinator(GroupConfig(), lambda: meta[0])
+    g = ConsumerGroup(GroupConfig(), lambda: meta[0])
     a = join(g, 0.0, "a")
     meta[0] = (1, {"t": 6})
     (r,) = responses(hb(g, 5.0, "a", a.member_id, 1), "a")

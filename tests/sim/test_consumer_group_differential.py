@@ -13,7 +13,7 @@ from __future__ import annotations
 from hypothesis import given
 
 from sim.config import AssignorCost, GroupConfig
-from sim.coordinator.consumer.group import ConsumerGroupCoordinator
+from sim.coordinator.consumer.group import ConsumerGroup
 from sim.coordinator.consumer.states import MemberState
 from sim.wire import messages as m
 from tests.strategies import heartbeat_sequences
@@ -41,7 +41,7 @@ class _Run:
         self.version = 0
         self.timeout = case["rebalance_timeout_s"]
         meta = lambda: (self.version, dict(self.topics))  # noqa: E731
-        self.core = ConsumerGroupCoordinator(GroupConfig(), meta, AssignorCost(mode="zero"))
+        self.core = ConsumerGroup(GroupConfig(), meta, AssignorCost(mode="zero"))
         self.model = KafkaConsumerGroup(lambda: dict(self.topics))
         self.clients = {
             c: _Client(f"{c}-{case['salt']}", topics, static)

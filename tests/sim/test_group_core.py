@@ -8,7 +8,7 @@ import pytest
 
 from assignors import Assignment, Subscription, TopicPartition
 from sim.config import GroupConfig
-from sim.coordinator.classic.group import GroupCoordinator, IllegalTransition
+from sim.coordinator.classic.group import ClassicGroup, IllegalTransition
 from sim.coordinator.classic.states import ClassicGroupState
 from sim.wire import messages as m
 
@@ -72,7 +72,7 @@ def sync_all(g, ids, now=10.0):
 
 def test_first_join_gets_member_id_required():
     """A dynamic member's first JoinGroup is answered MEMBER_ID_REQUIRED with its id (KIP-394)."""
-    g = GroupCoordinator(GroupConfig())
+    g = ClassicGroup(GroupConfig())
     (r,) = sends(g.handle(0.0, "a", join()))
     # ClassicGroup.generateMemberId: the Java consumer's default client.id, "-", a random UUID
     assert r.error == m.MEMBER_ID_REQUIRED
@@ -86,10 +86,10 @@ def test_first_join_gets_member_id_required():
 def test_initial_delay_extends_while_members_arrive():
     """From Empty the barrier waits group.initial.rebalance.delay.ms and extends once more when
     members joined during the delay."""
-    g = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=3000))
+    g = ClassicGroup(GroupConfig(initial_rebalance_delay_ms=3000))
     _ids, _ = form(g, ("a",))
     assert g.state == ClassicGroupState.COMPLETING_REBALANCE
-    g2 = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=3000))
+    g2 = ClassicGroup(GroupConfig(initial_rebalance_delay_ms=3000))
     (r,) = sends(g2.handle(0.0, "a", join()))
     eff = g2.handle(0.0, "a", join(r.member_id))
     assert timers(eff)[("join",)] == 3.0
@@ -109,7 +109,7 @@ def test_initial_delay_extends_while_members_arrive():
 def test_protocol_vote_and_inconsistent_protocol():
     """The selected assignor is supported by all and gets the most first-choice votes; a joiner
     sharing no assignor with the group gets INCONSISTENT_GROUP_PROTOCOL."""
-    g = GroupCoordinator(GroupConfig())
+    g = ClassicGroup(GroupConfig())
     both = (("range", SUB), ("cooperative-sticky", SUB))
     coop_first = (("cooperative-sticky", SUB), ("range", SUB))
     (ra,) = sends(g.handle(0.0, "a", join(protocols=both)))
@@ -127,7 +127,7 @@ def test_protocol_vote_and_inconsistent_protocol():
 def test_heartbeat_errors():
     """Heartbeats: REBALANCE_IN_PROGRESS while preparing, ILLEGAL_GENERATION for an old
     generation, UNKNOWN_MEMBER_ID for a stranger, NONE when Stable."""
-    g = GroupCoordinator(GroupConfig(), elide_heartbeats=False)
+    g = ClassicGroup(GroupConfig(), elide_heartbeats=False)
     ids, _ = form(g)
     sync_all(g, ids)
     assert g.state == ClassicGroupState.STABLE
@@ -146,7 +146,7 @@ def test_heartbeat_errors():
 
 def test_session_expiry_removes_member_and_rebalances():
     """A member silent for session.timeout.ms is removed and the group prepares a rebalance."""
-    g = GroupCoordinator(GroupConfig(), elide_heartbeats=False)
+    g = ClassicGroup(GroupConfig(), elide_heartbeats=False)
     ids, _ = form(g)
     sync_all(g, ids)
     g.handle(20.0, "a", m.HeartbeatRequest(ids["a"], g.generation, None))
@@ -160,7 +160,7 @@ def test_session_expiry_removes_member_and_rebalances():
 def test_static_rejoin_in_stable_keeps_assignment_and_fences_old_id():
     """A known group.instance.id rejoining a Stable group gets the same assignment without a
     rebalance, and its old member id is fenced (KIP-345)."""
-    g = GroupCoordinator(GroupConfig(), elide_heartbeats=False)
+    g = ClassicGroup(GroupConfig(), elide_heartbeats=False)
     ids, _ = form(g, instance=True)
     sync_all(g, ids)
     gen = g.generation
@@ -178,7 +178,7 @@ def test_static_rejoin_in_stable_keeps_assignment_and_fences_old_id():
 def test_members_that_never_sync_are_removed():
     """Members that do not send SyncGroup within the rebalance timeout are removed and a new
     rebalance starts."""
-    g = GroupCoordinator(GroupConfig(), elide_heartbeats=False)
+    g = ClassicGroup(GroupConfig(), elide_heartbeats=False)
     ids, _ = form(g)
     follower = next(c for c, mid in ids.items() if mid != g.leader)
     g.handle(7.0, follower, m.SyncGroupRequest(ids[follower], g.generation, None))
@@ -189,7 +189,7 @@ def test_members_that_never_sync_are_removed():
 
 def test_leave_group_triggers_rebalance():
     """A LeaveGroup removes the member at once and starts a rebalance."""
-    g = GroupCoordinator(GroupConfig(), elide_heartbeats=False)
+    g = ClassicGroup(GroupConfig(), elide_heartbeats=False)
     ids, _ = form(g)
     sync_all(g, ids)
     g.handle(20.0, "b", m.LeaveGroupRequest(ids["b"], None))
@@ -199,7 +199,7 @@ def test_leave_group_triggers_rebalance():
 def test_commit_fails_while_completing_rebalance():
     """OffsetCommit answers REBALANCE_IN_PROGRESS in CompletingRebalance, UNKNOWN_MEMBER_ID for a
     removed member."""
-    g = GroupCoordinator(GroupConfig(), elide_heartbeats=False)
+    g = ClassicGroup(GroupConfig(), elide_heartbeats=False)
     ids, _ = form(g)
     (r,) = sends(g.handle(7.0, "a", m.OffsetCommitRequest(ids["a"], g.generation, None, 1)))
     assert r.error == m.REBALANCE_IN_PROGRESS
@@ -209,7 +209,7 @@ def test_commit_fails_while_completing_rebalance():
 
 def test_illegal_transition_raises():
     """Transitions outside GroupMetadata's table are refused."""
-    g = GroupCoordinator(GroupConfig())
+    g = ClassicGroup(GroupConfig())
     with pytest.raises(IllegalTransition):
         g._transition(ClassicGroupState.STABLE)
 
@@ -217,7 +217,7 @@ def test_illegal_transition_raises():
 def test_duplicate_assignment_is_a_violation():
     """A leader assigning one partition to two members in one generation is recorded as a
     violation."""
-    g = GroupCoordinator(GroupConfig(), elide_heartbeats=False)
+    g = ClassicGroup(GroupConfig(), elide_heartbeats=False)
     ids, _ = form(g)
     tp = TopicPartition("t", 0)
     leader_client = next(c for c, mid in ids.items() if mid == g.leader)
@@ -234,7 +234,7 @@ def test_duplicate_assignment_is_a_violation():
 def test_leader_whose_join_response_was_lost_gets_the_member_list_again():
     """In CompletingRebalance a leader rejoining with unchanged metadata (its JoinGroup response
     was lost) gets the full member list again, so it can still compute the assignment."""
-    g = GroupCoordinator(GroupConfig(), elide_heartbeats=False)
+    g = ClassicGroup(GroupConfig(), elide_heartbeats=False)
     ids, _ = form(g)
     assert g.state == ClassicGroupState.COMPLETING_REBALANCE
     leader_client = next(c for c, mid in ids.items() if mid == g.leader)

@@ -9,9 +9,9 @@ import pytest
 
 from assignors import Assignment, Subscription, TopicPartition
 from sim.config import AssignorCost, ConfigError, GroupConfig
-from sim.coordinator.classic.group import GroupCoordinator
+from sim.coordinator.classic.group import ClassicGroup
 from sim.coordinator.classic.states import ClassicGroupState
-from sim.coordinator.consumer.classic_members import ClassicBridgeCoordinator
+from sim.coordinator.consumer.classic_members import ConsumerGroupWithClassicMembers
 from sim.coordinator.consumer.states import MemberState
 from sim.coordinator.migration import CLASSIC, CONSUMER, MigratingCoordinator
 from sim.wire import messages as m
@@ -97,7 +97,7 @@ def consumer_join(h, now, client, member_id):
     )
 
 
-def assert_disjoint(g: ClassicBridgeCoordinator):
+def assert_disjoint(g: ConsumerGroupWithClassicMembers):
     """No partition is assigned or pending revocation at two members, and the partition-owner
     map says the same as the members."""
     seen = {}
@@ -437,4 +437,4 @@ def test_a_group_without_classic_members_never_converts():
     consumer_join(g, 0.0, "d", "D")
     g.handle(1.0, "d", m.ConsumerGroupHeartbeatRequest("D", m.LEAVE_GROUP_MEMBER_EPOCH))
     assert g.group_type == CONSUMER and not g.members and g.downgrade_to is None
-    assert isinstance(MigratingCoordinator(GroupConfig(), lambda: (0, {})).group, GroupCoordinator)
+    assert isinstance(MigratingCoordinator(GroupConfig(), lambda: (0, {})).group, ClassicGroup)

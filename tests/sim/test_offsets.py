@@ -11,7 +11,7 @@ from assignors import Assignment, TopicPartition
 from sim.client.classic import Member
 from sim.client.handoffs import Handoffs
 from sim.config import AssignorCost, ConsumerConfig, GroupConfig
-from sim.coordinator.classic.group import GroupCoordinator
+from sim.coordinator.classic.group import ClassicGroup
 from sim.coordinator.offsets import OffsetStore
 from sim.wire import messages as m
 
@@ -166,7 +166,7 @@ def test_failed_commit_then_revocation_is_attributed_to_the_failed_commit():
 def test_zombie_commit_is_rejected_and_not_stored():
     """A commit from a member the group removed (a zombie) fails with UNKNOWN_MEMBER_ID and
     leaves the committed offsets as they were."""
-    g = GroupCoordinator(GroupConfig(), elide_heartbeats=False)
+    g = ClassicGroup(GroupConfig(), elide_heartbeats=False)
     ids, _ = form(g)
     sync_all(g, ids)
     good = m.OffsetCommitRequest(ids["a"], g.generation, None, 1, 1, (T[0],), 20.0)

@@ -87,7 +87,7 @@ def _disjoint_by_indices(lists) -> bool:
     return not bool((keys[1:] == keys[:-1]).any())
 
 
-class GroupCoordinator:
+class ClassicGroup:
     """Kafka's classic group state machine for one group. Sans-I/O: see the module docstring."""
 
     def __init__(

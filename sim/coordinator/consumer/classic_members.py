@@ -49,7 +49,7 @@ import numpy as np
 
 from assignors import Assignment, Subscription
 from sim.config import AssignorCost, GroupConfig
-from sim.coordinator.consumer.group import ConsumerGroupCoordinator
+from sim.coordinator.consumer.group import ConsumerGroup
 from sim.coordinator.consumer.member import ClassicMemberMeta, ConsumerGroupMember
 from sim.coordinator.consumer.states import MemberState
 from sim.wire import messages as m
@@ -64,7 +64,7 @@ _CLASSIC_REQUESTS = (
 )
 
 
-class ClassicBridgeCoordinator(ConsumerGroupCoordinator):
+class ConsumerGroupWithClassicMembers(ConsumerGroup):
     """The consumer group coordinator that also serves classic members. See the module docstring."""
 
     def __init__(

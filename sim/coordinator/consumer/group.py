@@ -79,7 +79,7 @@ from sim.wire import messages as m
 _EMPTY: frozenset = frozenset()
 
 
-class ConsumerGroupCoordinator:
+class ConsumerGroup:
     """One consumer group under the consumer group protocol. See the module docstring."""
 
     protocol = "consumer"
@@ -753,7 +753,8 @@ class ConsumerGroupCoordinator:
 
     # ------------------------------------------------------------------ hooks for classic members
 
-    # A core with no classic members; ``sim.coordinator.consumer.classic_members.ClassicBridgeCoordinator`` fills these in.
+    # A core with no classic members; ``sim.coordinator.consumer.classic_members.ConsumerGroupWithClassicMembers`` fills these
+    # in.
 
     def _session_s(self, mm: ConsumerGroupMember) -> float:
         return self.config.consumer_session_timeout_s

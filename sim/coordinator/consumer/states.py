@@ -5,7 +5,7 @@
 Neither is entered by a checked transition, in Kafka as here: both are derived. A member's state
 is what ``CurrentAssignmentBuilder`` computes from its assignment and target
 (``sim.coordinator.consumer.reconcile``), and the group's is what ``maybeUpdateGroupState``
-computes from its epochs and members (``ConsumerGroupCoordinator._update_state``); any state may
+computes from its epochs and members (``ConsumerGroup._update_state``); any state may
 follow any other. (The client's own states, with their valid previous states, are
 ``sim.client.states``'.)
 """
