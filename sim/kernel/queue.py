@@ -190,6 +190,17 @@ class Kernel:
         """``rng_for(rank, stream)``, built on its first draw."""
         return self.streams.lazy(rank, stream)
 
+    def actors(self) -> list[Actor]:
+        """The registered actors, in rank order."""
+        return list(self._ranks)
+
+    def clear(self) -> None:
+        """Forget every actor and queued input (a finished run's world is being freed)."""
+        self._actors.clear()
+        self._ranks.clear()
+        self._buckets.clear()
+        self._times.clear()
+
     def actor(self, name: str) -> Actor:
         return self._actors[name]
 

@@ -13,8 +13,9 @@ inputs in the same order. ``deliver`` never awaits, so an actor is the same code
   (``sim.world.group_types.core_factory``) and builds a new core at each process start, so a restart
   loses all in-memory state, as a real restart does; it holds inputs back while the process is
   paused.
-- ``Director`` plays the scenario's timeline (it asks the runner to start clients and reads the
-  coordinator's leader for ``crash_leader``).
+- ``Director`` plays the scenario's timeline. What it asks of the world (start a client, the
+  members alive, the group's leader for ``crash_leader``, a watch for a phase) is the narrow
+  ``WorldControl`` that the runner (``sim.world.runner``) provides.
 
 The actors know nothing of the protocols: they call the cores' common entry points
 (``ConsumerClient.start`` / ``handle`` / ``on_timer`` / ...; the coordinators' ``handle`` /
@@ -24,7 +25,7 @@ The actors know nothing of the protocols: they call the cores' common entry poin
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
@@ -54,6 +55,27 @@ from sim.wire import messages as m
 # What a MemberActor is handed (``sim.world.group_types.core_factory``): it builds the core for one start
 # of its client. (Named here, not imported: sim.world.group_types and sim.run import this module.)
 CoreFactory = Callable[["MemberActor", ConsumerConfig, tuple[str, ...]], ConsumerClient]
+
+
+class WorldControl(Protocol):
+    """What the director may ask of the world it plays a timeline in (the runner provides it)."""
+
+    def start_member(
+        self, director: Director, name: str, extra: dict, spread: bool = False
+    ) -> None: ...
+
+    def member_names(self, alive_only: bool = False) -> list[str]: ...
+
+    def next_member_name(self) -> str: ...
+
+    def leader(self) -> tuple[str, str] | None:
+        """The group's leader now, (member id, client), if it has one."""
+        ...
+
+    def watch(self, action: CrashLeader) -> None:
+        """Crash the leader once the group reaches ``action.phase`` (``Director.crash_leader_at``),
+        or drop the watch when the group settles without reaching it (``Director.drop_watch``)."""
+        ...
 
 
 class CoordinatorActor(Actor):
@@ -140,10 +162,9 @@ class Director(Actor):
     """Plays the timeline: each action is a timer of its own; rolling restarts and pauses
     schedule their later steps as further timers."""
 
-    def __init__(self, kernel: Kernel, runner: Any, timeline: tuple):
-        # ``runner``: the run's ``sim.run`` runner (not imported: sim.run imports this module)
+    def __init__(self, kernel: Kernel, world: WorldControl, timeline: tuple):
         super().__init__(kernel, "director")
-        self.runner = runner
+        self.world = world
         self.timeline = timeline
         self.pending = 0
         for i, action in enumerate(timeline):
@@ -181,7 +202,7 @@ class Director(Actor):
     def deliver(self, now: float, kind: str, sender: str, payload: Any) -> None:
         self.pending -= 1
         what = payload[0]
-        r = self.runner
+        w = self.world
         if what == "action":
             self._run_action(now, payload[1], self.timeline[payload[1]])
         elif what == "resume":
@@ -193,28 +214,26 @@ class Director(Actor):
         elif what == "start":
             name, extra = payload[1], payload[2]
             self._trigger(now, name, "rolling_restart start")
-            r.start_member(self, name, extra)
+            w.start_member(self, name, extra)
         elif what == "crash_leader":
-            client = self.leader_client()
-            if client is None:
+            leader = w.leader()
+            if leader is None:
                 self._trigger(now, None, f"crash_leader phase={payload[1]}: no leader")
             else:
-                self._trigger(
-                    now, client, f"crash_leader phase={payload[1]} member_id={r.coordinator.leader}"
-                )
+                member_id, client = leader
+                self._trigger(now, client, f"crash_leader phase={payload[1]} member_id={member_id}")
                 self._note(client, ("crash",))
         elif what == "link_fault":
-            for name in r.member_names(alive_only=True) if payload[1] is None else [payload[1]]:
+            for name in w.member_names(alive_only=True) if payload[1] is None else [payload[1]]:
                 self._note(name, "link_fault")
 
     def leader_client(self) -> str | None:
         """The client (member name) of the group's leader now, if there is one."""
-        c = self.runner.coordinator
-        meta = c.members.get(c.leader) if c.leader is not None else None
-        return None if meta is None else meta.client
+        leader = self.world.leader()
+        return None if leader is None else leader[1]
 
     def _run_action(self, now: float, index: int, a) -> None:
-        r = self.runner
+        w = self.world
         desc = " ".join(
             f"{k}={v}"
             for k, v in action_to_dict(a).items()
@@ -229,11 +248,11 @@ class Director(Actor):
             a = attrs.evolve(a, member=client)
         if isinstance(a, AddMembers):
             for _ in range(a.count):
-                name = r.next_member_name()
+                name = w.next_member_name()
                 self._trigger(now, name, desc)
-                r.start_member(self, name, a.overrides, spread=True)
+                w.start_member(self, name, a.overrides, spread=True)
         elif isinstance(a, RemoveMembers):
-            alive = r.member_names(alive_only=True)
+            alive = w.member_names(alive_only=True)
             names = (
                 [resolved_name(n) for n in a.members]
                 if a.members is not None
@@ -246,8 +265,8 @@ class Director(Actor):
             self._trigger(now, resolved_name(a.member), desc)
             self._note(resolved_name(a.member), ("crash",))
         elif isinstance(a, CrashLeader):
-            self.pending += 1  # until the watch fires or is dropped (see Runner.watches)
-            r.watches.append(a)
+            self.pending += 1  # until the watch fires or is dropped (WorldControl.watch)
+            w.watch(a)
         elif isinstance(a, Pause):
             self._trigger(now, resolved_name(a.member), desc)
             self._note(resolved_name(a.member), ("pause",))
@@ -256,7 +275,7 @@ class Director(Actor):
             names = (
                 [resolved_name(n) for n in a.members]
                 if a.members is not None
-                else r.member_names(alive_only=True)
+                else w.member_names(alive_only=True)
             )
             extra: dict[str, Any] = {}
             if a.assignors is not None:
@@ -273,7 +292,7 @@ class Director(Actor):
                     self._later(t_stop + a.down_s, ("start", name, extra))
         elif isinstance(a, AddPartitions | CreateTopic | DeleteTopic):
             self._trigger(now, None, desc)
-            for name in r.member_names(alive_only=True):
+            for name in w.member_names(alive_only=True):
                 self._note(name, "metadata_changed")
         elif isinstance(a, NetworkPartition | DelaySpike | PacketLoss):
             self._trigger(now, None if a.member is None else resolved_name(a.member), desc)

@@ -20,7 +20,7 @@ online migration); the run reads the record of its current type.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 import attrs
 
@@ -33,7 +33,7 @@ from sim.coordinator.classic.group import ClassicGroup
 from sim.coordinator.classic.states import ClassicGroupState
 from sim.coordinator.consumer.group import ConsumerGroup
 from sim.coordinator.consumer.states import ConsumerGroupState
-from sim.coordinator.migration import MigratingCoordinator
+from sim.coordinator.migration import GroupCore, MigratingCoordinator
 from sim.wire.ids import kafka_uuid
 
 if TYPE_CHECKING:
@@ -76,11 +76,12 @@ class GroupProtocol:
 
     name: str
     new_member: Callable[[RunWiring, MemberActor, ConsumerConfig, tuple[str, ...]], ConsumerClient]
-    group_empty: Callable[[Any], bool]
-    group_stable: Callable[[Any, float], bool]
-    in_group: Callable[[Any, ConsumerClient], bool]
-    rebalancing: Callable[[Any], bool]
-    signature: Callable[[Any], tuple | None]
+    # (each is asked only of a group of its type: the run reads the record of the group's type)
+    group_empty: Callable[[GroupCore], bool]
+    group_stable: Callable[[GroupCore, float], bool]
+    in_group: Callable[[GroupCore, ConsumerClient], bool]
+    rebalancing: Callable[[GroupCore], bool]
+    signature: Callable[[GroupCore], tuple | None]
     # coordinator state -> crash_leader phase
     phases: Mapping[str, str]
     # whether the run re-checks for the settled state after every input that sends a message,
@@ -124,19 +125,23 @@ def _classic_member(
     )
 
 
-def _classic_empty(c: ClassicGroup) -> bool:
+def _classic_empty(group: GroupCore) -> bool:
+    c = cast(ClassicGroup, group)
     return c.state == ClassicGroupState.EMPTY and not c.members and not c.pending_members
 
 
-def _classic_stable(c: ClassicGroup, t: float) -> bool:
+def _classic_stable(group: GroupCore, t: float) -> bool:
+    c = cast(ClassicGroup, group)
     return c.state == ClassicGroupState.STABLE and not c.pending_sync and not c.pending_members
 
 
-def _classic_in_group(c: ClassicGroup, core: ConsumerClient) -> bool:
+def _classic_in_group(group: GroupCore, core: ConsumerClient) -> bool:
+    c = cast(ClassicGroup, group)
     return core.member_id in c.members and core.generation == c.generation
 
 
-def _classic_rebalancing(c: ClassicGroup) -> bool:
+def _classic_rebalancing(group: GroupCore) -> bool:
+    c = cast(ClassicGroup, group)
     state = c.state
     return (
         state == ClassicGroupState.PREPARING_REBALANCE
@@ -144,7 +149,8 @@ def _classic_rebalancing(c: ClassicGroup) -> bool:
     )
 
 
-def _classic_signature(c: ClassicGroup) -> tuple:
+def _classic_signature(group: GroupCore) -> tuple:
+    c = cast(ClassicGroup, group)
     # membership is left out: the runner's settled check follows it through the members that had
     # inputs (sim.run: _settled_since)
     return (c.state, c.generation, len(c.pending_sync), len(c.pending_members))
@@ -195,11 +201,13 @@ def _consumer_member(
     )
 
 
-def _consumer_empty(c: ConsumerGroup) -> bool:
+def _consumer_empty(group: GroupCore) -> bool:
+    c = cast(ConsumerGroup, group)
     return not c.members
 
 
-def _consumer_stable(c: ConsumerGroup, t: float) -> bool:
+def _consumer_stable(group: GroupCore, t: float) -> bool:
+    c = cast(ConsumerGroup, group)
     return (
         c.state == ConsumerGroupState.STABLE
         and not c.parked
@@ -208,16 +216,18 @@ def _consumer_stable(c: ConsumerGroup, t: float) -> bool:
     )
 
 
-def _consumer_in_group(c: ConsumerGroup, core: ConsumerClient) -> bool:
+def _consumer_in_group(group: GroupCore, core: ConsumerClient) -> bool:
+    c = cast(ConsumerGroup, group)
     mm = c.members.get(core.member_id)
     return mm is not None and core.generation == mm.epoch
 
 
-def _never(c: Any) -> bool:
+def _never(group: GroupCore) -> bool:
     return False
 
 
-def _consumer_signature(c: ConsumerGroup) -> tuple:
+def _consumer_signature(group: GroupCore) -> tuple:
+    c = cast(ConsumerGroup, group)
     # The group's state is left out too: it is derived from its members' (Reconciling while one
     # is not at the target epoch, as when a static member comes back at epoch 0), and a member's
     # epoch moves only with its own heartbeats; the settled check reads the state itself.

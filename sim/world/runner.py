@@ -9,17 +9,18 @@ import bisect
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
 
 import trio
 import trio.testing
 
 from sim.client.handoffs import Handoffs
 from sim.config import ConfigError
+from sim.coordinator.migration import GroupCore
 from sim.kernel.tasks import DEFAULT_KERNEL, KERNELS
 from sim.observe.recorder import Recorder
 from sim.scenario.actions import (
     AddPartitions,
+    CrashLeader,
     CreateTopic,
     DelaySpike,
     DeleteTopic,
@@ -142,7 +143,7 @@ class Runner:
         initial, self.width = member_names(self.config, scenario.timeline)
         self.members: dict[str, MemberActor] = {}
         self.subscribed_topics: set[str] = set()
-        self.watches: list = []  # CrashLeader actions waiting for their phase
+        self.watches: list[CrashLeader] = []  # CrashLeader actions waiting for their phase
         self.director = Director(self.kernel, self, self.timeline)
         # each member's start instant within the deployment's spread (SimConfig.start_spread_s)
         self._start_rng = self.kernel.rng_for(self.director.rank, stream=START_STREAM)
@@ -171,8 +172,8 @@ class Runner:
         self.should_stop: Callable[[], bool] | None = None
 
     @property
-    def coordinator(self) -> Any:
-        """The group's coordinator core now (a classic or a consumer group, ``sim.coordinator.migration``)."""
+    def coordinator(self) -> GroupCore:
+        """The group now: a classic or a consumer group (``sim.coordinator.migration``)."""
         return self.host.group
 
     @property
@@ -188,6 +189,18 @@ class Runner:
         return None if sig is None else (c, sig)
 
     # ---- used by the director and actors
+
+    def leader(self) -> tuple[str, str] | None:
+        """The group's leader now, (member id, client), if it has one (``WorldControl``)."""
+        c = self.coordinator
+        if c.leader is None:
+            return None
+        meta = c.members.get(c.leader)
+        return None if meta is None else (c.leader, meta.client)
+
+    def watch(self, action: CrashLeader) -> None:
+        """Crash the leader when the group reaches ``action.phase`` (``WorldControl``)."""
+        self.watches.append(action)
 
     def next_member_name(self) -> str:
         return f"c{len(self.members):0{self.width}d}"
@@ -477,7 +490,8 @@ def release_world(runner: Runner) -> None:
     100,000 objects to trace, and Spark's Python workers run a full collection after every task
     (pyspark's daemon). Only the results outlive this."""
     kernel = runner.kernel
-    actors = list(kernel._ranks)  # the runner owns its kernel
+    actors = kernel.actors()
+    kernel.clear()
     world = [
         runner,
         kernel,
@@ -489,18 +503,15 @@ def release_world(runner: Runner) -> None:
         *actors,
     ]
     world += [core for a in actors if (core := getattr(a, "core", None)) is not None]
-    queues = (kernel._actors, kernel._ranks, kernel._buckets, kernel._times)
     for obj in world:
         d = getattr(obj, "__dict__", None)
         if d is not None:
             d.clear()
         # a compiled object (sim.compiled) keeps its attributes out of any dict: each one that
-        # may be None is dropped, and the kernel's own containers are emptied (below)
+        # may be None is dropped (the kernel's own containers were emptied above)
         for cls in type(obj).__mro__:
             for name in getattr(cls, "__mypyc_attrs__", ()):
                 try:
                     setattr(obj, name, None)
                 except (TypeError, AttributeError):
                     pass  # a value that may not be None: an int, a string, a container
-    for container in queues:
-        container.clear()

@@ -31,6 +31,8 @@ heartbeat, so the session expiry is exactly what real heartbeats would have prod
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import attrs
 import numpy as np
 
@@ -87,20 +89,41 @@ def _disjoint_by_indices(lists) -> bool:
     return not bool((keys[1:] == keys[:-1]).any())
 
 
+class ConsumerGroupSource(Protocol):
+    """What a classic group made from a consumer group reads of it (``ClassicGroup.from_consumer``,
+    ``ClassicGroup.in_place_of_empty``): its epochs, offsets, whether a rebalance is open, and
+    its members as classic members (the consumer group builds those: it knows its members)."""
+
+    offsets: OffsetStore
+    input_rank: int
+    group_epoch: int
+    quiet_epoch: int
+
+    @property
+    def rebalance_open(self) -> bool: ...
+
+    def classic_members_except(self, member_id: str, now: float) -> list[MemberMeta]: ...
+
+
 class ClassicGroup:
-    """Kafka's classic group state machine for one group. Sans-I/O: see the module docstring."""
+    """Kafka's classic group state machine for one group. Sans-I/O: see the module docstring.
+
+    A new group is Empty; one converted from a consumer group is made by ``from_consumer``
+    (Stable, as Kafka's ``ClassicGroup.fromConsumerGroup`` makes it)."""
 
     def __init__(
         self,
         config: GroupConfig,
         elide_heartbeats: bool = True,
         id_rng: np.random.Generator | None = None,
+        *,
+        initial_state: ClassicGroupState = ClassicGroupState.EMPTY,
     ):
         self.config = config
         # member ids' random part (ClassicGroup.generateMemberId): a seeded stream of the run's
         self._id_rng = id_rng if id_rng is not None else np.random.default_rng(0)
         self.elide = elide_heartbeats
-        self.state = ClassicGroupState.EMPTY
+        self.state = initial_state
         self.generation = 0
         self.protocol: str | None = None
         self.leader: str | None = None
@@ -122,6 +145,108 @@ class ClassicGroup:
         self.last_assigned_generation = 0
         self.offsets = OffsetStore()
         self.input_rank = -1  # kernel rank of the input being handled (set by the actor)
+
+    # ------------------------------------------------------------------ conversions (online migration)
+
+    @classmethod
+    def from_consumer(
+        cls,
+        consumer: ConsumerGroupSource,
+        leaving_member_id: str,
+        now: float,
+        *,
+        config: GroupConfig,
+        elide_heartbeats: bool,
+        id_rng: np.random.Generator | None,
+    ) -> tuple[ClassicGroup, list[tuple]]:
+        """ClassicGroup.fromConsumerGroup, then prepareRebalance (GroupMetadataManager
+        .convertToClassicGroup): a Stable group at generation = the consumer group's epoch, with
+        every member but the one whose leave converts it, each with its target assignment as its
+        assignment and a fresh session, the protocol the members vote for; then a rebalance, so
+        that every member rejoins. Returns the group and the effects of making it."""
+        c = cls(config, elide_heartbeats, id_rng, initial_state=ClassicGroupState.STABLE)
+        c.offsets = consumer.offsets  # committed offsets belong to the group, not to its type
+        c.input_rank = consumer.input_rank
+        c.generation = consumer.group_epoch
+        c.quiet_epoch = consumer.quiet_epoch + 1
+        c._rebalance_open = consumer.rebalance_open
+        for meta in consumer.classic_members_except(leaving_member_id, now):
+            c.members[meta.member_id] = meta
+            for name in meta.names():
+                c.protocol_counts[name] = c.protocol_counts.get(name, 0) + 1
+            if meta.group_instance_id is not None:
+                c.static_members[meta.group_instance_id] = meta.member_id
+            if c.leader is None:
+                c.leader = meta.member_id
+        c.members_version += 1
+        c.protocol = c._select_protocol()
+        c.last_assigned_generation = c.generation
+        for meta in c.members.values():
+            c._schedule_expiry(meta)
+        c._event(
+            "group_converted",
+            None,
+            f"consumer->classic members={len(c.members)} "
+            f"generation={c.generation} protocol={c.protocol}",
+        )
+        c._prepare_rebalance(now, "downgrade of the group from consumer to classic")
+        return c, c._drain()
+
+    @classmethod
+    def in_place_of_empty(
+        cls,
+        consumer: ConsumerGroupSource,
+        *,
+        config: GroupConfig,
+        elide_heartbeats: bool,
+        id_rng: np.random.Generator | None,
+    ) -> tuple[ClassicGroup, list[tuple]]:
+        """A new classic group in the place of an empty consumer group, which is deleted (a
+        classic JoinGroup to it, GroupMetadataManager.maybeDeleteEmptyConsumerGroup): its offsets
+        stay, and its generation goes on from the group epoch. Returns the group and the effects
+        of making it."""
+        c = cls(config, elide_heartbeats, id_rng)
+        c.generation = consumer.group_epoch
+        c.offsets = consumer.offsets
+        c.input_rank = consumer.input_rank
+        c._event("group_converted", None, "consumer->classic empty")
+        return c, c._drain()
+
+    @property
+    def rebalance_open(self) -> bool:
+        """Whether a rebalance interval is open (it closes when the group is Stable or Empty)."""
+        return self._rebalance_open
+
+    def complete_pending_requests(self, error: str) -> list[tuple]:
+        """completeAllJoinFutures and completeAllSyncFutures: every member waiting for its
+        JoinGroup or SyncGroup response gets ``error`` (the group is about to be converted).
+        Returns the effects."""
+        for mm in self.members.values():
+            if mm.awaiting_join:
+                mm.awaiting_join = False
+                self.n_awaiting -= 1
+                self._reply(mm, m.JoinGroupResponse(error, member_id=mm.member_id))
+            if mm.awaiting_sync:
+                mm.awaiting_sync = False
+                self._reply(mm, m.SyncGroupResponse(error))
+        return self._drain()
+
+    def answer_consumer_heartbeat(
+        self, sender: str, req: m.ConsumerGroupHeartbeatRequest, refusal: str | None
+    ) -> list[tuple]:
+        """A ConsumerGroupHeartbeat the classic group does not take (the group is not converted):
+        GROUP_ID_NOT_FOUND, as Kafka answers one for a group of the other type; ``refusal`` is why
+        a join did not convert the group (``conversion_refused``), None for any other heartbeat.
+        Returns the effects."""
+        if refusal is not None:
+            self._event("conversion_refused", sender, f"classic->consumer: {refusal}")
+        self._reply(
+            sender,
+            m.ConsumerGroupHeartbeatResponse(
+                m.GROUP_ID_NOT_FOUND, req.member_id, req.member_epoch, correlation=req.correlation
+            ),
+        )
+        return self._drain()
 
     # ------------------------------------------------------------------ plumbing
 

@@ -45,10 +45,13 @@ protocol-name checks (every client here uses the ``consumer`` protocol type).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from assignors import Assignment, Subscription
 from sim.config import AssignorCost, GroupConfig
+from sim.coordinator.classic.group import ClassicGroup, MemberMeta
 from sim.coordinator.consumer.group import ConsumerGroup
 from sim.coordinator.consumer.member import ClassicMemberMeta, ConsumerGroupMember
 from sim.coordinator.consumer.states import MemberState
@@ -81,6 +84,142 @@ class ConsumerGroupWithClassicMembers(ConsumerGroup):
         self.num_classic = 0  # ConsumerGroup.numClassicProtocolMembers
         self.classic_protocols: dict[str, int] = {}  # classicProtocolMembersSupportedProtocols
         self.downgrade_reason = ""
+
+    # ------------------------------------------------------------------ conversions (online migration)
+
+    @classmethod
+    def from_classic(
+        cls,
+        classic: ClassicGroup,
+        now: float,
+        *,
+        config: GroupConfig,
+        metadata: Callable[[], tuple[int, dict[str, int]]],
+        assignor_cost: AssignorCost | None,
+        default_assignor: str | None,
+        elide_heartbeats: bool,
+        id_rng: np.random.Generator | None,
+    ) -> tuple[ConsumerGroupWithClassicMembers, list[tuple]]:
+        """ConsumerGroup.fromClassicGroup (GroupMetadataManager.convertToConsumerGroup, once the
+        classic group has answered its waiting JoinGroup and SyncGroup requests): every member
+        becomes a classic member at group epoch = target epoch = the classic generation, Stable,
+        with its last assignment as both its assigned partitions and its target, and a session
+        timer of its own session timeout from now. Returns the group and the effects of making
+        it."""
+        g = cls(config, metadata, assignor_cost, default_assignor, elide_heartbeats, id_rng)
+        g.offsets = classic.offsets  # committed offsets belong to the group, not to its type
+        g.input_rank = classic.input_rank
+        gen = classic.generation
+        g.group_epoch = g.target_epoch = gen
+        g._max_member_epoch = gen
+        g.quiet_epoch = classic.quiet_epoch + 1
+        g._rebalance_open = classic.rebalance_open
+        wake = m.Wake(g.quiet_epoch, classic.input_rank)
+        for mm in classic.members.values():
+            sub = _subscription(mm, classic.protocol)
+            cm = ConsumerGroupMember(
+                mm.member_id,
+                mm.client,
+                mm.group_instance_id,
+                sub.rack_id,
+                tuple(sub.topics),
+                mm.rebalance_timeout_s,
+                epoch=gen,
+                previous_epoch=gen,
+                state=MemberState.STABLE,
+                last_heartbeat=now,
+            )
+            g.members[cm.member_id] = cm
+            g._changed[cm.member_id] = None
+            if cm.instance_id is not None:
+                g.static_members[cm.instance_id] = cm.member_id
+            g._subscribe(cm.topics, +1)
+            g.set_classic(cm, ClassicMemberMeta(mm.session_timeout_s, mm.protocols))
+            assigned = frozenset(mm.assignment.partitions)
+            g._set_holdings(now, cm, assigned, frozenset())
+            g.target[cm.member_id] = assigned
+            if g.map_order.add(cm.member_id):
+                g.assignor_members.retie()
+            g._touch(cm)
+            g._timer(("session", cm.member_id), now + mm.session_timeout_s)
+            if mm.quiet:
+                # (idle heartbeats elided in the classic group: they are sent for real here)
+                g.woken[cm.member_id] = None
+                g.out.append(("control", mm.client, wake))
+        # the converted group has no subscription metadata yet (createConsumerGroupRecords writes
+        # none): the heartbeat that converted it finds it changed and bumps the group epoch, so
+        # the assignor runs even when that member only replaces a static one
+        g.subscribed_partitions = {}
+        g._meta_version = -1
+        g._update_state(now)
+        g._event(
+            "group_converted",
+            None,
+            f"classic->consumer members={len(g.members)} generation={gen} "
+            f"state_was={classic.state}",
+        )
+        return g, g._drain()
+
+    @classmethod
+    def in_place_of_empty(
+        cls,
+        classic: ClassicGroup,
+        *,
+        config: GroupConfig,
+        metadata: Callable[[], tuple[int, dict[str, int]]],
+        assignor_cost: AssignorCost | None,
+        default_assignor: str | None,
+        elide_heartbeats: bool,
+        id_rng: np.random.Generator | None,
+    ) -> tuple[ConsumerGroupWithClassicMembers, list[tuple]]:
+        """A new consumer group in the place of an empty classic group, which is deleted (a
+        ConsumerGroupHeartbeat that joins it, whatever the migration policy,
+        GroupMetadataManager.getOrMaybeCreateConsumerGroup): its offsets stay, and its group
+        epoch goes on from the generation. Returns the group and the effects of making it."""
+        g = cls(config, metadata, assignor_cost, default_assignor, elide_heartbeats, id_rng)
+        g.group_epoch = g.target_epoch = classic.generation
+        g.offsets = classic.offsets
+        g.input_rank = classic.input_rank
+        g._event("group_converted", None, "classic->consumer empty")
+        return g, g._drain()
+
+    def classic_members_except(self, member_id: str, now: float) -> list[MemberMeta]:
+        """Every member but ``member_id`` as a classic group's member (ClassicGroup
+        .fromConsumerGroup): its classic protocols and session timeout, its target assignment as
+        its assignment, a session from ``now``. Every one of them is a classic member (the
+        downgrade check)."""
+        out = []
+        for mid, mm in self.members.items():
+            if mid == member_id:
+                continue
+            classic = mm.classic
+            assert classic is not None  # every other member is classic (the downgrade check)
+            out.append(
+                MemberMeta(
+                    mid,
+                    mm.client,
+                    mm.instance_id,
+                    classic.protocols,
+                    classic.session_timeout_s,
+                    mm.rebalance_timeout_s,
+                    assignment=Assignment(sorted(self.target.get(mid, frozenset()))),
+                    last_heartbeat=now,
+                )
+            )
+        return out
+
+    def leave_for_downgrade(self) -> tuple[str, list[tuple]]:
+        """The member whose leave (or fencing) converts the group into a classic group
+        (``downgrade_to``) leaves it: its removal is recorded, and the group is left to be
+        converted (``ClassicGroup.from_consumer``). Returns its member id and the effects."""
+        leaving = self.downgrade_to
+        assert leaving is not None
+        self.downgrade_to = None
+        mm = self.members[leaving]
+        self._event(
+            "member_removed", mm.client, f"member_id={leaving} reason={self.downgrade_reason}"
+        )
+        return leaving, self._drain()
 
     # ------------------------------------------------------------------ entry points
 
@@ -263,12 +402,12 @@ class ConsumerGroupWithClassicMembers(ConsumerGroup):
         mm.rebalance_timeout_s = req.rebalance_timeout_s
         if sub.rack_id is not None and sub.rack_id != mm.rack:
             mm.rack = sub.rack_id
-            mm._spec = None
+            mm.drop_spec()
             self._changed[mm.member_id] = None
         if tuple(sub.topics) != mm.topics:
             self._subscribe(mm.topics, -1)
             mm.topics = tuple(sub.topics)
-            mm._spec = None
+            mm.drop_spec()
             self._changed[mm.member_id] = None
             self._subscribe(mm.topics, +1)
             bump = bump or f"member {client} changed its subscription"
@@ -406,3 +545,11 @@ class ConsumerGroupWithClassicMembers(ConsumerGroup):
         self._remove(now, mm)
         self._event("member_removed", client, f"member_id={mm.member_id} reason=left")
         self._bump(now, f"member {client} left")
+
+
+def _subscription(mm: MemberMeta, protocol: str | None) -> Subscription:
+    """A classic member's subscription for the group's protocol (its first when none was selected)."""
+    for name, sub in mm.protocols:
+        if name == protocol:
+            return sub
+    return mm.protocols[0][1]

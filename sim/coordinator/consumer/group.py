@@ -160,6 +160,11 @@ class ConsumerGroup:
         return False
 
     @property
+    def rebalance_open(self) -> bool:
+        """Whether a rebalance interval is open (it closes when the group is Stable or Empty)."""
+        return self._rebalance_open
+
+    @property
     def generation(self) -> int:
         """The group epoch (the classic core's name, for code that reports either)."""
         return self.group_epoch
@@ -558,7 +563,7 @@ class ConsumerGroup:
             mm.rebalance_timeout_s = req.rebalance_timeout_s
         if req.rack_id is not None and req.rack_id != mm.rack:
             mm.rack = req.rack_id
-            mm._spec = None
+            mm.drop_spec()
             self._changed[mm.member_id] = None
         if req.server_assignor is not None and req.server_assignor != mm.server_assignor:
             mm.server_assignor = req.server_assignor
@@ -567,7 +572,7 @@ class ConsumerGroup:
         if req.subscribed_topics is not None and tuple(req.subscribed_topics) != mm.topics:
             self._subscribe(mm.topics, -1)
             mm.topics = tuple(req.subscribed_topics)
-            mm._spec = None
+            mm.drop_spec()
             self._changed[mm.member_id] = None
             self._subscribe(mm.topics, +1)
             bump = bump or f"member {client} changed its subscription"
@@ -616,7 +621,7 @@ class ConsumerGroup:
                     return self._add_member(now, client, mid, iid, req)
                 # ConsumerGroup.getOrMaybeCreateMember hands back the member as it is
                 mm.instance_id = iid
-                mm._spec = None
+                mm.drop_spec()
                 self._changed[mid] = None
                 self.static_members[iid] = mid
                 return mm, None
@@ -818,7 +823,7 @@ class ConsumerGroup:
             if mm is None:
                 members.remove(mid)
                 continue
-            members.put(mid, (mm._spec or mm.spec()).topic_set, mm.instance_id, mm.rack)
+            members.put(mid, mm.spec().topic_set, mm.instance_id, mm.rack)
             members.retie(mid)  # it may have left the members map and come back since
             if mm.server_assignor is not None:
                 voted[mid] = mm.server_assignor

@@ -51,6 +51,10 @@ class ConsumerGroupMember:
     def reconciled_to(self, target_epoch: int) -> bool:
         return self.state == MemberState.STABLE and self.epoch == target_epoch
 
+    def drop_spec(self) -> None:
+        """Its topics, rack or instance id changed: the assignor's view of it is made anew."""
+        self._spec = None
+
     def spec(self) -> MemberSpec:
         """What the assignor learns of this member (kept until its subscription or rack changes,
         which drops it: the coordinator hands it over at every group epoch)."""
