@@ -20,7 +20,7 @@ online migration); the run reads the record of its current type.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 import attrs
 
@@ -34,12 +34,10 @@ from sim.coordinator.classic.states import ClassicGroupState
 from sim.coordinator.consumer.group import ConsumerGroup
 from sim.coordinator.consumer.states import ConsumerGroupState
 from sim.coordinator.migration import GroupCore, MigratingCoordinator
+from sim.kernel.queue import Kernel
 from sim.wire.ids import kafka_uuid
-
-if TYPE_CHECKING:
-    from sim.kernel.queue import Kernel
-    from sim.world.actors import CoreFactory, MemberActor
-    from sim.world.network import Network
+from sim.world.actors import CoreFactory, MemberActor
+from sim.world.network import Network
 
 # Streams of sim.kernel.queue.Kernel.rng_for beside each actor's own: a client's poll loop, and the
 # member ids an actor makes (the classic coordinator's; a consumer-protocol client's own).

@@ -142,3 +142,36 @@ def test_a_module_edited_since_the_build_makes_the_package_run_its_source(tmp_pa
     assert (status, source) == ("pure Python (the compiled build is stale)", "True")
     assert err.count("\n") == 1 and "sim/client/classic.py changed since it was built" in err
     assert "./scripts/setup" in err
+
+
+def test_compiled_modules_import_their_compiled_neighbours_for_real():
+    """No compiled module imports another module of the package under ``if TYPE_CHECKING:``
+    only: compiled, such an import still sets the module as an attribute of its package when
+    the importer runs, and if nothing has imported it for real by then, the build crashes at
+    import (a segmentation fault, not an exception). Runs without a build: it reads the
+    sources the build lists."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "build_compiled", ROOT / "scripts" / "build_compiled.py"
+    )
+    assert spec is not None and spec.loader is not None
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    wrong = []
+    for name in build.MODULES:
+        path = ROOT / "sim" / f"{name}.py"
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.If)
+                and isinstance(node.test, ast.Name)
+                and node.test.id == "TYPE_CHECKING"
+            ):
+                wrong += [
+                    f"sim/{name}.py:{imp.lineno}"
+                    for imp in node.body
+                    if isinstance(imp, ast.ImportFrom)
+                    and (imp.level or (imp.module or "").startswith("sim"))
+                ]
+    assert not wrong, wrong
