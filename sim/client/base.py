@@ -73,7 +73,7 @@ import numpy as np
 
 from assignors import TopicPartition
 from sim.client.handoffs import Handoffs
-from sim.client.states import MemberState
+from sim.client.states import ClientState
 from sim.config import ConsumerConfig
 from sim.errors import IllegalTransition
 from sim.kernel.rng import LazyGenerator
@@ -129,7 +129,7 @@ class ConsumerClient(abc.ABC):
 
     # The state a new client starts in (one of its protocol's member states, sim.client.states);
     # set by each protocol.
-    INITIAL_STATE: ClassVar[MemberState]
+    INITIAL_STATE: ClassVar[ClientState]
     # The rebalance protocol: EAGER or COOPERATIVE (classic), CONSUMER (KIP-848).
     protocol: str
 
@@ -159,7 +159,7 @@ class ConsumerClient(abc.ABC):
         self._poll_rng = poll_rng if poll_rng is not None else np.random.default_rng(0)
         self.input_rank = -1  # kernel rank of the input being handled (set by the actor)
 
-        self.state: MemberState = self.INITIAL_STATE
+        self.state: ClientState = self.INITIAL_STATE
         self.member_id = member_id
         self.owned: set[TopicPartition] = set()
         # the assignment's list of partitions that ``owned`` holds exactly, while nothing else
@@ -275,7 +275,7 @@ class ConsumerClient(abc.ABC):
 
     # ------------------------------------------------------------------ member state
 
-    def _transition(self, new: MemberState) -> None:
+    def _transition(self, new: ClientState) -> None:
         """Enter state ``new``, checked against its valid previous states on every run."""
         if self.state not in new.valid_previous_states():
             raise IllegalTransition(f"{self.name}: member cannot go from {self.state} to {new}")

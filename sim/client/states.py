@@ -133,5 +133,6 @@ _CONSUMER_PREVIOUS: dict[ConsumerMemberState, frozenset[ConsumerMemberState]] = 
     ConsumerMemberState.FATAL: frozenset(),
 }
 
-# Either protocol's member state: what ``ConsumerClient.state`` holds.
-MemberState = ClassicMemberState | ConsumerMemberState
+# Either protocol's member state: what ``ConsumerClient.state`` holds (named apart from the
+# coordinator's view of a member, ``sim.coordinator.consumer.states.MemberState``).
+ClientState = ClassicMemberState | ConsumerMemberState
