@@ -42,7 +42,7 @@ CONSUMER_PROFILE = {"capacity": 500.0, "revoke_cost_ms": 10.0, "assign_cost_ms":
 # so the run cost grows with the group like the other scenarios'.
 DEPLOY_BATCH = "25%"
 
-# The built-ins' fault time and its jitter (sim.builtin_scenarios); later faults move by multiples
+# The built-ins' fault time and its jitter (sim.scenario.builtins); later faults move by multiples
 # of the jitter's period.
 BUILTIN_FAULT_S = 60.0
 BUILTIN_JITTER_S = 15.0

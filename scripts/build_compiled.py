@@ -6,7 +6,7 @@ annotations to C extension modules, placed beside their source in ``sim/``.
     .venv/bin/python scripts/build_compiled.py --check  # exit status 0: the build is current
 
 ``scripts/setup`` runs it. What it leaves in ``sim/`` (ignored by git): one extension module per
-compiled module (``sim/kernel.cpython-311-x86_64-linux-gnu.so``, ...), the shared library they
+compiled module, beside its source (``sim/kernel/queue.cpython-311-x86_64-linux-gnu.so``, ...), the shared library they
 all live in (``sim/_compiled__mypyc...so``), and last ``sim/_compiled.json``: the interpreter's
 extension suffix and the SHA-256 of each compiled module's source. ``sim/__init__.py``
 (``sim.compiled``) checks that manifest at import: a module edited since the build, a missing
@@ -34,28 +34,39 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "sim"
-# The modules compiled, together (one shared library: calls between them are C calls). The rest
-# of sim/ stays Python: the task kernel (trio's scheduling), scenario parsing, configuration,
-# metrics and the invariants (run once per run, on Arrow tables), the exceptions (sim.errors),
-# and sim.run, whose run_scenario checks its arguments itself (compiled, an argument of the wrong
-# type would be a TypeError before that check could name it).
+# The modules compiled (paths under sim/, without .py), together (one shared library: calls
+# between them are C calls). The rest of sim/ stays Python: the task kernel (kernel/tasks: trio's
+# scheduling), scenarios and configuration (parsing), the target assignment's call of the
+# server-side assignor (its time is the assignor's), metrics and the invariants (run once per
+# run, on Arrow tables), the exceptions (sim.errors), the runner (world/runner: once per batch),
+# the testing harness, and sim.run, whose run_scenario checks its arguments itself (compiled, an
+# argument of the wrong type would be a TypeError before that check could name it).
 MODULES = (
-    "kernel",
-    "actors",
-    "client",
-    "member",
-    "consumer_member",
-    "group",
-    "consumer_group",
-    "classic_bridge",
-    "migration",
-    "network",
-    "handoffs",
-    "cooperative",
-    "messages",
-    "offsets",
-    "recorder",
-    "protocols",
+    "kernel/queue",
+    "kernel/rng",
+    "kernel/stop",
+    "wire/messages",
+    "wire/faults",
+    "client/states",
+    "client/base",
+    "client/classic",
+    "client/consumer",
+    "client/cooperative",
+    "client/handoffs",
+    "coordinator/offsets",
+    "coordinator/classic/states",
+    "coordinator/classic/group",
+    "coordinator/consumer/states",
+    "coordinator/consumer/member",
+    "coordinator/consumer/reconcile",
+    "coordinator/consumer/members_order",
+    "coordinator/consumer/group",
+    "coordinator/consumer/classic_members",
+    "coordinator/migration",
+    "world/network",
+    "world/actors",
+    "world/group_types",
+    "observe/recorder",
 )
 GROUP = f"{PACKAGE}._compiled"  # the shared library: sim/_compiled__mypyc<suffix>
 MANIFEST = ROOT / PACKAGE / "_compiled.json"
@@ -71,7 +82,8 @@ def manifest() -> dict:
     return {
         "suffix": importlib.machinery.EXTENSION_SUFFIXES[0],
         "modules": {
-            f"{PACKAGE}.{name}": source_digest(ROOT / PACKAGE / f"{name}.py") for name in MODULES
+            f"{PACKAGE}.{name.replace('/', '.')}": source_digest(ROOT / PACKAGE / f"{name}.py")
+            for name in MODULES
         },
     }
 
@@ -80,7 +92,7 @@ def built_files() -> list[Path]:
     """The extension modules of a build in the package (of any interpreter), and its manifest."""
     root = ROOT / PACKAGE
     return sorted(
-        p for p in root.iterdir() if p.name.endswith(".so") or p.name.endswith(".pyd")
+        p for p in root.rglob("*") if p.name.endswith(".so") or p.name.endswith(".pyd")
     ) + ([MANIFEST] if MANIFEST.exists() else [])
 
 

@@ -1,43 +1,37 @@
 """The simulator: a Kafka consumer group's rebalances as actors in virtual time.
 
 The group coordinator, each client process and the director playing the timeline are actors
-(``actors``). ``run_scenario(..., kernel="tasks")`` runs each of them as a trio task of its own,
-handed its inputs through trio in virtual time (trio's ``MockClock``); the default, "inline",
+(``world.actors``). ``run_scenario(..., kernel="tasks")`` runs each of them as a trio task of its
+own, handed its inputs through trio in virtual time (trio's ``MockClock``); the default, "inline",
 calls the same actors with the same inputs in the same order from one trio task, and is faster.
 Both give the same results (``kernel``).
 
-The protocol logic is in sans-I/O cores (state + input -> effects, no clock, no trio). A client
-core is a ``client.ConsumerClient`` (poll loop, positions, offsets and commits, callbacks,
-pauses) of one of two subclasses, one per group protocol: ``member.Member`` (classic) and
-``consumer_member.ConsumerMember`` (KIP-848). Each client runs the protocol of its own config;
-the group is one coordinator (``migration``) that holds a classic or a consumer group and converts
-between them as members of the other protocol come and go (KIP-848's online migration); the run
-reads the record of the group's current type (``protocols``): member core, settled check, phases.
+The protocol logic is in sans-I/O cores (state + input -> effects, no clock, no trio), on the two
+sides of the wire as in Kafka: the clients (``client``) and the group coordinator
+(``coordinator``), which never import each other. A client core is a ``ConsumerClient``
+(``client.base``: poll loop, positions, offsets and commits, callbacks, pauses) of one of two
+subclasses, one per group protocol: ``client.classic`` and ``client.consumer`` (KIP-848). Each
+client runs the protocol of its own config; the group is one coordinator
+(``coordinator.migration``) that holds a classic or a consumer group and converts between them as
+members of the other protocol come and go (KIP-848's online migration); the run reads the record
+of the group's current type (``world.group_types``): member core, settled check, phases.
 
-Layout:
-  config      SimConfig and its parts (Kafka's names and defaults), ConfigError
-  scenario    Scenario = SimConfig + timeline of actions, from a dict or TOML file
-  protocols   one record per group.protocol (member core factory, settled check), the group
-  builtin_scenarios  the named built-in scenarios; load_scenario (a built-in or a TOML file)
-  group       the coordinator's classic group state machine (sans-I/O core)
-  client      ConsumerClient: what both protocols' client cores share (sans-I/O core)
-  member      Member: the classic ConsumerCoordinator logic (a ConsumerClient)
-  consumer_group   the coordinator of the consumer group protocol, KIP-848 (sans-I/O core)
-  consumer_member  ConsumerMember: the new consumer's membership and reconciliation (a ConsumerClient)
-  classic_bridge   the consumer group coordinator serving classic members (JoinGroup/SyncGroup/...)
-  migration   the group as either type, and its conversions between them (online migration)
-  target_assignment  the server-side assignor call behind KIP-848's target assignment
-  handoffs    the partitions' hand-overs between owners, shared by the clients of a run
-  cooperative the cooperative-rebalance check of an assignment (arrays)
-  kernel      the deterministic input queue and the two kernels that deliver it (tasks, inline)
-  actors      the coordinator, client and director actors that drive the cores
-  network     latency, drops, delay spikes, one-way partitions
-  recorder    events / intervals rows and Parquet output
-  metrics     every metric, computed from events and intervals in one place
-  invariants  run-level checks
-  run         run_scenario -> RunResult
-  compiled    which build runs: the hot modules compiled with mypyc (scripts/build_compiled.py),
-              or their source (REBALANCE_SIM_PURE=1, or a stale build)
+Layout (docs/design.md, "Layout", says what each room owns and may import):
+  config       SimConfig and its parts (Kafka's names and defaults), ConfigError
+  errors       the simulator's exceptions
+  run          run_scenario -> RunResult
+  compiled     which build runs: the hot modules compiled with mypyc (scripts/build_compiled.py),
+               or their source (REBALANCE_SIM_PURE=1, or a stale build)
+  kernel/      the deterministic input queue and the two kernels that deliver it (inline, tasks),
+               the actors' random streams, the stop request
+  wire/        what crosses the network: Kafka's messages, the control notes, ids, fault directions
+  coordinator/ the group coordinator: classic/ (the classic group), consumer/ (KIP-848's consumer
+               group, its classic members), migration (the group as either type), offsets
+  client/      the consumer clients: base, classic, consumer; the cooperative check; hand-offs
+  world/       the composition root: network, actors, one record per group.protocol, the runner
+  scenario/    Scenario = SimConfig + timeline of actions; the actions; the built-in scenarios
+  observe/     events and intervals (recorder), metrics, run-level invariants
+  testing/     the deterministic-simulation harness: fault schedules and the soak's check
 
 Typical use::
 
@@ -48,8 +42,8 @@ Typical use::
 
 # First, before any module it may have compiled: which build this process imports (the compiled
 # modules, or their source; ``sim.compiled``)
-from . import compiled as compiled
-from .config import (
+from sim import compiled as compiled
+from sim.config import (
     AssignorCost,
     ConfigError,
     ConsumerConfig,
@@ -59,8 +53,10 @@ from .config import (
     SimConfig,
     TopicConfig,
 )
-from .run import InvariantViolation, RunResult, run_scenario
-from .scenario import ACTIONS, Scenario
+from sim.errors import InvariantViolation
+from sim.run import RunResult, run_scenario
+from sim.scenario.actions import ACTIONS
+from sim.scenario.scenario import Scenario
 
 __all__ = [
     "ACTIONS",

@@ -25,6 +25,14 @@ import os
 import sys
 from pathlib import Path
 
+try:
+    from mypy_extensions import mypyc_attr
+except ImportError:  # (a dev tool) what it says is for mypyc alone, read as it compiles
+
+    def mypyc_attr(*_args, **_attrs):  # type: ignore[misc]
+        return lambda cls: cls
+
+
 PURE_ENV = "REBALANCE_SIM_PURE"  # "1": run the source even when a compiled build is current
 MANIFEST = "_compiled.json"
 _ROOT = Path(__file__).parent
@@ -46,21 +54,22 @@ class _SourceFinder:
 
 
 def extension_modules() -> dict[str, Path]:
-    """The package's modules that have an extension module of this interpreter beside their
-    source: dotted name -> source file (none when the package is not a directory, e.g. in a zip
-    shipped to a Spark executor)."""
+    """The package's modules (in its subpackages too) that have an extension module of this
+    interpreter beside their source: dotted name -> source file (none when the package is not a
+    directory, e.g. in a zip shipped to a Spark executor)."""
     suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
     found = {}
     try:
-        names = [p.name for p in _ROOT.iterdir()]
+        paths = sorted(_ROOT.rglob("*"))
     except OSError:
         return {}
-    for name in names:
+    for path in paths:
         for suffix in suffixes:
-            if name.endswith(suffix):
-                source = _ROOT / (name[: -len(suffix)] + ".py")
+            if path.name.endswith(suffix):
+                source = path.with_name(path.name[: -len(suffix)] + ".py")
                 if source.exists():
-                    found[f"{__package__}.{source.stem}"] = source
+                    parts = source.relative_to(_ROOT).with_suffix("").parts
+                    found[".".join((__package__, *parts))] = source
                 break
     return found
 

@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 
 from assignors import ASSIGNORS
+from assignors.server import SERVER_ASSIGNORS
 
 
 class ConfigError(ValueError):
@@ -179,8 +180,6 @@ class GroupConfig:
                 "consumer_migration_policy",
                 f"{self.consumer_migration_policy!r} is not one of {', '.join(MIGRATION_POLICIES)}",
             )
-        from .target_assignment import SERVER_ASSIGNORS
-
         if not self.consumer_assignors:
             raise ConfigError("consumer_assignors", "needs at least one server-side assignor")
         for name in self.consumer_assignors:
@@ -308,7 +307,7 @@ class ConsumerConfig:
     ``static``: the member sets ``group.instance.id`` (KIP-345) to its name.
     ``capacity``: records/s it can process; ``max_poll_records``: the most records one poll()
     returns (Kafka's max.poll.records), so a batch takes at most ``max_poll_records / capacity``
-    seconds, and the poll loop reacts to a rebalance only between batches (see ``sim.member``).
+    seconds, and the poll loop reacts to a rebalance only between batches (see ``sim.client.classic``).
     ``revoke_cost_ms`` / ``assign_cost_ms``: time its rebalance listener spends per revoked /
     assigned partition (commit, state restore); 0 by default, as Kafka's default
     ``ConsumerRebalanceListener`` does nothing.
@@ -447,7 +446,7 @@ class ConsumerConfig:
 
     @property
     def poll_batch_s(self) -> float:
-        """One poll batch of the manual commit modes: ``max_poll_records / capacity`` (see sim.member)."""
+        """One poll batch of the manual commit modes: ``max_poll_records / capacity`` (see sim.client.classic)."""
         return self.max_poll_records / self.capacity
 
 

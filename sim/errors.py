@@ -6,7 +6,8 @@ from __future__ import annotations
 
 
 class IllegalTransition(RuntimeError):
-    """A transition that GroupMetadata would refuse; always a simulator bug."""
+    """A state entered from one that is not among its valid previous states (a classic group's or
+    a client's: ``valid_previous_states``); always a simulator bug."""
 
 
 class InvariantViolation(AssertionError):

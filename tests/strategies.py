@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from assignors.types import Subscription, TopicPartition
-from experiments.engine import schedules
+from sim.testing import schedules
 
 topic_names = st.sampled_from([f"t{i}" for i in range(6)])
 member_ids = st.sampled_from([f"m{i:02d}" for i in range(24)] + ["consumer-a", "consumer-b", "zz"])
@@ -140,7 +140,7 @@ def shuffled(mapping: dict, permutation: list[int]) -> dict:
 
 
 # ---- simulator: scenarios with randomized fault schedules ----
-# One definition (experiments.engine.schedules) drawn two ways: here through Hypothesis, which shrinks a
+# One definition (sim.testing.schedules) drawn two ways: here through Hypothesis, which shrinks a
 # failing schedule; in `rebalance-sim soak` through a seeded random.Random.
 
 SIM_STRATEGIES = [list(s) for s in schedules.CLASSIC_STRATEGIES]
@@ -148,7 +148,7 @@ FAULT_KINDS = list(schedules.FAULT_KINDS)
 
 
 class _HypothesisChooser:
-    """``experiments.engine.schedules.Chooser`` over Hypothesis's ``draw``."""
+    """``sim.testing.schedules.Chooser`` over Hypothesis's ``draw``."""
 
     def __init__(self, draw):
         self._draw = draw
@@ -173,7 +173,7 @@ def fault_schedules(
     start_s: float = 10.0,
     end_s: float = 200.0,
 ) -> list[dict]:
-    """Timeline actions on the initial members c000.. (``experiments.engine.schedules.fault_schedule``)."""
+    """Timeline actions on the initial members c000.. (``sim.testing.schedules.fault_schedule``)."""
     return schedules.fault_schedule(
         _HypothesisChooser(draw), members, session_s, poll_s, max_faults, start_s, end_s
     )
@@ -182,7 +182,7 @@ def fault_schedules(
 @st.composite
 def faulty_scenarios(draw, max_faults: int = 6) -> dict:
     """A small group (2-5 members, 1-2 topics) with random client settings, network and faults
-    (``experiments.engine.schedules.faulty_scenario``)."""
+    (``sim.testing.schedules.faulty_scenario``)."""
     return schedules.faulty_scenario(_HypothesisChooser(draw), max_faults=max_faults)
 
 

@@ -1,5 +1,7 @@
 """The packages stay layered one way (experiments -> sim -> assignors), their modules import
-each other without cycles, and no module imports another module's private (underscore) name."""
+each other without cycles, and no module imports another module's private (underscore) name or
+another package's private module. Inside ``sim``, the client and the coordinator never import
+each other, and the kernel imports nothing but itself (docs/design.md, "Layout")."""
 
 from __future__ import annotations
 
@@ -139,4 +141,100 @@ def test_catalog_holds_declarations_only():
                 "experiments.catalog"
             ):
                 wrong.append(f"{path.relative_to(ROOT)}:{line} imports {imported}")
+    assert not wrong, "\n".join(wrong)
+
+
+def _room(module: str) -> str:
+    """The room of ``sim`` a module is in (``sim.client.base`` -> ``sim.client``), or the module
+    itself for one at the top of ``sim`` or outside it."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "sim" and len(parts) > 2 else module
+
+
+def _imports_of_room(room: str):
+    """(importing module, its path, module of ours it imports, line) for every import made in
+    ``room``."""
+    for name, path in MODULES.items():
+        if name == room or name.startswith(room + "."):
+            for imported, _, line in _imports(name, path):
+                target = _own(imported)
+                if target is not None:
+                    yield name, path, target, line
+
+
+def test_the_client_and_the_coordinator_never_import_each_other():
+    """``sim/client`` and ``sim/coordinator`` are the two sides of the wire (Kafka's ``clients``
+    and ``group-coordinator`` modules): they share only what lies below them (``sim.wire``,
+    ``sim.kernel``, ``sim.config``, ``sim.errors``) and neither imports the other."""
+    wrong = []
+    for this, other in (("sim.client", "sim.coordinator"), ("sim.coordinator", "sim.client")):
+        for _, path, target, line in _imports_of_room(this):
+            if _room(target) == other:
+                wrong.append(f"{path.relative_to(ROOT)}:{line} imports {target}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_kernel_knows_actors_and_time_only():
+    """``sim/kernel`` imports nothing of Kafka nor of the world around it (no wire, coordinator,
+    client, network or recorder): only its own modules and the build switch (``sim.compiled``)."""
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line} imports {target}"
+        for _, path, target, line in _imports_of_room("sim.kernel")
+        if _room(target) != "sim.kernel" and target != "sim.compiled"
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_private_module_of_another_package_is_imported():
+    """A module whose name (or a package's on its path) starts with an underscore is private to
+    the package that holds it: ``from assignors._java import ...`` from ``sim`` is refused (the
+    package gives what others need a public face, ``assignors.java``)."""
+    wrong = []
+    for name, path in MODULES.items():
+        for imported, _, line in _imports(name, path):
+            target = _own(imported)
+            if target is None:
+                continue
+            parts = target.split(".")
+            for i, part in enumerate(parts):
+                if part.startswith("_") and not part.startswith("__"):
+                    owner = ".".join(parts[:i])  # the package the private module belongs to
+                    if not (name == owner or name.startswith(owner + ".")):
+                        wrong.append(f"{path.relative_to(ROOT)}:{line} imports {target}")
+                    break
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_private_name_of_another_module_is_read_through_it():
+    """``module._name`` (a module imported whole, then a private name read from it) is refused
+    like ``from module import _name``."""
+    wrong = []
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(), str(path))
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        aliases: dict[str, str] = {}  # local name -> module of ours it stands for
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname and _own(alias.name) == alias.name:
+                        aliases[alias.asname] = alias.name
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    source = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    source = node.module or ""
+                for alias in node.names:
+                    if f"{source}.{alias.name}" in MODULES:
+                        aliases[alias.asname or alias.name] = f"{source}.{alias.name}"
+        wrong += [
+            f"{path.relative_to(ROOT)}:{node.lineno} reads {node.attr} of {aliases[node.value.id]}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+            and aliases[node.value.id] != name
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ]
     assert not wrong, "\n".join(wrong)

@@ -14,7 +14,7 @@ import sys
 import time
 
 from sim import Scenario, compiled, run_scenario
-from sim.task_kernel import DEFAULT_KERNEL, KERNELS
+from sim.kernel.tasks import DEFAULT_KERNEL, KERNELS
 
 
 def _scenario(
@@ -126,7 +126,7 @@ def cases(quick: bool) -> list[tuple[str, Scenario, float | None]]:
 def _builtin(name: str, **overrides) -> Scenario:
     """A built-in scenario with ``--set`` overrides (its defaults otherwise: for rolling-deploy,
     dynamic cooperative-sticky members restarting 10% of the group at a time)."""
-    from sim.builtin_scenarios import load_scenario
+    from sim.scenario.builtins import load_scenario
 
     return load_scenario(name, {k: str(v) for k, v in overrides.items()})
 

@@ -71,7 +71,7 @@ def scenario_dict(
 ) -> dict:
     """A built-in at this size with the experiment's consumer and network; when the consumer
     protocol runs it too, its fault moved past that protocol's formation (``formation_allowance_s``)."""
-    from sim.builtin_scenarios import builtin_dict
+    from sim.scenario.builtins import builtin_dict
 
     overrides = {"members": str(members), "partitions": str(partitions)}
     if label == "rolling-deploy":

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import attrs
 
-from sim.builtin_scenarios import to_toml
+from sim.scenario.builtins import to_toml
 
 from ..engine.grid import RunSpec, resolve
 from ..engine.pipeline import Experiment, Options, scenario_dir

@@ -13,7 +13,7 @@ Scenarios (dynamic members, the main job's consumer profile and latency):
   protocol has no group-wide barrier. Kafka defines no "slow member"; this is our fault model.
 
 Beside them, ``protocol-migration``: the rolling deploy whose restarted members come back with
-``group.protocol=consumer`` (KIP-848's online migration, ``sim.migration``), from classic eager and
+``group.protocol=consumer`` (KIP-848's online migration, ``sim.coordinator.migration``), from classic eager and
 from classic cooperative, at the first partition count.
 
 A second, small grid varies the consumer protocol's heartbeat interval
@@ -24,7 +24,7 @@ reconciliation.
 Every run uses the deterministic ``model`` assignment cost (the same formula for the classic
 leader and the server-side assignor), so the time spent assigning is visible and reproducible.
 
-Metrics are the simulator's summary (``sim.metrics``), aggregated across seeds by
+Metrics are the simulator's summary (``sim.observe.metrics``), aggregated across seeds by
 ``experiments.engine.aggregate``; the time spent assigning is ``experiments.engine.aggregate.assignment_time``.
 A declaration for the generic pipeline (``experiments.engine.pipeline``); the page is
 ``experiments.report.protocols``, given the scales as data.
@@ -37,7 +37,7 @@ from pathlib import Path
 
 import attrs
 
-from sim.builtin_scenarios import to_toml
+from sim.scenario.builtins import to_toml
 
 from ..engine.grid import RunSpec, resolve
 from ..engine.pipeline import Experiment, Options, scenario_dir
@@ -130,7 +130,7 @@ def _slow_member_dict(members: int, partitions: int, consumer: bool = True) -> d
     """A scale-out while the second member (by name) processes so slowly that one full poll batch
     takes ``SLOW_POLL_S``; it falls behind (production exceeds its capacity), so every batch is full."""
     from sim import Scenario
-    from sim.scenario import member_names
+    from sim.scenario.scenario import member_names
 
     data = scenario_dict("scale-out", "dynamic", members, partitions, DEPLOY_BATCH, consumer)
     sc = Scenario.from_dict(data)

@@ -19,7 +19,7 @@ def _param_text(value) -> str:
 
 
 def cmd_list(args) -> int:
-    from sim.builtin_scenarios import BUILTINS
+    from sim.scenario.builtins import BUILTINS
 
     from ..catalog import EXPERIMENTS as experiments
 

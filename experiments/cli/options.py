@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from sim.task_kernel import DEFAULT_KERNEL, KERNELS
+from sim.kernel.tasks import DEFAULT_KERNEL, KERNELS
 
 from .common import err
 

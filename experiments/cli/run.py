@@ -18,7 +18,7 @@ import time
 
 from assignors import AssignorError
 from sim import ConfigError, run_scenario
-from sim.builtin_scenarios import BUILTINS, load_scenario
+from sim.scenario.builtins import BUILTINS, load_scenario
 
 from ..outputs import OutputError, check_output_dir
 from ..report.timeline import IMAGE_FORMATS
@@ -113,7 +113,7 @@ class _Stopper:
     """Ctrl-C and ``--max-wall`` for one run, acted on within about a second whatever the run's
     size. The wall time counts from the command's start (``started_at``: when ``rebalance-sim``'s
     ``main`` was entered, the parsing included). While the simulation runs, a stop ends it before
-    its next input (``sim.kernel.request_stop``), and the result so far is kept; before it runs (loading, building the group) there is nothing to keep, and the stop is immediate;
+    its next input (``sim.kernel.stop.request_stop``), and the result so far is kept; before it runs (loading, building the group) there is nothing to keep, and the stop is immediate;
     if one step of the simulation outlasts ``ESCALATE_S`` after the stop, it is forced. Once the
     simulation is over, ``--max-wall`` no longer applies (its result is being built) and Ctrl-C
     interrupts at once. A second Ctrl-C interrupts at once."""
@@ -126,10 +126,10 @@ class _Stopper:
         self.started_at = time.monotonic() if started_at is None else started_at
 
     def __enter__(self) -> _Stopper:
-        from sim import kernel
+        from sim.kernel import stop
 
-        kernel.clear_stop()
-        self.started = kernel.started()
+        stop.clear_stop()
+        self.started = stop.started()
         if self.active:
             self.previous = (
                 signal.signal(signal.SIGINT, self._on_sigint),
@@ -143,22 +143,22 @@ class _Stopper:
         return self
 
     def __exit__(self, *exc) -> None:
-        from sim import kernel
+        from sim.kernel import stop
 
         if self.active:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGINT, self.previous[0])
             signal.signal(signal.SIGALRM, self.previous[1])
-        kernel.clear_stop()
+        stop.clear_stop()
 
     def _stop(self, why: str, interrupted: bool) -> None:
-        from sim import kernel
+        from sim.kernel import stop
 
-        if kernel.running():
+        if stop.running():
             self.stopping = why
-            kernel.request_stop(why)
+            stop.request_stop(why)
             signal.setitimer(signal.ITIMER_REAL, ESCALATE_S)
-        elif kernel.started() == self.started:
+        elif stop.started() == self.started:
             raise _StopNow(
                 f"{why} before the simulation started (loading the scenario, building the group)",
                 interrupted,
@@ -174,11 +174,11 @@ class _Stopper:
         self._stop("interrupted", True)
 
     def _on_alarm(self, signum, frame) -> None:
-        from sim import kernel
+        from sim.kernel import stop
 
         if self.stopping is None:
             self._stop(f"max_wall_s={self.max_wall:g} reached", False)
-        elif kernel.running():  # one step of the simulation outlasted the stop
+        elif stop.running():  # one step of the simulation outlasted the stop
             raise _StopNow(
                 f"{self.stopping}; one step of the simulation went on for more than "
                 f"{ESCALATE_S:g} s after that, so it was cut short without a result",
@@ -232,7 +232,7 @@ def write_run_dir(out: str, result) -> None:
     whole: ``out`` holds either the previous run's files or this run's, never a mix."""
     from pathlib import Path
 
-    from sim.recorder import write_parquet_atomic
+    from sim.observe.recorder import write_parquet_atomic
 
     from ..atomic import atomic_directory
 
@@ -248,7 +248,7 @@ def cmd_run(args) -> int:
     (one line on stderr); 3: stopped by --max-wall or --max-events (partial results); 4: an
     internal error (one line, a bug); 130: Ctrl-C (the partial result is printed and written,
     as with --max-wall)."""
-    from sim.builtin_scenarios import MAX_SEED
+    from sim.scenario.builtins import MAX_SEED
 
     for flag, value in (("--max-wall", args.max_wall), ("--max-events", args.max_events)):
         if value is not None and not value > 0:

@@ -27,8 +27,8 @@ def scenario_toml(name_or_path: str, overrides: list[str]) -> str:
     import attrs
 
     from sim import Scenario
-    from sim.builtin_scenarios import BUILTINS, load_scenario, parse_overrides, to_toml
-    from sim.scenario import action_to_dict
+    from sim.scenario.actions import action_to_dict
+    from sim.scenario.builtins import BUILTINS, load_scenario, parse_overrides, to_toml
 
     scenario = load_scenario(name_or_path, overrides)  # validates, with the loader's errors
     what = (

@@ -2,7 +2,7 @@
 simulator and TigerBeetle's VOPR.
 
 ``rebalance-sim soak --schedules N --seed S`` draws N random scenarios with fault schedules
-(``experiments.engine.schedules``: crashes, pauses, partitions, drops, delays, joins and leaves, leader
+(``sim.testing.schedules``: crashes, pauses, partitions, drops, delays, joins and leaves, leader
 crashes mid-rebalance; every assignor, eager and cooperative, static and dynamic members), runs
 each one, and checks it: the simulator's invariants (checked inside every run), liveness (the
 group settles once the faults are over, within the scenario's time limit) and that every
@@ -25,7 +25,9 @@ import sys
 import time
 from pathlib import Path
 
-from ..engine.soak import MAX_FAULTS, check, schedule, write_replay
+from sim.testing.soak import MAX_FAULTS, check, schedule
+
+from ..engine.soak import write_replay
 
 
 def _report_failure(out: Path, args, index: int, found: list[str]) -> None:

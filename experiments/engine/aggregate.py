@@ -3,7 +3,7 @@ and the distribution of per-partition unassigned windows.
 
 Inputs (the tables a sweep wrote through Spark, see ``experiments.engine.store``; only runs complete
 for the current model): the simulator's ``runs`` (its ``summary.*`` columns are the run's
-metrics, defined once in ``sim.metrics``), its ``intervals``, and the sweep's ``episodes`` and
+metrics, defined once in ``sim.observe.metrics``), its ``intervals``, and the sweep's ``episodes`` and
 ``points``.
 
 Outputs (Parquet under ``OUT/aggregate/<name>/``, and CSV: one file ``<name>.csv`` per table
@@ -167,8 +167,8 @@ def per_run(runs_df, windows_df):
 
 
 # The events that carry one assignment computation's simulated cost (``cost=...s``): the classic
-# leader's (``sim.member``) and the consumer protocol coordinator's target assignment
-# (``sim.consumer_group``).
+# leader's (``sim.client.classic``) and the consumer protocol coordinator's target assignment
+# (``sim.coordinator.consumer.group``).
 ASSIGNMENT_EVENTS = ("assignment_computed", "target_assignment")
 
 

@@ -216,7 +216,7 @@ def grid_from_dict(
         raise fail("seeds", f"{seeds!r} is not a count >= 1 or a non-empty list of integers >= 0")
     if len(set(seeds)) != len(seeds):
         raise fail("seeds", f"{seeds!r} repeats a seed")
-    from sim.builtin_scenarios import MAX_SEED
+    from sim.scenario.builtins import MAX_SEED
 
     if max(seeds) > MAX_SEED:
         raise fail("seeds", f"{max(seeds)} is above the largest seed, {MAX_SEED}")
@@ -342,7 +342,7 @@ def load_run_scenario(spec: RunSpec):
     """The scenario object of ``spec`` (built-in name or TOML file, plus overrides). A file's text
     travels in ``spec.source``: on an executor it is loaded from a private copy of the same name
     (the name is the scenario's default name)."""
-    from sim.builtin_scenarios import load_scenario
+    from sim.scenario.builtins import load_scenario
 
     if not spec.source:
         return load_scenario(spec.scenario, list(spec.overrides))
@@ -371,7 +371,7 @@ def estimated_cost(scenario) -> float:
     members' restarts). A consumer group protocol run costs about 3x the classic one (its members
     heartbeat and reconcile one by one). Only the order of the estimates matters: they decide
     which runs start first and how batches are cut."""
-    from sim.scenario import batch_count
+    from sim.scenario.actions import batch_count
 
     config = getattr(scenario, "config", None)
     try:

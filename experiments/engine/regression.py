@@ -115,7 +115,7 @@ def run_suite(progress: bool = True, kernel: str | None = None) -> list[dict]:
     """Run every (scenario, assignor, seed) of the suite (with the simulation ``kernel``, see
     ``sim.kernel``); one row of metrics each."""
     from sim import run_scenario
-    from sim.builtin_scenarios import load_scenario
+    from sim.scenario.builtins import load_scenario
 
     rows = []
     plan = [(s, a, seed) for s, a in SUITE for seed in SEEDS]

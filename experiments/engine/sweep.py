@@ -487,7 +487,7 @@ def _schemas(blobs) -> list:
 
 
 def _recorder_schema(name: str):
-    from sim import recorder
+    from sim.observe import recorder
 
     return getattr(recorder, name)
 

@@ -4,7 +4,7 @@ delayed), then how long the rebalance takes and in how many rounds; one sentence
 with the eager/cooperative ratio.
 
 Column names are for people, with units; the metric each one shows is named in ``COLUMNS``
-(defined once in ``sim.metrics``; here only chosen and labelled).
+(defined once in ``sim.observe.metrics``; here only chosen and labelled).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A ``UniformChain`` stepped from one group epoch to the next gives, at every epoch, exactly what
 ``UniformAssignor.assign`` gives from the previous epoch's target: the same members in the same
-order, the same partitions each (the coordinator's targets, ``sim.target_assignment``)."""
+order, the same partitions each (the coordinator's targets, ``sim.coordinator.consumer.target``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 
 from assignors.server import GroupAssignment, GroupMembers, GroupSpec, get_server_assignor
-from sim.target_assignment import TargetAssignment, compute_target
+from sim.coordinator.consumer.target import TargetAssignment, compute_target
 from tests.strategies import membership_changes
 
 

@@ -180,7 +180,7 @@ def test_assign_accepts_a_good_group(capsys):
 def test_timeline_max_partitions_must_be_positive(tmp_path, capsys, value):
     """`timeline --max-partitions -5` or 0 is bad input, not a strange plot."""
     from sim import run_scenario
-    from sim.builtin_scenarios import load_scenario
+    from sim.scenario.builtins import load_scenario
 
     run_scenario(load_scenario("scale-out", ["members=2", "partitions=4"]), out_dir=tmp_path)
     assert main(["timeline", str(tmp_path), "--max-partitions", value]) == 2
@@ -197,7 +197,7 @@ def test_atomic_writes_keep_the_umask_mode(tmp_path):
             (d / "f").write_text("y")
         import pyarrow as pa
 
-        from sim.recorder import write_parquet_atomic
+        from sim.observe.recorder import write_parquet_atomic
 
         write_parquet_atomic(pa.table({"a": [1]}), str(tmp_path / "t.parquet"))
         os.umask(0o077)
@@ -221,7 +221,7 @@ def test_version_names_the_model_digest(capsys):
 
 def test_list_shows_parameters_and_json(capsys):
     """`list` shows each built-in's parameters with defaults; `list --json` is the same as data."""
-    from sim.builtin_scenarios import BUILTINS
+    from sim.scenario.builtins import BUILTINS
 
     assert main(["list"]) == 0
     text = capsys.readouterr().out
@@ -239,7 +239,7 @@ def test_list_shows_parameters_and_json(capsys):
 def test_show_prints_toml_that_runs_the_same_simulation(tmp_path, capsys):
     """`show crash --set ...` is a TOML file whose run has the same events as the built-in's."""
     from sim import run_scenario
-    from sim.builtin_scenarios import load_scenario
+    from sim.scenario.builtins import load_scenario
 
     sets = ["members=3", "partitions=6", "consumer.session_timeout_ms=10000"]
     assert main(["show", "crash", *[a for s in sets for a in ("--set", s)]]) == 0
@@ -254,7 +254,7 @@ def test_show_prints_toml_that_runs_the_same_simulation(tmp_path, capsys):
 def test_assignor_key_works_for_scenario_files(tmp_path):
     """`run deploy.toml --set assignor=range` and a sweep's assignors = [...] over a TOML file."""
     from experiments.engine.grid import expand, grid_from_dict
-    from sim.builtin_scenarios import load_scenario
+    from sim.scenario.builtins import load_scenario
 
     deploy = Path(__file__).parents[2] / "examples" / "deploy.toml"
     sc = load_scenario(str(deploy), ["assignor=range,cooperative-sticky"])
@@ -308,7 +308,7 @@ def test_progress_to_a_file_is_plain_lines(monkeypatch):
     import itertools
 
     import sim.run as sim_run
-    from sim.builtin_scenarios import load_scenario
+    from sim.scenario.builtins import load_scenario
 
     err = io.StringIO()
     monkeypatch.setattr(sys, "stderr", err)
@@ -354,14 +354,14 @@ def test_run_out_is_written_whole_or_not_at_all_and_the_result_is_still_shown(
     simulated result is printed all the same."""
     import errno
 
-    import sim.recorder
+    import sim.observe.recorder
 
     out = tmp_path / "x"
     if existed:
         assert main(["run", "crash", "--out", str(out)]) == 0
         before = _run_files(out)
     capsys.readouterr()
-    real = sim.recorder.write_parquet_atomic
+    real = sim.observe.recorder.write_parquet_atomic
     written = []
 
     def full_disk(table, path):
@@ -370,7 +370,7 @@ def test_run_out_is_written_whole_or_not_at_all_and_the_result_is_still_shown(
         written.append(path)
         real(table, path)
 
-    monkeypatch.setattr(sim.recorder, "write_parquet_atomic", full_disk)
+    monkeypatch.setattr(sim.observe.recorder, "write_parquet_atomic", full_disk)
     assert main(["run", "rolling-deploy", "--set", "members=12", "--out", str(out)]) == 2
     captured = capsys.readouterr()
     assert "scenario rolling-deploy" in captured.out and "rebalance_time_total_s" in captured.out
@@ -427,15 +427,15 @@ def test_a_step_that_outlasts_a_stop_is_cut_short(monkeypatch):
     """Once a stop is asked of a running simulation, a step that goes on for another second is
     cut short (a single assignment of a huge group would otherwise hold the stop)."""
     from experiments.cli import run as run_cmd
-    from sim import kernel
+    from sim.kernel import stop
 
-    monkeypatch.setattr(kernel, "_running", True)  # as inside Kernel.run
+    monkeypatch.setattr(stop, "_running", True)  # as inside Kernel.run
     t0 = time.monotonic()
     with pytest.raises(run_cmd._StopNow) as e, run_cmd._Stopper(0.2):
         time.sleep(10)  # one long step
     assert 1.0 <= time.monotonic() - t0 < 3.0
     assert "max_wall_s=0.2 reached; one step of the simulation went on" in str(e.value)
-    assert kernel._stop_reason is None  # cleared for the next run
+    assert stop._stop_reason is None  # cleared for the next run
 
 
 def test_ctrl_c_and_max_wall_act_within_a_second_in_a_big_group(tmp_path):
@@ -511,7 +511,7 @@ def test_set_errors_say_what_was_expected(capsys, overrides, needle):
 
 def test_set_reaches_a_files_timeline_by_index(tmp_path, capsys):
     """--set timeline.N.field overrides one action of a built-in or of a scenario file."""
-    from sim.builtin_scenarios import load_scenario
+    from sim.scenario.builtins import load_scenario
 
     assert load_scenario("crash", ["timeline.0.at_s=100"]).timeline[0].at_s == 100
     f = Path(__file__).resolve().parents[2] / "examples" / "deploy.toml"
@@ -543,7 +543,7 @@ def test_show_prints_every_field_defaults_included(capsys):
 )
 def test_timeline_writes_the_format_its_name_asks_for(tmp_path, capsys, name, magic):
     from sim import run_scenario
-    from sim.builtin_scenarios import load_scenario
+    from sim.scenario.builtins import load_scenario
 
     run_scenario(
         load_scenario("scale-out", ["members=2", "partitions=4"]), out_dir=tmp_path / "run"

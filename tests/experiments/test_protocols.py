@@ -197,7 +197,7 @@ def test_the_large_scale_runs_the_consumer_protocol_up_to_its_limit(tmp_path):
     """Above ``consumer_up_to`` only the classic protocols run, their fault not waiting for a
     consumer-protocol formation; below it every protocol and the migration run."""
     from experiments.catalog.protocols import protocol_specs
-    from sim.builtin_scenarios import load_scenario
+    from sim.scenario.builtins import load_scenario
 
     scale = SCALES["large"]
     assert scale.consumer_up_to is not None and scale.consumer_up_to < max(scale.sizes)

@@ -10,9 +10,9 @@ import shlex
 import pytest
 
 from experiments.cli.main import main
-from experiments.engine import schedules, soak
 from sim import Scenario, run_scenario
-from sim.builtin_scenarios import load_scenario
+from sim.scenario.builtins import load_scenario
+from sim.testing import schedules, soak
 
 
 def test_a_schedule_depends_only_on_seed_and_index():

@@ -619,7 +619,7 @@ def test_run_cost_orders_consumer_protocol_and_deploys_above_a_classic_crash():
     """The start order and the ETA use a run's estimated cost: a consumer-protocol run costs
     more than the same classic run, a dynamic deploy more than a crash."""
     from experiments.engine.grid import estimated_cost
-    from sim.builtin_scenarios import load_scenario
+    from sim.scenario.builtins import load_scenario
 
     def cost(name, **kv):
         return estimated_cost(load_scenario(name, {"members": "100", **kv}))

@@ -19,7 +19,7 @@ from experiments.engine.store import TABLES, commit_arrow_schema, read_table
 from experiments.engine.sweep import run_sweep
 from experiments.engine.table_sink import TaskTables, commit
 from experiments.provenance import model_id
-from sim.recorder import EVENTS_SCHEMA
+from sim.observe.recorder import EVENTS_SCHEMA
 
 GRID = textwrap.dedent("""
     name = "sink"

@@ -51,7 +51,7 @@ def digest(result) -> list:
 
 def compute() -> dict[str, list]:
     from sim import run_scenario
-    from sim.builtin_scenarios import BUILTINS, load_scenario
+    from sim.scenario.builtins import BUILTINS, load_scenario
 
     out: dict[str, list] = {}
     for name in sorted(BUILTINS):

@@ -1,5 +1,5 @@
 """A reference model of Kafka's consumer-group coordinator (``GroupMetadataManager``, Kafka commit
-1eb7644) for differential tests of ``sim.consumer_group``: written from Kafka's rules, one request
+1eb7644) for differential tests of ``sim.coordinator.consumer.group``: written from Kafka's rules, one request
 at a time, with its own data structures and nothing shared with the simulator's core but the
 server-side assignor.
 
@@ -21,7 +21,7 @@ from assignors import TopicPartition
 from assignors._hashmap_model import JavaHashMap
 from assignors._java import java_sort_key, java_string_hash
 from assignors.server import GroupSpec, MemberSubscriptionAndAssignment, get_server_assignor
-from sim import messages as m
+from sim.wire import messages as m
 
 STABLE, UNREVOKED, UNRELEASED = "STABLE", "UNREVOKED_PARTITIONS", "UNRELEASED_PARTITIONS"
 

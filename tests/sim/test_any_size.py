@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim import ConfigError, Scenario, run_scenario
-from sim.builtin_scenarios import BUILTINS, load_scenario
-from sim.scenario import batch_count
+from sim.scenario.actions import batch_count
+from sim.scenario.builtins import BUILTINS, load_scenario
 
 
 def fast(name: str, members: int) -> dict:
@@ -243,7 +243,7 @@ def test_rolling_deploy_restarts_every_member_exactly_once(static, graceful, bat
 def test_deploy_duration_matches_its_batches(members, batch, down, gap):
     """For any group size and batch: every member is in exactly one batch, batches are at most
     batch_size, and the scenario's needed time covers the last start."""
-    from sim.scenario import RollingRestart
+    from sim.scenario.actions import RollingRestart
 
     rr = RollingRestart(at_s=10.0, down_s=down, gap_s=gap, batch_size=batch)
     names = [f"c{i:05d}" for i in range(members)]

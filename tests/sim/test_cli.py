@@ -11,7 +11,7 @@ from experiments.bench import sim as bench_sim
 from experiments.cli import bench, timeline
 from experiments.cli import run as run_cmd
 from sim import ConfigError
-from sim.builtin_scenarios import BUILTINS, load_scenario
+from sim.scenario.builtins import BUILTINS, load_scenario
 
 
 def cli(argv):
@@ -232,8 +232,8 @@ def test_bench_sim_profile_writes_the_case_statistics(tmp_path, capsys):
     assert cli(["bench", "sim", "--quick", "--only", "scale-out 100 ", "--profile", str(out)]) == 0
     prof = out / "scale-out-100-members.prof"
     stats = pstats.Stats(str(prof))
-    assert any(func[0].endswith("kernel.py") and func[2] == "run" for func in stats.stats)
-    assert "kernel.py" in (out / "scale-out-100-members.txt").read_text()
+    assert any(func[0].endswith("kernel/queue.py") and func[2] == "run" for func in stats.stats)
+    assert "queue.py" in (out / "scale-out-100-members.txt").read_text()
     assert str(prof) in capsys.readouterr().out
 
 

@@ -1,5 +1,5 @@
-"""One consumer client (sim.client.ConsumerClient) with a subclass per group protocol, member
-states as data, and the protocol records (sim.protocols) a run is built from."""
+"""One consumer client (sim.client.base.ConsumerClient) with a subclass per group protocol, member
+states as data, and the protocol records (sim.world.group_types) a run is built from."""
 
 from __future__ import annotations
 
@@ -9,18 +9,19 @@ from pathlib import Path
 import pytest
 
 from assignors import TopicPartition
-from sim import consumer_member as cm
-from sim import member as cl
-from sim import messages as m
-from sim.classic_bridge import ClassicBridgeCoordinator
-from sim.client import ConsumerClient
-from sim.config import GROUP_PROTOCOLS, ConsumerConfig
-from sim.consumer_member import ConsumerMember
-from sim.group import GroupCoordinator, IllegalTransition
-from sim.member import Member
-from sim.protocols import PROTOCOLS
-from sim.run import Runner
-from sim.scenario import Scenario
+from sim.client.base import ConsumerClient
+from sim.client.classic import Member
+from sim.client.consumer import ConsumerMember
+from sim.client.states import IN_GROUP, ClassicMemberState, ConsumerMemberState
+from sim.config import GROUP_PROTOCOLS, ConsumerConfig, GroupConfig
+from sim.coordinator.classic.group import ClassicGroup
+from sim.coordinator.classic.states import ClassicGroupState
+from sim.coordinator.consumer.classic_members import ConsumerGroupWithClassicMembers
+from sim.errors import IllegalTransition
+from sim.scenario.scenario import Scenario
+from sim.wire import messages as m
+from sim.world.group_types import PROTOCOLS
+from sim.world.runner import Runner
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -127,39 +128,70 @@ def test_the_hooks_are_declared_on_the_base_and_filled_by_both():
         assert not missing, f"{cls.__name__} does not fill {sorted(missing)}"
 
 
-@pytest.mark.parametrize("module", [cl, cm])
-def test_member_states_are_data(module):
-    """Every state constant of the module has its valid previous states, all of them states."""
-    states = {v for k, v in vars(module).items() if k.isupper() and isinstance(v, str) and v == k}
-    table = module.TRANSITIONS
-    assert set(table) <= states
-    for previous in table.values():
-        assert set(previous) <= states
-    # every state the member can be in is one it can enter (or the one it starts in)
-    cls = Member if module is cl else ConsumerMember
-    assert set(table) | {cls.INITIAL_STATE} >= {s for prev in table.values() for s in prev} - {
-        cl.UNJOINED
-    }
+@pytest.mark.parametrize(
+    "states,cls",
+    [(ClassicMemberState, Member), (ConsumerMemberState, ConsumerMember)],
+)
+def test_member_states_are_data(states, cls):
+    """Every member state lists the states it may be entered from, all of them the same
+    protocol's; the value of each is its name (what events record, as Kafka names it); the client
+    starts in one of them, and every state it may leave is one it can be in (entered, or the
+    initial one)."""
+    assert cls.INITIAL_STATE in states
+    reachable = {s for s in states if s.valid_previous_states()} | {cls.INITIAL_STATE}
+    for state in states:
+        assert state.value == state.name
+        assert state.valid_previous_states() <= set(states)
+        assert state.valid_previous_states() <= reachable
 
 
 def test_consumer_member_states_follow_kafkas_member_state():
     """MemberState's valid previous states (clients consumer.internals), but for STALE, which the
-    simulator enters from the states in the group (it has no separate LEAVING step)."""
-    t = cm.TRANSITIONS
-    assert t[cm.STABLE] == (cm.JOINING, cm.ACKNOWLEDGING, cm.RECONCILING)
-    assert t[cm.ACKNOWLEDGING] == (cm.RECONCILING,)
-    assert t[cm.JOINING] == (cm.FENCED, cm.UNSUBSCRIBED, cm.STALE)
-    assert set(t[cm.STALE]) == {cm.LEAVING, *cm.IN_GROUP}
+    simulator enters from the states in the group (it has no separate LEAVING step), and FATAL,
+    which it does not enter (a fatal error stops the client)."""
+    s = ConsumerMemberState
+    assert s.STABLE.valid_previous_states() == {s.JOINING, s.ACKNOWLEDGING, s.RECONCILING}
+    assert s.ACKNOWLEDGING.valid_previous_states() == {s.RECONCILING}
+    assert s.JOINING.valid_previous_states() == {s.FENCED, s.UNSUBSCRIBED, s.STALE}
+    assert s.LEAVING.valid_previous_states() == {s.PREPARE_LEAVING}
+    assert s.UNSUBSCRIBED.valid_previous_states() == {s.PREPARE_LEAVING, s.LEAVING, s.FENCED}
+    assert s.STALE.valid_previous_states() == {s.LEAVING, *IN_GROUP}
+    assert {s.JOINING, s.RECONCILING, s.ACKNOWLEDGING, s.STABLE} == IN_GROUP
+    assert not s.FATAL.valid_previous_states()
+
+
+def test_classic_group_states_follow_kafkas_classic_group_state():
+    """ClassicGroupState.validPreviousStates, state by state."""
+    g = ClassicGroupState
+    assert g.EMPTY.valid_previous_states() == {g.PREPARING_REBALANCE}
+    assert g.PREPARING_REBALANCE.valid_previous_states() == {
+        g.STABLE,
+        g.COMPLETING_REBALANCE,
+        g.EMPTY,
+    }
+    assert g.COMPLETING_REBALANCE.valid_previous_states() == {g.PREPARING_REBALANCE}
+    assert g.STABLE.valid_previous_states() == {g.COMPLETING_REBALANCE}
+    assert g.DEAD.valid_previous_states() == set(g)
+    assert [str(s) for s in g] == [
+        "Empty",
+        "PreparingRebalance",
+        "CompletingRebalance",
+        "Stable",
+        "Dead",
+    ]
 
 
 def test_an_illegal_transition_is_refused():
     mb = ConsumerMember("c0", ConsumerConfig(group_protocol="consumer"), ("t",))
-    assert mb.state == cm.UNSUBSCRIBED
+    assert mb.state == ConsumerMemberState.UNSUBSCRIBED
     with pytest.raises(IllegalTransition, match="UNSUBSCRIBED to STABLE"):
-        mb._transition(cm.STABLE)
+        mb._transition(ConsumerMemberState.STABLE)
     classic = Member("c0", ConsumerConfig(), ("t",), lambda: (0, {"t": 4}), lambda: 0.0, None)
     with pytest.raises(IllegalTransition, match="UNJOINED to STABLE"):
-        classic._transition(cl.STABLE)
+        classic._transition(ClassicMemberState.STABLE)
+    group = ClassicGroup(GroupConfig())
+    with pytest.raises(IllegalTransition, match="from Empty to Stable"):
+        group._transition(ClassicGroupState.STABLE)
 
 
 def test_every_state_change_goes_through_the_check():
@@ -179,14 +211,14 @@ def test_every_state_change_goes_through_the_check():
 
     mb = ConsumerMember("c0", ConsumerConfig(group_protocol="consumer"), ("t",))
     mb.start(0.0)
-    assert mb.state == cm.JOINING
+    assert mb.state == ConsumerMemberState.JOINING
     resp = m.ConsumerGroupHeartbeatResponse(
         m.NONE, "c0-1", 1, 5.0, frozenset({TopicPartition("t", 0)}), correlation=mb.hb_correlation
     )
     mb.handle(0.01, resp)
-    assert mb.state == cm.ACKNOWLEDGING
+    assert mb.state == ConsumerMemberState.ACKNOWLEDGING
     with pytest.raises(IllegalTransition):
-        mb._transition(cm.JOINING)
+        mb._transition(ConsumerMemberState.JOINING)
 
 
 def test_one_record_per_group_protocol():
@@ -199,7 +231,10 @@ def test_one_record_per_group_protocol():
 @pytest.mark.parametrize(
     "protocol,coordinator,core",
     # (a consumer group's coordinator is the one that can also serve classic members)
-    [("classic", GroupCoordinator, Member), ("consumer", ClassicBridgeCoordinator, ConsumerMember)],
+    [
+        ("classic", ClassicGroup, Member),
+        ("consumer", ConsumerGroupWithClassicMembers, ConsumerMember),
+    ],
 )
 def test_a_run_is_built_from_its_protocols_record(protocol, coordinator, core):
     sc = Scenario.from_dict(

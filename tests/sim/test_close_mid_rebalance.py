@@ -1,4 +1,4 @@
-"""A member closed in the middle of a rebalance (sim.member)."""
+"""A member closed in the middle of a rebalance (sim.client.classic)."""
 
 from __future__ import annotations
 

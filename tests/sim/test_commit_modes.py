@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 
 from assignors import Assignment, TopicPartition
-from sim import messages as m
+from sim.client.classic import Member
+from sim.client.consumer import ConsumerMember
+from sim.client.handoffs import Handoffs
 from sim.config import AssignorCost, ConfigError, ConsumerConfig, GroupConfig
-from sim.consumer_member import ConsumerMember
-from sim.group import GroupCoordinator
-from sim.handoffs import Handoffs
-from sim.member import Member
+from sim.coordinator.classic.group import ClassicGroup
+from sim.wire import messages as m
 
 from .helpers import episode, events, intervals, run, scenario
 from .test_group_core import form, sends
@@ -328,7 +328,7 @@ def test_coordinator_rejects_old_generation_commits_with_illegal_generation_whil
     """ClassicGroup.validateOffsetCommit checks the generation before the state: during
     CompletingRebalance a commit of the new generation gets REBALANCE_IN_PROGRESS, one of the old
     generation (an async commit in flight across the rebalance) ILLEGAL_GENERATION."""
-    g = GroupCoordinator(GroupConfig(), elide_heartbeats=False)
+    g = ClassicGroup(GroupConfig(), elide_heartbeats=False)
     ids, _ = form(g)
     (r,) = sends(
         g.handle(7.0, "a", m.OffsetCommitRequest(ids["a"], g.generation, None, 1, 1, (T[0],), 6.0))

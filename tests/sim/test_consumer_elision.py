@@ -8,13 +8,14 @@ import copy
 import pytest
 
 from assignors import TopicPartition
-from experiments.engine import soak
 from sim import Scenario, run_scenario
-from sim import messages as m
-from sim.builtin_scenarios import load_scenario
+from sim.client.consumer import ConsumerMember
+from sim.client.states import ConsumerMemberState
 from sim.config import AssignorCost, ConsumerConfig, GroupConfig
-from sim.consumer_group import ConsumerGroupCoordinator
-from sim.consumer_member import STABLE, ConsumerMember
+from sim.coordinator.consumer.group import ConsumerGroup
+from sim.scenario.builtins import load_scenario
+from sim.testing import soak
+from sim.wire import messages as m
 
 T = [TopicPartition("t", i) for i in range(4)]
 LATENCY_S = 0.001
@@ -54,7 +55,7 @@ def quiet_member(**cfg):
             correlation=mb.hb_correlation,
         ),
     )
-    assert mb.state == STABLE
+    assert mb.state == ConsumerMemberState.STABLE
     return mb, out
 
 
@@ -168,7 +169,7 @@ def test_a_crash_while_quiet_hands_over_the_session_and_the_last_commit():
 
 
 def coordinator():
-    return ConsumerGroupCoordinator(
+    return ConsumerGroup(
         GroupConfig(), lambda: (0, {"t": 4}), AssignorCost(mode="zero"), elide_heartbeats=True
     )
 

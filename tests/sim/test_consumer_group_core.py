@@ -8,19 +8,11 @@ from __future__ import annotations
 import pytest
 
 from assignors import TopicPartition
-from sim import messages as m
 from sim.config import AssignorCost, GroupConfig
-from sim.consumer_group import (
-    ASSIGNING,
-    EMPTY,
-    GROUP_STABLE,
-    RECONCILING,
-    STABLE,
-    UNRELEASED_PARTITIONS,
-    UNREVOKED_PARTITIONS,
-    ConsumerGroupCoordinator,
-    next_member_assignment,
-)
+from sim.coordinator.consumer.group import ConsumerGroup
+from sim.coordinator.consumer.reconcile import next_member_assignment
+from sim.coordinator.consumer.states import ConsumerGroupState, MemberState
+from sim.wire import messages as m
 
 
 def tps(*ps, topic="t"):
@@ -42,39 +34,48 @@ def held_by(epoch, *ps):
 def test_stable_to_stable_with_same_partitions_moves_to_target_epoch():
     """A stable member whose target did not change only moves to the new epoch."""
     assert next_member_assignment(
-        STABLE, 10, tps(1, 2), frozenset(), 11, tps(1, 2), free, tps(1, 2)
-    ) == (STABLE, 11, tps(1, 2), frozenset())
+        MemberState.STABLE, 10, tps(1, 2), frozenset(), 11, tps(1, 2), free, tps(1, 2)
+    ) == (MemberState.STABLE, 11, tps(1, 2), frozenset())
 
 
 def test_stable_to_stable_with_new_free_partitions():
     """Free partitions in the target are assigned at once, in the target epoch."""
     assert next_member_assignment(
-        STABLE, 10, tps(1, 2), frozenset(), 11, tps(1, 2, 3), free, tps(1, 2)
-    ) == (STABLE, 11, tps(1, 2, 3), frozenset())
+        MemberState.STABLE, 10, tps(1, 2), frozenset(), 11, tps(1, 2, 3), free, tps(1, 2)
+    ) == (MemberState.STABLE, 11, tps(1, 2, 3), frozenset())
 
 
 def test_stable_to_unrevoked_keeps_epoch_and_revokes_first():
     """Partitions leaving the member must be revoked first: same epoch, assigned = kept, and
     nothing new is handed out meanwhile (even free partitions)."""
     assert next_member_assignment(
-        STABLE, 10, tps(1, 2, 3), frozenset(), 11, tps(2, 3, 4), free, tps(1, 2, 3)
-    ) == (UNREVOKED_PARTITIONS, 10, tps(2, 3), tps(1))
+        MemberState.STABLE, 10, tps(1, 2, 3), frozenset(), 11, tps(2, 3, 4), free, tps(1, 2, 3)
+    ) == (MemberState.UNREVOKED_PARTITIONS, 10, tps(2, 3), tps(1))
 
 
 def test_stable_to_unreleased_when_new_partitions_are_still_held():
     """A partition still held by another member is not given: UNRELEASED in the target epoch."""
     assert next_member_assignment(
-        STABLE, 10, tps(1, 2), frozenset(), 11, tps(1, 2, 3, 4), held_by(10, 4), tps(1, 2)
-    ) == (UNRELEASED_PARTITIONS, 11, tps(1, 2, 3), frozenset())
+        MemberState.STABLE,
+        10,
+        tps(1, 2),
+        frozenset(),
+        11,
+        tps(1, 2, 3, 4),
+        held_by(10, 4),
+        tps(1, 2),
+    ) == (MemberState.UNRELEASED_PARTITIONS, 11, tps(1, 2, 3), frozenset())
     assert next_member_assignment(
-        STABLE, 10, tps(1, 2), frozenset(), 11, tps(1, 2, 4), held_by(10, 4), tps(1, 2)
-    ) == (UNRELEASED_PARTITIONS, 11, tps(1, 2), frozenset())
+        MemberState.STABLE, 10, tps(1, 2), frozenset(), 11, tps(1, 2, 4), held_by(10, 4), tps(1, 2)
+    ) == (MemberState.UNRELEASED_PARTITIONS, 11, tps(1, 2), frozenset())
 
 
 def test_revocation_already_done_by_the_client_skips_unrevoked():
     """If the member no longer reports the partitions to revoke, it goes straight to the target."""
-    assert next_member_assignment(STABLE, 10, tps(1, 2), frozenset(), 11, tps(2), free, tps(2)) == (
-        STABLE,
+    assert next_member_assignment(
+        MemberState.STABLE, 10, tps(1, 2), frozenset(), 11, tps(2), free, tps(2)
+    ) == (
+        MemberState.STABLE,
         11,
         tps(2),
         frozenset(),
@@ -85,46 +86,60 @@ def test_revocation_already_done_by_the_client_skips_unrevoked():
 def test_remains_unrevoked_while_it_still_owns_them(owned):
     """Still reporting a partition to revoke (or not reporting at all): no progress."""
     assert next_member_assignment(
-        UNREVOKED_PARTITIONS, 10, tps(2), tps(1), 11, tps(2, 3), free, owned
-    ) == (UNREVOKED_PARTITIONS, 10, tps(2), tps(1))
+        MemberState.UNREVOKED_PARTITIONS, 10, tps(2), tps(1), 11, tps(2, 3), free, owned
+    ) == (MemberState.UNREVOKED_PARTITIONS, 10, tps(2), tps(1))
 
 
 def test_unrevoked_to_stable_once_acknowledged():
     """Revocation acknowledged: the member moves on and takes the free partitions."""
     assert next_member_assignment(
-        UNREVOKED_PARTITIONS, 10, tps(2), tps(1), 11, tps(2, 3), free, tps(2)
-    ) == (STABLE, 11, tps(2, 3), frozenset())
+        MemberState.UNREVOKED_PARTITIONS, 10, tps(2), tps(1), 11, tps(2, 3), free, tps(2)
+    ) == (MemberState.STABLE, 11, tps(2, 3), frozenset())
 
 
 def test_unrevoked_to_unrevoked_with_a_newer_target():
     """After acknowledging, a newer target that takes more away: revoke again, at epoch + 1."""
     assert next_member_assignment(
-        UNREVOKED_PARTITIONS, 10, tps(2, 3), tps(1), 12, tps(3), free, tps(2, 3)
-    ) == (UNREVOKED_PARTITIONS, 11, tps(3), tps(2))
+        MemberState.UNREVOKED_PARTITIONS, 10, tps(2, 3), tps(1), 12, tps(3), free, tps(2, 3)
+    ) == (MemberState.UNREVOKED_PARTITIONS, 11, tps(3), tps(2))
 
 
 def test_unrevoked_to_unreleased():
     assert next_member_assignment(
-        UNREVOKED_PARTITIONS, 10, tps(2), tps(1), 11, tps(2, 3), held_by(10, 3), tps(2)
-    ) == (UNRELEASED_PARTITIONS, 11, tps(2), frozenset())
+        MemberState.UNREVOKED_PARTITIONS, 10, tps(2), tps(1), 11, tps(2, 3), held_by(10, 3), tps(2)
+    ) == (MemberState.UNRELEASED_PARTITIONS, 11, tps(2), frozenset())
 
 
 def test_unreleased_to_stable_when_released():
     assert next_member_assignment(
-        UNRELEASED_PARTITIONS, 11, tps(2), frozenset(), 11, tps(2, 3), free, tps(2)
-    ) == (STABLE, 11, tps(2, 3), frozenset())
+        MemberState.UNRELEASED_PARTITIONS, 11, tps(2), frozenset(), 11, tps(2, 3), free, tps(2)
+    ) == (MemberState.STABLE, 11, tps(2, 3), frozenset())
 
 
 def test_unreleased_stays_while_held():
     assert next_member_assignment(
-        UNRELEASED_PARTITIONS, 11, tps(2), frozenset(), 11, tps(2, 3), held_by(11, 3), tps(2)
-    ) == (UNRELEASED_PARTITIONS, 11, tps(2), frozenset())
+        MemberState.UNRELEASED_PARTITIONS,
+        11,
+        tps(2),
+        frozenset(),
+        11,
+        tps(2, 3),
+        held_by(11, 3),
+        tps(2),
+    ) == (MemberState.UNRELEASED_PARTITIONS, 11, tps(2), frozenset())
 
 
 def test_unreleased_to_unrevoked_with_a_newer_target():
     assert next_member_assignment(
-        UNRELEASED_PARTITIONS, 11, tps(2, 4), frozenset(), 12, tps(4, 5), held_by(11, 5), tps(2, 4)
-    ) == (UNREVOKED_PARTITIONS, 11, tps(4), tps(2))
+        MemberState.UNRELEASED_PARTITIONS,
+        11,
+        tps(2, 4),
+        frozenset(),
+        12,
+        tps(4, 5),
+        held_by(11, 5),
+        tps(2, 4),
+    ) == (MemberState.UNREVOKED_PARTITIONS, 11, tps(4), tps(2))
 
 
 # ---------------------------------------------------------------- the group
@@ -133,7 +148,7 @@ META = (0, {"t": 4})
 
 
 def coordinator(cost="zero", **group):
-    return ConsumerGroupCoordinator(GroupConfig(**group), lambda: META, AssignorCost(mode=cost))
+    return ConsumerGroup(GroupConfig(**group), lambda: META, AssignorCost(mode=cost))
 
 
 def drive(g, now, effects):
@@ -177,7 +192,7 @@ def test_first_member_gets_everything_at_epoch_one():
     g = coordinator()
     r = join(g, 0.0, "a")
     assert (r.member_epoch, r.assignment) == (1, tps(0, 1, 2, 3))
-    assert g.group_epoch == g.target_epoch == 1 and g.state == GROUP_STABLE
+    assert g.group_epoch == g.target_epoch == 1 and g.state == ConsumerGroupState.STABLE
     assert r.heartbeat_interval_s == 5.0
 
 
@@ -189,19 +204,19 @@ def test_second_member_waits_for_revocation_then_gets_the_partitions():
     b = join(g, 1.0, "b")
     assert g.group_epoch == 2
     assert b.member_epoch == 2 and b.assignment == frozenset()  # its partitions are still a's
-    assert g.members[b.member_id].state == UNRELEASED_PARTITIONS
-    assert g.state == RECONCILING
+    assert g.members[b.member_id].state == MemberState.UNRELEASED_PARTITIONS
+    assert g.state == ConsumerGroupState.RECONCILING
     (ra,) = responses(hb(g, 2.0, "a", a.member_id, 1), "a")
     assert ra.member_epoch == 1 and len(ra.assignment) == 2  # revoke first, same epoch
     mine = ra.assignment
-    assert g.members[a.member_id].state == UNREVOKED_PARTITIONS
+    assert g.members[a.member_id].state == MemberState.UNREVOKED_PARTITIONS
     (rb,) = responses(hb(g, 2.5, "b", b.member_id, 2), "b")
     assert rb.assignment is None  # nothing changed for b yet
     (ra2,) = responses(hb(g, 3.0, "a", a.member_id, 1, owned=mine), "a")  # the acknowledgement
-    assert ra2.member_epoch == 2 and g.members[a.member_id].state == STABLE
+    assert ra2.member_epoch == 2 and g.members[a.member_id].state == MemberState.STABLE
     (rb2,) = responses(hb(g, 3.5, "b", b.member_id, 2), "b")
     assert rb2.assignment == tps(0, 1, 2, 3) - mine
-    assert g.state == GROUP_STABLE
+    assert g.state == ConsumerGroupState.STABLE
 
 
 def test_joins_at_one_instant_are_handled_one_at_a_time():
@@ -230,11 +245,11 @@ def test_joins_at_one_instant_are_handled_one_at_a_time():
     ]
     assert g.assignments_computed == 3 and g.group_epoch == g.target_epoch == 3
     assert [g.members[r.member_id].state for r in rs] == [
-        STABLE,
-        UNRELEASED_PARTITIONS,
-        UNRELEASED_PARTITIONS,
+        MemberState.STABLE,
+        MemberState.UNRELEASED_PARTITIONS,
+        MemberState.UNRELEASED_PARTITIONS,
     ]
-    assert g.state == RECONCILING
+    assert g.state == ConsumerGroupState.RECONCILING
 
 
 def test_issue_36_two_joins_at_one_instant_one_partition():
@@ -243,7 +258,7 @@ def test_issue_36_two_joins_at_one_instant_one_partition():
     ids "c0" and "c1" fall in HashMap buckets 13 and 14: c0 comes first and its quota is the one
     partition.)"""
     meta = (0, {"t": 1})
-    g = ConsumerGroupCoordinator(GroupConfig(), lambda: meta, AssignorCost(mode="zero"))
+    g = ConsumerGroup(GroupConfig(), lambda: meta, AssignorCost(mode="zero"))
     out = []
     for c in ("c1", "c0"):
         out += g.handle(
@@ -266,8 +281,8 @@ def test_issue_36_two_joins_at_one_instant_one_partition():
         2,
         frozenset(),
     )
-    assert g.members["c0"].state == UNRELEASED_PARTITIONS
-    assert g.group_epoch == g.target_epoch == 2 and g.state == RECONCILING
+    assert g.members["c0"].state == MemberState.UNRELEASED_PARTITIONS
+    assert g.group_epoch == g.target_epoch == 2 and g.state == ConsumerGroupState.RECONCILING
     assert dict(g.target) == {"c1": frozenset(), "c0": tps(0)}
 
 
@@ -332,7 +347,7 @@ def test_issue_36_a_retried_heartbeat_at_an_epoch_before_the_previous_one_is_fen
     epoch to 3 (CurrentAssignmentBuilder updates it on every transition), so its retried
     heartbeat at epoch 1, whose response was lost, is fenced as Kafka fences it."""
     meta = (0, {"t": 1, "u": 1})
-    g = ConsumerGroupCoordinator(GroupConfig(), lambda: meta, AssignorCost(mode="zero"))
+    g = ConsumerGroup(GroupConfig(), lambda: meta, AssignorCost(mode="zero"))
     t0, u0 = TopicPartition("t", 0), TopicPartition("u", 0)
 
     def beat(now, mid, epoch, owned=None, topics=None):
@@ -352,14 +367,17 @@ def test_issue_36_a_retried_heartbeat_at_an_epoch_before_the_previous_one_is_fen
     assert (r.member_epoch, r.assignment) == (2, frozenset())
     r = beat(0.2, "c2", 1, frozenset({t0, u0}))  # told to give up u-0
     assert (r.member_epoch, r.assignment) == (1, frozenset({t0}))
-    assert g.members["c2"].state == UNREVOKED_PARTITIONS
+    assert g.members["c2"].state == MemberState.UNREVOKED_PARTITIONS
     beat(0.3, "c0", -1)
     r = beat(0.4, "c2", 1, frozenset({t0}), ("t", "u"))  # full request: revoked
     assert (r.member_epoch, r.assignment) == (3, frozenset({t0}))
-    assert g.members["c2"].state == UNRELEASED_PARTITIONS and g.members["c2"].previous_epoch == 1
+    assert (
+        g.members["c2"].state == MemberState.UNRELEASED_PARTITIONS
+        and g.members["c2"].previous_epoch == 1
+    )
     r = beat(0.5, "c2", 3, frozenset({t0}))  # u-0 is free now
     assert (r.member_epoch, r.assignment) == (3, frozenset({t0, u0}))
-    assert g.members["c2"].state == STABLE and g.members["c2"].previous_epoch == 3
+    assert g.members["c2"].state == MemberState.STABLE and g.members["c2"].previous_epoch == 3
     r = beat(0.6, "c2", 1, frozenset({t0}))  # the 0.4 s request, retried
     assert r.error == m.FENCED_MEMBER_EPOCH
     assert g.members["c2"].epoch == 3  # the member stays; its session runs on from 0.5 s
@@ -373,11 +391,11 @@ def test_previous_epoch_moves_on_a_transition_that_keeps_the_epoch():
     join(g, 0.0, "a")
     b = join(g, 1.0, "b")
     mb = g.members[b.member_id]
-    assert (mb.state, mb.epoch, mb.previous_epoch) == (UNRELEASED_PARTITIONS, 2, 0)
+    assert (mb.state, mb.epoch, mb.previous_epoch) == (MemberState.UNRELEASED_PARTITIONS, 2, 0)
     (r,) = responses(hb(g, 1.5, "b", b.member_id, 0), "b")
     assert r.error == m.NONE and r.member_epoch == 2
     hb(g, 2.0, "b", b.member_id, 2)  # a still holds b's partitions
-    assert (mb.state, mb.epoch, mb.previous_epoch) == (UNRELEASED_PARTITIONS, 2, 2)
+    assert (mb.state, mb.epoch, mb.previous_epoch) == (MemberState.UNRELEASED_PARTITIONS, 2, 2)
     (r,) = responses(hb(g, 2.5, "b", b.member_id, 0), "b")
     assert r.error == m.FENCED_MEMBER_EPOCH
 
@@ -387,9 +405,9 @@ def test_a_heartbeat_that_changes_nothing_keeps_the_previous_epoch():
     g = coordinator()
     a = join(g, 0.0, "a")
     ma = g.members[a.member_id]
-    assert (ma.state, ma.epoch, ma.previous_epoch) == (STABLE, 1, 0)
+    assert (ma.state, ma.epoch, ma.previous_epoch) == (MemberState.STABLE, 1, 0)
     hb(g, 1.0, "a", a.member_id, 1)
-    assert (ma.state, ma.epoch, ma.previous_epoch) == (STABLE, 1, 0)
+    assert (ma.state, ma.epoch, ma.previous_epoch) == (MemberState.STABLE, 1, 0)
 
 
 def test_issue_36_a_client_generated_member_id_joins_under_that_id():
@@ -455,7 +473,11 @@ def test_session_timeout_fences_and_frees_partitions():
     assert any(
         e[0] == "event" and e[1] == "member_removed" and "session_expired" in e[4] for e in out
     )
-    assert b.member_id not in g.members and g.group_epoch == epoch + 1 and g.state == ASSIGNING
+    assert (
+        b.member_id not in g.members
+        and g.group_epoch == epoch + 1
+        and g.state == ConsumerGroupState.ASSIGNING
+    )
     (r,) = responses(hb(g, 46.5, "a", a.member_id, 2), "a")
     assert r.assignment == tps(0, 1, 2, 3) and r.member_epoch == epoch + 1
 
@@ -486,7 +508,12 @@ def test_dynamic_leave_removes_and_bumps():
     g = coordinator()
     a = join(g, 0.0, "a")
     (r,) = responses(hb(g, 1.0, "a", a.member_id, -1), "a")
-    assert r.member_epoch == -1 and not g.members and g.group_epoch == 2 and g.state == EMPTY
+    assert (
+        r.member_epoch == -1
+        and not g.members
+        and g.group_epoch == 2
+        and g.state == ConsumerGroupState.EMPTY
+    )
 
 
 def test_static_member_temporary_leave_and_rejoin_keeps_its_partitions():
@@ -538,7 +565,7 @@ def test_fenced_instance_id():
 
 def test_metadata_change_bumps_the_group_epoch():
     meta = [(0, {"t": 4})]
-    g = ConsumerGroupCoordinator(GroupConfig(), lambda: meta[0])
+    g = ConsumerGroup(GroupConfig(), lambda: meta[0])
     a = join(g, 0.0, "a")
     meta[0] = (1, {"t": 6})
     (r,) = responses(hb(g, 5.0, "a", a.member_id, 1), "a")

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from hypothesis import given
 
-from sim import messages as m
 from sim.config import AssignorCost, GroupConfig
-from sim.consumer_group import STABLE, ConsumerGroupCoordinator
+from sim.coordinator.consumer.group import ConsumerGroup
+from sim.coordinator.consumer.states import MemberState
+from sim.wire import messages as m
 from tests.strategies import heartbeat_sequences
 
 from .kip848_model import KafkaConsumerGroup
@@ -40,7 +41,7 @@ class _Run:
         self.version = 0
         self.timeout = case["rebalance_timeout_s"]
         meta = lambda: (self.version, dict(self.topics))  # noqa: E731
-        self.core = ConsumerGroupCoordinator(GroupConfig(), meta, AssignorCost(mode="zero"))
+        self.core = ConsumerGroup(GroupConfig(), meta, AssignorCost(mode="zero"))
         self.model = KafkaConsumerGroup(lambda: dict(self.topics))
         self.clients = {
             c: _Client(f"{c}-{case['salt']}", topics, static)
@@ -172,7 +173,9 @@ class _Run:
                 (t, p) for t, n in g.subscribed_partitions.items() for p in range(n)
             }
         reconciled = [
-            mm for mm in g.members.values() if mm.state == STABLE and mm.epoch == g.target_epoch
+            mm
+            for mm in g.members.values()
+            if mm.state == MemberState.STABLE and mm.epoch == g.target_epoch
         ]
         assert (g.state == "Stable") == (
             bool(g.members)

@@ -9,17 +9,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import sim.consumer_group as cg
+import sim.coordinator.consumer.group as cg
 from assignors._java import modelled_hashmap_order
 from assignors.server import GroupSpec, get_server_assignor
-from sim import messages as m
 from sim.config import AssignorCost, GroupConfig
+from sim.wire import messages as m
 
 META = (0, {"t": 6, "u": 4, "v": 3})
 SUBSCRIPTIONS = [("t",), ("t", "u"), ("u", "v"), ("t", "u", "v")]
 
 
-def _reference(g: cg.ConsumerGroupCoordinator, counts, current):
+def _reference(g: cg.ConsumerGroup, counts, current):
     """The target as the coordinator computed it before it kept its inputs between epochs: a spec
     built from every member at this epoch."""
     votes: dict[str, int] = {}
@@ -49,7 +49,7 @@ def _reference(g: cg.ConsumerGroupCoordinator, counts, current):
 @pytest.mark.parametrize("seed", range(10))
 def test_kept_inputs_give_the_from_scratch_target(seed, monkeypatch):
     rng = np.random.default_rng(seed)
-    g = cg.ConsumerGroupCoordinator(GroupConfig(), lambda: META, AssignorCost(mode="zero"))
+    g = cg.ConsumerGroup(GroupConfig(), lambda: META, AssignorCost(mode="zero"))
     checked = []
     real = cg.compute_target
 

@@ -5,9 +5,10 @@ scenarios: commit, revoke, assign, acknowledge; fencing; leaving."""
 from __future__ import annotations
 
 from assignors import TopicPartition
-from sim import messages as m
+from sim.client.consumer import ConsumerMember
+from sim.client.states import ConsumerMemberState
 from sim.config import ConsumerConfig
-from sim.consumer_member import ACKNOWLEDGING, FATAL, JOINING, RECONCILING, STABLE, ConsumerMember  # noqa: F401
+from sim.wire import messages as m
 
 T = [TopicPartition("t", i) for i in range(4)]
 
@@ -49,7 +50,7 @@ def stable_with(mb, parts, epoch=1):
     out += run_timers(mb, 0.2)
     (ack,) = sent(out)
     mb.handle(0.3, ok(mb, epoch))
-    assert mb.state == STABLE and ack.owned_partitions == frozenset(parts)
+    assert mb.state == ConsumerMemberState.STABLE and ack.owned_partitions == frozenset(parts)
     return mb
 
 
@@ -58,7 +59,7 @@ def test_join_is_a_full_heartbeat_with_epoch_zero():
     (req,) = sent(mb.start(0.0))
     assert (req.member_id, req.member_epoch) == ("", 0)
     assert req.subscribed_topics == ("t",) and req.rebalance_timeout_s == 300.0
-    assert req.owned_partitions == frozenset() and mb.state == JOINING
+    assert req.owned_partitions == frozenset() and mb.state == ConsumerMemberState.JOINING
 
 
 def test_first_assignment_is_taken_at_the_next_poll_then_acknowledged_at_once():
@@ -68,18 +69,24 @@ def test_first_assignment_is_taken_at_the_next_poll_then_acknowledged_at_once():
     mb = member(assign_cost_ms=100.0)
     mb.start(0.0)
     out = mb.handle(0.1, ok(mb, 1, frozenset(T[:2])))
-    assert mb.state == RECONCILING and mb.busy and not sent(out, m.OffsetCommitRequest)
+    assert (
+        mb.state == ConsumerMemberState.RECONCILING
+        and mb.busy
+        and not sent(out, m.OffsetCommitRequest)
+    )
     assert sent(out) == []
     out += run_timers(mb, 0.5)
     (ack,) = sent(out)
     assert (
         ack.member_epoch == 1
         and ack.owned_partitions == frozenset(T[:2])
-        and mb.state == ACKNOWLEDGING
+        and mb.state == ConsumerMemberState.ACKNOWLEDGING
     )
     assert ack.subscribed_topics is None  # only what changed is sent
     mb.handle(0.2, ok(mb, 1))
-    assert mb.state == STABLE and not mb.settled  # still fetching its committed offsets
+    assert (
+        mb.state == ConsumerMemberState.STABLE and not mb.settled
+    )  # still fetching its committed offsets
     (fetch,) = sent(out, m.OffsetFetchRequest)
     mb.handle(0.21, m.OffsetFetchResponse(m.NONE, fetch.partitions, (None, None), fetch.seq))
     out = run_timers(mb, 1.0, kinds=("first_record",))
@@ -118,7 +125,7 @@ def test_ack_waits_for_the_heartbeat_in_flight():
         regular.owned_partitions is None
     )  # still the old assignment (nothing): unchanged, not sent
     out = run_timers(mb2, 11.0)
-    assert sent(out) == [] and mb2.hb_due and mb2.state == ACKNOWLEDGING
+    assert sent(out) == [] and mb2.hb_due and mb2.state == ConsumerMemberState.ACKNOWLEDGING
     out = mb2.handle(11.0, ok(mb2, 1))
     (ack,) = sent(out)
     assert ack.owned_partitions == frozenset(T[:1])
@@ -299,9 +306,12 @@ def test_a_restarted_member_ignores_answers_to_its_predecessors_requests():
         m.NONE, "c0-2", 9, 5.0, frozenset(), correlation=(0.0, 40)
     )
     mb.handle(99.0, stale)
-    assert mb.state == JOINING and mb.member_id == "" and mb.hb_in_flight
+    assert mb.state == ConsumerMemberState.JOINING and mb.member_id == "" and mb.hb_in_flight
     mb.handle(99.1, ok(mb, 10, frozenset(T[:1]), member_id="c0-7"))
-    assert mb.member_id == "c0-7" and mb.state in (RECONCILING, ACKNOWLEDGING)
+    assert mb.member_id == "c0-7" and mb.state in (
+        ConsumerMemberState.RECONCILING,
+        ConsumerMemberState.ACKNOWLEDGING,
+    )
 
 
 def test_a_fetch_whose_partitions_were_revoked_ends_with_an_event():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from sim import ConfigError, Scenario, run_scenario
-from sim.builtin_scenarios import BUILTINS, load_scenario
+from sim.scenario.builtins import BUILTINS, load_scenario
 
 from .helpers import events, intervals
 
@@ -133,7 +133,7 @@ def test_group_protocol_is_validated():
                 "member_overrides": {"c001": {"group_protocol": "old"}},
             }
         )
-    # a mixed group is allowed (online migration, sim.migration)
+    # a mixed group is allowed (online migration, sim.coordinator.migration)
     Scenario.from_dict(
         {
             "topics": [{"name": "t", "partitions": 1}],
@@ -164,7 +164,7 @@ def test_a_run_settles_when_a_quiet_offset_fetch_settles_the_last_member():
     """Soak seed 4, schedule 583: the last unsettled member became settled when an OffsetFetch
     for a partition it no longer owned resolved, which recorded nothing, so the run never looked
     again and ran to its time limit. Now it ends settled."""
-    from experiments.engine import soak
+    from sim.testing import soak
 
     data, sim_seed = soak.schedule(4, 583)
     assert data["consumer"]["group_protocol"] == "consumer"
@@ -176,7 +176,7 @@ def test_a_run_settles_when_a_quiet_offset_fetch_settles_the_last_member():
 def test_assignor_cost_kafka_charges_kafkas_time_for_each_target(monkeypatch):
     """``assignor_cost=kafka``: each target assignment costs the coordinator the time Kafka's own
     assignor takes on that input (``assignors.server.kafka_time``), whichever path computed it."""
-    import sim.consumer_group as cg
+    import sim.coordinator.consumer.group as cg
     from assignors.server.kafka_time import UNIFORM_HOMOGENEOUS, server_kafka_ms
 
     works = []

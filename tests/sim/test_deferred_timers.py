@@ -1,5 +1,5 @@
 """Timers that fall due while the consumer-protocol coordinator runs its assignor wait for it in
-batches (``ConsumerGroupCoordinator._defer``): one kernel timer per batch instead of one per timer
+batches (``ConsumerGroup._defer``): one kernel timer per batch instead of one per timer
 and busy spell. The batches must fire exactly where the timers would have, one by one."""
 
 from __future__ import annotations
@@ -7,16 +7,16 @@ from __future__ import annotations
 import pytest
 
 import sim.compiled
-from sim import messages as m
 from sim import run_scenario
-from sim.builtin_scenarios import load_scenario
 from sim.config import AssignorCost, GroupConfig
-from sim.consumer_group import ConsumerGroupCoordinator
+from sim.coordinator.consumer.group import ConsumerGroup
+from sim.scenario.builtins import load_scenario
+from sim.wire import messages as m
 
 META = (0, {"t": 4})
 
 
-def _join(g: ConsumerGroupCoordinator, now: float, client: str) -> str:
+def _join(g: ConsumerGroup, now: float, client: str) -> str:
     req = m.ConsumerGroupHeartbeatRequest(
         client, 0, subscribed_topics=("t",), rebalance_timeout_s=300.0, owned_partitions=frozenset()
     )
@@ -28,10 +28,10 @@ def _timers(effects):
     return [(e[1], e[2]) for e in effects if e[0] == "timer" and e[2] is not None]
 
 
-def _group_busy_from_60_to_70() -> ConsumerGroupCoordinator:
+def _group_busy_from_60_to_70() -> ConsumerGroup:
     """a and b last heartbeat at 21 and 22 (sessions end at 66 and 67); c's join at 60 keeps the
     coordinator busy with the assignor until 70."""
-    g = ConsumerGroupCoordinator(GroupConfig(), lambda: META, AssignorCost(mode="fixed:10"))
+    g = ConsumerGroup(GroupConfig(), lambda: META, AssignorCost(mode="fixed:10"))
     _join(g, 0.0, "a")  # epoch 1, busy until 10
     g.on_timer(10.0, ("unblock",), 10.0)
     _join(g, 10.5, "b")  # epoch 2, busy until 20.5
@@ -84,20 +84,20 @@ def test_batches_give_the_same_run_as_one_kernel_timer_per_deferral(monkeypatch)
         {"members": "6", "max_duration_s": "200", "consumer.group_protocol": "consumer"},
     )
     deferred = []
-    batched = ConsumerGroupCoordinator._defer
+    batched = ConsumerGroup._defer
 
     def counting(self, key, at):
         deferred.append(key)
         batched(self, key, at)
 
-    monkeypatch.setattr(ConsumerGroupCoordinator, "_defer", counting)
+    monkeypatch.setattr(ConsumerGroup, "_defer", counting)
     with_batches = [run_scenario(sc, seed=seed, raise_on_violation=False) for seed in (0, 1)]
     assert len(deferred) >= 4
 
     def one_timer_each(self, key, at):
         self._timer(key, at)
 
-    monkeypatch.setattr(ConsumerGroupCoordinator, "_defer", one_timer_each)
+    monkeypatch.setattr(ConsumerGroup, "_defer", one_timer_each)
     for seed, batched_run in zip((0, 1), with_batches, strict=True):
         plain = run_scenario(sc, seed=seed, raise_on_violation=False)
         assert batched_run.events.equals(plain.events)

@@ -88,7 +88,7 @@ def test_a_static_member_back_from_a_bounce_goes_quiet_again():
     this small group no later latency draw shifts, so events and intervals match sending every
     heartbeat; in general, under random latencies, the draws the elided heartbeats skip do move
     later ones."""
-    from sim.builtin_scenarios import load_scenario
+    from sim.scenario.builtins import load_scenario
 
     def run(elide):
         sc = load_scenario(

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
-from experiments.engine.soak import problems
 from sim import Scenario, run_scenario
+from sim.testing.soak import problems
 
 from ..strategies import faulty_scenarios
 

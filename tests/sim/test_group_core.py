@@ -7,16 +7,10 @@ import re
 import pytest
 
 from assignors import Assignment, Subscription, TopicPartition
-from sim import messages as m
 from sim.config import GroupConfig
-from sim.group import (
-    COMPLETING_REBALANCE,
-    EMPTY,
-    PREPARING_REBALANCE,
-    STABLE,
-    GroupCoordinator,
-    IllegalTransition,
-)
+from sim.coordinator.classic.group import ClassicGroup, IllegalTransition
+from sim.coordinator.classic.states import ClassicGroupState
+from sim.wire import messages as m
 
 SUB = Subscription(("t",))
 
@@ -51,7 +45,7 @@ def form(g, clients=("a", "b"), protocols=(("range", SUB),), instance=False):
             g.handle(0.0, c, join(r.member_id, protocols))
             ids[c] = r.member_id
     effects = []
-    while g.state == PREPARING_REBALANCE:
+    while g.state == ClassicGroupState.PREPARING_REBALANCE:
         effects += fire(g, g.timers[("join",)], ("join",))
     return ids, effects
 
@@ -78,7 +72,7 @@ def sync_all(g, ids, now=10.0):
 
 def test_first_join_gets_member_id_required():
     """A dynamic member's first JoinGroup is answered MEMBER_ID_REQUIRED with its id (KIP-394)."""
-    g = GroupCoordinator(GroupConfig())
+    g = ClassicGroup(GroupConfig())
     (r,) = sends(g.handle(0.0, "a", join()))
     # ClassicGroup.generateMemberId: the Java consumer's default client.id, "-", a random UUID
     assert r.error == m.MEMBER_ID_REQUIRED
@@ -86,25 +80,25 @@ def test_first_join_gets_member_id_required():
         r"consumer-group-1-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}",
         r.member_id,
     ), r.member_id
-    assert g.state == EMPTY and not g.members
+    assert g.state == ClassicGroupState.EMPTY and not g.members
 
 
 def test_initial_delay_extends_while_members_arrive():
     """From Empty the barrier waits group.initial.rebalance.delay.ms and extends once more when
     members joined during the delay."""
-    g = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=3000))
+    g = ClassicGroup(GroupConfig(initial_rebalance_delay_ms=3000))
     _ids, _ = form(g, ("a",))
-    assert g.state == COMPLETING_REBALANCE
-    g2 = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=3000))
+    assert g.state == ClassicGroupState.COMPLETING_REBALANCE
+    g2 = ClassicGroup(GroupConfig(initial_rebalance_delay_ms=3000))
     (r,) = sends(g2.handle(0.0, "a", join()))
     eff = g2.handle(0.0, "a", join(r.member_id))
     assert timers(eff)[("join",)] == 3.0
     (r2,) = sends(g2.handle(1.0, "b", join()))
     g2.handle(1.0, "b", join(r2.member_id))
     eff = fire(g2, 3.0, ("join",))
-    assert g2.state == PREPARING_REBALANCE and timers(eff)[("join",)] == 6.0
+    assert g2.state == ClassicGroupState.PREPARING_REBALANCE and timers(eff)[("join",)] == 6.0
     eff = fire(g2, 6.0, ("join",))
-    assert g2.state == COMPLETING_REBALANCE and g2.generation == 1
+    assert g2.state == ClassicGroupState.COMPLETING_REBALANCE and g2.generation == 1
     responses = sends(eff)
     assert {r.member_id for r in responses} == set(g2.members)
     leader_resp = next(r for r in responses if r.member_id == g2.leader)
@@ -115,7 +109,7 @@ def test_initial_delay_extends_while_members_arrive():
 def test_protocol_vote_and_inconsistent_protocol():
     """The selected assignor is supported by all and gets the most first-choice votes; a joiner
     sharing no assignor with the group gets INCONSISTENT_GROUP_PROTOCOL."""
-    g = GroupCoordinator(GroupConfig())
+    g = ClassicGroup(GroupConfig())
     both = (("range", SUB), ("cooperative-sticky", SUB))
     coop_first = (("cooperative-sticky", SUB), ("range", SUB))
     (ra,) = sends(g.handle(0.0, "a", join(protocols=both)))
@@ -125,7 +119,7 @@ def test_protocol_vote_and_inconsistent_protocol():
         g.handle(0.0, c, join(r.member_id, coop_first))
     (rx,) = sends(g.handle(0.0, "x", join(protocols=(("roundrobin", SUB),))))
     assert rx.error == m.INCONSISTENT_GROUP_PROTOCOL
-    while g.state == PREPARING_REBALANCE:
+    while g.state == ClassicGroupState.PREPARING_REBALANCE:
         fire(g, g.timers[("join",)], ("join",))
     assert g.protocol == "cooperative-sticky"
 
@@ -133,10 +127,10 @@ def test_protocol_vote_and_inconsistent_protocol():
 def test_heartbeat_errors():
     """Heartbeats: REBALANCE_IN_PROGRESS while preparing, ILLEGAL_GENERATION for an old
     generation, UNKNOWN_MEMBER_ID for a stranger, NONE when Stable."""
-    g = GroupCoordinator(GroupConfig(), elide_heartbeats=False)
+    g = ClassicGroup(GroupConfig(), elide_heartbeats=False)
     ids, _ = form(g)
     sync_all(g, ids)
-    assert g.state == STABLE
+    assert g.state == ClassicGroupState.STABLE
     a = ids["a"]
     (r,) = sends(g.handle(11.0, "a", m.HeartbeatRequest(a, g.generation, None)))
     assert r.error == m.NONE
@@ -145,19 +139,19 @@ def test_heartbeat_errors():
     (r,) = sends(g.handle(11.0, "z", m.HeartbeatRequest("z-9", g.generation, None)))
     assert r.error == m.UNKNOWN_MEMBER_ID
     g.handle(12.0, "a", join(a))  # the leader's JoinGroup forces a rebalance
-    assert g.state == PREPARING_REBALANCE
+    assert g.state == ClassicGroupState.PREPARING_REBALANCE
     (r,) = sends(g.handle(12.0, "b", m.HeartbeatRequest(ids["b"], g.generation, None)), "b")
     assert r.error == m.REBALANCE_IN_PROGRESS
 
 
 def test_session_expiry_removes_member_and_rebalances():
     """A member silent for session.timeout.ms is removed and the group prepares a rebalance."""
-    g = GroupCoordinator(GroupConfig(), elide_heartbeats=False)
+    g = ClassicGroup(GroupConfig(), elide_heartbeats=False)
     ids, _ = form(g)
     sync_all(g, ids)
     g.handle(20.0, "a", m.HeartbeatRequest(ids["a"], g.generation, None))
     eff = fire(g, g.timers[("expire", ids["b"])], ("expire", ids["b"]))
-    assert ids["b"] not in g.members and g.state == PREPARING_REBALANCE
+    assert ids["b"] not in g.members and g.state == ClassicGroupState.PREPARING_REBALANCE
     assert any(
         e[0] == "event" and e[1] == "member_removed" and "session_expired" in e[4] for e in eff
     )
@@ -166,13 +160,13 @@ def test_session_expiry_removes_member_and_rebalances():
 def test_static_rejoin_in_stable_keeps_assignment_and_fences_old_id():
     """A known group.instance.id rejoining a Stable group gets the same assignment without a
     rebalance, and its old member id is fenced (KIP-345)."""
-    g = GroupCoordinator(GroupConfig(), elide_heartbeats=False)
+    g = ClassicGroup(GroupConfig(), elide_heartbeats=False)
     ids, _ = form(g, instance=True)
     sync_all(g, ids)
     gen = g.generation
     before = g.members[ids["b"]].assignment
     eff = g.handle(30.0, "b", join(instance="b"))
-    assert g.state == STABLE and g.generation == gen
+    assert g.state == ClassicGroupState.STABLE and g.generation == gen
     (r,) = sends(eff, "b")
     assert r.error == m.NONE and r.generation == gen
     (s,) = sends(g.handle(30.1, "b", m.SyncGroupRequest(r.member_id, gen, "b")), "b")
@@ -184,28 +178,28 @@ def test_static_rejoin_in_stable_keeps_assignment_and_fences_old_id():
 def test_members_that_never_sync_are_removed():
     """Members that do not send SyncGroup within the rebalance timeout are removed and a new
     rebalance starts."""
-    g = GroupCoordinator(GroupConfig(), elide_heartbeats=False)
+    g = ClassicGroup(GroupConfig(), elide_heartbeats=False)
     ids, _ = form(g)
     follower = next(c for c, mid in ids.items() if mid != g.leader)
     g.handle(7.0, follower, m.SyncGroupRequest(ids[follower], g.generation, None))
     fire(g, g.timers[("sync",)], ("sync",))
     assert g.leader is not None and ids[follower] in g.members and len(g.members) == 1
-    assert g.state == PREPARING_REBALANCE
+    assert g.state == ClassicGroupState.PREPARING_REBALANCE
 
 
 def test_leave_group_triggers_rebalance():
     """A LeaveGroup removes the member at once and starts a rebalance."""
-    g = GroupCoordinator(GroupConfig(), elide_heartbeats=False)
+    g = ClassicGroup(GroupConfig(), elide_heartbeats=False)
     ids, _ = form(g)
     sync_all(g, ids)
     g.handle(20.0, "b", m.LeaveGroupRequest(ids["b"], None))
-    assert ids["b"] not in g.members and g.state == PREPARING_REBALANCE
+    assert ids["b"] not in g.members and g.state == ClassicGroupState.PREPARING_REBALANCE
 
 
 def test_commit_fails_while_completing_rebalance():
     """OffsetCommit answers REBALANCE_IN_PROGRESS in CompletingRebalance, UNKNOWN_MEMBER_ID for a
     removed member."""
-    g = GroupCoordinator(GroupConfig(), elide_heartbeats=False)
+    g = ClassicGroup(GroupConfig(), elide_heartbeats=False)
     ids, _ = form(g)
     (r,) = sends(g.handle(7.0, "a", m.OffsetCommitRequest(ids["a"], g.generation, None, 1)))
     assert r.error == m.REBALANCE_IN_PROGRESS
@@ -215,15 +209,15 @@ def test_commit_fails_while_completing_rebalance():
 
 def test_illegal_transition_raises():
     """Transitions outside GroupMetadata's table are refused."""
-    g = GroupCoordinator(GroupConfig())
+    g = ClassicGroup(GroupConfig())
     with pytest.raises(IllegalTransition):
-        g._transition(STABLE)
+        g._transition(ClassicGroupState.STABLE)
 
 
 def test_duplicate_assignment_is_a_violation():
     """A leader assigning one partition to two members in one generation is recorded as a
     violation."""
-    g = GroupCoordinator(GroupConfig(), elide_heartbeats=False)
+    g = ClassicGroup(GroupConfig(), elide_heartbeats=False)
     ids, _ = form(g)
     tp = TopicPartition("t", 0)
     leader_client = next(c for c, mid in ids.items() if mid == g.leader)
@@ -240,9 +234,9 @@ def test_duplicate_assignment_is_a_violation():
 def test_leader_whose_join_response_was_lost_gets_the_member_list_again():
     """In CompletingRebalance a leader rejoining with unchanged metadata (its JoinGroup response
     was lost) gets the full member list again, so it can still compute the assignment."""
-    g = GroupCoordinator(GroupConfig(), elide_heartbeats=False)
+    g = ClassicGroup(GroupConfig(), elide_heartbeats=False)
     ids, _ = form(g)
-    assert g.state == COMPLETING_REBALANCE
+    assert g.state == ClassicGroupState.COMPLETING_REBALANCE
     leader_client = next(c for c, mid in ids.items() if mid == g.leader)
     other_client = next(c for c, mid in ids.items() if mid != g.leader)
     (again,) = sends(g.handle(5.0, leader_client, join(ids[leader_client])), leader_client)

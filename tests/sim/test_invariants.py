@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sim.invariants import check_run
-from sim.recorder import Recorder
+from sim.observe.invariants import check_run
+from sim.observe.recorder import Recorder
 
 
 def _tables(owned):

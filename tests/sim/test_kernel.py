@@ -9,7 +9,8 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.kernel import RNG_BLOCK, Actor, Kernel, seed_states
+from sim.kernel.queue import Actor, Kernel
+from sim.kernel.rng import RNG_BLOCK, seed_states
 
 
 def _numpy_stream(seed: int, key: tuple[int, ...]) -> np.random.Generator:
@@ -50,7 +51,7 @@ def test_streams_of_many_actors_are_built_block_by_block_and_stay_distinct():
     k = Kernel(3, None, 1e9)
     firsts = [k.rng_for(r).random() for r in range(RNG_BLOCK + 5)]
     assert len(set(firsts)) == len(firsts)
-    assert set(k._seed_states) == {(None, 0), (None, 1)}
+    assert set(k.streams._seed_states) == {(None, 0), (None, 1)}
     assert firsts[RNG_BLOCK + 1] == _numpy_stream(3, (RNG_BLOCK + 1,)).random()
 
 
@@ -105,7 +106,7 @@ def test_one_batch_per_instant_in_key_order_and_the_clock_follows():
 )
 def test_lazy_generator_draws_what_scalar_draws_would(seed, ops):
     # latencies are drawn ahead in blocks; any other draw must still see the scalar stream
-    from sim.kernel import LazyGenerator
+    from sim.kernel.rng import LazyGenerator
 
     ref = np.random.default_rng(seed)
     lazy = LazyGenerator(lambda: np.random.default_rng(seed))
@@ -138,7 +139,7 @@ def test_a_finished_run_leaves_its_world_to_reference_counting(name, overrides, 
     import gc
 
     from sim import run_scenario
-    from sim.builtin_scenarios import load_scenario
+    from sim.scenario.builtins import load_scenario
 
     gc.collect()
     result = run_scenario(load_scenario(name, overrides), seed=0, kernel=kernel)
@@ -156,11 +157,11 @@ class _Stopper(Actor):
         self.at = at
 
     def deliver(self, now, kind, sender, payload):
-        from sim import kernel
+        from sim.kernel import stop
 
         _Stopper.count += 1
         if _Stopper.count == self.at:
-            kernel.request_stop("asked")
+            stop.request_stop("asked")
 
 
 @pytest.mark.parametrize("same_actor", [False, True])
@@ -168,7 +169,7 @@ def test_a_stop_asked_from_outside_acts_before_the_next_input_of_a_batch(same_ac
     """A stop (``request_stop``) is looked at before every input, inside one batch too: a batch
     of 5,000 inputs, to 5,000 actors or to one, stops right after the input during which it was
     asked; the kernel says why, and the next kernel runs normally."""
-    from sim import kernel
+    from sim.kernel import stop
 
     def run_batch() -> tuple[Kernel, int]:
         _Stopper.count = 0
@@ -179,13 +180,13 @@ def test_a_stop_asked_from_outside_acts_before_the_next_input_of_a_batch(same_ac
         trio.run(k.run, clock=trio.testing.MockClock())
         return k, _Stopper.count
 
-    kernel.clear_stop()
+    stop.clear_stop()
     try:
         k, delivered = run_batch()
-        assert delivered == 100 and k.stopped == "asked" and not kernel.running()
-        kernel.clear_stop()
+        assert delivered == 100 and k.stopped == "asked" and not stop.running()
+        stop.clear_stop()
         k, delivered = run_batch()  # (its 100th input asks again; a fresh kernel starts delivering)
         assert delivered == 100
     finally:
-        kernel.clear_stop()
-    assert kernel.started() >= 2
+        stop.clear_stop()
+    assert stop.started() >= 2

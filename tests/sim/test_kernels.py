@@ -11,11 +11,11 @@ import pytest
 import trio
 import trio.testing
 
-from experiments.engine import soak
 from sim import ConfigError, Scenario, run_scenario
-from sim.builtin_scenarios import BUILTINS, load_scenario
-from sim.kernel import Actor, Kernel
-from sim.task_kernel import DEFAULT_KERNEL, KERNELS, TaskKernel
+from sim.kernel.queue import Actor, Kernel
+from sim.kernel.tasks import DEFAULT_KERNEL, KERNELS, TaskKernel
+from sim.scenario.builtins import BUILTINS, load_scenario
+from sim.testing import soak
 
 # what a run reports about the machine rather than the simulation
 _WALL = {"wall_s", "messages_per_wall_s"}

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from assignors import Assignment, TopicPartition
-from sim import messages as m
+from sim.client.classic import Member, rebalance_protocol
+from sim.client.states import ClassicMemberState
 from sim.config import AssignorCost, ConsumerConfig
-from sim.member import COMPLETING_REBALANCE, PREPARING_REBALANCE, STABLE, Member, rebalance_protocol
+from sim.wire import messages as m
 
 from .helpers import need_assignor
 
@@ -70,7 +71,7 @@ def test_eager_member_revokes_everything_before_joining():
     assert closed(eff) == T[:2]
     (j,) = sent(eff, m.JoinGroupRequest)
     assert all(sub.owned_partitions == () for _, sub in j.protocols)
-    assert mb.state == PREPARING_REBALANCE and mb.processing
+    assert mb.state == ClassicMemberState.PREPARING_REBALANCE and mb.processing
 
 
 def test_cooperative_member_revokes_only_what_it_loses_and_rejoins():
@@ -169,12 +170,12 @@ def test_join_and_sync_states():
     """The member goes UNJOINED -> PREPARING_REBALANCE -> COMPLETING_REBALANCE -> STABLE."""
     mb = member()
     mb.start(0.0)
-    assert mb.state == PREPARING_REBALANCE
+    assert mb.state == ClassicMemberState.PREPARING_REBALANCE
     mb.handle(0.1, m.JoinGroupResponse(m.MEMBER_ID_REQUIRED, member_id="c0-1"))
     mb.handle(0.2, m.JoinGroupResponse(m.NONE, 1, "range", "other", "c0-1"))
-    assert mb.state == COMPLETING_REBALANCE
+    assert mb.state == ClassicMemberState.COMPLETING_REBALANCE
     mb.handle(0.3, m.SyncGroupResponse(m.NONE, Assignment(T[:1])))
-    assert mb.state == STABLE and mb.owned == {T[0]}
+    assert mb.state == ClassicMemberState.STABLE and mb.owned == {T[0]}
 
 
 @pytest.mark.parametrize("error", [m.INCONSISTENT_GROUP_PROTOCOL, m.FENCED_INSTANCE_ID])
@@ -296,7 +297,7 @@ def test_assignment_outside_the_subscription_is_not_applied_and_the_member_rejoi
     assert mb.owned == set()
     (j,) = sent(eff, m.JoinGroupRequest)
     assert j.reason == "received assignment does not match the current subscription"
-    assert mb.state == PREPARING_REBALANCE
+    assert mb.state == ClassicMemberState.PREPARING_REBALANCE
 
 
 def test_leader_accepts_a_duplicate_claim_that_one_claimant_keeps():

@@ -1,19 +1,25 @@
 """Online migration between the classic and the consumer group protocol, driven directly (no trio,
-no network): ``sim.migration.MigratingCoordinator`` holding the group as either type, and the
-classic members a consumer group serves (``sim.classic_bridge``). The cases follow
-GroupMetadataManagerTest's online upgrade/downgrade and classic-member scenarios."""
+no network): ``sim.coordinator.migration.MigratingCoordinator`` holding the group as either type,
+the conversions (constructors of the target type), and the classic members a consumer group
+serves (``sim.coordinator.consumer.classic_members``). The cases follow GroupMetadataManagerTest's
+online upgrade/downgrade and classic-member scenarios."""
 
 from __future__ import annotations
+
+import ast
+import inspect
 
 import pytest
 
 from assignors import Assignment, Subscription, TopicPartition
-from sim import messages as m
-from sim.classic_bridge import ClassicBridgeCoordinator
 from sim.config import AssignorCost, ConfigError, GroupConfig
-from sim.consumer_group import UNREVOKED_PARTITIONS
-from sim.group import PREPARING_REBALANCE, STABLE, GroupCoordinator
-from sim.migration import CLASSIC, CONSUMER, MigratingCoordinator
+from sim.coordinator import migration
+from sim.coordinator.classic.group import ClassicGroup
+from sim.coordinator.classic.states import ClassicGroupState
+from sim.coordinator.consumer.classic_members import ConsumerGroupWithClassicMembers
+from sim.coordinator.consumer.states import MemberState
+from sim.coordinator.migration import CLASSIC, CONSUMER, GroupCore, MigratingCoordinator
+from sim.wire import messages as m
 
 PARTITIONS = 6
 
@@ -68,8 +74,8 @@ def classic_group(h: MigratingCoordinator, clients=("a", "b", "c"), names=("coop
         assert r.error == m.MEMBER_ID_REQUIRED
         h.handle(0.0, c, join(r.member_id, names=names))
         ids[c] = r.member_id
-    while h.state == PREPARING_REBALANCE:
-        h.on_timer(h.timers[("join",)], ("join",), h.timers[("join",)])
+    while h.state == ClassicGroupState.PREPARING_REBALANCE:
+        h.on_timer(h.group.timers[("join",)], ("join",), h.group.timers[("join",)])
     order = list(ids.values())
     assignments = tuple(
         (mid, Assignment([tp(p) for p in range(PARTITIONS) if p % len(order) == i]))
@@ -78,7 +84,7 @@ def classic_group(h: MigratingCoordinator, clients=("a", "b", "c"), names=("coop
     for c, mid in ids.items():
         a = assignments if mid == h.leader else ()
         h.handle(5.0, c, m.SyncGroupRequest(mid, h.generation, None, a))
-    assert h.state == STABLE and h.group_type == CLASSIC
+    assert h.state == ClassicGroupState.STABLE and h.group_type == CLASSIC
     return ids
 
 
@@ -96,7 +102,7 @@ def consumer_join(h, now, client, member_id):
     )
 
 
-def assert_disjoint(g: ClassicBridgeCoordinator):
+def assert_disjoint(g: ConsumerGroupWithClassicMembers):
     """No partition is assigned or pending revocation at two members, and the partition-owner
     map says the same as the members."""
     seen = {}
@@ -156,9 +162,9 @@ def test_upgrade_by_a_static_replacement_still_bumps_the_epoch():
     h = host()
     for c in ("a", "b", "c"):
         h.handle(0.0, c, join(instance=c))
-    while h.state == PREPARING_REBALANCE:
-        h.on_timer(h.timers[("join",)], ("join",), h.timers[("join",)])
-    ids = {c: h.static_members[c] for c in "abc"}
+    while h.state == ClassicGroupState.PREPARING_REBALANCE:
+        h.on_timer(h.group.timers[("join",)], ("join",), h.group.timers[("join",)])
+    ids = {c: h.group.static_members[c] for c in "abc"}
     assignments = tuple(
         (ids[c], Assignment([tp(p) for p in range(PARTITIONS) if p % 3 == i]))
         for i, c in enumerate("abc")
@@ -170,8 +176,12 @@ def test_upgrade_by_a_static_replacement_still_bumps_the_epoch():
             m.SyncGroupRequest(ids[c], h.generation, c, assignments if ids[c] == h.leader else ()),
         )
     gen = h.generation
-    h.on_timer(h.timers[("expire", ids["c"])], ("expire", ids["c"]), h.timers[("expire", ids["c"])])
-    assert ids["c"] not in h.members and h.state == PREPARING_REBALANCE
+    h.on_timer(
+        h.group.timers[("expire", ids["c"])],
+        ("expire", ids["c"]),
+        h.group.timers[("expire", ids["c"])],
+    )
+    assert ids["c"] not in h.members and h.state == ClassicGroupState.PREPARING_REBALANCE
     out = h.handle(
         60.0,
         "a",
@@ -185,8 +195,8 @@ def test_upgrade_by_a_static_replacement_still_bumps_the_epoch():
         ),
     )
     assert h.group_type == CONSUMER and "A" in h.members and ids["a"] not in h.members
-    assert h.group_epoch == gen + 1 == h.target_epoch
-    assert set().union(*h.target.values()) == tps(*range(PARTITIONS))
+    assert h.group.group_epoch == gen + 1 == h.group.target_epoch
+    assert set().union(*h.group.target.values()) == tps(*range(PARTITIONS))
     assert [r.error for r in sends(out, "a")] == [m.NONE]
 
 
@@ -195,7 +205,7 @@ def test_members_waiting_in_join_or_sync_are_told_to_rejoin():
     h = host()
     ids = classic_group(h)
     h.handle(6.0, "a", join(ids["a"]))  # a rebalance starts: "a" waits in the barrier
-    assert h.state == PREPARING_REBALANCE
+    assert h.state == ClassicGroupState.PREPARING_REBALANCE
     out = consumer_join(h, 7.0, "d", "D")
     assert [r.error for r in sends(out, "a")] == [m.REBALANCE_IN_PROGRESS]
     assert h.group_type == CONSUMER
@@ -216,7 +226,10 @@ def test_cooperative_classic_member_revokes_then_gets_its_target():
     mm = g.members[a]
     assert r.error == m.NONE and r.leader == "" and r.member_id == a
     if target < frozenset(owned):
-        assert mm.state == UNREVOKED_PARTITIONS and r.generation == mm.epoch < g.group_epoch
+        assert (
+            mm.state == MemberState.UNREVOKED_PARTITIONS
+            and r.generation == mm.epoch < g.group_epoch
+        )
         (s,) = sends(h.handle(8.1, "a", m.SyncGroupRequest(a, r.generation, None)), "a")
         assert s.error == m.NONE and set(
             s.assignment.partitions
@@ -241,7 +254,7 @@ def test_eager_classic_member_is_never_held_revoking():
     for c, mid in ids.items():
         (r,) = sends(h.handle(8.0, c, join(mid, (), names=("range",))), c)
         assert r.error == m.NONE and r.generation == g.group_epoch and r.protocol == "range"
-        assert g.members[mid].state != UNREVOKED_PARTITIONS
+        assert g.members[mid].state != MemberState.UNREVOKED_PARTITIONS
     assert_disjoint(g)
 
 
@@ -277,7 +290,7 @@ def test_whole_migration_up_then_down_settles_with_every_partition_once():
     assert [r.error for r in sends(out, "d")] == [m.NONE]
     (conv,) = events(out, "group_converted")
     assert "consumer->classic" in conv[4]
-    assert h.group_type == CLASSIC and h.state == PREPARING_REBALANCE
+    assert h.group_type == CLASSIC and h.state == ClassicGroupState.PREPARING_REBALANCE
     assert set(h.members) == set(ids.values()) and h.generation == epoch
     c = h.group
     # each member's assignment is its target in the consumer group (the leaver's partitions wait
@@ -301,13 +314,13 @@ def test_requests_waiting_for_the_assignor_go_to_the_classic_group_after_a_downg
     )
     ids = classic_group(h)
     consumer_join(h, 7.0, "d", "D")  # the assignor runs until 8.0
-    assert h.busy_until == 8.0
+    assert h.group.busy_until == 8.0
     h.handle(7.5, "d", m.ConsumerGroupHeartbeatRequest("D", m.LEAVE_GROUP_MEMBER_EPOCH))
     a = ids["a"]
     h.handle(7.6, "a", m.HeartbeatRequest(a, h.members[a].epoch, None))
-    assert len(h.parked) == 2 and h.group_type == CONSUMER
+    assert len(h.group.parked) == 2 and h.group_type == CONSUMER
     out = h.on_timer(8.0, ("unblock",), 8.0)
-    assert h.group_type == CLASSIC and h.state == PREPARING_REBALANCE
+    assert h.group_type == CLASSIC and h.state == ClassicGroupState.PREPARING_REBALANCE
     # the classic group answers: "a" never rejoined after "D" joined, so its generation is behind
     # the classic group's (the consumer group would have said REBALANCE_IN_PROGRESS)
     (hb,) = sends(out, "a")
@@ -373,11 +386,13 @@ def test_refusals_inside_a_consumer_group():
     consumer_join(h2, 7.0, "d", "D")
     (r,) = sends(h2.handle(8.0, "e", join(instance="e", names=("range",))), "e")
     assert r.error == m.INCONSISTENT_GROUP_PROTOCOL
-    (r,) = sends(h2.handle(8.0, "d", m.HeartbeatRequest("D", h2.group_epoch, None)), "d")
+    (r,) = sends(h2.handle(8.0, "d", m.HeartbeatRequest("D", h2.group.group_epoch, None)), "d")
     assert r.error == m.UNKNOWN_MEMBER_ID
     (r,) = sends(h2.handle(8.0, "d", m.LeaveGroupRequest("D", None)), "d")
     assert r.error == m.UNKNOWN_MEMBER_ID
-    (r,) = sends(h2.handle(8.0, "a", m.HeartbeatRequest(ids["a"], h2.group_epoch + 5, None)), "a")
+    (r,) = sends(
+        h2.handle(8.0, "a", m.HeartbeatRequest(ids["a"], h2.group.group_epoch + 5, None)), "a"
+    )
     assert r.error == m.ILLEGAL_GENERATION
     (r,) = sends(h2.handle(8.0, "a", m.OffsetCommitRequest(ids["a"], 999, None, 1)), "a")
     assert r.error == m.ILLEGAL_GENERATION
@@ -389,11 +404,11 @@ def test_downgrade_refused_by_policy_keeps_a_consumer_group_of_classic_members()
     h = host(consumer_migration_policy="upgrade")
     ids = classic_group(h)
     consumer_join(h, 7.0, "d", "D")
-    epoch = h.group_epoch
+    epoch = h.group.group_epoch
     out = h.handle(8.0, "d", m.ConsumerGroupHeartbeatRequest("D", m.LEAVE_GROUP_MEMBER_EPOCH))
-    assert h.group_type == CONSUMER and "D" not in h.members and h.group_epoch == epoch + 1
+    assert h.group_type == CONSUMER and "D" not in h.members and h.group.group_epoch == epoch + 1
     assert len(events(out, "conversion_refused")) == 1
-    assert h.num_classic == len(h.members) == len(ids)
+    assert h.group.num_classic == len(h.members) == len(ids)
 
 
 def test_classic_member_session_and_join_timeouts():
@@ -432,5 +447,94 @@ def test_a_group_without_classic_members_never_converts():
     g = MigratingCoordinator(GroupConfig(), lambda: (0, {"t": PARTITIONS}), group_type=CONSUMER)
     consumer_join(g, 0.0, "d", "D")
     g.handle(1.0, "d", m.ConsumerGroupHeartbeatRequest("D", m.LEAVE_GROUP_MEMBER_EPOCH))
-    assert g.group_type == CONSUMER and not g.members and g.downgrade_to is None
-    assert isinstance(MigratingCoordinator(GroupConfig(), lambda: (0, {})).group, GroupCoordinator)
+    assert g.group_type == CONSUMER and not g.members and g.group.downgrade_to is None
+    assert isinstance(MigratingCoordinator(GroupConfig(), lambda: (0, {})).group, ClassicGroup)
+
+
+def test_the_router_touches_no_core_from_inside():
+    """``MigratingCoordinator`` routes and converts through the cores' public faces: no
+    ``__getattr__`` forwarding, no private member of another object read or written, and nothing
+    of a group set from outside but the input rank the actor hands it (``GroupCore``): its state
+    least of all (a converted group is made in its state by its own constructor)."""
+    tree = ast.parse(inspect.getsource(migration))
+    wrong = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == "__getattr__":
+            wrong.append(f"line {node.lineno}: __getattr__")
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+            and not (isinstance(node.value, ast.Name) and node.value.id == "self")
+        ):
+            wrong.append(f"line {node.lineno}: {ast.unparse(node)}")
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            wrong += [
+                f"line {node.lineno}: {ast.unparse(t)} set"
+                for t in targets
+                if isinstance(t, ast.Attribute)
+                and not (isinstance(t.value, ast.Name) and t.value.id == "self")
+                and t.attr != "input_rank"  # GroupCore's one settable attribute (the actor's)
+            ]
+    assert not wrong, wrong
+
+
+def test_a_classic_group_sets_its_state_only_through_the_checked_transition():
+    """``ClassicGroup.state`` is set in ``__init__`` (the state a group is made in: Empty, or
+    Stable for one converted from a consumer group) and in ``_transition`` only."""
+    tree = ast.parse(inspect.getsource(ClassicGroup))
+    setters = {
+        fn.name
+        for fn in ast.walk(tree)
+        if isinstance(fn, ast.FunctionDef)
+        for node in ast.walk(fn)
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(t, ast.Attribute) and t.attr == "state"
+    }
+    assert setters == {"__init__", "_transition"}
+
+
+def test_both_group_types_and_the_router_are_group_cores():
+    """What the world reads of the group (members with their clients, leader, generation, state)
+    is there on either type and on the router, which answers for the group it holds."""
+    h = host()
+    ids = classic_group(h)
+    cores: list[GroupCore] = [h, h.group]
+    for core in cores:
+        assert core.state == "Stable" and core.generation == h.group.generation
+        assert core.leader in ids.values()
+        assert {mm.client for mm in core.members.values()} == set(ids)
+    consumer_join(h, 7.0, "d", "D")
+    assert h.group_type == CONSUMER and isinstance(h.group, ConsumerGroupWithClassicMembers)
+    for core in [h, h.group]:
+        assert core.state == h.group.state and core.generation == h.group.group_epoch
+        assert set(core.members) == {*ids.values(), "D"}
+        assert core.members["D"].client == "d"
+
+
+def test_a_classic_group_made_from_a_consumer_group_starts_stable_then_rebalances():
+    """ClassicGroup.from_consumer: Stable at generation = the group epoch with the members but the
+    one leaving, their target assignments as assignments, then a rebalance (PreparingRebalance,
+    every member to rejoin); the offsets are the same store."""
+    h = host()
+    ids = classic_group(h)
+    consumer_join(h, 7.0, "d", "D")
+    g = h.group
+    assert isinstance(g, ConsumerGroupWithClassicMembers)
+    g.downgrade_to, g.downgrade_reason = "D", "left"
+    leaving, out = g.leave_for_downgrade()
+    assert leaving == "D" and g.downgrade_to is None
+    assert "member_id=D reason=left" in events(out, "member_removed")[0][4]
+    c, made = ClassicGroup.from_consumer(
+        g, leaving, 9.0, config=GroupConfig(), elide_heartbeats=False, id_rng=None
+    )
+    assert set(c.members) == set(ids.values()) and c.offsets is g.offsets
+    assert c.generation == g.group_epoch and c.leader == next(iter(ids.values()))
+    assert c.state == ClassicGroupState.PREPARING_REBALANCE
+    assert [e[4] for e in events(made, "group_converted")] == [
+        f"consumer->classic members=3 generation={g.group_epoch} protocol=cooperative-sticky"
+    ]
+    for mid, mm in c.members.items():
+        assert frozenset(mm.assignment.partitions) == g.target[mid]

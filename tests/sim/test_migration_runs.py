@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from sim import run_scenario
-from sim.builtin_scenarios import load_scenario
+from sim.scenario.builtins import load_scenario
 
 
 def _events(result, kind):

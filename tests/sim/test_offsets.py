@@ -8,12 +8,12 @@ import math
 import pytest
 
 from assignors import Assignment, TopicPartition
-from sim import messages as m
+from sim.client.classic import Member
+from sim.client.handoffs import Handoffs
 from sim.config import AssignorCost, ConsumerConfig, GroupConfig
-from sim.group import GroupCoordinator
-from sim.handoffs import Handoffs
-from sim.member import Member
-from sim.offsets import OffsetStore
+from sim.coordinator.classic.group import ClassicGroup
+from sim.coordinator.offsets import OffsetStore
+from sim.wire import messages as m
 
 from .helpers import episode, events, intervals, run, scenario
 from .test_group_core import fire, form, sends, sync_all
@@ -166,7 +166,7 @@ def test_failed_commit_then_revocation_is_attributed_to_the_failed_commit():
 def test_zombie_commit_is_rejected_and_not_stored():
     """A commit from a member the group removed (a zombie) fails with UNKNOWN_MEMBER_ID and
     leaves the committed offsets as they were."""
-    g = GroupCoordinator(GroupConfig(), elide_heartbeats=False)
+    g = ClassicGroup(GroupConfig(), elide_heartbeats=False)
     ids, _ = form(g)
     sync_all(g, ids)
     good = m.OffsetCommitRequest(ids["a"], g.generation, None, 1, 1, (T[0],), 20.0)
@@ -203,7 +203,7 @@ def test_graceful_rolling_deploy_reprocesses_nothing(assignor, static, elide):
     starts where the previous one stopped, whether idle heartbeats are elided or not. (With
     elision, a quiet member's older auto-commit used to reach the coordinator after its close
     commit: about 100 records per member of a static deploy were processed twice.)"""
-    from sim.builtin_scenarios import load_scenario
+    from sim.scenario.builtins import load_scenario
 
     sc = load_scenario(
         "rolling-deploy",

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from sim.recorder import (
+from sim.observe.recorder import (
     ProcessingSpans,
     derive,
     derive_shared,

@@ -1,11 +1,11 @@
-"""Records processed twice, by cause (sim.metrics)."""
+"""Records processed twice, by cause (sim.observe.metrics)."""
 
 from __future__ import annotations
 
 import pytest
 
 from sim import run_scenario
-from sim.builtin_scenarios import load_scenario
+from sim.scenario.builtins import load_scenario
 
 
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])

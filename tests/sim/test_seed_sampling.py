@@ -9,9 +9,9 @@ import re
 import numpy as np
 import pytest
 
-from sim.builtin_scenarios import load_scenario
 from sim.run import run_scenario
-from sim.scenario import Scenario
+from sim.scenario.builtins import load_scenario
+from sim.scenario.scenario import Scenario
 
 from .helpers import events, run, scenario
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from sim import run_scenario
-from sim.builtin_scenarios import load_scenario
+from sim.scenario.builtins import load_scenario
 
 from .helpers import need_assignor
 
@@ -51,7 +51,7 @@ def test_a_timer_schedule_is_the_repeated_additions_of_its_step():
     it hands over to numpy, with the limit included or not."""
     import random
 
-    from sim.client import schedule_through
+    from sim.client.base import schedule_through
 
     def loop(start, step, limit, inclusive):
         out, t = [], start

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sim import run_scenario
-from sim.builtin_scenarios import load_scenario
+from sim.scenario.builtins import load_scenario
 
 CASES = Path(__file__).parent / "soak_cases"
 

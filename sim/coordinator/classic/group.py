@@ -1,0 +1,924 @@
+"""The group coordinator as a sans-I/O state machine (Kafka's classic ``GroupCoordinator`` and
+``GroupMetadata``).
+
+Theory of operation. Everything that changes the group's state lives here, and nothing here knows
+about trio, the network or the clock: the actor calls ``handle(now, sender, message)``,
+``on_timer(now, key, at)`` or ``on_control(now, sender, note)`` and gets back a list of effects
+(see ``sim.wire.messages``): messages to send, timers to arm, events and intervals to record.
+
+States (``ClassicGroupState``, in ``states``): Empty -> PreparingRebalance -> CompletingRebalance
+-> Stable, and Dead; ``_transition`` enters one only from its valid previous states.
+
+- PreparingRebalance is the JoinGroup barrier. It completes when every member has rejoined and
+  no MEMBER_ID_REQUIRED member is pending, or when the rebalance timeout (the largest
+  max.poll.interval.ms of the members) expires; dynamic members that did not rejoin are removed.
+  From Empty the barrier first waits group.initial.rebalance.delay.ms, extended while new
+  members keep arriving (``InitialDelayedJoin``).
+- CompletingRebalance waits for the leader's SyncGroup. Members that have not sent SyncGroup
+  within the rebalance timeout are removed and a new rebalance starts (KAFKA-13213).
+- Heartbeats answer REBALANCE_IN_PROGRESS while preparing, UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION
+  / FENCED_INSTANCE_ID for stale callers; a member whose session expires is removed.
+- Static members (KIP-345): a known group.instance.id rejoining with a new member id replaces the
+  old one (fenced); in Stable it gets its previous assignment without a rebalance. Static members
+  are removed only by session expiry (they never send LeaveGroup in this simulator).
+
+Idle heartbeat elision: a member whose heartbeat would only answer NONE in a Stable group is
+marked ``quiet`` (granted in a heartbeat response) and is considered alive without heartbeats.
+When the group leaves Stable the coordinator sends every quiet member a ``Wake`` note; a member
+that stops (crash, pause, network fault) sends ``Unquiet`` with the arrival time of its last
+heartbeat, so the session expiry is exactly what real heartbeats would have produced.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import attrs
+import numpy as np
+
+from assignors import Assignment, Subscription
+from sim.config import GroupConfig
+from sim.coordinator.classic.states import ClassicGroupState
+from sim.coordinator.offsets import OffsetStore
+from sim.errors import IllegalTransition
+from sim.wire import messages as m
+from sim.wire.ids import classic_member_id, default_client_id
+
+
+@attrs.define(slots=True, eq=False)
+class MemberMeta:
+    """What the coordinator knows of one member (GroupMetadata's MemberMetadata)."""
+
+    member_id: str
+    client: str  # network address of the member's client
+    group_instance_id: str | None
+    protocols: tuple[tuple[str, Subscription], ...]
+    session_timeout_s: float
+    rebalance_timeout_s: float
+    awaiting_join: bool = False
+    awaiting_sync: bool = False
+    assignment: Assignment = attrs.field(factory=Assignment)
+    last_heartbeat: float = 0.0
+    quiet: bool = False
+    hold_quiet: bool = False
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(n for n, _ in self.protocols)
+
+
+def _disjoint_by_indices(lists) -> bool:
+    """True when every list carries integer ``indices`` over one shared layout (the fast
+    assignors' results: ``topics`` and ``offsets`` objects in common) and no index repeats.
+    False means "not known": the caller then checks ``TopicPartition`` by ``TopicPartition``
+    (hashing 100,000 of them per round was most of a SyncGroup at 10,000 members)."""
+    topics = offsets = None
+    chunks = []
+    for tps in lists:
+        indices = getattr(tps, "indices", None)
+        if indices is None:
+            return False
+        if topics is None:
+            topics, offsets = tps.topics, tps.offsets
+        elif tps.topics is not topics or tps.offsets is not offsets:
+            return False
+        if len(indices):
+            chunks.append(indices)
+    if len(chunks) < 2:
+        return True
+    keys = np.sort(np.concatenate(chunks))
+    return not bool((keys[1:] == keys[:-1]).any())
+
+
+class ConsumerGroupSource(Protocol):
+    """What a classic group made from a consumer group reads of it (``ClassicGroup.from_consumer``,
+    ``ClassicGroup.in_place_of_empty``): its epochs, offsets, whether a rebalance is open, and
+    its members as classic members (the consumer group builds those: it knows its members)."""
+
+    offsets: OffsetStore
+    input_rank: int
+    group_epoch: int
+    quiet_epoch: int
+
+    @property
+    def rebalance_open(self) -> bool: ...
+
+    def classic_members_except(self, member_id: str, now: float) -> list[MemberMeta]: ...
+
+
+class ClassicGroup:
+    """Kafka's classic group state machine for one group. Sans-I/O: see the module docstring.
+
+    A new group is Empty; one converted from a consumer group is made by ``from_consumer``
+    (Stable, as Kafka's ``ClassicGroup.fromConsumerGroup`` makes it)."""
+
+    def __init__(
+        self,
+        config: GroupConfig,
+        elide_heartbeats: bool = True,
+        id_rng: np.random.Generator | None = None,
+        *,
+        initial_state: ClassicGroupState = ClassicGroupState.EMPTY,
+    ):
+        self.config = config
+        # member ids' random part (ClassicGroup.generateMemberId): a seeded stream of the run's
+        self._id_rng = id_rng if id_rng is not None else np.random.default_rng(0)
+        self.elide = elide_heartbeats
+        self.state = initial_state
+        self.generation = 0
+        self.protocol: str | None = None
+        self.leader: str | None = None
+        self.members: dict[str, MemberMeta] = {}  # insertion order = join order
+        self.members_version = (
+            0  # bumped whenever a member id is added or removed (cheap change test)
+        )
+        self.static_members: dict[str, str] = {}  # group.instance.id -> member id
+        self.pending_members: set[str] = set()  # KIP-394: told MEMBER_ID_REQUIRED
+        self.pending_sync: set[str] = set()
+        self.n_awaiting = 0  # members whose JoinGroup waits in the barrier
+        self.protocol_counts: dict[str, int] = {}
+        self.timers: dict[tuple, float] = {}
+        self.quiet_epoch = 0
+        self._new_member_added = False
+        self._initial_remaining_s = 0.0
+        self._rebalance_open = False
+        self.out: list[tuple] = []
+        self.last_assigned_generation = 0
+        self.offsets = OffsetStore()
+        self.input_rank = -1  # kernel rank of the input being handled (set by the actor)
+
+    # ------------------------------------------------------------------ conversions (online migration)
+
+    @classmethod
+    def from_consumer(
+        cls,
+        consumer: ConsumerGroupSource,
+        leaving_member_id: str,
+        now: float,
+        *,
+        config: GroupConfig,
+        elide_heartbeats: bool,
+        id_rng: np.random.Generator | None,
+    ) -> tuple[ClassicGroup, list[tuple]]:
+        """ClassicGroup.fromConsumerGroup, then prepareRebalance (GroupMetadataManager
+        .convertToClassicGroup): a Stable group at generation = the consumer group's epoch, with
+        every member but the one whose leave converts it, each with its target assignment as its
+        assignment and a fresh session, the protocol the members vote for; then a rebalance, so
+        that every member rejoins. Returns the group and the effects of making it."""
+        c = cls(config, elide_heartbeats, id_rng, initial_state=ClassicGroupState.STABLE)
+        c.offsets = consumer.offsets  # committed offsets belong to the group, not to its type
+        c.input_rank = consumer.input_rank
+        c.generation = consumer.group_epoch
+        c.quiet_epoch = consumer.quiet_epoch + 1
+        c._rebalance_open = consumer.rebalance_open
+        for meta in consumer.classic_members_except(leaving_member_id, now):
+            c.members[meta.member_id] = meta
+            for name in meta.names():
+                c.protocol_counts[name] = c.protocol_counts.get(name, 0) + 1
+            if meta.group_instance_id is not None:
+                c.static_members[meta.group_instance_id] = meta.member_id
+            if c.leader is None:
+                c.leader = meta.member_id
+        c.members_version += 1
+        c.protocol = c._select_protocol()
+        c.last_assigned_generation = c.generation
+        for meta in c.members.values():
+            c._schedule_expiry(meta)
+        c._event(
+            "group_converted",
+            None,
+            f"consumer->classic members={len(c.members)} "
+            f"generation={c.generation} protocol={c.protocol}",
+        )
+        c._prepare_rebalance(now, "downgrade of the group from consumer to classic")
+        return c, c._drain()
+
+    @classmethod
+    def in_place_of_empty(
+        cls,
+        consumer: ConsumerGroupSource,
+        *,
+        config: GroupConfig,
+        elide_heartbeats: bool,
+        id_rng: np.random.Generator | None,
+    ) -> tuple[ClassicGroup, list[tuple]]:
+        """A new classic group in the place of an empty consumer group, which is deleted (a
+        classic JoinGroup to it, GroupMetadataManager.maybeDeleteEmptyConsumerGroup): its offsets
+        stay, and its generation goes on from the group epoch. Returns the group and the effects
+        of making it."""
+        c = cls(config, elide_heartbeats, id_rng)
+        c.generation = consumer.group_epoch
+        c.offsets = consumer.offsets
+        c.input_rank = consumer.input_rank
+        c._event("group_converted", None, "consumer->classic empty")
+        return c, c._drain()
+
+    @property
+    def rebalance_open(self) -> bool:
+        """Whether a rebalance interval is open (it closes when the group is Stable or Empty)."""
+        return self._rebalance_open
+
+    def complete_pending_requests(self, error: str) -> list[tuple]:
+        """completeAllJoinFutures and completeAllSyncFutures: every member waiting for its
+        JoinGroup or SyncGroup response gets ``error`` (the group is about to be converted).
+        Returns the effects."""
+        for mm in self.members.values():
+            if mm.awaiting_join:
+                mm.awaiting_join = False
+                self.n_awaiting -= 1
+                self._reply(mm, m.JoinGroupResponse(error, member_id=mm.member_id))
+            if mm.awaiting_sync:
+                mm.awaiting_sync = False
+                self._reply(mm, m.SyncGroupResponse(error))
+        return self._drain()
+
+    def answer_consumer_heartbeat(
+        self, sender: str, req: m.ConsumerGroupHeartbeatRequest, refusal: str | None
+    ) -> list[tuple]:
+        """A ConsumerGroupHeartbeat the classic group does not take (the group is not converted):
+        GROUP_ID_NOT_FOUND, as Kafka answers one for a group of the other type; ``refusal`` is why
+        a join did not convert the group (``conversion_refused``), None for any other heartbeat.
+        Returns the effects."""
+        if refusal is not None:
+            self._event("conversion_refused", sender, f"classic->consumer: {refusal}")
+        self._reply(
+            sender,
+            m.ConsumerGroupHeartbeatResponse(
+                m.GROUP_ID_NOT_FOUND, req.member_id, req.member_epoch, correlation=req.correlation
+            ),
+        )
+        return self._drain()
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _emit(self, *effect) -> None:
+        self.out.append(effect)
+
+    def _event(self, kind: str, member: str | None = None, detail: str = "") -> None:
+        self.out.append(("event", kind, member, self.generation, detail))
+
+    def _timer(self, key: tuple, at: float | None) -> None:
+        if at is None:
+            self.timers.pop(key, None)
+        else:
+            self.timers[key] = at
+        self.out.append(("timer", key, at))
+
+    def _drain(self) -> list[tuple]:
+        out, self.out = self.out, []
+        return out
+
+    def _transition(self, new: ClassicGroupState) -> None:
+        if self.state not in new.valid_previous_states():
+            raise IllegalTransition(f"group cannot go from {self.state} to {new}")
+        self.state = new
+
+    def _reply(self, meta_or_client, msg) -> None:
+        client = meta_or_client.client if isinstance(meta_or_client, MemberMeta) else meta_or_client
+        self._emit("send", client, msg)
+
+    @property
+    def rebalance_timeout_s(self) -> float:
+        return max((mm.rebalance_timeout_s for mm in self.members.values()), default=0.0)
+
+    # ------------------------------------------------------------------ entry points
+
+    def handle(self, now: float, sender: str, msg) -> list[tuple]:
+        """React to a request from the member client ``sender``."""
+        if isinstance(msg, m.HeartbeatRequest):
+            self._on_heartbeat(now, sender, msg)
+        elif isinstance(msg, m.JoinGroupRequest):
+            self._on_join(now, sender, msg)
+        elif isinstance(msg, m.SyncGroupRequest):
+            self._on_sync(now, sender, msg)
+        elif isinstance(msg, m.LeaveGroupRequest):
+            self._on_leave(now, sender, msg)
+        elif isinstance(msg, m.OffsetCommitRequest):
+            self._on_commit(now, sender, msg)
+        elif isinstance(msg, m.OffsetFetchRequest):
+            # OffsetFetch needs no membership in the classic protocol; it answers what is stored.
+            self._reply(
+                sender,
+                m.OffsetFetchResponse(
+                    m.NONE, msg.partitions, self.offsets.fetch(msg.partitions), msg.seq
+                ),
+            )
+        else:
+            raise TypeError(f"coordinator cannot handle {msg!r}")
+        return self._drain()
+
+    def on_timer(self, now: float, key: tuple, at: float) -> list[tuple]:
+        if self.timers.get(key) != at:
+            return []  # re-armed or cancelled since
+        del self.timers[key]
+        kind = key[0]
+        if kind == "expire":
+            self._on_session_expiry(now, key[1])
+        elif kind == "join":
+            self._on_join_timer(now)
+        elif kind == "sync":
+            self._on_sync_expiry(now)
+        elif kind == "pending" and key[1] in self.pending_members:
+            self.pending_members.discard(key[1])
+            self._event("member_removed", None, f"member_id={key[1]} reason=pending_expired")
+            if self.state == ClassicGroupState.PREPARING_REBALANCE:
+                self._maybe_complete_join(now)
+        return self._drain()
+
+    def on_control(self, now: float, sender: str, note) -> list[tuple]:
+        if isinstance(note, m.ElidedCommits):
+            meta = self.members.get(note.member_id)
+            if meta is not None and note.generation == self.generation:
+                self.offsets.commit(note.offsets, note.position_s, note.ahead)
+            return self._drain()
+        if isinstance(note, m.Unquiet):
+            meta = self.members.get(note.member_id)
+            if meta is not None and note.hold is not None:
+                meta.hold_quiet = note.hold
+            if meta is not None and meta.quiet and (note.last_arrival is not None or note.hold):
+                # a member that stopped before our quiet grant reached it: its last heartbeat
+                # was the one we granted on
+                meta.quiet = False
+                if note.last_arrival is not None:
+                    meta.last_heartbeat = min(note.last_arrival, now)
+                self._schedule_expiry(meta)
+                if meta.last_heartbeat + meta.session_timeout_s <= now:
+                    self._on_session_expiry(now, meta.member_id)
+        return self._drain()
+
+    # ------------------------------------------------------------------ membership helpers
+
+    def _new_member_id(self, instance_id: str | None) -> str:
+        """ClassicGroup.generateMemberId: ``group.instance.id`` or ``client.id``, "-", a random
+        UUID. Every client here runs with the Java consumer's default client.id, which is the same
+        for every dynamic member of a group, so dynamic members sort by their UUIDs alone."""
+        return classic_member_id(default_client_id(instance_id), instance_id, self._id_rng)
+
+    def _await(self, meta: MemberMeta) -> None:
+        """The member's JoinGroup now waits in the barrier (counted, so the check stays O(1))."""
+        if not meta.awaiting_join:
+            meta.awaiting_join = True
+            self.n_awaiting += 1
+
+    def _add_member(self, now: float, meta: MemberMeta) -> None:
+        self.members[meta.member_id] = meta
+        self.members_version += 1
+        if meta.awaiting_join:
+            self.n_awaiting += 1
+        for name in meta.names():
+            self.protocol_counts[name] = self.protocol_counts.get(name, 0) + 1
+        if meta.group_instance_id is not None:
+            self.static_members[meta.group_instance_id] = meta.member_id
+        if self.leader is None:
+            self.leader = meta.member_id
+        meta.last_heartbeat = now
+        self._event("member_added", meta.client, f"member_id={meta.member_id}")
+
+    def _update_protocols(self, meta: MemberMeta, protocols) -> None:
+        for name in meta.names():
+            self.protocol_counts[name] -= 1
+        meta.protocols = protocols
+        for name in meta.names():
+            self.protocol_counts[name] = self.protocol_counts.get(name, 0) + 1
+
+    def _remove_member(self, now: float, member_id: str, reason: str) -> MemberMeta:
+        meta = self.members.pop(member_id)
+        self.members_version += 1
+        if meta.awaiting_join:
+            self.n_awaiting -= 1
+        for name in meta.names():
+            self.protocol_counts[name] -= 1
+            if not self.protocol_counts[name]:
+                del self.protocol_counts[name]
+        if (
+            meta.group_instance_id is not None
+            and self.static_members.get(meta.group_instance_id) == member_id
+        ):
+            del self.static_members[meta.group_instance_id]
+        self.pending_sync.discard(member_id)
+        self.timers.pop(("expire", member_id), None)
+        if self.leader == member_id:
+            self.leader = next(iter(self.members), None)
+        self._event("member_removed", meta.client, f"member_id={member_id} reason={reason}")
+        return meta
+
+    def _supports(self, names: tuple[str, ...], existing: MemberMeta | None) -> bool:
+        """GroupMetadata.supportsProtocols: a joiner must share a protocol with every other member."""
+        if not names:
+            return False
+        own = set(existing.names()) if existing is not None else set()
+        n = len(self.members) - (existing is not None)
+        if n == 0:
+            return True
+        return any(self.protocol_counts.get(name, 0) - (name in own) == n for name in names)
+
+    def _schedule_expiry(self, meta: MemberMeta) -> None:
+        self._timer(("expire", meta.member_id), meta.last_heartbeat + meta.session_timeout_s)
+
+    def _wake_quiet_members(self, now: float) -> None:
+        """Idle heartbeats stop being idle: every quiet member heartbeats for real again."""
+        if not self.elide:
+            return
+        woken = [mm for mm in self.members.values() if mm.quiet]
+        if not woken:
+            return
+        self.quiet_epoch += 1
+        for mm in woken:
+            mm.quiet = False
+            mm.last_heartbeat = now  # refined by the member's Unquiet note
+            self._schedule_expiry(mm)
+            self._emit("control", mm.client, m.Wake(self.quiet_epoch, self.input_rank))
+
+    # ------------------------------------------------------------------ rebalance
+
+    def _prepare_rebalance(self, now: float, reason: str) -> None:
+        """GroupCoordinator.prepareRebalance."""
+        if self.state == ClassicGroupState.COMPLETING_REBALANCE:
+            # resetAndPropagateAssignmentError: members waiting in SyncGroup learn it now.
+            for mm in self.members.values():
+                if mm.awaiting_sync:
+                    mm.awaiting_sync = False
+                    self._reply(mm, m.SyncGroupResponse(m.REBALANCE_IN_PROGRESS))
+        self.pending_sync.clear()
+        self._timer(("sync",), None)
+        was_empty = self.state == ClassicGroupState.EMPTY
+        self._transition(ClassicGroupState.PREPARING_REBALANCE)
+        self._wake_quiet_members(now)
+        if not self._rebalance_open:
+            self._rebalance_open = True
+            self._emit("open", "rebalance", None, None, None)
+        self._event("rebalance_start", None, reason)
+        if was_empty:
+            delay = self.config.initial_rebalance_delay_s
+            self._initial_remaining_s = max(self.rebalance_timeout_s - delay, 0.0)
+            self._new_member_added = False
+            self._join_mode = "initial"
+            self._timer(
+                ("join",),
+                now + min(delay, self.rebalance_timeout_s)
+                if self.rebalance_timeout_s
+                else now + delay,
+            )
+        else:
+            self._join_mode = "normal"
+            self._timer(("join",), now + self.rebalance_timeout_s)
+
+    def _maybe_prepare_rebalance(self, now: float, reason: str) -> None:
+        if self.state in (
+            ClassicGroupState.STABLE,
+            ClassicGroupState.COMPLETING_REBALANCE,
+            ClassicGroupState.EMPTY,
+        ):
+            self._prepare_rebalance(now, reason)
+
+    def _all_joined(self) -> bool:
+        return not self.pending_members and self.n_awaiting == len(self.members)
+
+    def _maybe_complete_join(self, now: float) -> None:
+        """DelayedJoin.tryComplete (the initial delay never completes early)."""
+        if (
+            self.state == ClassicGroupState.PREPARING_REBALANCE
+            and self._join_mode == "normal"
+            and self._all_joined()
+        ):
+            self._complete_join(now)
+
+    def _on_join_timer(self, now: float) -> None:
+        if self.state != ClassicGroupState.PREPARING_REBALANCE:
+            return
+        if self._join_mode == "initial":
+            # InitialDelayedJoin: extend while new members arrive, within the rebalance timeout.
+            delay = self.config.initial_rebalance_delay_s
+            if self._new_member_added and self._initial_remaining_s > 0:
+                step = min(delay, self._initial_remaining_s)
+                self._initial_remaining_s = max(self._initial_remaining_s - delay, 0.0)
+                self._new_member_added = False
+                self._timer(("join",), now + step)
+                return
+        self._complete_join(now)
+
+    def _complete_join(self, now: float) -> None:
+        """GroupCoordinator.onCompleteJoin."""
+        self._timer(("join",), None)
+        for mm in list(self.members.values()):
+            if not mm.awaiting_join and mm.group_instance_id is None:
+                self._remove_member(now, mm.member_id, "not_rejoined")
+        joined = [mm for mm in self.members.values() if mm.awaiting_join]
+        if not joined:
+            # Nobody rejoined: the group empties (initNextGeneration with no members).
+            for mm in list(self.members.values()):
+                self._remove_member(now, mm.member_id, "not_rejoined")
+            self.generation += 1
+            self.protocol = None
+            self._transition(ClassicGroupState.EMPTY)
+            self._close_rebalance()
+            self._event("empty")
+            return
+        if self.leader is None or not self.members[self.leader].awaiting_join:
+            self.leader = joined[0].member_id  # maybeElectNewJoinedLeader
+        self.generation += 1
+        self.protocol = self._select_protocol()
+        self._transition(ClassicGroupState.COMPLETING_REBALANCE)
+        self._event(
+            "join_complete",
+            None,
+            f"members={len(self.members)} protocol={self.protocol} leader={self.members[self.leader].client}",
+        )
+        all_members = tuple(
+            (mm.member_id, self._subscription_of(mm)) for mm in self.members.values()
+        )
+        for mm in self.members.values():
+            self.pending_sync.add(mm.member_id)
+            if not mm.awaiting_join:
+                continue
+            mm.awaiting_join = False
+            self.n_awaiting -= 1
+            is_leader = mm.member_id == self.leader
+            self._reply(
+                mm,
+                m.JoinGroupResponse(
+                    m.NONE,
+                    self.generation,
+                    self.protocol,
+                    self.leader,
+                    mm.member_id,
+                    all_members if is_leader else (),
+                ),
+            )
+            mm.last_heartbeat = now
+            self._schedule_expiry(mm)
+        self._timer(("sync",), now + self.rebalance_timeout_s)
+
+    def _subscription_of(self, mm: MemberMeta) -> Subscription:
+        for name, sub in mm.protocols:
+            if name == self.protocol:
+                return sub
+        raise AssertionError("selected protocol not supported by a member")
+
+    def _select_protocol(self) -> str:
+        """GroupMetadata.selectProtocol: candidates supported by all; each votes its favourite.
+        Ties (a HashMap order in Kafka) go to the leader's preference."""
+        n = len(self.members)
+        candidates = {name for name, c in self.protocol_counts.items() if c == n}
+        votes: dict[str, int] = {}
+        for mm in self.members.values():
+            for name in mm.names():
+                if name in candidates:
+                    votes[name] = votes.get(name, 0) + 1
+                    break
+        best = max(votes.values())
+        assert self.leader is not None  # (chosen once the join completes)
+        leader_pref = self.members[self.leader].names()
+        return min((name for name, v in votes.items() if v == best), key=leader_pref.index)
+
+    def _close_rebalance(self) -> None:
+        if self._rebalance_open:
+            self._rebalance_open = False
+            self._emit("close", "rebalance", None, None, None)
+
+    # ------------------------------------------------------------------ JoinGroup
+
+    def _on_join(self, now: float, client: str, req: m.JoinGroupRequest) -> None:
+        if self.state == ClassicGroupState.DEAD:
+            self._reply(client, m.JoinGroupResponse(m.COORDINATOR_NOT_AVAILABLE))
+            return
+        names = tuple(n for n, _ in req.protocols)
+        existing = self.members.get(req.member_id)
+        if not self._supports(names, existing):
+            self._reply(
+                client, m.JoinGroupResponse(m.INCONSISTENT_GROUP_PROTOCOL, member_id=req.member_id)
+            )
+            self._event("join_rejected", client, "INCONSISTENT_GROUP_PROTOCOL")
+            return
+        if req.member_id == "":
+            if req.group_instance_id is not None:
+                self._static_join(now, client, req)
+                return
+            # KIP-394: a dynamic member first gets its id, then rejoins with it.
+            member_id = self._new_member_id(None)
+            self.pending_members.add(member_id)
+            self._timer(("pending", member_id), now + req.session_timeout_s)
+            self._reply(client, m.JoinGroupResponse(m.MEMBER_ID_REQUIRED, member_id=member_id))
+            return
+        if req.member_id in self.pending_members:
+            self.pending_members.discard(req.member_id)
+            self._timer(("pending", req.member_id), None)
+            self._add_and_rebalance(now, client, req, req.member_id, "new member joined")
+            return
+        if existing is None:
+            self._reply(client, m.JoinGroupResponse(m.UNKNOWN_MEMBER_ID, member_id=req.member_id))
+            return
+        if (
+            req.group_instance_id is not None
+            and self.static_members.get(req.group_instance_id) != req.member_id
+        ):
+            self._reply(client, m.JoinGroupResponse(m.FENCED_INSTANCE_ID, member_id=req.member_id))
+            return
+        existing.client = client
+        if self.state == ClassicGroupState.PREPARING_REBALANCE:
+            self._update_protocols(existing, req.protocols)
+            self._await(existing)
+            self._maybe_complete_join(now)
+        elif self.state == ClassicGroupState.COMPLETING_REBALANCE:
+            if existing.protocols == req.protocols:
+                # Lost JoinGroup response: return the current generation again; the leader gets
+                # the member list again, since it still has to compute the assignment
+                # (GroupCoordinator.doJoinGroup, CompletingRebalance with unchanged metadata).
+                members: tuple[tuple[str, Subscription], ...] = ()
+                assert self.leader is not None  # (a generation has its leader)
+                if existing.member_id == self.leader:
+                    members = tuple(
+                        (mm.member_id, self._subscription_of(mm)) for mm in self.members.values()
+                    )
+                self._reply(
+                    existing,
+                    m.JoinGroupResponse(
+                        m.NONE,
+                        self.generation,
+                        self.protocol,
+                        self.leader,
+                        existing.member_id,
+                        members,
+                    ),
+                )
+            else:
+                self._update_protocols(existing, req.protocols)
+                self._await(existing)
+                self._prepare_rebalance(now, f"member {client} changed its metadata")
+        elif self.state == ClassicGroupState.STABLE:
+            if existing.member_id == self.leader or existing.protocols != req.protocols:
+                # The leader's JoinGroup always forces a rebalance (metadata changes it noticed).
+                self._update_protocols(existing, req.protocols)
+                self._await(existing)
+                self._prepare_rebalance(
+                    now, f"member {client} rejoined ({req.reason or 'metadata changed'})"
+                )
+            else:
+                self._reply(existing, self._join_response_for(existing))
+        else:  # EMPTY with a known member cannot happen: members are removed on the way to Empty.
+            self._reply(client, m.JoinGroupResponse(m.UNKNOWN_MEMBER_ID, member_id=req.member_id))
+
+    def _join_response_for(self, mm: MemberMeta) -> m.JoinGroupResponse:
+        return m.JoinGroupResponse(
+            m.NONE,
+            self.generation,
+            self.protocol,
+            self.leader or "",
+            mm.member_id,
+            (),
+            skip_assignment=mm.member_id == self.leader,
+        )
+
+    def _add_and_rebalance(
+        self, now: float, client: str, req: m.JoinGroupRequest, member_id: str, reason: str
+    ) -> None:
+        meta = MemberMeta(
+            member_id,
+            client,
+            req.group_instance_id,
+            req.protocols,
+            req.session_timeout_s,
+            req.rebalance_timeout_s,
+            awaiting_join=True,
+        )
+        self._add_member(now, meta)
+        self._new_member_added = True
+        if self.state == ClassicGroupState.PREPARING_REBALANCE:
+            self._maybe_complete_join(now)
+        else:
+            self._prepare_rebalance(now, f"{reason}: {client}")
+
+    def _static_join(self, now: float, client: str, req: m.JoinGroupRequest) -> None:
+        """doStaticNewMemberJoin / updateStaticMemberAndRebalance (KIP-345)."""
+        iid = req.group_instance_id
+        assert iid is not None  # (called for static members only)
+        old_id = self.static_members.get(iid)
+        new_id = self._new_member_id(iid)
+        if old_id is None:
+            self._add_and_rebalance(now, client, req, new_id, "static member joined")
+            return
+        old = self.members.pop(old_id)
+        self.pending_sync.discard(old_id)
+        self.timers.pop(("expire", old_id), None)
+        if old.awaiting_join:
+            self._reply(old.client, m.JoinGroupResponse(m.FENCED_INSTANCE_ID, member_id=old_id))
+        if old.awaiting_sync:
+            self._reply(old.client, m.SyncGroupResponse(m.FENCED_INSTANCE_ID))
+        self._event("member_fenced", old.client, f"member_id={old_id} replaced_by={new_id}")
+        old.member_id = new_id
+        old.client = client
+        old.awaiting_sync = False
+        old.quiet = False
+        # the hold was the stopped incarnation's (its last heartbeats in flight); the new one's
+        # idle heartbeats may be elided again, or a static rolling bounce would keep every
+        # restarted member heartbeating for real until the end of the run
+        old.hold_quiet = False
+        old.last_heartbeat = now
+        self.members[new_id] = old
+        self.members_version += 1
+        self.static_members[iid] = new_id
+        if self.leader == old_id:
+            self.leader = new_id
+        if self.state == ClassicGroupState.STABLE and old.protocols == req.protocols:
+            # Same assignment, no rebalance; the member syncs and gets it back.
+            self._schedule_expiry(old)
+            self._reply(old, self._join_response_for(old))
+            self._event("static_rejoin", client, f"member_id={new_id}")
+        else:
+            self._update_protocols(old, req.protocols)
+            self._await(old)
+            if self.state == ClassicGroupState.PREPARING_REBALANCE:
+                self._maybe_complete_join(now)
+            else:
+                self._prepare_rebalance(now, f"static member {client} rejoined")
+
+    # ------------------------------------------------------------------ SyncGroup
+
+    def _check_member(self, mid: str, instance_id: str | None, generation: int) -> str | None:
+        mm = self.members.get(mid)
+        if mm is None:
+            if instance_id is not None and instance_id in self.static_members:
+                return m.FENCED_INSTANCE_ID
+            return m.UNKNOWN_MEMBER_ID
+        if instance_id is not None and self.static_members.get(instance_id) != mid:
+            return m.FENCED_INSTANCE_ID
+        if generation != self.generation:
+            return m.ILLEGAL_GENERATION
+        return None
+
+    def _on_sync(self, now: float, client: str, req: m.SyncGroupRequest) -> None:
+        err = self._check_member(req.member_id, req.group_instance_id, req.generation)
+        if err is not None:
+            self._reply(client, m.SyncGroupResponse(err))
+            return
+        mm = self.members[req.member_id]
+        mm.client = client
+        if self.state == ClassicGroupState.PREPARING_REBALANCE:
+            self._reply(mm, m.SyncGroupResponse(m.REBALANCE_IN_PROGRESS))
+            return
+        self.pending_sync.discard(mm.member_id)
+        if not self.pending_sync:
+            self._timer(("sync",), None)
+        if self.state == ClassicGroupState.STABLE:
+            self._reply(mm, m.SyncGroupResponse(m.NONE, mm.assignment))
+            return
+        # CompletingRebalance
+        mm.awaiting_sync = True
+        if mm.member_id != self.leader:
+            return
+        assignments = dict(req.assignments)
+        if not _disjoint_by_indices([a.partitions for a in assignments.values()]):
+            seen: dict = {}
+            for mid, a in assignments.items():
+                for tp in a.partitions:
+                    if tp in seen:
+                        self._emit(
+                            "violation",
+                            f"generation {self.generation}: {tp} assigned to both "
+                            f"{seen[tp]} and {mid}",
+                        )
+                    seen[tp] = mid
+        for mid, mmx in self.members.items():
+            mmx.assignment = assignments.get(mid, Assignment())
+        self.last_assigned_generation = self.generation
+        for mmx in self.members.values():
+            if mmx.awaiting_sync:
+                mmx.awaiting_sync = False
+                self._reply(mmx, m.SyncGroupResponse(m.NONE, mmx.assignment))
+        self._transition(ClassicGroupState.STABLE)
+        self._close_rebalance()
+        self._event("stable", None, f"members={len(self.members)}")
+
+    def _on_sync_expiry(self, now: float) -> None:
+        """KAFKA-13213: members that never sent SyncGroup are removed, then a new rebalance."""
+        if (
+            self.state not in (ClassicGroupState.COMPLETING_REBALANCE, ClassicGroupState.STABLE)
+            or not self.pending_sync
+        ):
+            return
+        for mid in sorted(self.pending_sync, key=list(self.members).index):
+            self._remove_member(now, mid, "not_synced")
+        self.pending_sync.clear()
+        if self.members:
+            self._prepare_rebalance(now, "members failed to sync within the rebalance timeout")
+        else:
+            self._transition(ClassicGroupState.PREPARING_REBALANCE)
+            self._complete_join(now)
+
+    # ------------------------------------------------------------------ heartbeats, leave, commit
+
+    def _on_heartbeat(self, now: float, client: str, req: m.HeartbeatRequest) -> None:
+        mm = self.members.get(req.member_id)
+        if mm is None:
+            err = (
+                m.FENCED_INSTANCE_ID
+                if (req.group_instance_id in self.static_members)
+                else m.UNKNOWN_MEMBER_ID
+            )
+            self._reply(
+                client,
+                m.HeartbeatResponse(
+                    err, received_at=now, member_id=req.member_id, generation=req.generation
+                ),
+            )
+            return
+        if (
+            req.group_instance_id is not None
+            and self.static_members.get(req.group_instance_id) != req.member_id
+        ):
+            self._reply(
+                client,
+                m.HeartbeatResponse(
+                    m.FENCED_INSTANCE_ID,
+                    received_at=now,
+                    member_id=req.member_id,
+                    generation=req.generation,
+                ),
+            )
+            return
+        mm.client = client
+        mm.last_heartbeat = now
+        if req.generation != self.generation:
+            err = m.ILLEGAL_GENERATION
+        elif self.state == ClassicGroupState.PREPARING_REBALANCE:
+            err = m.REBALANCE_IN_PROGRESS
+        else:
+            err = m.NONE
+        quiet = None
+        if (
+            err == m.NONE
+            and self.elide
+            and self.state == ClassicGroupState.STABLE
+            and not req.last
+            and not mm.hold_quiet
+            and mm.member_id not in self.pending_sync
+        ):
+            mm.quiet = True
+            quiet = self.quiet_epoch
+            self._timer(("expire", mm.member_id), None)
+        else:
+            self._schedule_expiry(mm)
+        self._reply(
+            mm,
+            m.HeartbeatResponse(
+                err, quiet, received_at=now, member_id=req.member_id, generation=req.generation
+            ),
+        )
+
+    def _on_session_expiry(self, now: float, member_id: str) -> None:
+        mm = self.members.get(member_id)
+        if mm is None or mm.quiet or mm.awaiting_join or mm.awaiting_sync:
+            return  # MemberMetadata.shouldKeepAlive
+        if mm.last_heartbeat + mm.session_timeout_s > now:
+            self._schedule_expiry(mm)
+            return
+        self._remove_member(now, member_id, "session_expired")
+        self._after_removal(now, f"member {mm.client} session expired")
+
+    def _after_removal(self, now: float, reason: str) -> None:
+        """GroupCoordinator.removeMemberAndUpdateGroup."""
+        if self.state in (ClassicGroupState.STABLE, ClassicGroupState.COMPLETING_REBALANCE):
+            if self.members:
+                self._prepare_rebalance(now, reason)
+            else:
+                self._prepare_rebalance(now, reason)
+                self._complete_join(now)
+        elif self.state == ClassicGroupState.PREPARING_REBALANCE:
+            if not self.members and not self.pending_members:
+                self._complete_join(now)
+            else:
+                self._maybe_complete_join(now)
+
+    def _on_leave(self, now: float, client: str, req: m.LeaveGroupRequest) -> None:
+        mm = self.members.get(req.member_id)
+        if mm is None:
+            if req.member_id in self.pending_members:
+                self.pending_members.discard(req.member_id)
+                self._reply(client, m.LeaveGroupResponse(m.NONE))
+                self._maybe_complete_join(now)
+                return
+            self._reply(client, m.LeaveGroupResponse(m.UNKNOWN_MEMBER_ID))
+            return
+        if (
+            req.group_instance_id is not None
+            and self.static_members.get(req.group_instance_id) != req.member_id
+        ):
+            self._reply(client, m.LeaveGroupResponse(m.FENCED_INSTANCE_ID))
+            return
+        self._reply(client, m.LeaveGroupResponse(m.NONE))
+        self._remove_member(now, req.member_id, "left")
+        self._after_removal(now, f"member {client} left ({req.reason})")
+
+    def _on_commit(self, now: float, client: str, req: m.OffsetCommitRequest) -> None:
+        """ClassicGroup.validateOffsetCommit: the member, then its generation, then the state (a
+        commit of the current generation while CompletingRebalance: REBALANCE_IN_PROGRESS; one of
+        an older generation: ILLEGAL_GENERATION). Then store (``sim.coordinator.offsets``)."""
+        err = self._check_member(req.member_id, req.group_instance_id, req.generation)
+        if err is None:
+            err = (
+                m.REBALANCE_IN_PROGRESS
+                if self.state == ClassicGroupState.COMPLETING_REBALANCE
+                else m.NONE
+            )
+        if err == m.NONE:
+            self.offsets.commit(req.offsets, req.position_s, req.ahead)
+        self._reply(client, m.OffsetCommitResponse(err, req.seq))
