@@ -200,7 +200,7 @@ class MigratingCoordinator:
                 return out + g.handle(now, sender, req)
             refusal = self._upgrade_refusal(c)
             if refusal is None:
-                return self._to_consumer(now, c) + self.group.handle(now, sender, req)
+                return self._to_consumer(now, sender, req, c)
         return c.answer_consumer_heartbeat(sender, req, refusal)
 
     def _upgrade_refusal(self, c: ClassicGroup) -> str | None:
@@ -224,19 +224,54 @@ class MigratingCoordinator:
             "id_rng": self._id_rng,
         }
 
-    def _to_consumer(self, now: float, c: ClassicGroup) -> list[tuple]:
-        """convertToConsumerGroup: members waiting in JoinGroup or SyncGroup are answered
-        REBALANCE_IN_PROGRESS, then the consumer group is made from the classic one."""
+    def _to_consumer(
+        self, now: float, sender: str, req: m.ConsumerGroupHeartbeatRequest, c: ClassicGroup
+    ) -> list[tuple]:
+        """convertToConsumerGroup, then the heartbeat in the consumer group, as one write that
+        succeeds or fails whole. Members waiting in JoinGroup or SyncGroup are answered
+        REBALANCE_IN_PROGRESS first, and stay answered whatever follows (those answers are not
+        records). A member without an assignment (it joined after the last SyncGroup, or the
+        last rebalance failed in CompletingRebalance) makes ConsumerGroup.fromClassicGroup fail:
+        the heartbeat is answered GROUP_ID_NOT_FOUND and the group stays classic. A heartbeat
+        the consumer group refuses (GROUP_MAX_SIZE_REACHED in a group already full) fails the
+        write as well: the answer is the refusal, and the group stays classic."""
         out = c.complete_pending_requests(m.REBALANCE_IN_PROGRESS)
+        missing = c.members_without_assignment()
+        if missing:
+            return out + c.answer_consumer_heartbeat(
+                sender,
+                req,
+                f"{missing} members without an assignment (ConsumerGroup.fromClassicGroup)",
+            )
         g, made = ConsumerGroupWithClassicMembers.from_classic(c, now, **self._consumer_settings())
+        answer = g.handle(now, sender, req)
+        refused = next(
+            (
+                e[2].error
+                for e in answer
+                if e[0] == "send"
+                and e[1] == sender
+                and isinstance(e[2], m.ConsumerGroupHeartbeatResponse)
+                and e[2].error != m.NONE
+            ),
+            None,
+        )
+        if refused is not None:
+            # the write fails whole: only the refusal leaves, the classic group stays
+            return (
+                out
+                + [e for e in answer if e[0] == "send" and e[1] == sender]
+                + c.upgrade_failed(sender, refused)
+            )
         self.group = g
-        return out + made
+        return out + made + answer
 
     # ------------------------------------------------------------------ downgrade
 
     def _to_classic(self, now: float, g: ConsumerGroupWithClassicMembers) -> list[tuple]:
         """convertToClassicGroup: the member whose leave converts the group leaves it, and the
         classic group is made from the consumer group (it then prepares a rebalance)."""
+        replaced = g.downgrade_replaced_by is not None
         leaving, out = g.leave_for_downgrade()
         c, made = ClassicGroup.from_consumer(
             g,
@@ -245,6 +280,7 @@ class MigratingCoordinator:
             config=self._config,
             elide_heartbeats=self._elide,
             id_rng=self._id_rng,
+            rebalance=not replaced,
         )
         self.group = c
         out += made

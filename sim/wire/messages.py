@@ -57,10 +57,14 @@ class JoinGroupResponse:
 
 @attrs.frozen(slots=True)
 class SyncGroupRequest:
+    """``protocol_name``: the protocol the member's JoinGroup response named (SyncGroup v5+;
+    None: not sent, nothing to check)."""
+
     member_id: str
     generation: int
     group_instance_id: str | None
     assignments: tuple[tuple[str, Assignment], ...] = ()
+    protocol_name: str | None = None
 
 
 @attrs.frozen(slots=True)
