@@ -122,7 +122,7 @@ def test_1_a_failed_completing_rebalance_resets_every_assignment():
     empties every member's assignment, so an upgrade is refused until the next SyncGroup."""
     h = host()
     ids = stable(h.group, ("c1", "c2"))
-    mid3, _ = dynamic_join(h.group, 10.0, "c3")
+    dynamic_join(h.group, 10.0, "c3")
     for c in ("c1", "c2"):
         h.handle(11.0, c, join(ids[c]))
     assert h.state == ClassicGroupState.COMPLETING_REBALANCE

@@ -389,6 +389,10 @@ class ClassicGroup:
         for every dynamic member of a group, so dynamic members sort by their UUIDs alone."""
         return classic_member_id(default_client_id(instance_id), instance_id, self._id_rng)
 
+    def _kafka_order(self):
+        """The member ids in the order Kafka's members ``HashMap`` iterates them."""
+        return self.members_map.keys()
+
     def _await(self, meta: MemberMeta) -> None:
         """The member's JoinGroup now waits in the barrier (counted, so the check stays O(1))."""
         if not meta.awaiting_join:
@@ -440,19 +444,20 @@ class ClassicGroup:
         self.timers.pop(("expire", member_id), None)
         if self.leader == member_id:
             # ClassicGroup.remove: the first member id of the members HashMap
-            self.leader = next(self.members_map.keys(), None)
+            self.leader = next(self._kafka_order(), None)
         self._event("member_removed", meta.client, f"member_id={member_id} reason={reason}")
         return meta
 
-    def _supports(self, names: tuple[str, ...], existing: MemberMeta | None) -> bool:
-        """GroupMetadata.supportsProtocols: a joiner must share a protocol with every other member."""
+    def _supports(self, names: tuple[str, ...]) -> bool:
+        """ClassicGroup.supportsProtocols: one of the joiner's protocols must be supported by every
+        member, the joiner's own entry included when it is a member already (so a member cannot
+        move the group to a protocol it alone supports); an Empty group takes any."""
         if not names:
             return False
-        own = set(existing.names()) if existing is not None else set()
-        n = len(self.members) - (existing is not None)
-        if n == 0:
+        if self.state == ClassicGroupState.EMPTY:
             return True
-        return any(self.protocol_counts.get(name, 0) - (name in own) == n for name in names)
+        n = len(self.members)
+        return any(self.protocol_counts.get(name, 0) == n for name in names)
 
     def _schedule_expiry(self, meta: MemberMeta) -> None:
         self._timer(("expire", meta.member_id), meta.last_heartbeat + meta.session_timeout_s)
@@ -564,7 +569,7 @@ class ClassicGroup:
         if not self.members[self.leader].awaiting_join:  # (a group with members has a leader)
             # maybeElectNewJoinedLeader: the first member of the members map that has joined
             joined = next(
-                (mid for mid in self.members_map.keys() if self.members[mid].awaiting_join), None
+                (mid for mid in self._kafka_order() if self.members[mid].awaiting_join), None
             )
             if joined is None:
                 # Only static members are left and none rejoined: the join phase is scheduled
@@ -586,6 +591,9 @@ class ClassicGroup:
         for mm in self.members.values():
             self.pending_sync.add(mm.member_id)
             mm.is_new = False
+            # completeClassicGroupJoin restarts every member's session, joined or not
+            mm.last_heartbeat = now
+            self._schedule_expiry(mm)
             if not mm.awaiting_join:
                 continue
             mm.awaiting_join = False
@@ -602,8 +610,6 @@ class ClassicGroup:
                     all_members if is_leader else (),
                 ),
             )
-            mm.last_heartbeat = now
-            self._schedule_expiry(mm)
         self._timer(("sync",), now + self.rebalance_timeout_s)
 
     def _subscription_of(self, mm: MemberMeta) -> Subscription:
@@ -621,7 +627,7 @@ class ClassicGroup:
         n = len(self.members)
         candidates = {name for name, c in self.protocol_counts.items() if c == n}
         votes: dict[str, int] = {}
-        for mid in self.members_map.keys():
+        for mid in self._kafka_order():
             for name in self.members[mid].names():
                 if name in candidates:
                     votes[name] = votes.get(name, 0) + 1
@@ -642,7 +648,7 @@ class ClassicGroup:
             return
         names = tuple(n for n, _ in req.protocols)
         existing = self.members.get(req.member_id)
-        if not self._supports(names, existing):
+        if not self._supports(names):
             self._reply(
                 client, m.JoinGroupResponse(m.INCONSISTENT_GROUP_PROTOCOL, member_id=req.member_id)
             )
@@ -663,15 +669,11 @@ class ClassicGroup:
             self._timer(("pending", req.member_id), None)
             self._add_and_rebalance(now, client, req, req.member_id, "new member joined")
             return
-        if existing is None:
-            self._reply(client, m.JoinGroupResponse(m.UNKNOWN_MEMBER_ID, member_id=req.member_id))
+        err = self._validate_member(req.member_id, req.group_instance_id)
+        if err is not None:
+            self._reply(client, m.JoinGroupResponse(err, member_id=req.member_id))
             return
-        if (
-            req.group_instance_id is not None
-            and self.static_members.get(req.group_instance_id) != req.member_id
-        ):
-            self._reply(client, m.JoinGroupResponse(m.FENCED_INSTANCE_ID, member_id=req.member_id))
-            return
+        assert existing is not None  # (validated)
         existing.client = client
         if self.state == ClassicGroupState.PREPARING_REBALANCE:
             self._update_protocols(existing, req.protocols)
@@ -807,17 +809,24 @@ class ClassicGroup:
 
     # ------------------------------------------------------------------ SyncGroup
 
-    def _check_member(self, mid: str, instance_id: str | None, generation: int) -> str | None:
-        mm = self.members.get(mid)
-        if mm is None:
-            if instance_id is not None and instance_id in self.static_members:
+    def _validate_member(self, mid: str, instance_id: str | None) -> str | None:
+        """ClassicGroup.validateMember: a static member's instance id first (unknown, or held by
+        another member id: fenced), then the member id."""
+        if instance_id is not None:
+            holder = self.static_members.get(instance_id)
+            if holder is None:
+                return m.UNKNOWN_MEMBER_ID
+            if holder != mid:
                 return m.FENCED_INSTANCE_ID
+        if mid not in self.members:
             return m.UNKNOWN_MEMBER_ID
-        if instance_id is not None and self.static_members.get(instance_id) != mid:
-            return m.FENCED_INSTANCE_ID
-        if generation != self.generation:
-            return m.ILLEGAL_GENERATION
         return None
+
+    def _check_member(self, mid: str, instance_id: str | None, generation: int) -> str | None:
+        err = self._validate_member(mid, instance_id)
+        if err is None and generation != self.generation:
+            return m.ILLEGAL_GENERATION
+        return err
 
     def _on_sync(self, now: float, client: str, req: m.SyncGroupRequest) -> None:
         err = self._check_member(req.member_id, req.group_instance_id, req.generation)
@@ -863,6 +872,9 @@ class ClassicGroup:
             if mmx.awaiting_sync:
                 mmx.awaiting_sync = False
                 self._reply(mmx, m.SyncGroupResponse(m.NONE, mmx.assignment))
+                # propagateAssignment: the session restarts once the assignment is sent
+                mmx.last_heartbeat = now
+                self._schedule_expiry(mmx)
         self._transition(ClassicGroupState.STABLE)
         self._close_rebalance()
         self._event("stable", None, f"members={len(self.members)}")
@@ -886,13 +898,11 @@ class ClassicGroup:
     # ------------------------------------------------------------------ heartbeats, leave, commit
 
     def _on_heartbeat(self, now: float, client: str, req: m.HeartbeatRequest) -> None:
-        mm = self.members.get(req.member_id)
-        if mm is None:
-            err = (
-                m.FENCED_INSTANCE_ID
-                if (req.group_instance_id in self.static_members)
-                else m.UNKNOWN_MEMBER_ID
-            )
+        """classicGroupHeartbeatToClassicGroup: validateClassicGroupHeartbeat (the member, then
+        the generation) refuses without touching the member's session; otherwise the session
+        restarts and the answer is REBALANCE_IN_PROGRESS while preparing a rebalance."""
+        err = self._check_member(req.member_id, req.group_instance_id, req.generation)
+        if err is not None:
             self._reply(
                 client,
                 m.HeartbeatResponse(
@@ -900,28 +910,10 @@ class ClassicGroup:
                 ),
             )
             return
-        if (
-            req.group_instance_id is not None
-            and self.static_members.get(req.group_instance_id) != req.member_id
-        ):
-            self._reply(
-                client,
-                m.HeartbeatResponse(
-                    m.FENCED_INSTANCE_ID,
-                    received_at=now,
-                    member_id=req.member_id,
-                    generation=req.generation,
-                ),
-            )
-            return
+        mm = self.members[req.member_id]
         mm.client = client
         mm.last_heartbeat = now
-        if req.generation != self.generation:
-            err = m.ILLEGAL_GENERATION
-        elif self.state == ClassicGroupState.PREPARING_REBALANCE:
-            err = m.REBALANCE_IN_PROGRESS
-        else:
-            err = m.NONE
+        err = m.REBALANCE_IN_PROGRESS if self.state == ClassicGroupState.PREPARING_REBALANCE else m.NONE
         quiet = None
         if (
             err == m.NONE
@@ -982,13 +974,9 @@ class ClassicGroup:
                 self._reply(client, m.LeaveGroupResponse(m.NONE))
                 self._maybe_complete_join(now)
                 return
-            self._reply(client, m.LeaveGroupResponse(m.UNKNOWN_MEMBER_ID))
-            return
-        if (
-            req.group_instance_id is not None
-            and self.static_members.get(req.group_instance_id) != req.member_id
-        ):
-            self._reply(client, m.LeaveGroupResponse(m.FENCED_INSTANCE_ID))
+        err = self._validate_member(req.member_id, req.group_instance_id)
+        if err is not None:
+            self._reply(client, m.LeaveGroupResponse(err))
             return
         self._remove_member(now, req.member_id, "left")
         self._reply(client, m.LeaveGroupResponse(m.NONE))
