@@ -967,13 +967,11 @@ class ClassicGroup:
                 self._maybe_complete_join(now)
 
     def _on_leave(self, now: float, client: str, req: m.LeaveGroupRequest) -> None:
-        mm = self.members.get(req.member_id)
-        if mm is None:
-            if req.member_id in self.pending_members:
-                self.pending_members.discard(req.member_id)
-                self._reply(client, m.LeaveGroupResponse(m.NONE))
-                self._maybe_complete_join(now)
-                return
+        if req.member_id in self.pending_members:
+            self.pending_members.discard(req.member_id)
+            self._reply(client, m.LeaveGroupResponse(m.NONE))
+            self._maybe_complete_join(now)
+            return
         err = self._validate_member(req.member_id, req.group_instance_id)
         if err is not None:
             self._reply(client, m.LeaveGroupResponse(err))
