@@ -9,22 +9,30 @@ and, where Kafka converts the group, makes the new one with a constructor of the
 cores it holds: ``handle``, ``on_timer`` and ``on_control`` return effects.
 
 - Upgrade (``getOrMaybeCreateConsumerGroup``): a ConsumerGroupHeartbeat that joins (member epoch
-  0) a classic group. An empty classic group is dropped and a consumer group made in its place,
-  whatever the policy. Otherwise ``validateOnlineUpgrade``: ``group.consumer.migration.policy``
-  must allow upgrades and the group must not have more members than ``group.consumer.max.size``;
-  else the heartbeat is answered GROUP_ID_NOT_FOUND (as is any other ConsumerGroupHeartbeat to a
-  classic group). ``convertToConsumerGroup``: members waiting in JoinGroup or SyncGroup are
-  answered REBALANCE_IN_PROGRESS; every member becomes a classic member of a consumer group at
-  group epoch = target epoch = the classic generation, Stable, with its last assignment as both
-  its assigned partitions and its target (``ConsumerGroup.fromClassicGroup``), and a session
-  timer of its own session timeout from now; then the heartbeat is handled by the consumer group.
+  0) a classic group. An empty classic group is dropped and a new consumer group (epoch 0) made
+  in its place, whatever the policy. Otherwise ``validateOnlineUpgrade``:
+  ``group.consumer.migration.policy`` must allow upgrades and the group must not have more
+  members than ``group.consumer.max.size``; else the heartbeat is answered GROUP_ID_NOT_FOUND (as
+  is any other ConsumerGroupHeartbeat to a classic group). ``convertToConsumerGroup``: members
+  waiting in JoinGroup or SyncGroup are answered REBALANCE_IN_PROGRESS; every member becomes a
+  classic member of a consumer group at group epoch = target epoch = the classic generation,
+  Stable, with its last assignment as both its assigned partitions and its target
+  (``ConsumerGroup.fromClassicGroup``), and a session timer of its own session timeout from now;
+  then the heartbeat is handled by the consumer group. The conversion and the heartbeat are one
+  write: a member without an assignment (``fromClassicGroup`` cannot read it:
+  GROUP_ID_NOT_FOUND) or a heartbeat the consumer group refuses (GROUP_MAX_SIZE_REACHED) leaves
+  the group classic; only the REBALANCE_IN_PROGRESS answers already sent stand. Kafka's client
+  takes GROUP_ID_NOT_FOUND as fatal (``AbstractHeartbeatRequestManager.onErrorResponse``), so a
+  consumer-protocol member that reaches a classic group mid-rebalance stops.
 - Downgrade (``convertToClassicGroup``): the consumer group marks ``downgrade_to`` when fencing
-  its last consumer-protocol member leaves only classic members (``sim.coordinator.consumer.classic_members``). The
-  classic group (``ClassicGroup.fromConsumerGroup``) is Stable at generation = the group epoch,
-  with every other member, its target assignment as its assignment, the protocol the members
-  vote for, and fresh sessions; then it prepares a rebalance, so every member rejoins.
-- A classic JoinGroup to an empty consumer group drops it and makes a classic group
-  (``maybeDeleteEmptyConsumerGroup``).
+  its last consumer-protocol member leaves only classic members, or when a classic static member
+  replaces it (``sim.coordinator.consumer.classic_members``). The classic group
+  (``ClassicGroup.fromConsumerGroup``) is Stable at generation = the group epoch, with every
+  other member (and the replacing one, with the replaced member's target), its target assignment
+  as its assignment, the protocol the members vote for, and fresh sessions; after a fencing it
+  then prepares a rebalance, so every member rejoins.
+- A classic JoinGroup to an empty consumer group drops it and makes a new classic group
+  (generation 0; ``maybeDeleteEmptyConsumerGroup``).
 
 Committed offsets belong to the group, not to its type: the store moves to the new core.
 Every conversion is recorded as a ``group_converted`` event (``classic->consumer`` or

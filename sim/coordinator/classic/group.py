@@ -10,17 +10,32 @@ States (``ClassicGroupState``, in ``states``): Empty -> PreparingRebalance -> Co
 -> Stable, and Dead; ``_transition`` enters one only from its valid previous states.
 
 - PreparingRebalance is the JoinGroup barrier. It completes when every member has rejoined and
-  no MEMBER_ID_REQUIRED member is pending, or when the rebalance timeout (the largest
-  max.poll.interval.ms of the members) expires; dynamic members that did not rejoin are removed.
+  no MEMBER_ID_REQUIRED member is pending (checked as the rebalance starts, too:
+  maybeCompleteJoinElseSchedule), or when the rebalance timeout (the largest
+  max.poll.interval.ms of the members) expires; dynamic members that did not rejoin are removed,
+  and a leader that did not rejoin is replaced by the first joined member of the members map.
   From Empty the barrier first waits group.initial.rebalance.delay.ms, extended while new
-  members keep arriving (``InitialDelayedJoin``).
+  members keep arriving (``InitialDelayedJoin``); a LeaveGroup does not end that delay (the
+  group stays PreparingRebalance, even with no member left, until it ends), a session expiry
+  does when every member left has joined.
+- Kafka's members map is a ``java.util.HashMap``: its iteration order (``members_map``, the model
+  of ``assignors.java.JavaHashMap``) names the new leader when the leader leaves and decides a
+  tie in the protocol vote (the votes are a ``HashMap`` of protocol names too).
+- A member removed while its JoinGroup waits (LeaveGroup, expiry) is answered UNKNOWN_MEMBER_ID.
+  A new member can be expired while it waits, after the new member join timeout (5 minutes).
+- A member's assignment is what the last completed SyncGroup gave it; a new member has none, and
+  a rebalance that starts in CompletingRebalance resets every member's
+  (resetAndPropagateAssignmentWithError). An online upgrade needs every member to have one
+  (``sim.coordinator.migration``).
 - CompletingRebalance waits for the leader's SyncGroup. Members that have not sent SyncGroup
   within the rebalance timeout are removed and a new rebalance starts (KAFKA-13213).
 - Heartbeats answer REBALANCE_IN_PROGRESS while preparing, UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION
   / FENCED_INSTANCE_ID for stale callers; a member whose session expires is removed.
 - Static members (KIP-345): a known group.instance.id rejoining with a new member id replaces the
-  old one (fenced); in Stable it gets its previous assignment without a rebalance. Static members
-  are removed only by session expiry (they never send LeaveGroup in this simulator).
+  old one (fenced); in Stable it gets its previous assignment without a rebalance when the
+  protocol the group would select is unchanged, whatever else changed in its subscription.
+  Static members are removed only by session expiry (they never send LeaveGroup in this
+  simulator).
 
 Idle heartbeat elision: a member whose heartbeat would only answer NONE in a Stable group is
 marked ``quiet`` (granted in a heartbeat response) and is considered alive without heartbeats.

@@ -29,18 +29,19 @@ and its protocols (assignor names with their subscriptions). The client is uncha
   SyncGroup (sync timer); either expiry fences it. A classic member has no consumer-protocol
   rebalance timer.
 - Offset commits of a classic member must carry its epoch as generation (ILLEGAL_GENERATION).
-- The downgrade check (``validateOnlineDowngradeWithFencedMember``): fencing (leave, session or
-  rebalance timeout) the last consumer-protocol member of a group of at least two members whose
-  others are all classic converts the group into a classic group when
-  ``group.consumer.migration.policy`` allows a downgrade and the rest fit in ``group.max.size``.
-  The core marks ``downgrade_to``; ``sim.coordinator.migration`` makes the classic group.
+- SyncGroup's protocol name must be the member's first protocol, the one its JoinGroup response
+  named (throwIfClassicProtocolUnmatched: INCONSISTENT_GROUP_PROTOCOL).
+- The downgrade checks: fencing (leave, session or rebalance timeout) the last consumer-protocol
+  member of a group of at least two members whose others are all classic
+  (``validateOnlineDowngradeWithFencedMember``), or a classic static member replacing it
+  (``validateOnlineDowngradeWithReplacedMemberId``), converts the group into a classic group when
+  ``group.consumer.migration.policy`` allows a downgrade and the members fit in
+  ``group.max.size``. The core marks ``downgrade_to`` (and ``downgrade_replaced_by``);
+  ``sim.coordinator.migration`` makes the classic group.
 
 Modelled here, not defined by Kafka: idle heartbeats of classic members are never elided while
-they are in a consumer group (every heartbeat is sent and answered). Not modelled: the downgrade
-Kafka makes when a classic static member replaces the last consumer-protocol static member
-(``validateOnlineDowngradeWithReplacedMemberId``): the group stays a consumer group of classic
-members until a consumer-protocol member is fenced; JoinGroup's protocol-type and SyncGroup's
-protocol-name checks (every client here uses the ``consumer`` protocol type).
+they are in a consumer group (every heartbeat is sent and answered). Not modelled: the protocol
+type checks of JoinGroup and SyncGroup (every client here uses the ``consumer`` protocol type).
 """
 
 from __future__ import annotations
