@@ -429,10 +429,13 @@ class ClassicGroup:
         meta.last_heartbeat = now
         self._event("member_added", meta.client, f"member_id={meta.member_id}")
 
-    def _update_protocols(self, meta: MemberMeta, protocols) -> None:
+    def _update_member(self, meta: MemberMeta, req: m.JoinGroupRequest) -> None:
+        """ClassicGroup.updateMember: the protocols and both timeouts of the member's JoinGroup."""
+        meta.session_timeout_s = req.session_timeout_s
+        meta.rebalance_timeout_s = req.rebalance_timeout_s
         for name in meta.names():
             self.protocol_counts[name] -= 1
-        meta.protocols = protocols
+        meta.protocols = req.protocols
         for name in meta.names():
             self.protocol_counts[name] = self.protocol_counts.get(name, 0) + 1
 
@@ -581,7 +584,8 @@ class ClassicGroup:
             self._close_rebalance()
             self._event("empty")
             return
-        if not self.members[self.leader].awaiting_join:  # (a group with members has a leader)
+        assert self.leader is not None  # (a group with members has a leader)
+        if not self.members[self.leader].awaiting_join:
             # maybeElectNewJoinedLeader: the first member of the members map that has joined
             joined = next(
                 (mid for mid in self._kafka_order() if self.members[mid].awaiting_join), None
@@ -691,7 +695,7 @@ class ClassicGroup:
         assert existing is not None  # (validated)
         existing.client = client
         if self.state == ClassicGroupState.PREPARING_REBALANCE:
-            self._update_protocols(existing, req.protocols)
+            self._update_member(existing, req)
             self._await(existing)
             self._maybe_complete_join(now)
         elif self.state == ClassicGroupState.COMPLETING_REBALANCE:
@@ -717,13 +721,13 @@ class ClassicGroup:
                     ),
                 )
             else:
-                self._update_protocols(existing, req.protocols)
+                self._update_member(existing, req)
                 self._await(existing)
                 self._prepare_rebalance(now, f"member {client} changed its metadata")
         elif self.state == ClassicGroupState.STABLE:
             if existing.member_id == self.leader or existing.protocols != req.protocols:
                 # The leader's JoinGroup always forces a rebalance (metadata changes it noticed).
-                self._update_protocols(existing, req.protocols)
+                self._update_member(existing, req)
                 self._await(existing)
                 self._prepare_rebalance(
                     now, f"member {client} rejoined ({req.reason or 'metadata changed'})"
@@ -808,7 +812,7 @@ class ClassicGroup:
         if self.leader == old_id:
             self.leader = new_id
         self._schedule_expiry(old)
-        self._update_protocols(old, req.protocols)
+        self._update_member(old, req)
         if self.state == ClassicGroupState.STABLE and self._select_protocol() == self.protocol:
             # updateStaticMemberThenRebalanceOrCompleteJoin: the protocol the group would select
             # next is the one it has, so no rebalance, whatever else changed in the member's
