@@ -115,7 +115,7 @@ class KafkaClassicGroup:
             if mm.instance_id is not None:
                 self.static.pop(mm.instance_id, None)
         if self.leader == mid:
-            self.leader = next(self.order.keys(), None)
+            self.leader = next(self.order, None)
         self.pending.discard(mid)
         self.pending_sync.discard(mid)
 
@@ -123,12 +123,12 @@ class KafkaClassicGroup:
         candidates = {n for n, c in self.supported.items() if c == len(self.members)}
         votes = _hashmap()
         count: dict = {}
-        for mid in self.order.keys():
+        for mid in self.order:
             vote = next(n for n in self.members[mid].names() if n in candidates)
             votes.put(vote)
             count[vote] = count.get(vote, 0) + 1
         best = None
-        for name in votes.keys():  # Stream.max keeps the first of equals
+        for name in votes:  # Stream.max keeps the first of equals
             if best is None or count[name] > count[best]:
                 best = name
         return best
@@ -206,9 +206,7 @@ class KafkaClassicGroup:
                 self._remove(mm.member_id)
                 self.timers.pop(("hb", mm.member_id), None)
         if self.leader is not None and not self.members[self.leader].awaiting_join:
-            joined = next(
-                (mid for mid in self.order.keys() if self.members[mid].awaiting_join), None
-            )
+            joined = next((mid for mid in self.order if self.members[mid].awaiting_join), None)
             if joined is None:
                 self.timers[("join",)] = (now + self._rebalance_s(), ("normal",))
                 return
@@ -411,7 +409,7 @@ class KafkaClassicGroup:
             self._complete_join(now)
         elif key[0] == "sync":
             if self.state in (COMPLETING, STABLE) and payload == self.generation:
-                for mid in [mid for mid in self.order.keys() if mid in self.pending_sync]:
+                for mid in [mid for mid in self.order if mid in self.pending_sync]:
                     self._remove(mid)
                     self.timers.pop(("hb", mid), None)
                 self.pending_sync.clear()

@@ -932,7 +932,11 @@ class ClassicGroup:
         mm = self.members[req.member_id]
         mm.client = client
         mm.last_heartbeat = now
-        err = m.REBALANCE_IN_PROGRESS if self.state == ClassicGroupState.PREPARING_REBALANCE else m.NONE
+        err = (
+            m.REBALANCE_IN_PROGRESS
+            if self.state == ClassicGroupState.PREPARING_REBALANCE
+            else m.NONE
+        )
         quiet = None
         if (
             err == m.NONE
