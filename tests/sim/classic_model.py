@@ -115,7 +115,7 @@ class KafkaClassicGroup:
             if mm.instance_id is not None:
                 self.static.pop(mm.instance_id, None)
         if self.leader == mid:
-            self.leader = next(self.order, None)
+            self.leader = next(iter(self.order), None)
         self.pending.discard(mid)
         self.pending_sync.discard(mid)
 
