@@ -406,9 +406,11 @@ class ConsumerMember(ConsumerClient):
             m.FENCED_INSTANCE_ID,
             m.GROUP_MAX_SIZE_REACHED,
             m.GROUP_ID_NOT_FOUND,
+            m.UNKNOWN_SERVER_ERROR,
         ):
-            # AbstractHeartbeatRequestManager.onErrorResponse: fatal (GROUP_ID_NOT_FOUND: the group
-            # is a classic group that refused an online upgrade, sim.coordinator.migration)
+            # AbstractHeartbeatRequestManager.onErrorResponse: fatal, these and any error it does
+            # not know (GROUP_ID_NOT_FOUND, UNKNOWN_SERVER_ERROR: a classic group that refused an
+            # online upgrade, sim.coordinator.migration)
             self._fatal(now, f"heartbeat: {r.error}")
             return
         else:

@@ -18,12 +18,14 @@ cores it holds: ``handle``, ``on_timer`` and ``on_control`` return effects.
   classic member of a consumer group at group epoch = target epoch = the classic generation,
   Stable, with its last assignment as both its assigned partitions and its target
   (``ConsumerGroup.fromClassicGroup``), and a session timer of its own session timeout from now;
-  then the heartbeat is handled by the consumer group. The conversion and the heartbeat are one
-  write: a member without an assignment (``fromClassicGroup`` cannot read it:
-  GROUP_ID_NOT_FOUND) or a heartbeat the consumer group refuses (GROUP_MAX_SIZE_REACHED) leaves
-  the group classic; only the REBALANCE_IN_PROGRESS answers already sent stand. Kafka's client
-  takes GROUP_ID_NOT_FOUND as fatal (``AbstractHeartbeatRequestManager.onErrorResponse``), so a
-  consumer-protocol member that reaches a classic group mid-rebalance stops.
+  then the heartbeat is handled by the consumer group; a member without an assignment (it never
+  synced) joins it with no partitions (KAFKA-17733, in every release from 4.0). The conversion
+  and the heartbeat are one write: a group that has not selected a protocol yet (its first
+  rebalance: ``fromClassicGroup`` reads the members' subscriptions under it, UNKNOWN_SERVER_ERROR)
+  or a heartbeat the consumer group refuses (GROUP_MAX_SIZE_REACHED) leaves the group classic;
+  only the REBALANCE_IN_PROGRESS answers already sent stand. Kafka's client takes both errors as
+  fatal (``AbstractHeartbeatRequestManager.onErrorResponse``), so a consumer-protocol member
+  that reaches a classic group in its first rebalance stops.
 - Downgrade (``convertToClassicGroup``): the consumer group marks ``downgrade_to`` when fencing
   its last consumer-protocol member leaves only classic members, or when a classic static member
   replaces it (``sim.coordinator.consumer.classic_members``). The classic group
@@ -238,18 +240,23 @@ class MigratingCoordinator:
         """convertToConsumerGroup, then the heartbeat in the consumer group, as one write that
         succeeds or fails whole. Members waiting in JoinGroup or SyncGroup are answered
         REBALANCE_IN_PROGRESS first, and stay answered whatever follows (those answers are not
-        records). A member without an assignment (it joined after the last SyncGroup, or the
-        last rebalance failed in CompletingRebalance) makes ConsumerGroup.fromClassicGroup fail:
-        the heartbeat is answered GROUP_ID_NOT_FOUND and the group stays classic. A heartbeat
+        records). A member without an assignment (it joined after the last SyncGroup, or the last
+        rebalance broke off in CompletingRebalance) joins the consumer group with no partitions
+        (KAFKA-17733, Kafka 4.0). A group that has not selected a protocol yet (its first
+        rebalance, or its first since it was empty) makes ConsumerGroup.fromClassicGroup fail:
+        the heartbeat is answered UNKNOWN_SERVER_ERROR and the group stays classic. A heartbeat
         the consumer group refuses (GROUP_MAX_SIZE_REACHED in a group already full) fails the
         write as well: the answer is the refusal, and the group stays classic."""
         out = c.complete_pending_requests(m.REBALANCE_IN_PROGRESS)
-        missing = c.members_without_assignment()
-        if missing:
+        if c.protocol is None:
+            # fromClassicGroup reads each member's subscription under the group's protocol, which
+            # a group in its first rebalance (or its first since it was empty) has not selected:
+            # an unexpected exception, answered UNKNOWN_SERVER_ERROR
             return out + c.answer_consumer_heartbeat(
                 sender,
                 req,
-                f"{missing} members without an assignment (ConsumerGroup.fromClassicGroup)",
+                "no protocol selected yet (ConsumerGroup.fromClassicGroup)",
+                m.UNKNOWN_SERVER_ERROR,
             )
         g, made = ConsumerGroupWithClassicMembers.from_classic(c, now, **self._consumer_settings())
         answer = g.handle(now, sender, req)

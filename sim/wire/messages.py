@@ -24,6 +24,7 @@ COORDINATOR_NOT_AVAILABLE = "COORDINATOR_NOT_AVAILABLE"
 # refusals around online migration between the protocols (sim.coordinator.consumer.classic_members, sim.coordinator.migration)
 GROUP_MAX_SIZE_REACHED = "GROUP_MAX_SIZE_REACHED"
 GROUP_ID_NOT_FOUND = "GROUP_ID_NOT_FOUND"
+UNKNOWN_SERVER_ERROR = "UNKNOWN_SERVER_ERROR"
 
 COORDINATOR = "coordinator"  # the coordinator's address on the simulated network
 

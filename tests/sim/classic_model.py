@@ -11,9 +11,9 @@ new and replacing static members, existing members in each state), classicGroupS
 classicGroupLeaveToClassicGroup, the join, sync and heartbeat timers (the initial delay, the new
 member join timeout) and what follows a removal; and a ConsumerGroupHeartbeat that joins the
 classic group: getOrMaybeCreateConsumerGroup, validateOnlineUpgrade, convertToConsumerGroup (the
-waiting JoinGroup and SyncGroup requests answered first, then fromClassicGroup, which fails on a
-member without an assignment) and throwIfConsumerGroupIsFull, each a write that succeeds or fails
-whole. What the consumer group does after a conversion is ``kip848_model``'s.
+waiting JoinGroup and SyncGroup requests answered first, then fromClassicGroup as released from
+Kafka 4.0 with KAFKA-17733: an empty assignment reads as no partitions, a group without a selected
+protocol fails) and throwIfConsumerGroupIsFull, each a write that succeeds or fails whole. What the consumer group does after a conversion is ``kip848_model``'s.
 
 Timers are deadlines the caller fires (``timers``, ``fire``). Responses are collected in ``out``
 as (client, kind, fields) tuples.
@@ -446,8 +446,10 @@ class KafkaClassicGroup:
             self._join_future(mm, ("REBALANCE_IN_PROGRESS",))
         for mm in self.members.values():
             self._sync_future(mm, ("REBALANCE_IN_PROGRESS", None))
-        if any(mm.assignment is None for mm in self.members.values()):
-            return "GROUP_ID_NOT_FOUND"  # fromClassicGroup: SchemaException
+        if self.protocol is None:
+            # fromClassicGroup: members' metadata under protocolName().get(), none selected yet
+            # (an empty assignment is read as no partitions, KAFKA-17733)
+            return "UNKNOWN_SERVER_ERROR"
         if len(self.members) >= self.consumer_max_size and member_id not in self.members:
             return "GROUP_MAX_SIZE_REACHED"
         return "converted"

@@ -89,49 +89,52 @@ def consumer_join(now, member_id="", instance=None):
     )
 
 
-def test_1_upgrade_refused_while_a_member_has_no_assignment():
-    """c0 (static) joins classic and waits out the initial delay; c2 joins with the consumer
-    protocol. ConsumerGroup.fromClassicGroup cannot read c0's empty assignment: c2 gets
-    GROUP_ID_NOT_FOUND and the group stays classic, but convertToConsumerGroup had answered c0's
+def test_1_upgrade_refused_while_the_group_has_selected_no_protocol():
+    """c0 (static) joins classic and the group waits out its initial delay; c2 joins with the
+    consumer protocol. ConsumerGroup.fromClassicGroup reads each member's subscription under the
+    group's protocol, which this group has not selected yet: c2 gets UNKNOWN_SERVER_ERROR (Kafka's
+    client: fatal) and the group stays classic, but convertToConsumerGroup had answered c0's
     waiting JoinGroup REBALANCE_IN_PROGRESS first, and that answer stands."""
     h = host()
     h.handle(0.0, "c0", join(instance="c0"))
     assert h.state == ClassicGroupState.PREPARING_REBALANCE
     out = h.handle(1.0, "c2", consumer_join(1.0))
     (hb,) = sends(out, "c2", m.ConsumerGroupHeartbeatResponse)
-    assert hb.error == m.GROUP_ID_NOT_FOUND
+    assert hb.error == m.UNKNOWN_SERVER_ERROR
     (j,) = sends(out, "c0", m.JoinGroupResponse)
     assert j.error == m.REBALANCE_IN_PROGRESS
     assert h.group_type == CLASSIC and h.state == ClassicGroupState.PREPARING_REBALANCE
-    assert "without an assignment" in events(out, "conversion_refused")[0][4]
+    assert "no protocol selected" in events(out, "conversion_refused")[0][4]
     # c0 rejoins and the initial rebalance completes as before
     mid = h.group.static_members["c0"]
     h.handle(1.0, "c0", join(mid, instance="c0"))
     out = fire(h.group)
     assert sends(out, "c0", m.JoinGroupResponse)[0].error == m.NONE
-    # once every member has an assignment, the same heartbeat converts the group
-    h.handle(4.0, "c0", m.SyncGroupRequest(mid, h.generation, "c0", ((mid, Assignment([])),)))
-    assert h.state == ClassicGroupState.STABLE
+    # once the group has a protocol, the same heartbeat converts it, even before c0 syncs
     out = h.handle(5.0, "c2", consumer_join(5.0))
     assert h.group_type == CONSUMER
     assert sends(out, "c2", m.ConsumerGroupHeartbeatResponse)[0].error == m.NONE
 
 
-def test_1_a_failed_completing_rebalance_resets_every_assignment():
-    """resetAndPropagateAssignmentWithError: a rebalance that starts in CompletingRebalance
-    empties every member's assignment, so an upgrade is refused until the next SyncGroup."""
+def test_1_members_without_an_assignment_join_the_consumer_group_with_none():
+    """KAFKA-17733 (Kafka 4.0): a member that never synced, or every member after a rebalance
+    that broke off in CompletingRebalance (resetAndPropagateAssignmentWithError), is converted
+    with no partitions instead of failing the upgrade."""
     h = host()
     ids = stable(h.group, ("c1", "c2"))
     dynamic_join(h.group, 10.0, "c3")
     for c in ("c1", "c2"):
         h.handle(11.0, c, join(ids[c]))
     assert h.state == ClassicGroupState.COMPLETING_REBALANCE
-    # c1 leaves before the leader syncs: a new rebalance from CompletingRebalance
+    # c1 leaves before the leader syncs: a new rebalance from CompletingRebalance resets them all
     h.handle(12.0, "c1", m.LeaveGroupRequest(ids["c1"], None))
-    assert h.group.members_without_assignment() == 2
-    out = h.handle(13.0, "c9", consumer_join(13.0))
-    assert sends(out, "c9", m.ConsumerGroupHeartbeatResponse)[0].error == m.GROUP_ID_NOT_FOUND
-    assert h.group_type == CLASSIC
+    assert all(not mm.assignment.partitions for mm in h.group.members.values())
+    out = h.handle(13.0, "c9", consumer_join(13.0, "C9"))
+    assert sends(out, "c9", m.ConsumerGroupHeartbeatResponse)[0].error == m.NONE
+    assert h.group_type == CONSUMER
+    g = h.group
+    assert isinstance(g, ConsumerGroupWithClassicMembers)
+    assert all(not mm.assigned for mid, mm in g.members.items() if mid != "C9")
 
 
 def test_2_a_rebalance_whose_members_have_all_joined_completes_at_once():

@@ -83,9 +83,9 @@ def test_refused_upgrade_is_fatal_for_the_client():
 
 def test_mixed_group_from_the_start_is_deterministic():
     """Members of both protocols from the start (member_overrides): the group takes the type of
-    the first member to join; the consumer-protocol members that come while it forms find
-    members without an assignment, so the upgrade fails (ConsumerGroup.fromClassicGroup) and
-    Kafka's client takes the GROUP_ID_NOT_FOUND as fatal; same seed, same events."""
+    the first member to join; the consumer-protocol members that come during its first
+    rebalance find no protocol selected yet, so the upgrade fails (ConsumerGroup.fromClassicGroup,
+    UNKNOWN_SERVER_ERROR) and Kafka's client takes the error as fatal; same seed, same events."""
     data = {
         "members": "6",
         "member_overrides.c001.group_protocol": "consumer",
@@ -97,6 +97,6 @@ def test_mixed_group_from_the_start_is_deterministic():
     assert a.events.equals(b.events) and a.intervals.equals(b.intervals)
     refused = _events(a, "conversion_refused")
     assert {e["member"] for e in refused} == {"c001", "c004"}
-    assert all("without an assignment" in e["detail"] for e in refused)
+    assert all("no protocol selected" in e["detail"] for e in refused)
     assert {e["member"] for e in _events(a, "fatal")} == {"c001", "c004"}
     assert not _events(a, "group_converted")

@@ -25,7 +25,7 @@ States (``ClassicGroupState``, in ``states``): Empty -> PreparingRebalance -> Co
   A new member can be expired while it waits, after the new member join timeout (5 minutes).
 - A member's assignment is what the last completed SyncGroup gave it; a new member has none, and
   a rebalance that starts in CompletingRebalance resets every member's
-  (resetAndPropagateAssignmentWithError). An online upgrade needs every member to have one
+  (resetAndPropagateAssignmentWithError). An online upgrade carries these over
   (``sim.coordinator.migration``).
 - CompletingRebalance waits for the leader's SyncGroup. Members that have not sent SyncGroup
   within the rebalance timeout are removed and a new rebalance starts (KAFKA-13213).
@@ -74,10 +74,6 @@ class MemberMeta:
     awaiting_join: bool = False
     awaiting_sync: bool = False
     assignment: Assignment = attrs.field(factory=Assignment)
-    # ClassicGroupMember.hasAssignment: an assignment was set by a completed SyncGroup (even one
-    # without partitions); a new member, or every member after a rebalance that failed in
-    # CompletingRebalance (resetAndPropagateAssignmentWithError), has none
-    has_assignment: bool = False
     # ClassicGroupMember.isNew: added by this rebalance, not yet answered its JoinGroup; it can
     # be expired while it waits (hasSatisfiedHeartbeat)
     is_new: bool = False
@@ -256,11 +252,6 @@ class ClassicGroup:
         """Whether a rebalance interval is open (it closes when the group is Stable or Empty)."""
         return self._rebalance_open
 
-    def members_without_assignment(self) -> int:
-        """How many members have no assignment (``MemberMeta.has_assignment``): a group with any
-        cannot be converted (ConsumerGroup.fromClassicGroup fails to read an empty one)."""
-        return sum(1 for mm in self.members.values() if not mm.has_assignment)
-
     def upgrade_failed(self, sender: str, error: str) -> list[tuple]:
         """The heartbeat that was converting this group was refused by the consumer group made
         from it (``error``), so the conversion did not happen. Returns the effects."""
@@ -282,18 +273,22 @@ class ClassicGroup:
         return self._drain()
 
     def answer_consumer_heartbeat(
-        self, sender: str, req: m.ConsumerGroupHeartbeatRequest, refusal: str | None
+        self,
+        sender: str,
+        req: m.ConsumerGroupHeartbeatRequest,
+        refusal: str | None,
+        error: str = m.GROUP_ID_NOT_FOUND,
     ) -> list[tuple]:
         """A ConsumerGroupHeartbeat the classic group does not take (the group is not converted):
-        GROUP_ID_NOT_FOUND, as Kafka answers one for a group of the other type; ``refusal`` is why
-        a join did not convert the group (``conversion_refused``), None for any other heartbeat.
-        Returns the effects."""
+        GROUP_ID_NOT_FOUND, as Kafka answers one for a group of the other type, or ``error``;
+        ``refusal`` is why a join did not convert the group (``conversion_refused``), None for any
+        other heartbeat. Returns the effects."""
         if refusal is not None:
             self._event("conversion_refused", sender, f"classic->consumer: {refusal}")
         self._reply(
             sender,
             m.ConsumerGroupHeartbeatResponse(
-                m.GROUP_ID_NOT_FOUND, req.member_id, req.member_epoch, correlation=req.correlation
+                error, req.member_id, req.member_epoch, correlation=req.correlation
             ),
         )
         return self._drain()
@@ -503,7 +498,6 @@ class ClassicGroup:
             # members waiting in SyncGroup learn it now.
             for mm in self.members.values():
                 mm.assignment = Assignment()
-                mm.has_assignment = False
                 if mm.awaiting_sync:
                     mm.awaiting_sync = False
                     self._reply(mm, m.SyncGroupResponse(m.REBALANCE_IN_PROGRESS))
@@ -883,9 +877,7 @@ class ClassicGroup:
                     seen[tp] = mid
         for mid, mmx in self.members.items():
             # setAndPropagateAssignment: a member the leader left out gets an empty assignment
-            given = assignments.get(mid)
-            mmx.assignment = given if given is not None else Assignment()
-            mmx.has_assignment = given is not None
+            mmx.assignment = assignments.get(mid, Assignment())
         self.last_assigned_generation = self.generation
         for mmx in self.members.values():
             if mmx.awaiting_sync:

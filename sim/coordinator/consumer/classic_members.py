@@ -207,7 +207,6 @@ class ConsumerGroupWithClassicMembers(ConsumerGroup):
                     classic.session_timeout_s,
                     mm.rebalance_timeout_s,
                     assignment=Assignment(sorted(self.target.get(mid, frozenset()))),
-                    has_assignment=True,
                     last_heartbeat=now,
                 )
             )
