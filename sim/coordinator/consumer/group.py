@@ -718,6 +718,7 @@ class ConsumerGroup:
             server_assignor=old.server_assignor,
         )
         assigned = old.assigned
+        assigned_at = dict(old.assigned_at)  # KIP-1251: its partitions keep their epochs
         target = self.target.get(old.member_id)
         self._remove(now, old, replaced=True)
         self._event(
@@ -728,6 +729,8 @@ class ConsumerGroup:
         self._changed[member_id] = None
         self.static_members[iid] = member_id
         self._set_holdings(now, new, assigned, _EMPTY)
+        if self.behaviour.assignment_epochs:
+            new.assigned_at = assigned_at
         if target is not None:
             self.target[member_id] = target
         self._touch(new)
