@@ -408,6 +408,7 @@ def report(opts: Options, results: Results, scales) -> Page:
         *answers,
         costs_more_sentence(more, points_run),
         *mechanisms,
+        *upgrade,
     ]
     grid_text = (
         f"Grid: scenarios {', '.join(SCENARIOS)} with dynamic members, and {MIGRATION} (the rolling deploy "
@@ -613,7 +614,7 @@ def versions_sentences(table) -> list[str]:
         else:
             late = "4.0" if old["assignments"] == 0 else "4.3"
             text += (
-                f"; under {late} the group had not formed when {scenario}'s fault came, so no "
+                f"; under {late} the group had not formed when {scenario}'s timeline action came, so no "
                 "episode measures it (the formation holds the difference)."
             )
         out.append(text)
