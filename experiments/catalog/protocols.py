@@ -24,12 +24,11 @@ reconciliation.
 A third grid compares the group coordinator of Kafka 4.0 (commit 1eb7644) with 4.3's
 (``kafka_version``, ``sim.coordinator.behaviour``) under the consumer protocol where they differ:
 the group's formation (``scale-out``'s start), a rolling deploy and ``slow-assignor`` (a scale-out
-whose target assignment takes 20 s); it runs Kafka's own assignment time (``assignor_cost=kafka``),
-but ``slow-assignor``, which fixes its own. What a user learns: what upgrading the brokers buys the
-group. Every other run is under 4.3, the default.
+whose target assignment takes 20 s, its own fixed cost). What a user learns: what upgrading the
+brokers buys the group. Every other run is under 4.3, the default.
 
-Every run of the first two grids uses the deterministic ``model`` assignment cost (the same formula for the classic
-leader and the server-side assignor), so the time spent assigning is visible and reproducible.
+Every run but ``slow-assignor``'s takes Kafka's own assignment time (``assignor_cost=kafka``, on
+both sides), so the time spent assigning is visible and reproducible.
 
 Metrics are the simulator's summary (``sim.observe.metrics``), aggregated across seeds by
 ``experiments.engine.aggregate``; the time spent assigning is ``experiments.engine.aggregate.assignment_time``.
@@ -279,7 +278,7 @@ def protocol_specs(scale: Scale, scenarios: Path) -> list[RunSpec]:
         partitions = members * scale.partitions_per_member[0]
         path = scenario_file(label, members, partitions)
         # slow-assignor fixes its own assignment time (the point of the scenario)
-        cost = () if label == "slow-assignor" else ("assignor_cost=kafka",)
+        cost = () if label == "slow-assignor" else COMMON
         for version in VERSIONS:
             specs.extend(
                 RunSpec(

@@ -496,8 +496,7 @@ def report(opts: Options, results: Results, scales) -> Page:
                 "differ: 4.3 computes a group's target at most once per "
                 "group.consumer.assignment.interval.ms (1 s, KIP-1263), takes back a fenced "
                 "member that rejoins with epoch 0 (KAFKA-19233), accepts commits by assignment "
-                "epoch (KIP-1251). Kafka's own assignment time (assignor_cost=kafka), but "
-                "slow-assignor's, which takes 20 s per target. Formation: from the start until "
+                "epoch (KIP-1251). slow-assignor takes 20 s per target. Formation: from the start until "
                 "the group first settled; a run that never settles ends at its time limit.",
                 *upgrade,
                 Table(
