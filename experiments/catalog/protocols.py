@@ -21,8 +21,14 @@ A second, small grid varies the consumer protocol's heartbeat interval
 assignment, and the coordinator of its revocations, only at heartbeats, so the interval paces
 reconciliation.
 
-Every run uses the deterministic ``model`` assignment cost (the same formula for the classic
-leader and the server-side assignor), so the time spent assigning is visible and reproducible.
+A third grid compares the group coordinator of Kafka 4.0 (commit 1eb7644) with 4.3's
+(``kafka_version``, ``sim.coordinator.behaviour``) under the consumer protocol where they differ:
+the group's formation (``scale-out``'s start), a rolling deploy and ``slow-assignor`` (a scale-out
+whose target assignment takes 20 s, its own fixed cost). What a user learns: what upgrading the
+brokers buys the group. Every other run is under 4.3, the default.
+
+Every run but ``slow-assignor``'s takes Kafka's own assignment time (``assignor_cost=kafka``, on
+both sides), so the time spent assigning is visible and reproducible.
 
 Metrics are the simulator's summary (``sim.observe.metrics``), aggregated across seeds by
 ``experiments.engine.aggregate``; the time spent assigning is ``experiments.engine.aggregate.assignment_time``.
@@ -72,6 +78,10 @@ class Scale:
     # the largest group that runs the consumer protocol, and the migration onto it (None: every
     # size)
     consumer_up_to: int | None = None
+    # the 4.0-vs-4.3 grid: (scenario, members) run under the consumer protocol by both releases,
+    # with this many seeds
+    versions: tuple[tuple[str, int], ...] = ()
+    versions_seeds: int = 1
 
     def runs_consumer(self, members: int) -> bool:
         return self.consumer_up_to is None or members <= self.consumer_up_to
@@ -104,12 +114,20 @@ SCALES = {
         heartbeat_size=100,
         heartbeat_ms=(1000, 2500),
         seeds_by_size=((1000, 3),),
+        versions=(
+            ("scale-out", 100),
+            ("scale-out", 1000),
+            ("rolling-deploy", 100),
+            ("slow-assignor", 20),
+        ),
+        versions_seeds=3,
     ),
-    # Up to 10,000 members x 100,000 partitions; the consumer protocol up to 1,000 members. At
-    # 10,000 every joining member's heartbeat computes a target assignment for 0.24-0.4 s of the
-    # modelled cost, joins come faster than the coordinator computes, requests time out and
-    # members are fenced and rejoin: the group does not form within the run, and simulating
-    # that takes hours (docs/performance.md, "Experiments").
+    # Up to 10,000 members x 100,000 partitions, the consumer protocol included: under 4.3 a
+    # group computes one target per group.consumer.assignment.interval.ms (KIP-1263) and a fenced
+    # member rejoins at once (KAFKA-19233), so 10,000 joining members form a group. Under 4.0
+    # every join's heartbeat computed a target, joins came faster than the coordinator computed
+    # them and members were fenced again and again: the 4.0-vs-4.3 grid shows it at 1,000 and
+    # 10,000 members with one seed (4.0's runs at 10,000 end at the run's time limit).
     "large": Scale(
         sizes=(10, 100, 1000, 10_000),
         partitions_per_member=(2, 10),
@@ -117,11 +135,23 @@ SCALES = {
         heartbeat_size=1000,
         heartbeat_ms=(1000, 2500),
         seeds_by_size=((10_000, 1),),
-        consumer_up_to=1000,
+        versions=(
+            ("scale-out", 1000),
+            ("scale-out", 10_000),
+            ("rolling-deploy", 1000),
+            ("slow-assignor", 1000),
+        ),
+        versions_seeds=1,
     ),
     # The tests.
     "smoke": Scale(
-        sizes=(4,), partitions_per_member=(2,), seeds=(0, 1), heartbeat_size=4, heartbeat_ms=(1000,)
+        sizes=(4,),
+        partitions_per_member=(2,),
+        seeds=(0, 1),
+        heartbeat_size=4,
+        heartbeat_ms=(1000,),
+        versions=(("scale-out", 4), ("slow-assignor", 4)),
+        versions_seeds=1,
     ),
 }
 
@@ -164,13 +194,23 @@ def _scenario(label: str, members: int, partitions: int, consumer: bool = True) 
     return data
 
 
-def _point(label, assignor, members, partitions, heartbeat_ms):
+# Where the 4.0-vs-4.3 grid's runs are told apart from the rest (every run's point says which
+# group coordinator ran it).
+VERSIONS = ("4.0", "4.3")
+MAIN_VERSION = "4.3"
+
+
+def _point(
+    label, assignor, members, partitions, heartbeat_ms, kafka_version=MAIN_VERSION, grid="main"
+):
     return (
         ("scenario", label),
         ("assignor", assignor),
         ("members", members),
         ("partitions", partitions),
         ("heartbeat_ms", heartbeat_ms),
+        ("kafka_version", kafka_version),
+        ("grid", grid),
     )
 
 
@@ -233,6 +273,29 @@ def protocol_specs(scale: Scale, scenarios: Path) -> list[RunSpec]:
             specs.extend(
                 RunSpec(path, overrides, seed, _point(label, CONSUMER, members, partitions, hb))
                 for seed in scale.seeds_for(members)
+            )
+    for label, members in scale.versions:
+        partitions = members * scale.partitions_per_member[0]
+        path = scenario_file(label, members, partitions)
+        # slow-assignor fixes its own assignment time (the point of the scenario)
+        cost = () if label == "slow-assignor" else COMMON
+        for version in VERSIONS:
+            specs.extend(
+                RunSpec(
+                    path,
+                    (*variant_overrides(CONSUMER), *cost, f"kafka_version={version}"),
+                    seed,
+                    _point(
+                        label,
+                        CONSUMER,
+                        members,
+                        partitions,
+                        CONSUMER_HEARTBEAT_MS,
+                        version,
+                        "versions",
+                    ),
+                )
+                for seed in scale.seeds[: scale.versions_seeds]
             )
     return resolve(specs, "protocols")
 

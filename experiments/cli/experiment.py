@@ -136,6 +136,7 @@ CI_ONLY = {
     "tolerance": None,
     "abs_tolerance": None,
     "quiet": False,
+    "kafka_version": None,
 }
 SPARK_ONLY = {
     "scale": "default",

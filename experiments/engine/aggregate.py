@@ -47,6 +47,9 @@ METRICS: tuple[tuple[str, str], ...] = (
     ("records_reprocessed", "double"),
     ("first_record_max_s", "double"),
     ("episodes", "long"),
+    # Kafka's double-ownership hazard (sim.observe.invariants): counted, not a violation
+    ("kafka_hazard_double_ownership_partition_s", "double"),
+    ("kafka_hazard_records_processed_twice", "double"),
 )
 # Extra per-run columns kept in the runs table (not summarised).
 EXTRA: tuple[tuple[str, str], ...] = (

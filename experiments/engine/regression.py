@@ -3,7 +3,9 @@
 The suite runs a few built-in scenarios x assignors x fixed seeds with the deterministic ``model``
 assignor cost, so every metric below is a pure function of the code: any change is a behaviour
 change. Each metric of each run is compared with the committed baseline
-(``results/baseline/ci-regression.csv``); a move beyond the tolerance (relative, with an absolute
+(``results/baseline/ci-regression.csv`` under the 4.0 group coordinator, the recorded
+reference; ``results/baseline/ci-regression-4.3.csv`` under 4.3, chosen with
+``--kafka-version``); a move beyond the tolerance (relative, with an absolute
 floor for values near zero) in either direction fails the run, naming the metric, the run and
 both values. ``--update-baseline`` rewrites the baseline on purpose.
 
@@ -77,6 +79,10 @@ METRICS = [
 ]
 KEY = ["scenario", "assignor", "seed"]
 DEFAULT_BASELINE = Path("results/baseline/ci-regression.csv")
+# the group coordinator's release the suite runs (sim.coordinator.behaviour) -> its baseline;
+# the classic rows are the same under both (the releases differ in the consumer group only)
+BASELINES = {"4.0": DEFAULT_BASELINE, "4.3": Path("results/baseline/ci-regression-4.3.csv")}
+DEFAULT_KAFKA_VERSION = "4.3"
 DEFAULT_OUT = Path("results/ci")
 
 
@@ -111,9 +117,11 @@ def _relative(baseline: float | None, current: float | None) -> float | None:
     return (current - baseline) / abs(baseline)
 
 
-def run_suite(progress: bool = True, kernel: str | None = None) -> list[dict]:
+def run_suite(
+    progress: bool = True, kernel: str | None = None, kafka_version: str = DEFAULT_KAFKA_VERSION
+) -> list[dict]:
     """Run every (scenario, assignor, seed) of the suite (with the simulation ``kernel``, see
-    ``sim.kernel``); one row of metrics each."""
+    ``sim.kernel``, and the group coordinator of ``kafka_version``); one row of metrics each."""
     from sim import run_scenario
     from sim.scenario.builtins import load_scenario
 
@@ -137,6 +145,7 @@ def run_suite(progress: bool = True, kernel: str | None = None) -> list[dict]:
             params = {**PARAMS, "assignor": name}
         if mode:
             params["consumer.commit_mode"] = mode
+        params["kafka_version"] = kafka_version
         sc = load_scenario(scenario, params)
         summary = run_scenario(sc, seed=seed, kernel=kernel).summary
         rows.append(
@@ -283,10 +292,13 @@ DEFAULT_TOLERANCE, DEFAULT_ABS_TOLERANCE = 0.02, 1e-3
 
 def run(args) -> int:
     out = Path(args.out or DEFAULT_OUT)
-    baseline_path = Path(args.baseline or DEFAULT_BASELINE)
+    version = getattr(args, "kafka_version", None) or DEFAULT_KAFKA_VERSION
+    baseline_path = Path(args.baseline or BASELINES[version])
     tolerance = DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance
     abs_tolerance = DEFAULT_ABS_TOLERANCE if args.abs_tolerance is None else args.abs_tolerance
-    rows = run_suite(progress=not args.quiet, kernel=getattr(args, "kernel", None))
+    rows = run_suite(
+        progress=not args.quiet, kernel=getattr(args, "kernel", None), kafka_version=version
+    )
     atomic_write_text(out / "metrics.csv", to_csv(rows))
     if args.update_baseline:
         atomic_write_text(baseline_path, to_csv(rows))
@@ -363,3 +375,9 @@ def add_arguments(p, with_out: bool = True) -> None:
         help="ci-regression: absolute tolerance for values near zero (default 0.001)",
     )
     p.add_argument("--quiet", action="store_true", help="ci-regression: no progress lines")
+    p.add_argument(
+        "--kafka-version",
+        choices=sorted(BASELINES),
+        help=f"ci-regression: the group coordinator's release the suite runs under, each with "
+        f"its baseline (default {DEFAULT_KAFKA_VERSION})",
+    )

@@ -37,6 +37,17 @@ GAP = "unassigned_max_s_median"
 STW = "stop_the_world_s_median"
 ASSIGN = "leader_assign_s_median"
 BANDED = (STALL, REPROCESSED, SETTLE)
+HAZARD = "kafka_hazard_double_ownership_partition_s_median"
+HAZARD_LABEL = "double-owned partition-s (Kafka hazard)"
+
+
+# The point columns of every run: the main grids' and the 4.0-vs-4.3 grid's (``grid``).
+KEYS = ["scenario", "assignor", "members", "partitions", "heartbeat_ms", "kafka_version", "grid"]
+
+
+def main_grid(frame):
+    """The rows of the protocol comparison (4.3's coordinator), without the 4.0-vs-4.3 grid."""
+    return frame[frame["grid"] == "main"] if "grid" in frame.columns else frame
 
 
 def comparison_table(points, assign=None):
@@ -44,6 +55,7 @@ def comparison_table(points, assign=None):
     interval, with the metrics the answer quotes (medians across seeds)."""
     import pandas as pd
 
+    points = main_grid(points)
     p = points[
         points["heartbeat_ms"]
         == points["assignor"].map(
@@ -51,9 +63,7 @@ def comparison_table(points, assign=None):
         )
     ].copy()
     if assign is not None:
-        p = p.merge(
-            assign, on=["scenario", "assignor", "members", "partitions", "heartbeat_ms"], how="left"
-        )
+        p = p.merge(assign, on=[k for k in KEYS if k in p.columns], how="left")
     else:
         for col in (ASSIGN, "assignments_median", "formation_s_median"):
             p[col] = float("nan")
@@ -308,7 +318,7 @@ def report(opts: Options, results: Results, scales) -> Page:
     assign_runs = (
         assignment_time(results.raw("events"), results.raw("episodes")).toArrow().to_pandas()
     )
-    keys = ["scenario", "assignor", "members", "partitions", "heartbeat_ms"]
+    keys = [k for k in KEYS if k in runs.columns]
     per_run = (
         runs[["run_id", *keys, "formation_s", "episodes"]]
         .merge(assign_runs, on="run_id", how="left")
@@ -333,9 +343,10 @@ def report(opts: Options, results: Results, scales) -> Page:
         s
         for s in (
             migration_sentence(table),
-            heartbeat_sentence(points),
+            heartbeat_sentence(main_grid(points)),
             assignment_sentence(table),
             formation_sentence(full),
+            hazard_sentence(points),
         )
         if s
     ]
@@ -353,7 +364,12 @@ def report(opts: Options, results: Results, scales) -> Page:
     biggest = full[(full["members"] == full["members"].max())]
     biggest = biggest[biggest["partitions"] == biggest["partitions"].max()]
 
+    versions = versions_table(points, assign)
+    upgrade = versions_sentences(versions)
+    if len(versions):
+        atomic_write_bytes(out / "versions.csv", versions.to_csv(index=False).encode())
     figs = []
+    points = main_grid(points)
     main = points[
         points["heartbeat_ms"]
         == points["assignor"].map(
@@ -393,6 +409,7 @@ def report(opts: Options, results: Results, scales) -> Page:
         *answers,
         costs_more_sentence(more, points_run),
         *mechanisms,
+        *upgrade,
     ]
     grid_text = (
         f"Grid: scenarios {', '.join(SCENARIOS)} with dynamic members, and {MIGRATION} (the rolling deploy "
@@ -472,6 +489,26 @@ def report(opts: Options, results: Results, scales) -> Page:
             ],
         ),
         (
+            "Upgrading the brokers: Kafka 4.0's group coordinator against 4.3's",
+            [
+                "Every run above is under Kafka 4.3's group coordinator (kafka_version=4.3, the "
+                "default). These runs put the consumer protocol under both releases where they "
+                "differ: 4.3 computes a group's target at most once per "
+                "group.consumer.assignment.interval.ms (1 s, KIP-1263), takes back a fenced "
+                "member that rejoins with epoch 0 (KAFKA-19233), accepts commits by assignment "
+                "epoch (KIP-1251). slow-assignor takes 20 s per target. Formation: from the start until "
+                "the group first settled; a run that never settles ends at its time limit.",
+                *upgrade,
+                Table(
+                    "Consumer protocol under Kafka 4.0 and 4.3 (median across seeds)",
+                    versions,
+                    csv="versions.csv",
+                ),
+            ]
+            if len(versions)
+            else ["(no 4.0-vs-4.3 runs at this scale)"],
+        ),
+        (
             "Consumer protocol: heartbeat interval",
             [
                 Table(
@@ -488,12 +525,105 @@ def report(opts: Options, results: Results, scales) -> Page:
         "Spark from the intervals equal the simulator's summary"
     ]
     summary = "\n".join(
-        f"- {line}" for line in (*answers, costs_more_sentence(more, points_run), *mechanisms)
+        f"- {line}"
+        for line in (*answers, costs_more_sentence(more, points_run), *mechanisms, *upgrade)
     )
     return Page(intro, sections, meta=meta, summary=summary)
 
 
+def versions_table(points, assign):
+    """The 4.0-vs-4.3 grid: one row per (scenario, members, partitions, release), medians across
+    seeds."""
+    import pandas as pd
+
+    if "grid" not in points.columns:
+        return pd.DataFrame()
+    p = points[points["grid"] == "versions"].merge(
+        assign, on=[k for k in KEYS if k in points.columns], how="left"
+    )
+    p = p.sort_values(["scenario", "members", "kafka_version"])
+    return pd.DataFrame(
+        {
+            "scenario": p["scenario"],
+            "members": p["members"],
+            "partitions": p["partitions"],
+            "Kafka": p["kafka_version"],
+            "seeds": p["seeds"],
+            "formation s": p["formation_s_median"].astype(float),
+            HUMAN["rebalance_time_total_s"]: p[SETTLE].astype(float),
+            HUMAN["unassigned_partition_s"]: p[STALL].astype(float),
+            HUMAN["records_reprocessed"]: p[REPROCESSED].astype(float),
+            "assignments": p["assignments_median"].astype(float),
+            "assignment s": p[ASSIGN].astype(float),
+            HAZARD_LABEL: p[HAZARD].astype(float),
+        }
+    ).reset_index(drop=True)
+
+
+def hazard_sentence(points) -> str | None:
+    """Where Kafka's double-ownership hazard of issue 34 happened (a member's full heartbeat
+    during onPartitionsAssigned reports the partitions it owned before the callback; the
+    coordinator gives the others away while it processes them), from the points' maxima."""
+    col = "kafka_hazard_double_ownership_partition_s_max"
+    if col not in points.columns:
+        return None
+    hit = points[points[col] > 0]
+    if hit.empty:
+        return (
+            "Kafka's double-ownership hazard (a full heartbeat sent while onPartitionsAssigned "
+            "runs reports the partitions owned before the callback, and the coordinator gives "
+            "the new ones away) happened in no run."
+        )
+    where = "; ".join(
+        f"{r.scenario} / {r.assignor} at {r.members:,} members under Kafka {r.kafka_version}: "
+        f"up to {num(r[col])} partition-s, "
+        f"{num(r.kafka_hazard_records_processed_twice_max)} records processed by two members"
+        for _, r in hit.iterrows()
+    )
+    return (
+        "Kafka's double-ownership hazard (a full heartbeat sent while onPartitionsAssigned runs "
+        "reports the partitions owned before the callback, since the client updates its "
+        "assignment only after the callbacks; the coordinator gives them away while the member "
+        f"processes them until its next reconciliation): {where}. It is Kafka's behaviour, "
+        "counted apart from the simulator's invariants."
+    )
+
+
+def versions_sentences(table) -> list[str]:
+    """What upgrading the brokers from 4.0 to 4.3 buys, per scenario and size of the grid, in
+    the numbers of its table."""
+    out = []
+    if table.empty:
+        return out
+    settle, stall = HUMAN["rebalance_time_total_s"], HUMAN["unassigned_partition_s"]
+    for (scenario, members), rows in table.groupby(["scenario", "members"], sort=False):
+        by = {r["Kafka"]: r for _, r in rows.iterrows()}
+        if set(by) != {"4.0", "4.3"}:
+            continue
+        old, new = by["4.0"], by["4.3"]
+        text = (
+            f"{scenario} at {members:,} members under the consumer protocol: the group forms in "
+            f"{num(new['formation s'])} s under Kafka 4.3's group coordinator against "
+            f"{num(old['formation s'])} s under 4.0's"
+        )
+        if old["assignments"] > 0 and new["assignments"] > 0:
+            text += (
+                f"; then {scenario} settles in {num(new[settle])} s against {num(old[settle])} s, "
+                f"with {num(new[stall])} against {num(old[stall])} unassigned partition-s and "
+                f"{num(new['assignments'])} against {num(old['assignments'])} target computations."
+            )
+        else:
+            late = "4.0" if old["assignments"] == 0 else "4.3"
+            text += (
+                f"; under {late} the group had not formed when {scenario}'s timeline action came, so no "
+                "episode measures it (the formation holds the difference)."
+            )
+        out.append(text)
+    return out
+
+
 def _heartbeat_view(points):
+    points = main_grid(points)
     p = points[points["assignor"] == CONSUMER]
     hb = p.groupby(["scenario", "members", "partitions"])["heartbeat_ms"].transform("nunique")
     p = p[hb > 1].sort_values(["scenario", "members", "partitions", "heartbeat_ms"])

@@ -333,6 +333,8 @@ class ConsumerMember(ConsumerClient):
             correlation=self._next_correlation(),
         )
         self.hb_correlation = req.correlation
+        if req.owned_partitions is not None and self.reconciling is not None:
+            self._report_before_callback(owned)
         self.send_full = False
         self.sent_owned = owned
         sent = now if sent_at is None else sent_at
@@ -351,6 +353,21 @@ class ConsumerMember(ConsumerClient):
             wait *= float(self._poll_rng.random())
         self._timer(("hb",), sent + wait)
         self._timer(("hb_timeout",), sent + self.config.request_timeout_s)
+
+    def _report_before_callback(self, owned: frozenset) -> None:
+        """Kafka's hazard of issue 34: during a reconciliation the report of owned partitions is
+        ``currentAssignment``, which AbstractMembershipManager updates only once the callbacks
+        have run, so a heartbeat sent while onPartitionsAssigned runs leaves out the partitions
+        the member already fetches. A coordinator that waits for their revocation takes them as
+        released and gives them away, while this member processes them until its next
+        reconciliation. The event names them for ``sim.observe.invariants``."""
+        unreported = self.owned.difference(owned)
+        if unreported:
+            names = ",".join(f"{tp[0]}-{tp[1]}" for tp in sorted(unreported))
+            self._event(
+                "owned_report_before_callback",
+                f"member_id={self.member_id} partitions={names}",
+            )
 
     def _send_leave(self, now: float, reason: str) -> None:
         epoch = (

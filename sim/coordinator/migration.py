@@ -52,6 +52,7 @@ from typing import Protocol
 import numpy as np
 
 from sim.config import AssignorCost, GroupConfig
+from sim.coordinator.behaviour import BrokerBehaviour
 from sim.coordinator.classic.group import ClassicGroup
 from sim.coordinator.classic.states import ClassicGroupState
 from sim.coordinator.consumer.classic_members import ConsumerGroupWithClassicMembers
@@ -110,7 +111,9 @@ class MigratingCoordinator:
         elide_heartbeats: bool = False,
         id_rng: np.random.Generator | None = None,
         default_assignor: str | None = None,
+        behaviour: BrokerBehaviour | None = None,
     ):
+        self._behaviour = behaviour
         self._config = config
         self._metadata = metadata
         self._assignor_cost = assignor_cost
@@ -127,6 +130,7 @@ class MigratingCoordinator:
                 default_assignor=default_assignor,
                 elide_heartbeats=elide_heartbeats,
                 id_rng=self._id_rng,
+                behaviour=behaviour,
             )
         )
 
@@ -232,6 +236,7 @@ class MigratingCoordinator:
             "default_assignor": self._default_assignor,
             "elide_heartbeats": self._elide,
             "id_rng": self._id_rng,
+            "behaviour": self._behaviour,
         }
 
     def _to_consumer(

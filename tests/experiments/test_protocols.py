@@ -46,16 +46,26 @@ def test_grid_runs_every_protocol_on_every_scenario(protocols_report):
     code, out, _ = protocols_report
     assert code == 0
     scale = SCALES["smoke"]
-    runs = pd.read_csv(out / "runs.csv")
+    every = pd.read_csv(out / "runs.csv")
     main = len(SCENARIOS) * len(scale.points()) * 3 * len(scale.seeds)
     extra = 2 * len(scale.heartbeat_ms) * len(scale.seeds)
     migration = len(scale.sizes) * len(MIGRATION_FROM) * len(scale.seeds)
+    versions = len(scale.versions) * 2 * scale.versions_seeds
+    assert len(every) == main + extra + migration + versions
+    runs = every[every["grid"] == "main"]
     assert len(runs) == main + extra + migration
     assert set(runs["assignor"]) == {EAGER, COOPERATIVE, CONSUMER}
     assert set(runs["scenario"]) == {*SCENARIOS, MIGRATION}
-    assert runs["intervals_match"].all()
+    assert set(runs["kafka_version"].astype(str)) == {"4.3"}
+    assert every["intervals_match"].all()
     # every fault came after the group had formed, so an episode measured it
     assert (runs["episodes"] >= 1).all()
+    # the 4.0-vs-4.3 grid: each (scenario, size) under both releases, the consumer protocol
+    grid = every[every["grid"] == "versions"]
+    assert set(grid["assignor"]) == {CONSUMER}
+    assert set(zip(grid["scenario"], grid["members"], grid["kafka_version"].astype(str))) == {
+        (label, members, version) for label, members in scale.versions for version in ("4.0", "4.3")
+    }
     assert pd.read_csv(out / "protocols.csv")["fault counted"].all()
 
 
@@ -123,6 +133,7 @@ def test_a_shorter_heartbeat_settles_the_consumer_protocol_sooner(protocols_repo
         (points["assignor"] == CONSUMER)
         & (points["scenario"] == "scale-out")
         & (points["members"] == SCALES["smoke"].heartbeat_size)
+        & (points["grid"] == "main")
     ].set_index("heartbeat_ms")
     fast, default = (float(p.loc[h, "rebalance_time_total_s_median"]) for h in (1000, 5000))
     assert fast < default
@@ -193,24 +204,57 @@ def test_migration_sentence_quotes_the_table(protocols_report):
         assert f"from classic {name} {quote(row, 'unassigned partition-s')} unassigned" in sentence
 
 
-def test_the_large_scale_runs_the_consumer_protocol_up_to_its_limit(tmp_path):
-    """Above ``consumer_up_to`` only the classic protocols run, their fault not waiting for a
-    consumer-protocol formation; below it every protocol and the migration run."""
+def test_the_large_scale_runs_the_consumer_protocol_at_10000_members_under_43(tmp_path):
+    """Under Kafka 4.3's coordinator the consumer protocol runs at every size of the large scale,
+    10,000 members included (the migration too); the 4.0-vs-4.3 grid runs formation at 1,000 and
+    10,000 members, a rolling deploy and slow-assignor under both releases, with Kafka's own
+    assignment time but for slow-assignor's fixed 20 s."""
     from experiments.catalog.protocols import protocol_specs
-    from sim.scenario.builtins import load_scenario
 
     scale = SCALES["large"]
-    assert scale.consumer_up_to is not None and scale.consumer_up_to < max(scale.sizes)
+    assert scale.consumer_up_to is None
     specs = protocol_specs(scale, tmp_path)
     by_size: dict[int, set] = {}
     for spec in specs:
         point = dict(spec.point)
-        by_size.setdefault(point["members"], set()).add((point["scenario"], point["assignor"]))
-    for members, ran in by_size.items():
-        consumer = any(assignor == CONSUMER for _, assignor in ran)
-        migration = any(scenario == MIGRATION for scenario, _ in ran)
-        assert consumer == migration == (members <= scale.consumer_up_to)
-        assert {assignor for _, assignor in ran} >= {EAGER, COOPERATIVE}
-    big = next(s for s in specs if dict(s.point)["members"] == max(scale.sizes))
-    fault = load_scenario(big.scenario).timeline[0]
-    assert fault.at_s < 100.0  # not moved past a consumer-protocol formation
+        if point["grid"] == "main":
+            by_size.setdefault(point["members"], set()).add((point["scenario"], point["assignor"]))
+    assert max(by_size) == 10_000
+    for ran in by_size.values():
+        assert {assignor for _, assignor in ran} == {EAGER, COOPERATIVE, CONSUMER}
+        assert any(scenario == MIGRATION for scenario, _ in ran)
+    grid = [dict(s.point) | {"overrides": s.overrides} for s in specs]
+    grid = [p for p in grid if p["grid"] == "versions"]
+    assert {(p["scenario"], p["members"]) for p in grid} >= {
+        ("scale-out", 1000),
+        ("scale-out", 10_000),
+        ("rolling-deploy", 1000),
+        ("slow-assignor", 1000),
+    }
+    for p in grid:
+        assert f"kafka_version={p['kafka_version']}" in p["overrides"]
+        kafka_cost = "assignor_cost=kafka" in p["overrides"]
+        assert kafka_cost == (p["scenario"] != "slow-assignor")
+
+
+def test_versions_sentences_quote_the_table():
+    """Each (scenario, size) with both releases gets one sentence with the table's numbers; a
+    release whose group had not formed when the action came is said so."""
+    from experiments.report.protocols import versions_sentences
+
+    table = pd.DataFrame(
+        {
+            "scenario": ["scale-out", "scale-out", "slow-assignor", "slow-assignor"],
+            "members": [1000, 1000, 1000, 1000],
+            "Kafka": ["4.0", "4.3", "4.0", "4.3"],
+            "formation s": [120.0, 30.5, 3000.0, 50.0],
+            "rebalance s": [9.0, 6.0, 0.0, 27.5],
+            "unassigned partition-s": [50.0, 20.0, 0.0, 20.0],
+            "assignments": [1.0, 1.0, 0.0, 1.0],
+        }
+    )
+    first, second = versions_sentences(table)
+    assert "30.5 s under Kafka 4.3" in first and "120 s under 4.0" in first
+    assert "settles in 6 s against 9 s" in first
+    assert "3,000 s under 4.0" in second or "3000 s under 4.0" in second
+    assert "under 4.0 the group had not formed" in second

@@ -9,6 +9,7 @@ import pytest
 
 from assignors import TopicPartition
 from sim.config import AssignorCost, GroupConfig
+from sim.coordinator.behaviour import behaviour_for
 from sim.coordinator.consumer.group import ConsumerGroup
 from sim.coordinator.consumer.reconcile import next_member_assignment
 from sim.coordinator.consumer.states import ConsumerGroupState, MemberState
@@ -148,7 +149,11 @@ META = (0, {"t": 4})
 
 
 def coordinator(cost="zero", **group):
-    return ConsumerGroup(GroupConfig(**group), lambda: META, AssignorCost(mode=cost))
+    # these cases follow 1eb7644's tests: the 4.0 coordinator (4.3's switches:
+    # tests/sim/test_broker_behaviour.py)
+    return ConsumerGroup(
+        GroupConfig(**group), lambda: META, AssignorCost(mode=cost), behaviour=behaviour_for("4.0")
+    )
 
 
 def drive(g, now, effects):

@@ -52,6 +52,7 @@ import numpy as np
 
 from assignors import Assignment, Subscription
 from sim.config import AssignorCost, GroupConfig
+from sim.coordinator.behaviour import BrokerBehaviour
 from sim.coordinator.classic.group import ClassicGroup, MemberMeta
 from sim.coordinator.consumer.group import ConsumerGroup
 from sim.coordinator.consumer.member import ClassicMemberMeta, ConsumerGroupMember
@@ -79,8 +80,11 @@ class ConsumerGroupWithClassicMembers(ConsumerGroup):
         default_assignor: str | None = None,
         elide_heartbeats: bool = False,
         id_rng: np.random.Generator | None = None,
+        behaviour: BrokerBehaviour | None = None,
     ):
-        super().__init__(config, metadata, assignor_cost, default_assignor, elide_heartbeats)
+        super().__init__(
+            config, metadata, assignor_cost, default_assignor, elide_heartbeats, behaviour
+        )
         self._id_rng = id_rng if id_rng is not None else np.random.default_rng(0)
         self.num_classic = 0  # ConsumerGroup.numClassicProtocolMembers
         self.classic_protocols: dict[str, int] = {}  # classicProtocolMembersSupportedProtocols
@@ -103,6 +107,7 @@ class ConsumerGroupWithClassicMembers(ConsumerGroup):
         default_assignor: str | None,
         elide_heartbeats: bool,
         id_rng: np.random.Generator | None,
+        behaviour: BrokerBehaviour | None = None,
     ) -> tuple[ConsumerGroupWithClassicMembers, list[tuple]]:
         """ConsumerGroup.fromClassicGroup (GroupMetadataManager.convertToConsumerGroup, once the
         classic group has answered its waiting JoinGroup and SyncGroup requests): every member
@@ -110,7 +115,9 @@ class ConsumerGroupWithClassicMembers(ConsumerGroup):
         with its last assignment as both its assigned partitions and its target, and a session
         timer of its own session timeout from now. Returns the group and the effects of making
         it."""
-        g = cls(config, metadata, assignor_cost, default_assignor, elide_heartbeats, id_rng)
+        g = cls(
+            config, metadata, assignor_cost, default_assignor, elide_heartbeats, id_rng, behaviour
+        )
         g.offsets = classic.offsets  # committed offsets belong to the group, not to its type
         g.input_rank = classic.input_rank
         gen = classic.generation
@@ -175,13 +182,16 @@ class ConsumerGroupWithClassicMembers(ConsumerGroup):
         default_assignor: str | None,
         elide_heartbeats: bool,
         id_rng: np.random.Generator | None,
+        behaviour: BrokerBehaviour | None = None,
     ) -> tuple[ConsumerGroupWithClassicMembers, list[tuple]]:
         """A new consumer group in the place of an empty classic group, which is deleted (a
         ConsumerGroupHeartbeat that joins it, whatever the migration policy,
         GroupMetadataManager.getOrMaybeCreateConsumerGroup): its offsets stay (they are not the
         group's records), and it starts at group epoch 0 as any new consumer group. Returns the
         group and the effects of making it."""
-        g = cls(config, metadata, assignor_cost, default_assignor, elide_heartbeats, id_rng)
+        g = cls(
+            config, metadata, assignor_cost, default_assignor, elide_heartbeats, id_rng, behaviour
+        )
         g.offsets = classic.offsets
         g.input_rank = classic.input_rank
         g._event("group_converted", None, "classic->consumer empty")
