@@ -566,6 +566,7 @@ BROKER_BEHAVIOUR_SWITCHES = (
     "accepts_epoch0_rejoin",
     "assignment_epochs",
     "assignment_epoch_follows_empty_group",
+    "upgrade_converts_unassigned_members",
 )
 
 

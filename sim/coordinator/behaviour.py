@@ -63,6 +63,12 @@ class BrokerBehaviour:
     group empty, the target assignment epoch is moved to the group epoch with it (an empty group
     is then Empty at matching epochs, not waiting for an assignment nobody will compute).
 
+    ``upgrade_converts_unassigned_members``: KAFKA-17733 (apache/kafka PR 17853, November 2024,
+    in every release from 4.0.0): an online upgrade converts a classic member that has no
+    assignment yet (it never synced) with no partitions. Before it (1eb7644) such a member fails
+    ``ConsumerGroup.fromClassicGroup`` and the upgrade (GROUP_ID_NOT_FOUND); with it, only a
+    group that has selected no protocol yet fails it (UNKNOWN_SERVER_ERROR).
+
     Not a switch: ``group.consumer.assignor.offload.enable`` (KIP-1263's other half, the assignor
     on a background thread) was removed from 4.3 before its release (KAFKA-20339); it is left for
     a later Kafka (docs/kafka-fidelity.md).
@@ -73,6 +79,7 @@ class BrokerBehaviour:
     assignment_interval_ms: float = 1000.0
     assignment_epochs: bool = True
     assignment_epoch_follows_empty_group: bool = True
+    upgrade_converts_unassigned_members: bool = True
 
     @property
     def assignment_interval_s(self) -> float:
@@ -86,12 +93,14 @@ _RELEASES: dict[str, dict[str, Any]] = {
         "assignment_interval_ms": 0.0,
         "assignment_epochs": False,
         "assignment_epoch_follows_empty_group": False,
+        "upgrade_converts_unassigned_members": False,
     },
     "4.3": {
         "accepts_epoch0_rejoin": True,
         "assignment_interval_ms": 1000.0,
         "assignment_epochs": True,
         "assignment_epoch_follows_empty_group": True,
+        "upgrade_converts_unassigned_members": True,
     },
 }
 

@@ -19,7 +19,9 @@ cores it holds: ``handle``, ``on_timer`` and ``on_control`` return effects.
   Stable, with its last assignment as both its assigned partitions and its target
   (``ConsumerGroup.fromClassicGroup``), and a session timer of its own session timeout from now;
   then the heartbeat is handled by the consumer group; a member without an assignment (it never
-  synced) joins it with no partitions (KAFKA-17733, in every release from 4.0). The conversion
+  synced) joins it with no partitions (KAFKA-17733, in every release from 4.0.0; switch
+  ``upgrade_converts_unassigned_members``, off for 1eb7644's behaviour: the upgrade fails,
+  GROUP_ID_NOT_FOUND). The conversion
   and the heartbeat are one write: a group that has not selected a protocol yet (its first
   rebalance: ``fromClassicGroup`` reads the members' subscriptions under it, UNKNOWN_SERVER_ERROR)
   or a heartbeat the consumer group refuses (GROUP_MAX_SIZE_REACHED) leaves the group classic;
@@ -247,12 +249,22 @@ class MigratingCoordinator:
         REBALANCE_IN_PROGRESS first, and stay answered whatever follows (those answers are not
         records). A member without an assignment (it joined after the last SyncGroup, or the last
         rebalance broke off in CompletingRebalance) joins the consumer group with no partitions
-        (KAFKA-17733, Kafka 4.0). A group that has not selected a protocol yet (its first
+        (KAFKA-17733, switch ``upgrade_converts_unassigned_members``; without it the heartbeat is
+        answered GROUP_ID_NOT_FOUND and the group stays classic). A group that has not selected a protocol yet (its first
         rebalance, or its first since it was empty) makes ConsumerGroup.fromClassicGroup fail:
         the heartbeat is answered UNKNOWN_SERVER_ERROR and the group stays classic. A heartbeat
         the consumer group refuses (GROUP_MAX_SIZE_REACHED in a group already full) fails the
         write as well: the answer is the refusal, and the group stays classic."""
         out = c.complete_pending_requests(m.REBALANCE_IN_PROGRESS)
+        behaviour = self._behaviour or BrokerBehaviour()
+        missing = c.members_without_assignment()
+        if missing and not behaviour.upgrade_converts_unassigned_members:
+            # before KAFKA-17733 fromClassicGroup cannot read an empty assignment
+            return out + c.answer_consumer_heartbeat(
+                sender,
+                req,
+                f"{missing} members without an assignment (ConsumerGroup.fromClassicGroup)",
+            )
         if c.protocol is None:
             # fromClassicGroup reads each member's subscription under the group's protocol, which
             # a group in its first rebalance (or its first since it was empty) has not selected:

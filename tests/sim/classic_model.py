@@ -11,9 +11,10 @@ new and replacing static members, existing members in each state), classicGroupS
 classicGroupLeaveToClassicGroup, the join, sync and heartbeat timers (the initial delay, the new
 member join timeout) and what follows a removal; and a ConsumerGroupHeartbeat that joins the
 classic group: getOrMaybeCreateConsumerGroup, validateOnlineUpgrade, convertToConsumerGroup (the
-waiting JoinGroup and SyncGroup requests answered first, then fromClassicGroup as released from
-Kafka 4.0 with KAFKA-17733: an empty assignment reads as no partitions, a group without a selected
-protocol fails) and throwIfConsumerGroupIsFull, each a write that succeeds or fails whole. What the consumer group does after a conversion is ``kip848_model``'s.
+waiting JoinGroup and SyncGroup requests answered first, then fromClassicGroup: at 1eb7644 a
+member without an assignment fails it; from Kafka 4.0.0 (KAFKA-17733, ``converts_unassigned``)
+an empty assignment reads as no partitions and a group without a selected protocol fails it)
+and throwIfConsumerGroupIsFull, each a write that succeeds or fails whole. What the consumer group does after a conversion is ``kip848_model``'s.
 
 Timers are deadlines the caller fires (``timers``, ``fire``). Responses are collected in ``out``
 as (client, kind, fields) tuples.
@@ -61,6 +62,7 @@ class Member:
 class KafkaClassicGroup:
     initial_delay_s: float = 3.0
     consumer_max_size: int = 2**31 - 1
+    converts_unassigned: bool = True  # KAFKA-17733 (Kafka 4.0.0); False: commit 1eb7644
     new_id: object = None  # callable(instance_id) -> member id, in Kafka's draw order
     state: str = EMPTY
     previous_state: str = "Dead"
@@ -446,6 +448,10 @@ class KafkaClassicGroup:
             self._join_future(mm, ("REBALANCE_IN_PROGRESS",))
         for mm in self.members.values():
             self._sync_future(mm, ("REBALANCE_IN_PROGRESS", None))
+        if not self.converts_unassigned and any(
+            mm.assignment is None for mm in self.members.values()
+        ):
+            return "GROUP_ID_NOT_FOUND"  # fromClassicGroup at 1eb7644: SchemaException
         if self.protocol is None:
             # fromClassicGroup: members' metadata under protocolName().get(), none selected yet
             # (an empty assignment is read as no partitions, KAFKA-17733)

@@ -10,6 +10,7 @@ import numpy as np
 from assignors import Assignment, Subscription, TopicPartition
 from assignors.java import hashmap_insertion_order
 from sim.config import GroupConfig
+from sim.coordinator.behaviour import behaviour_for
 from sim.coordinator.classic.group import NEW_MEMBER_JOIN_TIMEOUT_S, ClassicGroup
 from sim.coordinator.classic.states import ClassicGroupState
 from sim.coordinator.consumer.classic_members import ConsumerGroupWithClassicMembers
@@ -135,6 +136,29 @@ def test_1_members_without_an_assignment_join_the_consumer_group_with_none():
     g = h.group
     assert isinstance(g, ConsumerGroupWithClassicMembers)
     assert all(not mm.assigned for mid, mm in g.members.items() if mid != "C9")
+
+
+def test_1_before_kafka_17733_a_member_without_an_assignment_fails_the_upgrade():
+    """kafka_version 4.0 (commit 1eb7644, switch upgrade_converts_unassigned_members off):
+    fromClassicGroup cannot read an empty assignment, so the joiner gets GROUP_ID_NOT_FOUND and
+    the group stays classic, here in a group whose rebalance broke off in CompletingRebalance."""
+    h = MigratingCoordinator(
+        GroupConfig(),
+        lambda: (0, {"t": 6}),
+        group_type=CLASSIC,
+        id_rng=np.random.default_rng(0),
+        behaviour=behaviour_for("4.0"),
+    )
+    ids = stable(h.group, ("c1", "c2"))
+    dynamic_join(h.group, 10.0, "c3")
+    for c in ("c1", "c2"):
+        h.handle(11.0, c, join(ids[c]))
+    h.handle(12.0, "c1", m.LeaveGroupRequest(ids["c1"], None))
+    assert h.group.members_without_assignment() == 2
+    out = h.handle(13.0, "c9", consumer_join(13.0, "C9"))
+    assert sends(out, "c9", m.ConsumerGroupHeartbeatResponse)[0].error == m.GROUP_ID_NOT_FOUND
+    assert "without an assignment" in events(out, "conversion_refused")[0][4]
+    assert h.group_type == CLASSIC
 
 
 def test_2_a_rebalance_whose_members_have_all_joined_completes_at_once():

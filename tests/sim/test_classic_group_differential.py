@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from assignors import Assignment, Subscription, TopicPartition
 from sim.config import GroupConfig
+from sim.coordinator.behaviour import behaviour_for
 from sim.coordinator.classic.states import ClassicGroupState
 from sim.coordinator.migration import CLASSIC, MigratingCoordinator
 from sim.wire import messages as m
@@ -79,6 +80,7 @@ def classic_sequences(draw):
         "clients": clients,
         "seed": draw(st.integers(0, 2**32 - 1)),
         "consumer_max_size": draw(st.sampled_from([1, 2, 3, 2**31 - 1])),
+        "kafka_version": draw(st.sampled_from(["4.0", "4.3"])),
         "steps": steps,
     }
 
@@ -126,9 +128,11 @@ class _Run:
             lambda: (0, {"t": 4}),
             group_type=CLASSIC,
             id_rng=rng_sim,
+            behaviour=behaviour_for(case["kafka_version"]),
         )
         self.model = KafkaClassicGroup(
             consumer_max_size=case["consumer_max_size"],
+            converts_unassigned=case["kafka_version"] != "4.0",
             new_id=lambda iid: classic_member_id(default_client_id(iid), iid, rng_model),
         )
         self.clients = [_Client(*c) for c in case["clients"]]

@@ -74,6 +74,10 @@ class MemberMeta:
     awaiting_join: bool = False
     awaiting_sync: bool = False
     assignment: Assignment = attrs.field(factory=Assignment)
+    # ClassicGroupMember.hasAssignment: set by a completed SyncGroup (even without partitions);
+    # a new member, or every member after a rebalance that broke off in CompletingRebalance
+    # (resetAndPropagateAssignmentWithError), has none
+    has_assignment: bool = False
     # ClassicGroupMember.isNew: added by this rebalance, not yet answered its JoinGroup; it can
     # be expired while it waits (hasSatisfiedHeartbeat)
     is_new: bool = False
@@ -257,6 +261,10 @@ class ClassicGroup:
         from it (``error``), so the conversion did not happen. Returns the effects."""
         self._event("conversion_refused", sender, f"classic->consumer: the heartbeat got {error}")
         return self._drain()
+
+    def members_without_assignment(self) -> int:
+        """How many members have no assignment (``MemberMeta.has_assignment``)."""
+        return sum(1 for mm in self.members.values() if not mm.has_assignment)
 
     def complete_pending_requests(self, error: str) -> list[tuple]:
         """completeAllJoinFutures and completeAllSyncFutures: every member waiting for its
@@ -498,6 +506,7 @@ class ClassicGroup:
             # members waiting in SyncGroup learn it now.
             for mm in self.members.values():
                 mm.assignment = Assignment()
+                mm.has_assignment = False
                 if mm.awaiting_sync:
                     mm.awaiting_sync = False
                     self._reply(mm, m.SyncGroupResponse(m.REBALANCE_IN_PROGRESS))
@@ -878,6 +887,7 @@ class ClassicGroup:
         for mid, mmx in self.members.items():
             # setAndPropagateAssignment: a member the leader left out gets an empty assignment
             mmx.assignment = assignments.get(mid, Assignment())
+            mmx.has_assignment = True
         self.last_assigned_generation = self.generation
         for mmx in self.members.values():
             if mmx.awaiting_sync:

@@ -217,6 +217,7 @@ class ConsumerGroupWithClassicMembers(ConsumerGroup):
                     classic.session_timeout_s,
                     mm.rebalance_timeout_s,
                     assignment=Assignment(sorted(self.target.get(mid, frozenset()))),
+                    has_assignment=True,
                     last_heartbeat=now,
                 )
             )
