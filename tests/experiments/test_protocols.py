@@ -63,7 +63,8 @@ def test_grid_runs_every_protocol_on_every_scenario(protocols_report):
     # the 4.0-vs-4.3 grid: each (scenario, size) under both releases, the consumer protocol
     grid = every[every["grid"] == "versions"]
     assert set(grid["assignor"]) == {CONSUMER}
-    assert set(zip(grid["scenario"], grid["members"], grid["kafka_version"].astype(str))) == {
+    versions = grid["kafka_version"].astype(str)
+    assert set(zip(grid["scenario"], grid["members"], versions, strict=True)) == {
         (label, members, version) for label, members in scale.versions for version in ("4.0", "4.3")
     }
     assert pd.read_csv(out / "protocols.csv")["fault counted"].all()

@@ -263,7 +263,9 @@ def test_issue_36_two_joins_at_one_instant_one_partition():
     ids "c0" and "c1" fall in HashMap buckets 13 and 14: c0 comes first and its quota is the one
     partition.)"""
     meta = (0, {"t": 1})
-    g = ConsumerGroup(GroupConfig(), lambda: meta, AssignorCost(mode="zero"))
+    g = ConsumerGroup(
+        GroupConfig(), lambda: meta, AssignorCost(mode="zero"), behaviour=behaviour_for("4.0")
+    )
     out = []
     for c in ("c1", "c0"):
         out += g.handle(
@@ -352,7 +354,9 @@ def test_issue_36_a_retried_heartbeat_at_an_epoch_before_the_previous_one_is_fen
     epoch to 3 (CurrentAssignmentBuilder updates it on every transition), so its retried
     heartbeat at epoch 1, whose response was lost, is fenced as Kafka fences it."""
     meta = (0, {"t": 1, "u": 1})
-    g = ConsumerGroup(GroupConfig(), lambda: meta, AssignorCost(mode="zero"))
+    g = ConsumerGroup(
+        GroupConfig(), lambda: meta, AssignorCost(mode="zero"), behaviour=behaviour_for("4.0")
+    )
     t0, u0 = TopicPartition("t", 0), TopicPartition("u", 0)
 
     def beat(now, mid, epoch, owned=None, topics=None):
