@@ -7,7 +7,7 @@ import shlex
 import tomllib
 from pathlib import Path
 
-from experiments.cli.main import main
+from rebalance_sim.cli.main import main
 from sim import Scenario
 
 README = (Path(__file__).parent.parent / "README.md").read_text()
