@@ -1,8 +1,9 @@
-"""What the commands share: one-line errors with their exit status, output checks, and
-telling a Ctrl-C from the Spark failure it causes."""
+"""What the commands share: one-line errors with their exit status, output checks, whether the
+lab is installed, and telling a Ctrl-C from the Spark failure it causes."""
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 
 from ..lab.outputs import check_output_dir
@@ -17,6 +18,33 @@ def failed(cmd: str, message: str) -> int:
     """A job that failed while running (not bad input): one line, exit 1."""
     print(f"rebalance-sim {cmd}: {message}", file=sys.stderr)
     return 1
+
+
+# What the ``[lab]`` extra installs (pyproject.toml), by import name: the Spark engine, its tables
+# and the packing of the driver's environment for a cluster's workers. The base install runs the
+# simulator and the commands that read one run (``run``, ``show``, ``timeline``, ``assign``).
+LAB_MODULES = ("pyspark", "pandas", "venv_pack")
+LAB_INSTALL = "pip install 'rebalance-sim[lab]'"
+
+
+def lab_missing() -> str | None:
+    """The first of the lab's libraries that cannot be imported here, or None when all can."""
+    for name in LAB_MODULES:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            return name
+    return None
+
+
+def need_lab(cmd: str) -> int | None:
+    """None when the lab is installed; else one line saying how to install it, and exit 2."""
+    missing = lab_missing()
+    if missing is None:
+        return None
+    return err(cmd, f"needs the lab, which is not installed ({missing} is missing): {LAB_INSTALL}")
 
 
 def spark_err(cmd: str, e: Exception) -> int:

@@ -11,22 +11,41 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..lab.catalog import EXPERIMENTS
 from ..lab.engine import regression as ci_regression
 from ..lab.engine.grid import GridError
 from ..lab.outputs import OutputError, check_output_dir
-from .common import SigintSeen, check_out, err, failed, interrupted, spark_err
+from .common import (
+    SigintSeen,
+    check_out,
+    err,
+    failed,
+    interrupted,
+    lab_missing,
+    need_lab,
+    spark_err,
+)
 from .options import add_kernel_option, add_spark_options, check_spark_options, kernel_error
 
 
+def _experiments() -> dict:
+    """The catalog, or none without the lab (its declarations name their report recipes, which
+    need the lab's table library); ``cmd_experiment`` then says how to install it."""
+    if lab_missing() is not None:
+        return {}
+    from ..lab.catalog import EXPERIMENTS
+
+    return EXPERIMENTS
+
+
 def register(subparsers) -> None:
+    experiments = _experiments()
     p = subparsers.add_parser(
         "experiment",
         help="run a packaged experiment and write its report",
         description="Run a packaged experiment: "
-        + "; ".join(f"{e.name}: {e.description}" for e in EXPERIMENTS.values()),
+        + "; ".join(f"{e.name}: {e.description}" for e in experiments.values()),
     )
-    p.add_argument("name", choices=sorted(EXPERIMENTS), help="which experiment")
+    p.add_argument("name", choices=sorted(experiments) or None, help="which experiment")
     p.add_argument(
         "--scale",
         choices=("default", "large", "smoke"),
@@ -54,6 +73,9 @@ REFERENCE_DIRS = {"ci-regression": Path("results/ci")}
 
 
 def cmd_experiment(args) -> int:
+    if (rc := need_lab("experiment")) is not None:
+        return rc
+    from ..lab.catalog import EXPERIMENTS
     from ..lab.engine import lock
     from ..lab.engine.pipeline import Options, run_experiment
     from ..lab.engine.spark import SparkUnavailable, interrupt_all, is_spark_error, spark_error_line

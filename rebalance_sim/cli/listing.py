@@ -21,8 +21,12 @@ def _param_text(value) -> str:
 def cmd_list(args) -> int:
     from sim.scenario.builtins import BUILTINS
 
-    from ..lab.catalog import EXPERIMENTS as experiments
+    from .common import LAB_INSTALL, lab_missing
 
+    if lab_missing() is None:
+        from ..lab.catalog import EXPERIMENTS as experiments
+    else:  # the experiments are the lab's: without it, the list says how to get them
+        experiments = {}
     if args.json:
         json.dump(
             {
@@ -50,6 +54,8 @@ def cmd_list(args) -> int:
         "--set consumer.session_timeout_ms=10000; `rebalance-sim show NAME` prints every field."
     )
     print("\nExperiments (rebalance-sim experiment NAME):")
+    if not experiments:
+        print(f"  (they need the lab, which is not installed: {LAB_INSTALL})")
     for e in experiments.values():
         print(f"  {e.name:<{width}}  {e.description}")
     return 0

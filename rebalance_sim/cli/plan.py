@@ -15,7 +15,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from .common import SigintSeen, err, failed, interrupted, spark_err
+from .common import SigintSeen, err, failed, interrupted, need_lab, spark_err
 from .options import add_kernel_option, add_spark_options, check_spark_options, kernel_error
 
 DESCRIBE_ONLY = ("rate", "capacity", "assign_cost_ms", "revoke_cost_ms", "group")
@@ -175,6 +175,8 @@ def command_line(args) -> str:
 
 
 def cmd_plan(args) -> int:
+    if (rc := need_lab("plan")) is not None:
+        return rc
     from ..lab.outputs import OutputError, check_output_dir
     from ..lab.plan.example import EXAMPLE
     from ..lab.plan.execute import Options, dry_run, run_plan

@@ -44,6 +44,7 @@ def _report_failure(out: Path, args, index: int, found: list[str]) -> None:
 
 def cmd_soak(args) -> int:
     from ..lab.outputs import OutputError, check_output_dir
+    from .common import need_lab
     from .options import kernel_error
 
     for flag, value, low in (
@@ -58,6 +59,8 @@ def cmd_soak(args) -> int:
     if args.master is not None and not args.spark:
         print("rebalance-sim soak: --master: applies only with --spark", file=sys.stderr)
         return 2
+    if args.spark and (rc := need_lab("soak --spark")) is not None:
+        return rc
     if args.master is not None:
         from ..lab.engine.spark import SparkUnavailable, check_master
 

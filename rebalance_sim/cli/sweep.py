@@ -9,7 +9,7 @@ from pathlib import Path
 from ..lab.engine.grid import GridError, column_name, expand, load_grid
 from ..lab.engine.sweep import report_failures, run_sweep
 from ..lab.outputs import OutputError
-from .common import SigintSeen, check_out, err, failed, interrupted, spark_err
+from .common import SigintSeen, check_out, err, failed, interrupted, need_lab, spark_err
 from .options import add_kernel_option, add_spark_options, check_spark_options, kernel_error
 
 
@@ -42,6 +42,8 @@ def register(subparsers) -> None:
 
 
 def cmd_sweep(args) -> int:
+    if (rc := need_lab("sweep")) is not None:
+        return rc
     from ..lab.engine import lock
     from ..lab.engine.grid import with_kernel
     from ..lab.engine.spark import SparkUnavailable, is_spark_error, spark_error_line

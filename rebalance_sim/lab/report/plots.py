@@ -10,15 +10,18 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
 
 from ..atomic import atomic_write_bytes
+
+if TYPE_CHECKING:  # the tables are the lab's; `timeline` draws with this module without them
+    import pandas as pd
 
 # One colour per assignor, the same in every figure: eager ones warm, cooperative cool.
 ASSIGNOR_COLORS = {
