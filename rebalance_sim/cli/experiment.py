@@ -1,5 +1,5 @@
 """The ``experiment`` subcommand: ``rebalance-sim experiment NAME`` runs a packaged study (a
-declaration under ``experiments/catalog/``, listed by ``rebalance-sim list``) through the generic
+declaration under ``rebalance_sim/lab/catalog/``, listed by ``rebalance-sim list``) through the generic
 pipeline (``rebalance_sim.lab.engine.pipeline``); it ends in an HTML report.
 
 Raw runs go to a work directory (default ``out/<experiment>/``, resumable: a rerun skips the runs

@@ -17,7 +17,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "sweep",
         help="run a grid of scenarios x assignors x seeds on Spark",
-        description="Run every point of GRID (TOML; format in experiments/engine/grid.py) "
+        description="Run every point of GRID (TOML; format in rebalance_sim/lab/engine/grid.py) "
         "as Spark tasks, then aggregate. Rerunning skips complete runs.",
     )
     p.add_argument("grid", help="grid TOML file")

@@ -9,7 +9,7 @@ measured in one extra run under ``tracemalloc`` (Python and numpy allocations) s
 does not slow the timed runs. ``moved`` counts partitions whose owner changed from the previous
 assignment (the leaver's partitions and cooperatively withheld ones included). The KIP-848
 server-side assignors (``server:uniform``, ``server:range``) run their own cases: see
-``experiments/bench/server_assignors.py``.
+``rebalance_sim/lab/bench/server_assignors.py``.
 """
 
 from __future__ import annotations

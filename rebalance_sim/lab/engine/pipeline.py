@@ -1,7 +1,7 @@
 """The generic experiment pipeline: grid -> fan out on Spark -> aggregate -> figures -> report.
 
 An experiment is a declaration (``Experiment``, one module per experiment under
-``experiments/catalog/``): a ``grid`` (which runs) and a ``report`` recipe (what to draw and
+``rebalance_sim/lab/catalog/``): a ``grid`` (which runs) and a ``report`` recipe (what to draw and
 tabulate from the aggregated tables). ``run_experiment`` runs any of them the same way, so adding
 an experiment adds a declaration, not a code path; the command line (``rebalance_sim.cli.experiment``) only
 turns arguments into ``Options``.
