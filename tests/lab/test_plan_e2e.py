@@ -134,10 +134,9 @@ def test_growth_was_run_and_said(plan):
 def test_every_run_replays_from_the_plans_output(plan, spark):
     """A run's scenario file and seed (runs.csv) give the same run with `rebalance-sim run`:
     the same run id, summary and events, row for row."""
-    from sim.builtin_scenarios import load_scenario
-
     from rebalance_sim.lab.engine.store import read_table
     from sim import run_scenario
+    from sim.scenario.builtins import load_scenario
 
     out, _, _ = plan
     runs = pd.read_csv(out / "runs.csv")
