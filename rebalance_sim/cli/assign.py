@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -152,7 +153,7 @@ def build_group(
             raise InputError(f"{where}.group_instance_id: expected a string")
         if "user_data_hex" in spec:
             try:
-                user_data = bytes.fromhex(spec["user_data_hex"])
+                user_data: bytes | None = bytes.fromhex(spec["user_data_hex"])
             except (TypeError, ValueError):
                 raise InputError(f"{where}.user_data_hex: not a hex string") from None
         else:
@@ -177,12 +178,13 @@ def _member_user_data(name: str, owned, generation: int, spec: dict, where: str)
                 _int(f"{where}.epoch", spec.get("epoch", generation))
             )
         member_side.on_assignment(Assignment(owned, assignment_data), generation)
-    return member_side.subscription_user_data(None, None)
+    return member_side.subscription_user_data(None, generation)
 
 
 def _ranges(nums: list[int]) -> str:
     out = []
-    start = prev = None
+    start: int | None = None
+    prev = -1
     for n in nums:
         if start is None:
             start = prev = n
@@ -196,7 +198,7 @@ def _ranges(nums: list[int]) -> str:
     return ",".join(out)
 
 
-def format_partitions(parts: list[TopicPartition]) -> str:
+def format_partitions(parts: Sequence[TopicPartition]) -> str:
     by_topic: dict[str, list[int]] = {}
     for tp in sorted(parts):
         by_topic.setdefault(tp.topic, []).append(tp.partition)
@@ -213,7 +215,12 @@ def _object(pairs: list[tuple[str, Any]]) -> _Object:
     out = _Object(pairs)
     if len(out) != len(pairs):
         seen: set[str] = set()
-        out.twice = tuple(k for k, _ in pairs if k in seen or seen.add(k))
+        twice = []
+        for k, _ in pairs:
+            if k in seen:
+                twice.append(k)
+            seen.add(k)
+        out.twice = tuple(twice)
     return out
 
 

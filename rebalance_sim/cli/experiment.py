@@ -159,7 +159,7 @@ CI_ONLY = {
     "abs_tolerance": None,
     "quiet": False,
 }
-SPARK_ONLY = {
+SPARK_ONLY: dict[str, object] = {
     "scale": "default",
     "work": None,
     "master": None,

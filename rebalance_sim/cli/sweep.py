@@ -111,8 +111,9 @@ def _sweep(args, grid, specs, out, phase: list[str]) -> int:
     from ..lab.engine.store import local_path
     from ..lab.engine.sweep import check_aggregate
 
-    if local_path(out) is not None:
-        atomic_write_bytes(local_path(out) / "grid.toml", Path(args.grid).read_bytes())
+    local = local_path(out)
+    if local is not None:
+        atomic_write_bytes(local / "grid.toml", Path(args.grid).read_bytes())
     print(
         f"sweep {grid.name}: {len(specs)} runs ({len(grid.scenarios)} scenario(s) x "
         f"{len(grid.assignors or [None])} assignor(s) x {_points(grid)} point(s) x {len(grid.seeds)} seed(s))",

@@ -33,7 +33,7 @@ def model_digest() -> str:
     """12 hex digits of SHA-256 over the model's source files (path and bytes, in path order)."""
     h = hashlib.sha256()
     for package in MODEL_PACKAGES:
-        root = Path(__import__(package).__file__).parent
+        root = Path(str(__import__(package).__file__)).parent
         for path in sorted(root.rglob("*.py")):
             h.update(path.relative_to(root.parent).as_posix().encode())
             h.update(b"\0")

@@ -30,6 +30,7 @@ from ..atomic import atomic_write_text
 from .server_assignors import (
     QUICK_SERVER_CASES,
     SERVER_CASES,
+    ServerCase,
     bench_server_case,
     server_names,
 )
@@ -117,7 +118,7 @@ def next_round(name: str, topics_of, result: dict[str, Assignment], generation: 
         member_side.on_assignment(result[m], generation)
         subs[m] = Subscription(
             ts,
-            user_data=member_side.subscription_user_data(None, None),
+            user_data=member_side.subscription_user_data(None, generation),
             owned_partitions=result[m].partitions,
             generation=generation,
         )
@@ -291,7 +292,9 @@ def run(args) -> int:
 
 def _all_rows(args, names: list[str]) -> list[dict]:
     cases = QUICK_CASES if args.quick else CASES
-    plan = [(n, c) for n in names if n in ASSIGNORS for c in cases]
+    plan: list[tuple[str, Case | ServerCase]] = [
+        (n, c) for n in names if n in ASSIGNORS for c in cases
+    ]
     # KIP-848 server-side assignors ("server:uniform", "server:range") on their own cases.
     plan += [
         (n, c)
@@ -306,7 +309,7 @@ def _all_rows(args, names: list[str]) -> list[dict]:
     rows: list[dict] = []
     for i, (name, case) in enumerate(plan, 1):
         print(f"[{i}/{len(plan)}] {name:<20} {case.name}", file=sys.stderr, flush=True)
-        if name in ASSIGNORS:
+        if isinstance(case, Case):
             rows.extend(bench_case(name, case, args.repeat, measure_memory=not args.no_memory))
         else:
             rows.extend(

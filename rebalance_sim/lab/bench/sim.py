@@ -20,7 +20,7 @@ from sim.kernel.tasks import DEFAULT_KERNEL, KERNELS
 def _scenario(
     name: str, members: int, partitions: int, action: dict, protocol: str = "classic"
 ) -> Scenario:
-    consumer = {"partition_assignment_strategy": ["cooperative-sticky"]}
+    consumer: dict[str, object] = {"partition_assignment_strategy": ["cooperative-sticky"]}
     if protocol != "classic":
         consumer = {"group_protocol": protocol}  # KIP-848: the coordinator assigns (uniform)
     return Scenario.from_dict(
@@ -153,7 +153,7 @@ def measure(
     t0, c0 = time.perf_counter(), time.process_time()
     result = run_scenario(sc, seed=0, raise_on_violation=False, kernel=kernel)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    if profiler is not None:
+    if profiler is not None and profile is not None:
         profiler.disable()
         profiler.dump_stats(profile)
     s = result.summary

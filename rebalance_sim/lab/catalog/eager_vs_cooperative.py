@@ -124,7 +124,7 @@ def eager_vs_coop_specs(scale: Scale, scenarios: Path) -> list[RunSpec]:
     directory: the specs carry the files' text to the executors)."""
     from ..atomic import atomic_write_text
 
-    specs = []
+    specs: list[RunSpec] = []
     for label in MAIN_JOB_SCENARIOS:
         for membership in ("dynamic", "static"):
             for members in scale.sizes:

@@ -179,7 +179,7 @@ def protocol_specs(scale: Scale, scenarios: Path) -> list[RunSpec]:
     protocol's heartbeat intervals at one size (scale-out and rolling deploy)."""
     from ..atomic import atomic_write_text
 
-    specs = []
+    specs: list[RunSpec] = []
 
     def scenario_file(label, members, partitions) -> str:
         path = scenarios / f"protocols-{label}-{members}-{partitions}.toml"

@@ -197,7 +197,7 @@ def per_point(runs_df, metrics: Sequence[str] | None = None):
 
     metrics = list(metrics or [m for m, _ in METRICS])
     aggs = [F.count("seed").alias("seeds")]
-    out = []
+    out: list = []  # Columns and column names, as select takes them
     for m in metrics:
         x = F.col(m).cast("double")
         # one exact percentile aggregate per metric for all its quantiles (one buffer of values)

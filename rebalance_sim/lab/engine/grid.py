@@ -274,7 +274,7 @@ def column_name(key: str) -> str:
 
 def expand(grid: Grid) -> list[RunSpec]:
     """Every run of ``grid``, loaded and validated, with its ``run_id``; raises ``GridError``."""
-    specs = []
+    specs: list[RunSpec] = []
     keys = list(grid.vary)
     for scenario in grid.scenarios:
         for assignor in grid.assignors or (None,):
@@ -373,7 +373,7 @@ def estimated_cost(scenario) -> float:
     which runs start first and how batches are cut."""
     from sim.scenario.actions import batch_count
 
-    config = getattr(scenario, "config", None)
+    config: Any = getattr(scenario, "config", None)
     try:
         members = config.members
         partitions = sum(t.partitions for t in config.topics)

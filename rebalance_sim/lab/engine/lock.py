@@ -284,7 +284,7 @@ def hold(out, flag: str = "--out", spark=None, command: str | None = None) -> No
     command = command or " ".join(["rebalance-sim", *sys.argv[1:]])
     local = local_path(out)
     if local is not None:
-        lock = _LocalLock(local / LOCK_NAME, flag, command)
+        lock: _LocalLock | _HadoopLock = _LocalLock(local / LOCK_NAME, flag, command)
     elif spark is None:
         return  # taken once Spark is up (the caller calls again)
     else:

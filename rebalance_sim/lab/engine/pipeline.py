@@ -129,6 +129,9 @@ def run_experiment(exp: Experiment, opts: Options) -> int:
 
     if exp.run is not None:
         return exp.run(opts.extra)
+    assert exp.grid is not None and exp.report is not None, (
+        exp.name
+    )  # (an experiment without `run` declares both)
     t_start = time.monotonic()
     specs = with_kernel(exp.grid(opts), getattr(opts.extra, "kernel", None))
     say(opts, f"{len(specs)} runs; raw runs in {opts.work}, report in {opts.out}/")

@@ -182,10 +182,10 @@ def compare(
 ) -> list[Finding]:
     """Every metric of every run, judged against the baseline."""
 
-    def key(r):
+    def key(r) -> tuple[str, str, int]:
         return (r["scenario"], r["assignor"], r["seed"])
 
-    base = {key(r): r for r in baseline}
+    base: dict[tuple[str, str, int], dict] = {key(r): r for r in baseline}
     cur = {key(r): r for r in current}
     findings = []
     for k in sorted(set(base) | set(cur)):
@@ -200,7 +200,8 @@ def compare(
                 status = "missing"
             else:
                 status = "ok" if math.isclose(b, c, rel_tol=rel_tol, abs_tol=abs_tol) else "moved"
-            findings.append(Finding(*k, metric, b, c, status))
+            scenario, assignor, seed = k
+            findings.append(Finding(scenario, assignor, seed, metric, b, c, status))
     return findings
 
 

@@ -276,7 +276,7 @@ def code_zip() -> Path:
 
     files = []
     for pkg in SHIPPED_PACKAGES:
-        root = Path(importlib.import_module(pkg).__file__).parent
+        root = Path(str(importlib.import_module(pkg).__file__)).parent
         files += [
             (f"{pkg}/{p.relative_to(root).as_posix()}", p) for p in sorted(root.rglob("*.py"))
         ]
@@ -498,6 +498,7 @@ def get_spark(
                 # Local workers run this interpreter, so they see the same packages.
                 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             else:
+                assert master is not None  # (no master is local)
                 check_reachable(master, timeout_s)
             os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
             log4j = _quiet_log4j_conf()
@@ -694,11 +695,12 @@ def tag_thread(group: str, pool: str | None = None) -> None:
     """The calling thread's next Spark jobs belong to job ``group`` (for ``cancel_group`` and
     ``finished_tasks``) and run in scheduler ``pool`` (None: the default pool). pyspark pins each
     Python thread to a JVM thread, so the setting stays with this thread. No-op under Connect."""
-    if not can_overlap_jobs():
+    if _session is None or not can_overlap_jobs():
         return
     sc = _session.sparkContext
     sc.setJobGroup(group, group)
-    sc.setLocalProperty("spark.scheduler.pool", pool)
+    # None clears the property (back to the default pool), as the JVM's setLocalProperty takes it
+    sc.setLocalProperty("spark.scheduler.pool", pool)  # type: ignore[arg-type]
 
 
 _live_threads: set = set()  # futures of in_daemon_thread's threads still running
@@ -749,7 +751,7 @@ def threads_busy() -> bool:
 
 def cancel_group(group: str) -> None:
     """Cancel the running jobs of ``group``; quietly does nothing if it cannot."""
-    if not can_overlap_jobs():
+    if _session is None or not can_overlap_jobs():
         return
     try:
         _session.sparkContext.cancelJobGroup(group)

@@ -35,9 +35,15 @@ import json
 import os
 import uuid
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..outputs import OutputError
+
+if TYPE_CHECKING:  # imported where used: reading a store needs neither at import time
+    import pandas as pd
+    import pyarrow as pa
 
 TABLES = ("events", "intervals", "episodes", "runs", "points")
 COMPLETE_STATUSES = ("ok", "violations")
@@ -136,27 +142,29 @@ def _commits_signature(out) -> tuple | None:
 # The commit rows last read from a local OUT, with the signature they were read at (and the
 # commit files that could not be read): an experiment reads them once per table it reads, and
 # they change only when a batch commits.
-_commits_cache: dict[str, tuple[tuple, pd.DataFrame, dict[str, str]]] = {}  # noqa: F821
+_commits_cache: dict[str, tuple[tuple, pd.DataFrame, dict[str, str]]] = {}
 
 
 def _columns() -> list[str]:
     return [c.split()[0] for c in COMMIT_SCHEMA.split(", ")]
 
 
-def _no_commits_frame() -> pd.DataFrame:  # noqa: F821
+def _no_commits_frame() -> pd.DataFrame:
     import pandas as pd
 
     return pd.DataFrame({c: pd.Series(dtype=object) for c in _columns()})
 
 
-def _read_local_commits(out, signature: tuple) -> tuple[pd.DataFrame, dict[str, str]]:  # noqa: F821
+def _read_local_commits(out, signature: tuple) -> tuple[pd.DataFrame, dict[str, str]]:
     """The commit rows of a local OUT, read with pyarrow (no Spark: they are a few files, and an
     interrupted sweep reads them after its JVM may have gone), and the commit files that cannot
     be read (batch -> why)."""
     import pandas as pd
     import pyarrow.parquet as pq
 
-    root = local_path(out) / "commits"
+    local = local_path(out)
+    assert local is not None, out  # (the caller reads a local output only)
+    root = local / "commits"
     frames, unreadable = [], {}
     by_batch: dict[str, list[str]] = {}
     for batch_dir, name, _size, _mtime in signature[1]:
@@ -181,7 +189,7 @@ def _read_local_commits(out, signature: tuple) -> tuple[pd.DataFrame, dict[str, 
     return pd.concat(frames, ignore_index=True), unreadable
 
 
-def _commits_and_problems(spark, out) -> tuple[pd.DataFrame, dict[str, str]]:  # noqa: F821
+def _commits_and_problems(spark, out) -> tuple[pd.DataFrame, dict[str, str]]:
     signature = _commits_signature(out)
     if signature is not None:
         cached = _commits_cache.get(uri(out))
@@ -205,7 +213,7 @@ def _commits_and_problems(spark, out) -> tuple[pd.DataFrame, dict[str, str]]:  #
         raise OutputError(f"cannot read {table_path(out, 'commits')}: {_first_line(e)}") from None
 
 
-def commits(spark, out) -> pd.DataFrame:  # noqa: F821
+def commits(spark, out) -> pd.DataFrame:
     """Every readable commit row under ``OUT/commits`` (pandas); empty if none. A local output's
     are read without Spark. Raises ``OutputError`` if the location cannot be read at all
     (unknown scheme, no access)."""
@@ -357,7 +365,7 @@ def _check_remote(spark, out, wanted: dict[str, dict[str, int]]) -> dict[str, st
         for b, e in todo.items():
             mine = {rel: n for rel, n in actual.items() if rel.split("/", 2)[1] == f"batch={b}"}
             _remote_checks[keys[b]] = _compare(b, e, mine)
-    return {b: _remote_checks[keys[b]] for b in wanted if _remote_checks[keys[b]]}
+    return {b: problem for b in wanted if (problem := _remote_checks[keys[b]]) is not None}
 
 
 def check_batches(spark, out, listings: dict[str, str | None]) -> dict[str, str]:
@@ -479,7 +487,7 @@ def to_blob(table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def unify(schemas) -> pa.Schema:  # noqa: F821
+def unify(schemas) -> pa.Schema:
     """One schema for the rows of many runs: all-null columns dropped (another batch may type
     them), numbers widened where runs differ."""
     import pyarrow as pa
@@ -552,9 +560,7 @@ def write_batch(
         else:
             from .spark import in_daemon_thread
 
-            for f in [
-                in_daemon_thread(lambda n=name: write(n), f"write-{name}") for name in TABLES
-            ]:
+            for f in [in_daemon_thread(partial(write, name), f"write-{name}") for name in TABLES]:
                 f.result()  # the first failure is raised; the commit rows are not written
         files = list_files(spark, out, [f"{t}/batch={batch}" for t in TABLES])
     schema = COMMIT_SCHEMA.rsplit(", batch string", 1)[0]

@@ -21,6 +21,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import attrs
@@ -331,6 +332,7 @@ def run_sweep(
         # one row, so one partition and one task, per group of runs
         df = spark.createDataFrame(pdf).repartitionByRange(len(batch.tasks), "task")
         if direct:
+            assert local is not None  # (tasks write only to a local output)
             files = TaskFiles(
                 str(local.resolve()),
                 batch.id,
@@ -409,18 +411,18 @@ def run_sweep(
             progress.add(batch)
             # registered before the thread starts, so that a Ctrl-C waits for it (see below)
             in_daemon_thread(
-                lambda b=batch: compute(b),
+                partial(compute, batch),
                 f"sweep-{batch.id}",
-                before_start=lambda f, b=batch: computing.__setitem__(f, b),
+                before_start=partial(_register, computing, batch),
             )
 
     def start_committing() -> None:
         if waiting and not committing:
             batch = waiting.pop(0)
             in_daemon_thread(
-                lambda b=batch: commit(b),
+                partial(commit, batch),
                 f"commit-{batch.id}",
-                before_start=lambda f, b=batch: committing.__setitem__(f, b),
+                before_start=partial(_register, committing, batch),
             )
 
     def committed(batch: _Batch) -> None:
@@ -469,7 +471,7 @@ def run_sweep(
         cf.wait(list(committing), timeout=COMMIT_WAIT_S)
         for batch in waiting:  # (in threads of their own, as always: see tag_thread)
             try:
-                in_daemon_thread(lambda b=batch: commit(b), f"commit-{batch.id}").result()
+                in_daemon_thread(partial(commit, batch), f"commit-{batch.id}").result()
             except Exception:  # the first failure is the one reported
                 pass
         cf.wait(list(computing), timeout=INTERRUPT_WAIT_S)
@@ -478,6 +480,11 @@ def run_sweep(
         progress.stop()
     progress.show(force=True)
     return pd.concat(results, ignore_index=True)
+
+
+def _register(registry: dict, batch, future) -> None:
+    """Record ``future`` as the thread working on ``batch`` (before the thread starts)."""
+    registry[future] = batch
 
 
 def _schemas(blobs) -> list:

@@ -27,6 +27,11 @@ import os
 import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported where used: executors import this module before they write
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
 ROW_GROUP_ROWS = 1 << 18  # rows buffered per table before a row group is written (~25 MB of events)
 TEMPORARY = "_temporary"
@@ -59,10 +64,10 @@ class TaskTables:
         self.schemas = dict(schemas)
         self.pending: dict[str, list] = {t: [] for t in self.schemas}
         self.rows = dict.fromkeys(self.schemas, 0)
-        self.writers: dict[str, object] = {}
+        self.writers: dict[str, pq.ParquetWriter] = {}
         self.files: list[tuple[str, str]] = []  # (table, path)
 
-    def add(self, tables: Mapping[str, object]) -> None:
+    def add(self, tables: Mapping[str, pa.Table]) -> None:
         """One run's tables (pyarrow Tables by name)."""
         from .store import conform
 
@@ -127,7 +132,7 @@ def commit(
     out_dir: str | os.PathLike,
     batch: str,
     landed: Iterable[tuple[str, str]],
-    empty_schemas: Mapping[str, object],
+    empty_schemas: Mapping[str, pa.Schema],
     commit_rows,
 ) -> dict[str, int]:
     """Make batch ``batch`` visible: every table's files (``landed``: (table, temporary path)
@@ -141,13 +146,13 @@ def commit(
 
     from ..atomic import atomic_directory
 
-    out_dir = Path(out_dir)
+    out_root = Path(out_dir)
     by_table: dict[str, list[str]] = {t: [] for t in empty_schemas}
     for table, path in landed:
         by_table.setdefault(table, []).append(path)
     files: dict[str, int] = {}
     for table, paths in by_table.items():
-        final = batch_dir(out_dir, table, batch)
+        final = batch_dir(out_root, table, batch)
         with atomic_directory(final) as tmp:
             for path in paths:
                 os.replace(path, tmp / os.path.basename(path))
@@ -161,11 +166,11 @@ def commit(
     rows = commit_rows.append_column(
         "files", pa.array([listing] * commit_rows.num_rows, pa.string())
     )
-    with atomic_directory(batch_dir(out_dir, COMMITS, batch)) as tmp:
-        path = tmp / part_name(0)
-        pq.write_table(rows, path, compression="snappy")
-        with open(path, "rb+") as f:  # the commit is what a kill must not lose
-            os.fsync(f.fileno())
+    with atomic_directory(batch_dir(out_root, COMMITS, batch)) as tmp:
+        commit_file = tmp / part_name(0)
+        pq.write_table(rows, commit_file, compression="snappy")
+        with open(commit_file, "rb+") as fh:  # the commit is what a kill must not lose
+            os.fsync(fh.fileno())
         (tmp / "_SUCCESS").touch()
     return files
 
@@ -181,4 +186,6 @@ def commit_local(out, batch: str, landed, empty_schemas: dict, commit_rows) -> d
     rows = pa.Table.from_pandas(
         stamped_commit_rows(commit_rows), schema=commit_arrow_schema(), preserve_index=False
     )
-    return commit(str(local_path(out).resolve()), batch, landed, empty_schemas, rows)
+    local = local_path(out)
+    assert local is not None, out  # (the caller commits a local output only)
+    return commit(str(local.resolve()), batch, landed, empty_schemas, rows)

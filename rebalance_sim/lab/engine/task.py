@@ -182,6 +182,7 @@ class SweepTask:
         from rebalance_sim.lab.engine.store import COMPLETE_STATUSES
         from rebalance_sim.lab.engine.table_sink import TaskTables
 
+        assert self.files is not None  # (tasks that write their own files have them)
         ctx = TaskContext.get()
         schemas = {
             t: None if b is None else pa.ipc.read_schema(pa.py_buffer(b))

@@ -173,7 +173,7 @@ def _cells(line: str, cols: list[str], starts: list[int], last_free: bool) -> li
     may hold spaces when ``last_free``: ``topic1(0), topic2(0)``), then cut at the header's
     column starts (a column left empty for some rows, such as GROUP-INSTANCE-ID for a dynamic
     member among static ones)."""
-    out = []
+    out: list[list[str]] = []
     tokens = line.split()
     n = len(cols)
     if len(tokens) == n:
@@ -184,7 +184,7 @@ def _cells(line: str, cols: list[str], starts: list[int], last_free: bool) -> li
     for i, start in enumerate(starts):
         end = starts[i + 1] if i + 1 < n else len(line)
         values.append(line[start:end].strip())
-    if values[0] and not any(" " in v for v in values[:-1]) and values != (out or [None])[0]:
+    if values[0] and not any(" " in v for v in values[:-1]) and (not out or values != out[0]):
         out.append(values)
     return out
 
@@ -395,7 +395,8 @@ def read_describe(paths: Sequence[str | Path]) -> Described:
 
 
 def groups_in(d: Described) -> set[str]:
-    return {r.group for r in (*d.members, *d.offsets, *d.states) if r.group}
+    rows: tuple[MemberRow | OffsetRow | StateRow, ...] = (*d.members, *d.offsets, *d.states)
+    return {r.group for r in rows if r.group}
 
 
 def only_group(d: Described, name: str | None) -> Described:

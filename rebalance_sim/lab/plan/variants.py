@@ -180,7 +180,7 @@ def variants(group: Group) -> list[Variant]:
             )
         else:
             cfg = group.consumer_config()
-            change = {"session_timeout_ms": short}
+            change: dict[str, float] = {"session_timeout_ms": short}
             text = f"session.timeout.ms = {short:g}"
             if cfg.heartbeat_interval_ms >= short / 3:
                 change["heartbeat_interval_ms"] = short / 3.0

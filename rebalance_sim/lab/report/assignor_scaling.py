@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ..engine.pipeline import Options, Page, Results
 from .assignor_timing import time_assignors
@@ -70,7 +72,7 @@ def report(
         "Python assignors are slower than Kafka's Java ones, so absolute times are an upper "
         "bound; the growth with members and partitions is the point.",
     ]
-    sections = [
+    sections: list[tuple[str, Sequence[Any]]] = [
         ("Figures", figs),
         ("Timings", [Table("Leader assignment time (s)", timings, csv="assignor_timing.csv")]),
         (

@@ -20,8 +20,10 @@ import numpy as np
 
 from ..atomic import atomic_write_bytes
 
-if TYPE_CHECKING:  # the tables are the lab's; `timeline` draws with this module without them
+if TYPE_CHECKING:
+    # the tables are the lab's; `timeline` draws with this module without them
     import pandas as pd
+    from matplotlib.artist import Artist
 
 # One colour per assignor, the same in every figure: eager ones warm, cooperative cool.
 ASSIGNOR_COLORS = {
@@ -159,7 +161,7 @@ def ownership_timeline(
             ax.set_yticks(range(0, len(parts), step))
             ax.set_yticklabels([f"{t}-{p}" for t, p in parts][::step], fontsize=7)
             ax.set_ylabel("partition")
-    handles = [plt.Rectangle((0, 0), 1, 1, color="#e41a1c")]
+    handles: list[Artist] = [plt.Rectangle((0, 0), 1, 1, color="#e41a1c")]
     labels = ["unassigned"]
     shown = joiners + [m for m in members if m not in joiners][: max(0, 8 - len(joiners))]
     for m in sorted(shown, key=lambda m: (m not in joiners, m)):

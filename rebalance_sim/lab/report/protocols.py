@@ -9,7 +9,9 @@ imports no declaration.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ..engine.pipeline import Options, Page, Results
 from ..vocabulary import (
@@ -446,7 +448,7 @@ def report(opts: Options, results: Results, scales) -> Page:
         "Formation s: from the start until the new group first settled. Fault counted: every "
         "seed's fault came after formation (else the point is left out of the sentences)."
     )
-    sections = [
+    sections: list[tuple[str, Sequence[Any]]] = [
         (
             "The answer at the largest size",
             [

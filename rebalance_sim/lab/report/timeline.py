@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+from pathlib import Path
 
 # The image formats a timeline is written in, by file extension (matplotlib's Agg backend).
 IMAGE_FORMATS = ("png", "jpg", "jpeg", "svg", "pdf", "webp", "tif", "tiff", "eps")
@@ -98,5 +99,5 @@ def draw_timeline(run_dir: str, out: str, max_partitions: int = 200, fmt: str = 
     buf = io.BytesIO()
     fig.savefig(buf, format=fmt, dpi=110)
     plt.close(fig)
-    atomic_write_bytes(out, buf.getvalue())
+    atomic_write_bytes(Path(out), buf.getvalue())
     return len(parts)
