@@ -208,15 +208,15 @@ def test_headline_calls_overlapping_bands_about_the_same():
 )
 def test_experiments_write_to_out_unless_asked(tmp_path, monkeypatch, flags, expected):
     """A run never rewrites the committed results/ unless --update-reference is given."""
-    from rebalance_sim.cli import experiment as experiment_cmd
     from rebalance_sim.cli.main import main
+    from rebalance_sim.lab import catalog
 
     seen = {}
     monkeypatch.chdir(tmp_path)
     from rebalance_sim.lab.engine.pipeline import Experiment
 
     monkeypatch.setitem(
-        experiment_cmd.EXPERIMENTS,
+        catalog.EXPERIMENTS,
         "ci-regression",
         Experiment(
             "ci-regression", "", run=lambda args: 0 if seen.setdefault("out", args.out) else 1
