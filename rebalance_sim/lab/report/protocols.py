@@ -594,7 +594,7 @@ def hazard_sentence(points) -> str | None:
 def versions_sentences(table) -> list[str]:
     """What upgrading the brokers from 4.0 to 4.3 buys, per scenario and size of the grid, in
     the numbers of its table."""
-    out = []
+    out: list[str] = []
     if table.empty:
         return out
     settle, stall = HUMAN["rebalance_time_total_s"], HUMAN["unassigned_partition_s"]
