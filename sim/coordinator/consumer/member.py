@@ -3,6 +3,8 @@ and of a member that speaks the classic protocol inside it (``ClassicMemberMeta`
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
+
 import attrs
 
 from assignors import Subscription
@@ -47,8 +49,9 @@ class ConsumerGroupMember:
     # ``sim.coordinator.consumer.classic_members``); None for a consumer-protocol member
     classic: ClassicMemberMeta | None = None
     # KIP-1251: the member epoch at which each assigned partition was assigned to it (kept only
-    # when the coordinator validates commits by assignment epochs)
-    assigned_at: dict = attrs.field(factory=dict)
+    # when the coordinator validates commits by assignment epochs). Annotated as a MutableMapping,
+    # not a dict: compiled, a dict-typed attribute would check its attrs default at class creation
+    assigned_at: MutableMapping = attrs.field(factory=dict)
     _spec: MemberSpec | None = None
 
     def reconciled_to(self, target_epoch: int) -> bool:
