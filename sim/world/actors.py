@@ -177,14 +177,17 @@ class Director(Actor):
 
     def drop_watch(self, now: float, phase: str) -> None:
         self.pending -= 1
-        self.kernel.recorder.event(
+        self.kernel.sink.record(
             now,
             self.rank,
             self.next_seq(),
-            "watch_dropped",
-            None,
-            None,
-            f"crash_leader phase={phase}: the group settled without reaching it",
+            (
+                "event",
+                "watch_dropped",
+                None,
+                None,
+                f"crash_leader phase={phase}: the group settled without reaching it",
+            ),
         )
 
     def _later(self, at: float, what: tuple) -> None:
@@ -196,7 +199,9 @@ class Director(Actor):
         self.kernel.dirty = True
 
     def _trigger(self, now: float, member: str | None, detail: str) -> None:
-        self.kernel.recorder.event(now, self.rank, self.next_seq(), "trigger", member, None, detail)
+        self.kernel.sink.record(
+            now, self.rank, self.next_seq(), ("event", "trigger", member, None, detail)
+        )
         self.kernel.dirty = True
 
     def deliver(self, now: float, kind: str, sender: str, payload: Any) -> None:
