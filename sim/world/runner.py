@@ -18,16 +18,7 @@ from sim.coordinator.migration import GroupCore
 from sim.kernel.stop import StopToken
 from sim.kernel.tasks import DEFAULT_KERNEL, KERNELS
 from sim.observe.recorder import Recorder
-from sim.scenario.actions import (
-    AddPartitions,
-    CrashLeader,
-    CreateTopic,
-    DelaySpike,
-    DeleteTopic,
-    NetworkPartition,
-    PacketLoss,
-    resolved_name,
-)
+from sim.scenario.actions import CrashLeader
 from sim.scenario.scenario import Scenario, member_names
 from sim.wire import messages as m
 from sim.world.actors import CoordinatorActor, Director, MemberActor
@@ -39,7 +30,7 @@ from sim.world.group_types import (
     core_factory,
     new_group,
 )
-from sim.world.network import LinkFault, Network
+from sim.world.network import Network
 
 TAIL_S = 1.0
 
@@ -60,23 +51,9 @@ class MetadataHistory:
         self.deleted: dict[tuple[str, int], float] = {}
         self.rates = {t.name: t.rate for t in scenario.config.topics}
         for a in timeline:
-            if isinstance(a, AddPartitions):
-                old = current.get(a.topic, 0)
-                current[a.topic] = old + a.count
-                for p in range(old, old + a.count):
-                    self.created[(a.topic, p)] = a.at_s
-            elif isinstance(a, CreateTopic):
-                current[a.topic] = a.partitions
-                self.rates[a.topic] = a.rate
-                for p in range(a.partitions):
-                    self.created[(a.topic, p)] = a.at_s
-            elif isinstance(a, DeleteTopic):
-                for p in range(current.pop(a.topic, 0)):
-                    self.deleted[(a.topic, p)] = a.at_s
-            else:
-                continue
-            self.times.append(a.at_s)
-            self.states.append(dict(current))
+            if a.change_metadata(current, self.created, self.deleted, self.rates):
+                self.times.append(a.at_s)
+                self.states.append(dict(current))
 
     def at(self, t: float) -> tuple[int, dict[str, int]]:
         i = bisect.bisect_right(self.times, t) - 1
@@ -111,20 +88,7 @@ class Runner:
         self.world = MetadataHistory(scenario, self.timeline)
         self.stop = StopToken() if stop is None else stop
         self.kernel = KERNELS[kernel](seed, self.config.max_duration_s, self.stop)
-        faults = []
-        for a in self.timeline:
-            if isinstance(a, NetworkPartition):
-                faults.append(
-                    LinkFault(a.at_s, a.at_s + a.duration_s, resolved_name(a.member), a.direction)
-                )
-            elif isinstance(a, DelaySpike):
-                faults.append(
-                    LinkFault(a.at_s, a.at_s + a.duration_s, a.member, "both", a.extra_ms / 1000.0)
-                )
-            elif isinstance(a, PacketLoss):
-                faults.append(
-                    LinkFault(a.at_s, a.at_s + a.duration_s, a.member, "both", loss=a.probability)
-                )
+        faults = [f for a in self.timeline if (f := a.link_fault()) is not None]
         self.network = Network(self.kernel, self.config.network, faults)
         self.kernel.sink = WorldSink(self.network, self.recorder)
         self.elide = self.config.elide_heartbeats and not self.network.lossy()
