@@ -18,30 +18,15 @@ import time
 
 from assignors import AssignorError
 from sim import ConfigError, run_scenario
+from sim.observe.metrics import metrics_of
 from sim.scenario.builtins import BUILTINS, load_scenario
 
 from ..outputs import OutputError, check_output_dir
 from ..report.timeline import IMAGE_FORMATS
 from .options import add_kernel_option, kernel_error
 
-EPISODE_COLUMNS = [
-    ("episode", "#"),
-    ("start_s", "start s"),
-    ("rebalance_time_s", "rebalance s"),
-    ("rounds", "rounds"),
-    ("time_to_detect_s", "detect s"),
-    ("join_barrier_s", "join s"),
-    ("sync_s", "sync s"),
-    ("callbacks_s", "callbacks s"),
-    ("unassigned_partition_s", "unassigned p*s"),
-    ("unassigned_max_s", "max gap s"),
-    ("partitions_touched", "touched"),
-    ("stop_the_world_s", "stop-world s"),
-    ("double_processing_partition_s", "double p*s"),
-    ("records_reprocessed", "again recs"),
-    ("first_record_max_s", "1st rec s"),
-    ("peak_lag_records", "peak lag"),
-]
+# (episode metric, header) of the episode table, from the simulator's one list of metrics
+EPISODE_COLUMNS = [(m.name, m.header) for m in metrics_of("episode") if m.header is not None]
 
 
 def _fmt(v) -> str:

@@ -13,16 +13,14 @@ generations going back).
 from __future__ import annotations
 
 import bisect
-import re
 from collections import defaultdict
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sim.observe.events import DOWNGRADE, GroupConverted, member_id_of
 from sim.observe.recorder import table_rows
-
-_MEMBER_ID = re.compile(r"member_id=(\S+)")
 
 
 class _Zombies:
@@ -59,20 +57,20 @@ class _Zombies:
         self.completed: list[tuple[float, int]] = []
         for i, (t, kind, member, gen, detail) in enumerate(events):
             if kind in ("sync_received", "assignment_received") and member:
-                mm = _MEMBER_ID.search(detail or "")
-                if mm:
-                    self.syncs[member].append((t, i, mm.group(1)))
+                member_id = member_id_of(detail)
+                if member_id is not None:
+                    self.syncs[member].append((t, i, member_id))
                     self.classic_sync[(member, i)] = kind == "sync_received"
             elif kind in ("member_removed", "member_fenced", "member_added"):
-                mm = _MEMBER_ID.search(detail or "")
-                if mm:
-                    (self.added if kind == "member_added" else self.removed)[mm.group(1)].append(
+                member_id = member_id_of(detail)
+                if member_id is not None:
+                    (self.added if kind == "member_added" else self.removed)[member_id].append(
                         (t, i)
                     )
             elif kind == "join_received" and member:
                 self.joined[member].append((t, gen))
             elif kind == "join_complete" or (
-                kind == "group_converted" and "consumer->classic" in (detail or "")
+                kind == "group_converted" and GroupConverted.decode(detail).direction == DOWNGRADE
             ):
                 # a downgrade makes a classic generation (the group epoch) that no member joined:
                 # a classic member behind it gets ILLEGAL_GENERATION from now on
