@@ -50,6 +50,14 @@ def machine() -> str:
     )
 
 
+# What simulated assignor time stands for in every report whose runs use the default.
+ASSIGNOR_TIME = (
+    "assignor time (assignor_cost=kafka, the default): Kafka's own assignors' time on each input, "
+    "from the work their code does on it, priced as Kafka's classes take it on a 2-vCPU VM with "
+    "JDK 17, warm (calibration/)"
+)
+
+
 def produced_by(master: str | None = None, when: _dt.datetime | None = None) -> list[str]:
     """The lines of a report's "How this was produced" section that every report shares."""
     when = when or _dt.datetime.now(_dt.UTC)
@@ -57,6 +65,7 @@ def produced_by(master: str | None = None, when: _dt.datetime | None = None) -> 
         f"rebalance-sim {version()}, model digest {model_digest()} (sim + assignors source)",
         f"date: {when.strftime('%Y-%m-%d %H:%M UTC')}",
         f"machine: {machine()}",
+        ASSIGNOR_TIME,
     ]
     if master is not None:
         lines.append(f"Spark master: {master}")

@@ -489,10 +489,13 @@ class AssignorCost:
     ``kafka``: the time Kafka's own Java implementation of the assignor takes on this very input
     (warm JVM), from the work it does on it (deterministic). The caller prices the assignment and
     passes it as ``kafka_s``: a classic group's leader ``assignors.kafka_time``'s figure, the
-    consumer-protocol coordinator ``assignors.server.kafka_time``'s.
+    consumer-protocol coordinator ``assignors.server.kafka_time``'s. ``kafka`` is the default:
+    the leader's or the coordinator's time is then what Kafka's own code would take, which decides
+    how long a large group stalls (``zero`` was the default before; it is the cost of an instant
+    assignor, which no Kafka has).
     """
 
-    mode: str = "zero"
+    mode: str = "kafka"
     model_base_s: float = attrs.field(default=0.001, validator=_nonneg)
     model_per_partition_s: float = attrs.field(default=2e-6, validator=_nonneg)
     model_per_member_s: float = attrs.field(default=2e-5, validator=_nonneg)

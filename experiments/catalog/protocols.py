@@ -55,7 +55,7 @@ from ..vocabulary import (
 from ..vocabulary import PROTOCOLS_SCENARIOS as SCENARIOS
 from .common import scenario_dict, seeds_for, seeds_text, variant_overrides
 
-COMMON = ("assignor_cost=model",)
+COMMON = ("assignor_cost=kafka",)
 
 
 @attrs.frozen

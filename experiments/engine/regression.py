@@ -59,7 +59,7 @@ SUITE = [
     ("crash", f"{CONSUMER_UNIFORM}/sync-per-batch"),
 ]
 SEEDS = [1, 2]
-PARAMS = {"members": "8", "partitions": "32", "assignor_cost": "model"}
+PARAMS = {"members": "8", "partitions": "32", "assignor_cost": "kafka"}
 
 # Deterministic per-run metrics compared with the baseline (names of the simulator's summary).
 METRICS = [

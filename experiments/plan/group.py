@@ -270,7 +270,7 @@ def scenario_table(
 
 def to_toml(group: Group) -> str:
     """The group as a group file (loads back to the same group, assumptions aside)."""
-    from sim.builtin_scenarios import to_toml as table_to_toml
+    from sim.scenario.builtins import to_toml as table_to_toml
 
     return table_to_toml(group.to_dict())
 

@@ -16,7 +16,7 @@ The faults (Kafka defines none of them; each is a timeline action of the simulat
 
 Each comes at the same instant for every set-up of a group size, after the slowest set-up's
 cold start (``fault_at_s``), with a per-seed jitter over 15 s (a whole number of heartbeat and
-auto-commit cycles: ``sim.builtin_scenarios``). Links have a lognormal latency, median 2 ms, as
+auto-commit cycles: ``sim.scenario.builtins``). Links have a lognormal latency, median 2 ms, as
 the experiments' (a model: it is what makes two seeds of one set-up differ).
 
 Growth multiplies the members and every topic's partitions by a factor (the traffic grows with
@@ -197,7 +197,7 @@ def try_override(override: str) -> None:
     loader every run goes through; raises its ``ConfigError``."""
     import tempfile
 
-    from sim.builtin_scenarios import load_scenario
+    from sim.scenario.builtins import load_scenario
 
     with tempfile.TemporaryDirectory(prefix="rebalance-sim-plan-") as tmp:
         path = Path(tmp) / "probe.toml"
@@ -288,7 +288,7 @@ def blocks_for(
     scenario files written under ``scenario_dir`` (rewritten only when they change; not at all
     without ``write``: for estimates)."""
     from sim import Scenario
-    from sim.builtin_scenarios import to_toml
+    from sim.scenario.builtins import to_toml
 
     from ..atomic import atomic_write_text
 

@@ -275,7 +275,7 @@ def faulty_scenario(
             # timeout, so heavy endless loss can keep a group rebalancing for hours
             "drop_probability": c.choice([0.0, 0.0, 0.0, 0.005]),
         },
-        "assignor_cost": c.choice(["zero", "model", "fixed:0.5"]),
+        "assignor_cost": c.choice(["kafka", "zero", "model", "fixed:0.5"]),
         "timeline": fault_schedule(c, members, session_ms / 1000.0, poll_ms / 1000.0, max_faults),
     }
     if protocol == "mixed":

@@ -136,7 +136,7 @@ def test_every_run_replays_from_the_plans_output(plan, spark):
     the same run id, summary and events, row for row."""
     from experiments.engine.store import read_table
     from sim import run_scenario
-    from sim.builtin_scenarios import load_scenario
+    from sim.scenario.builtins import load_scenario
 
     out, _, _ = plan
     runs = pd.read_csv(out / "runs.csv")

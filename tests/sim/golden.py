@@ -24,8 +24,12 @@ DIGESTS = HERE / "golden_digests.json"
 
 # (members, seed) per built-in and protocol.
 SIZES = ((5, 0), (24, 1))
+# Soak schedules (crashes, pauses, partitions, loss, lognormal latency and drops) that
+# tests/sim/test_compiled.py runs on both builds besides the built-ins.
+SOAK_SAMPLE = range(0, 40, 5)
 # Settings that select today's behaviour once the defaults move (see the module docstring).
-PINNED: dict[str, str] = {}
+# A built-in that sets one of these itself (``slow-assignor``'s ``assignor_cost``) keeps its own.
+PINNED: dict[str, str] = {"assignor_cost": "zero"}
 _WALL = {"wall_s", "messages_per_wall_s", "run_id"}
 
 
@@ -51,13 +55,15 @@ def digest(result) -> list:
 
 def compute() -> dict[str, list]:
     from sim import run_scenario
-    from sim.scenario.builtins import BUILTINS, load_scenario
+    from sim.scenario.builtins import BUILTINS, builtin_dict, load_scenario
 
     out: dict[str, list] = {}
     for name in sorted(BUILTINS):
         for protocol in ("classic", "consumer"):
             for members, seed in SIZES:
-                overrides = {"members": str(members), **PINNED}
+                own = builtin_dict(name)
+                pinned = {k: v for k, v in PINNED.items() if k not in own}
+                overrides = {"members": str(members), **pinned}
                 if protocol == "consumer":
                     overrides["consumer.group_protocol"] = "consumer"
                 result = run_scenario(
@@ -67,8 +73,49 @@ def compute() -> dict[str, list]:
     return out
 
 
+def build_runs(soak_indices) -> dict:
+    """What ``tests/sim/test_compiled.py`` compares between the two builds, from the build this
+    process imports: the built-ins' digests (``compute``), some soak schedules' digests, and what a
+    finished run leaves to the cyclic collector (``sim.world.runner.release_world`` frees the rest
+    as it returns)."""
+    import gc
+
+    import sim.compiled
+    import sim.kernel.queue
+    from sim import Scenario, run_scenario
+    from sim.scenario.builtins import load_scenario
+    from sim.testing import soak
+
+    runs = compute()
+    for index in soak_indices:
+        data, seed = soak.schedule(0, index)
+        result = run_scenario(
+            Scenario.from_dict(data),
+            seed=seed,
+            raise_on_violation=False,
+            max_events=soak.MAX_EVENTS,
+        )
+        runs[f"soak 0 schedule {index}"] = digest(result)
+    gc.collect()
+    gc.disable()
+    try:
+        run_scenario(load_scenario("rolling-deploy", {"members": "40"}), seed=0)
+        garbage = gc.collect()
+    finally:
+        gc.enable()
+    return {
+        "status": sim.compiled.status(),
+        "garbage": garbage,
+        "kernel_module": sim.kernel.queue.__file__,
+        "runs": runs,
+    }
+
+
 if __name__ == "__main__":
     sys.path.insert(0, str(HERE.parent.parent))
+    if "--build-runs" in sys.argv:  # the other build's side of tests/sim/test_compiled.py
+        print(json.dumps(build_runs(json.loads(sys.argv[-1]))))
+        sys.exit(0)
     runs = compute()
     if "--write" in sys.argv:
         DIGESTS.write_text(json.dumps(runs, indent=1, sort_keys=True) + "\n")

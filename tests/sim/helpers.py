@@ -20,7 +20,9 @@ def need_assignor(name: str) -> None:
 def scenario(
     timeline=(), *, members=3, partitions=6, strategy=("range",), consumer=None, **top
 ) -> Scenario:
-    """A one-topic scenario ``t`` with ``partitions`` partitions at 10 records/s each."""
+    """A one-topic scenario ``t`` with ``partitions`` partitions at 10 records/s each, and an
+    instant assignor (``assignor_cost = "zero"``) unless ``assignor_cost`` is given: these
+    scenarios pin the protocols' exact timings; a test of assignor time asks for it."""
     for name in strategy:
         need_assignor(name)
     cons = {"partition_assignment_strategy": list(strategy)}
@@ -31,6 +33,7 @@ def scenario(
         "topics": [{"name": "t", "partitions": partitions, "rate": 10.0}],
         "consumer": cons,
         "timeline": list(timeline),
+        "assignor_cost": "zero",
     }
     data.update(top)
     return Scenario.from_dict(data)

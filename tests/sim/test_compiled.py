@@ -2,8 +2,9 @@
 source: the same events and intervals files, byte for byte, and the same episodes, summary (but
 for wall time) and violations, on built-ins under both group protocols, several seeds and random
 fault schedules; and a finished run leaves no more to the cyclic collector than the source's.
-Each build runs in a process of its own (a process imports one build or the other); skipped when
-no current compiled build exists."""
+A process imports one build or the other: this one runs its own (``conftest.this_build``, the runs
+``test_golden`` reads too) and a child process the other; skipped when no current compiled build
+exists."""
 
 from __future__ import annotations
 
@@ -17,75 +18,22 @@ from pathlib import Path
 import pytest
 
 import sim.compiled
+from tests.sim import golden
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
-# Every built-in at two sizes, under both protocols, and a sample of soak schedules (crashes,
-# pauses, partitions, loss, lognormal latency and drops); (members, seed) pairs per built-in.
-SIZES = ((5, 0), (24, 1))
-SOAK = range(0, 40, 5)
-
-_CHILD = r"""
-import hashlib, io, json, sys
-import pyarrow.parquet as pq
-import sim, sim.kernel.queue
-from sim.testing import soak
-from sim import Scenario, run_scenario
-from sim.scenario.builtins import BUILTINS, load_scenario
-
-sizes, soak_indices = json.loads(sys.argv[1])
-wall = {"wall_s", "messages_per_wall_s"}
-
-def digest(result):
-    h = hashlib.sha256()
-    for table in (result.events, result.intervals):
-        buf = io.BytesIO()
-        pq.write_table(table, buf)
-        h.update(buf.getvalue())
-    summary = {k: v for k, v in result.summary.items() if k not in wall}
-    rest = [result.episodes, summary, result.invariant_violations]
-    h.update(json.dumps(rest, sort_keys=True, default=repr).encode())
-    return [result.events.num_rows, h.hexdigest()]
-
-out = {}
-for name in sorted(BUILTINS):
-    for protocol in ("classic", "consumer"):
-        for members, seed in sizes:
-            overrides = {"members": str(members)}
-            if protocol == "consumer":
-                overrides["consumer.group_protocol"] = "consumer"
-            result = run_scenario(
-                load_scenario(name, overrides), seed=seed, raise_on_violation=False
-            )
-            out[f"{name} {protocol} members={members} seed={seed}"] = digest(result)
-for index in soak_indices:
-    data, seed = soak.schedule(0, index)
-    result = run_scenario(
-        Scenario.from_dict(data), seed=seed, raise_on_violation=False, max_events=soak.MAX_EVENTS
-    )
-    out[f"soak 0 schedule {index}"] = digest(result)
-# what a run leaves to the cyclic collector (``sim.world.runner.release_world`` frees the rest as it returns)
-import gc
-gc.collect()
-gc.disable()
-run_scenario(load_scenario("rolling-deploy", {"members": "40"}), seed=0)
-garbage = gc.collect()
-gc.enable()
-print(json.dumps({
-    "status": sim.compiled.status(),
-    "garbage": garbage,
-    "kernel_module": sim.kernel.queue.__file__,
-    "runs": out,
-}))
-"""
+# A sample of soak schedules (crashes, pauses, partitions, loss, lognormal latency and drops)
+# besides every built-in at golden.SIZES under both protocols.
+SOAK = golden.SOAK_SAMPLE
 
 
-def _run(pure: bool) -> dict:
+def _other_build(pure: bool) -> dict:
+    """``golden.build_runs`` in a process of its own, on the source (``pure``) or the build."""
     env = {k: v for k, v in os.environ.items() if k != sim.compiled.PURE_ENV}
     if pure:
         env[sim.compiled.PURE_ENV] = "1"
     proc = subprocess.run(
-        [sys.executable, "-c", _CHILD, json.dumps([SIZES, list(SOAK)])],
+        [sys.executable, str(Path(golden.__file__)), "--build-runs", json.dumps(list(SOAK))],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -96,16 +44,20 @@ def _run(pure: bool) -> dict:
     return json.loads(proc.stdout)
 
 
-def test_the_compiled_build_gives_the_same_bytes_as_the_source():
-    compiled = _run(pure=False)
+def test_the_compiled_build_gives_the_same_bytes_as_the_source(this_build):
+    """This process runs one build (compiled unless told otherwise); a child runs the other."""
+    here_compiled = this_build["status"].startswith("compiled")
+    if not here_compiled and not sim.compiled.extension_modules():
+        pytest.skip(f"no compiled build (./scripts/setup builds it): {this_build['status']}")
+    other = _other_build(pure=here_compiled)
+    compiled, pure = (this_build, other) if here_compiled else (other, this_build)
     if not compiled["status"].startswith("compiled"):
         pytest.skip(f"no current compiled build (./scripts/setup builds it): {compiled['status']}")
-    pure = _run(pure=True)
-    # each child ran the build it was asked for
+    # each side ran the build it was meant to
     assert not compiled["kernel_module"].endswith(".py")
-    assert pure["status"] == f"pure Python ({sim.compiled.PURE_ENV}=1)"
+    assert pure["status"].startswith("pure Python")
     assert pure["kernel_module"].endswith(".py")
-    assert len(compiled["runs"]) == 11 * 2 * len(SIZES) + len(SOAK)
+    assert len(compiled["runs"]) == 11 * 2 * len(golden.SIZES) + len(SOAK)
     assert sum(rows for rows, _ in pure["runs"].values()) > 0
     differ = [case for case in pure["runs"] if pure["runs"][case] != compiled["runs"][case]]
     assert not differ, f"the compiled build and the source differ on {differ}"

@@ -49,7 +49,7 @@ def test_assignment_events_carry_kafkas_time_on_that_input(monkeypatch, strategy
 def test_kafka_time_lengthens_an_eager_rebalance_by_itself(monkeypatch):
     """One eager round: the scale-out takes exactly the leader's Kafka time longer."""
     timeline = [{"action": "add_members", "at_s": ADD_AT}]
-    base = run(scenario(timeline, members=4, partitions=40))
+    base = run(scenario(timeline, members=4, partitions=40, assignor_cost="zero"))
     seen = _leader_inputs(monkeypatch)
     priced = run(scenario(timeline, members=4, partitions=40, assignor_cost="kafka"))
     assert episode(priced)["rounds"] == 1
@@ -63,7 +63,7 @@ def test_kafka_is_a_cost_mode_priced_by_the_caller():
     from sim.config import COST_MODES, AssignorCost, ConfigError, sim_config_from_dict
 
     assert "kafka" in COST_MODES
-    assert AssignorCost().mode == "zero"  # the default stays
+    assert AssignorCost().mode == "kafka"  # the default: Kafka's own time
     cost = AssignorCost(mode="kafka")
     assert cost.cost_s(100, 4, measured_s=9.0, kafka_s=0.25) == 0.25
     with pytest.raises(ConfigError) as e:

@@ -19,7 +19,9 @@ def member(strategy=("range",), **cfg):
     for name in strategy:
         need_assignor(name)
     config = ConsumerConfig(partition_assignment_strategy=strategy, **cfg)
-    return Member("c0", config, ("t",), lambda: (0, {"t": 4}), lambda: 0.001, AssignorCost())
+    return Member(
+        "c0", config, ("t",), lambda: (0, {"t": 4}), lambda: 0.001, AssignorCost(mode="zero")
+    )
 
 
 def sent(effects, cls):
@@ -200,7 +202,7 @@ def loaded(strategy=("range",), rate=10000.0, seed=0, **cfg):
         ("t",),
         lambda: (0, {"t": 4}),
         lambda: 0.001,
-        AssignorCost(),
+        AssignorCost(mode="zero"),
         rates={"t": rate},
         poll_rng=np.random.default_rng(seed),
     )
