@@ -118,7 +118,7 @@ class _Echo(Actor):
 
 def _ping_pong(kernel_class, until=10.0, max_time=100.0):
     log: list = []
-    k = kernel_class(0, None, max_time)
+    k = kernel_class(0, max_time)
     a, b = _Echo(k, "a", log, "b", until), _Echo(k, "b", log, "a", until)
     k.push(1.0, b, "a", "msg", "ping")
     k.push(1.0, a, "b", "msg", "x")  # one instant, two actors: ordered by sender rank (a, then b)
