@@ -94,6 +94,9 @@ class JavaHashMap:
     def __contains__(self, key: object) -> bool:
         return key in self._nodes
 
+    def __iter__(self) -> Iterator[Any]:
+        return self.keys()
+
     def keys(self) -> Iterator[Any]:
         """Iteration order: buckets in index order, each through its ``next`` links."""
         for node in self._table:

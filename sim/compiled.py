@@ -12,7 +12,7 @@ short) says so in one line on stderr and is not used: all or nothing, since comp
 one another directly and cannot be mixed with source ones.
 
 Both builds give the same events and intervals, byte for byte (``tests/sim/test_compiled.py``), so
-a run's identity (``experiments.provenance.model_digest``) is a digest of the source alone.
+a run's identity (``rebalance_sim.lab.provenance.model_digest``) is a digest of the source alone.
 """
 
 from __future__ import annotations

@@ -166,6 +166,16 @@ class GroupConfig:
     # group.consumer.migration.policy (ConsumerGroupMigrationPolicy; default bidirectional): which
     # online conversions between a classic and a consumer group the coordinator makes.
     consumer_migration_policy: str = attrs.field(default="bidirectional", converter=_lower)
+    # group.consumer.assignment.interval.ms (KIP-1263, Kafka 4.3; the group-level
+    # consumer.assignment.interval.ms overrides it): the least time between two target
+    # assignment computations. None: the default of ``kafka_version``'s broker (4.3: 1000 ms;
+    # 4.0 has no such config and computes at every group epoch, as 0 does).
+    consumer_assignment_interval_ms: float | None = attrs.field(default=None)
+
+    @consumer_assignment_interval_ms.validator
+    def _interval(self, attribute, value):
+        if value is not None:
+            _nonneg(self, attribute, value)
 
     def __attrs_post_init__(self):
         self._check_consumer_bounds()
@@ -546,6 +556,55 @@ class AssignorCost:
 
 
 # ---------------------------------------------------------------------------------------------
+# The coordinator's release (the switches themselves: sim.coordinator.behaviour)
+
+KAFKA_VERSIONS = ("4.0", "4.3")
+DEFAULT_KAFKA_VERSION = "4.3"
+# The coordinator's switches a scenario may set apart from its version (``broker_behaviour``);
+# the assignment interval is a group setting instead (consumer_assignment_interval_ms).
+BROKER_BEHAVIOUR_SWITCHES = (
+    "accepts_epoch0_rejoin",
+    "assignment_epochs",
+    "assignment_epoch_follows_empty_group",
+    "upgrade_converts_unassigned_members",
+)
+
+
+def check_kafka_version(value: Any) -> str:
+    """The version as a string, or ``ConfigError`` naming ``kafka_version``."""
+    text = str(value).strip()
+    if text not in KAFKA_VERSIONS:
+        raise ConfigError(
+            "kafka_version",
+            f"{value!r} is not one of {', '.join(KAFKA_VERSIONS)} (the group coordinator "
+            "releases the simulator models)",
+        )
+    return text
+
+
+def check_behaviour_overrides(overrides: Any) -> None:
+    """``ConfigError`` naming the first ``broker_behaviour`` entry that is not a switch or not
+    a boolean."""
+    if not isinstance(overrides, Mapping):
+        raise ConfigError("broker_behaviour", "expected a table of switch -> true/false")
+    for name, value in overrides.items():
+        if name not in BROKER_BEHAVIOUR_SWITCHES:
+            raise ConfigError(
+                f"broker_behaviour.{name}",
+                f"unknown switch; allowed: {', '.join(BROKER_BEHAVIOUR_SWITCHES)}",
+            )
+        if not isinstance(value, bool):
+            raise ConfigError(f"broker_behaviour.{name}", f"expected true or false, got {value!r}")
+
+
+def _bool_text(value: Any) -> Any:
+    """``true``/``false`` as a command line's ``--set`` spells them, else the value as it is."""
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
 # The whole simulation
 
 
@@ -584,8 +643,14 @@ class SimConfig:
     start_spread_s: float = attrs.field(default=5.0, validator=_nonneg)
     elide_heartbeats: bool = attrs.field(default=True, validator=boolean)
     max_duration_s: float = attrs.field(default=7200.0, validator=_positive)
+    # The group coordinator's release (sim.coordinator.behaviour) and the switches a scenario
+    # sets apart from it (``broker_behaviour``: switch name -> bool).
+    kafka_version: str = attrs.field(default=DEFAULT_KAFKA_VERSION, converter=str)
+    broker_behaviour: dict[str, bool] = attrs.field(factory=dict)
 
     def __attrs_post_init__(self):
+        check_kafka_version(self.kafka_version)
+        check_behaviour_overrides(self.broker_behaviour)
         if not self.topics:
             raise ConfigError("topics", "needs at least one topic")
         names = [t.name for t in self.topics]
@@ -730,6 +795,15 @@ def sim_config_from_dict(data: Mapping[str, Any], where: str = "") -> SimConfig:
     for name in ("members", "start_spread_s", "elide_heartbeats", "max_duration_s"):
         if name in d:
             kwargs[name] = d[name]
+    if "kafka_version" in d:
+        kwargs["kafka_version"] = check_kafka_version(d["kafka_version"])
+    if "broker_behaviour" in d:
+        bb = d["broker_behaviour"]
+        if not isinstance(bb, Mapping):
+            raise ConfigError(at("broker_behaviour"), "expected a table of switch -> true/false")
+        bb = {field_key(k): _bool_text(v) for k, v in bb.items()}
+        check_behaviour_overrides(bb)
+        kwargs["broker_behaviour"] = bb
     if "consumer" in d:
         kwargs["consumer"] = build(ConsumerConfig, d["consumer"], at("consumer"))
     if "group" in d:

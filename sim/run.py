@@ -20,7 +20,7 @@ from sim.config import ConfigError, to_flat_dict
 from sim.errors import InvariantViolation
 from sim.kernel.stop import StopToken
 from sim.kernel.tasks import DEFAULT_KERNEL, KERNELS
-from sim.observe.invariants import check_run
+from sim.observe.invariants import check_run_with_hazards
 from sim.observe.metrics import compute_metrics
 from sim.observe.recorder import write_parquet_atomic
 from sim.scenario.actions import action_to_dict
@@ -155,7 +155,7 @@ def run_scenario(
         events = rec.events_table(run_id)
         intervals = rec.intervals_table(run_id)
         violations = [f"t={t:.6f}: {text}" for t, text in sorted(rec.violations)]
-        violations += check_run(
+        found, hazards = check_run_with_hazards(
             events,
             intervals,
             settled=settled or partial,
@@ -163,7 +163,9 @@ def run_scenario(
                 a.core is not None and a.core.protocol == "COOPERATIVE"
                 for a in runner.members.values()
             ),
+            rates=runner.world.rates,
         )
+        violations += found
         episodes, summary = compute_metrics(
             events, intervals, scenario.config, runner.world.rates, rec.processing_union
         )
@@ -186,6 +188,7 @@ def run_scenario(
         "messages_per_wall_s": round(messages / wall, 1) if wall > 0 else None,
         "invariant_violations": len(violations),
         **summary,
+        **hazards,
         "partial": partial,
         "partial_reason": partial_reason,
         "events_delivered": delivered,

@@ -1,4 +1,5 @@
-"""The packages stay layered one way (experiments -> sim -> assignors), their modules import
+"""The packages stay layered one way (cli -> lab -> sim -> assignors; the command may import
+sim too), their modules import
 each other without cycles, and no module imports another module's private (underscore) name or
 another package's private module. Inside ``sim``, the client and the coordinator never import
 each other, and the kernel imports nothing but itself (docs/design.md, "Layout")."""
@@ -9,9 +10,27 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).parent.parent
-PACKAGES = ("assignors", "sim", "experiments")
-# A package may import only the packages after it here.
-LAYERS = {"experiments": {"sim", "assignors"}, "sim": {"assignors"}, "assignors": set()}
+# The import roots scanned: the simulator and the assignors are top-level packages (users' scripts
+# import them); the product wing is one package holding the command and the lab.
+PACKAGES = ("assignors", "sim", "rebalance_sim")
+# The layers, by module prefix, and what each may import besides itself.
+LAYERS = {
+    "rebalance_sim.cli": {"rebalance_sim.lab", "sim", "assignors"},
+    "rebalance_sim.lab": {"sim", "assignors"},
+    "sim": {"assignors"},
+    "assignors": set(),
+}
+
+
+def _layer(module: str) -> str | None:
+    """The layer a module of ours belongs to (``rebalance_sim`` itself and its ``__main__`` are
+    the command's entry, which belongs to the command)."""
+    for layer in LAYERS:
+        if module == layer or module.startswith(layer + "."):
+            return layer
+    if module.split(".")[0] == "rebalance_sim":
+        return "rebalance_sim.cli"
+    return None
 
 
 def _modules() -> dict[str, Path]:
@@ -63,15 +82,24 @@ def _own(module: str) -> str | None:
 
 
 def test_packages_import_only_the_layers_below():
-    """assignors imports neither sim nor experiments; sim does not import experiments."""
+    """assignors imports none of the others; sim imports neither the lab nor the command; the lab
+    does not import the command."""
     wrong = []
     for name, path in MODULES.items():
-        top = name.split(".")[0]
+        layer = _layer(name)
+        assert layer is not None, name
         for imported, _, line in _imports(name, path):
-            other = imported.split(".")[0]
-            if other in PACKAGES and other != top and other not in LAYERS[top]:
+            target = _own(imported)
+            other = _layer(target) if target is not None else None
+            if other is not None and other != layer and other not in LAYERS[layer]:
                 wrong.append(f"{path.relative_to(ROOT)}:{line} imports {imported}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_layers_are_what_the_tree_holds():
+    """Every module of ours is in one of the layers, and each layer has modules (a renamed
+    package would otherwise leave a rule checking nothing)."""
+    assert {_layer(name) for name in MODULES} == set(LAYERS)
 
 
 def test_no_private_name_is_imported_from_another_module():
@@ -121,24 +149,29 @@ def test_no_import_cycle_between_modules():
 
 
 # What a declaration may not import: plotting and table libraries, and the report's building
-# blocks (its page is a recipe in experiments.report, which it names).
-NOT_IN_CATALOG = ("matplotlib", "pandas", "experiments.report.plots", "experiments.report.html")
+# blocks (its page is a recipe in rebalance_sim.lab.report, which it names).
+NOT_IN_CATALOG = (
+    "matplotlib",
+    "pandas",
+    "rebalance_sim.lab.report.plots",
+    "rebalance_sim.lab.report.html",
+)
 
 
 def test_catalog_holds_declarations_only():
-    """``experiments/catalog/`` declares grids, scales and which recipe renders each page: it
+    """``rebalance_sim/lab/catalog/`` declares grids, scales and which recipe renders each page: it
     draws nothing and builds no table itself, and no report module imports a declaration (the
     recipes get the scales as data), so the two stay one way: catalog -> report."""
     wrong = []
     for name, path in MODULES.items():
         for imported, taken, line in _imports(name, path):
             full = f"{imported}.{taken}" if taken else imported
-            if name.startswith("experiments.catalog") and any(
+            if name.startswith("rebalance_sim.lab.catalog") and any(
                 full == banned or full.startswith(banned + ".") for banned in NOT_IN_CATALOG
             ):
                 wrong.append(f"{path.relative_to(ROOT)}:{line} imports {full}")
-            if name.startswith("experiments.report") and (_own(imported) or "").startswith(
-                "experiments.catalog"
+            if name.startswith("rebalance_sim.lab.report") and (_own(imported) or "").startswith(
+                "rebalance_sim.lab.catalog"
             ):
                 wrong.append(f"{path.relative_to(ROOT)}:{line} imports {imported}")
     assert not wrong, "\n".join(wrong)

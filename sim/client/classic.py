@@ -701,6 +701,13 @@ class Member(ConsumerClient):
             self._reset_generation(f"JoinGroup: {r.error}")
             self._wake_poll(now)
             return
+        if r.error == m.REBALANCE_IN_PROGRESS:
+            # AbstractCoordinator.joinGroupIfNeeded: rejoin at once, without the retry backoff
+            # (a group converted while this JoinGroup waited, sim.coordinator.migration)
+            self._transition(ClassicMemberState.UNJOINED)
+            self._request_rejoin("JoinGroup: REBALANCE_IN_PROGRESS")
+            self._wake_poll(now)
+            return
         if r.error in (
             m.INCONSISTENT_GROUP_PROTOCOL,
             m.FENCED_INSTANCE_ID,
@@ -778,7 +785,13 @@ class Member(ConsumerClient):
             return
         self.sync_in_flight = True
         self._send(
-            m.SyncGroupRequest(self.member_id, self.generation, self.instance_id, assignments)
+            m.SyncGroupRequest(
+                self.member_id,
+                self.generation,
+                self.instance_id,
+                assignments,
+                protocol_name=self.group_protocol,
+            )
         )
         self._timer(("sync_timeout",), now + self.config.request_timeout_s)
 

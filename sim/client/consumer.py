@@ -73,7 +73,7 @@ from sim.client.handoffs import Handoffs
 from sim.client.states import IN_GROUP, ConsumerMemberState
 from sim.config import AssignorCost, ConsumerConfig
 from sim.kernel.rng import LazyGenerator
-from sim.observe.events import Revoke
+from sim.observe.events import OwnedReportBeforeCallback, Revoke
 from sim.wire import messages as m
 
 CLASSIC_RESPONSES = (
@@ -334,6 +334,8 @@ class ConsumerMember(ConsumerClient):
             correlation=self._next_correlation(),
         )
         self.hb_correlation = req.correlation
+        if req.owned_partitions is not None and self.reconciling is not None:
+            self._report_before_callback(owned)
         self.send_full = False
         self.sent_owned = owned
         sent = now if sent_at is None else sent_at
@@ -352,6 +354,22 @@ class ConsumerMember(ConsumerClient):
             wait *= float(self._poll_rng.random())
         self._timer(("hb",), sent + wait)
         self._timer(("hb_timeout",), sent + self.config.request_timeout_s)
+
+    def _report_before_callback(self, owned: frozenset) -> None:
+        """Kafka's hazard of issue 34: during a reconciliation the report of owned partitions is
+        ``currentAssignment``, which AbstractMembershipManager updates only once the callbacks
+        have run, so a heartbeat sent while onPartitionsAssigned runs leaves out the partitions
+        the member already fetches. A coordinator that waits for their revocation takes them as
+        released and gives them away, while this member processes them until its next
+        reconciliation. The event names them for ``sim.observe.invariants``."""
+        unreported = self.owned.difference(owned)
+        if unreported:
+            self._event(
+                "owned_report_before_callback",
+                OwnedReportBeforeCallback(
+                    self.member_id, tuple((tp[0], tp[1]) for tp in sorted(unreported))
+                ).encode(),
+            )
 
     def _send_leave(self, now: float, reason: str) -> None:
         epoch = (
@@ -407,9 +425,11 @@ class ConsumerMember(ConsumerClient):
             m.FENCED_INSTANCE_ID,
             m.GROUP_MAX_SIZE_REACHED,
             m.GROUP_ID_NOT_FOUND,
+            m.UNKNOWN_SERVER_ERROR,
         ):
-            # AbstractHeartbeatRequestManager.onErrorResponse: fatal (GROUP_ID_NOT_FOUND: the group
-            # is a classic group that refused an online upgrade, sim.coordinator.migration)
+            # AbstractHeartbeatRequestManager.onErrorResponse: fatal, these and any error it does
+            # not know (GROUP_ID_NOT_FOUND, UNKNOWN_SERVER_ERROR: a classic group that refused an
+            # online upgrade, sim.coordinator.migration)
             self._fatal(now, f"heartbeat: {r.error}")
             return
         else:

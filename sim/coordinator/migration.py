@@ -9,22 +9,34 @@ and, where Kafka converts the group, makes the new one with a constructor of the
 cores it holds: ``handle``, ``on_timer`` and ``on_control`` return effects.
 
 - Upgrade (``getOrMaybeCreateConsumerGroup``): a ConsumerGroupHeartbeat that joins (member epoch
-  0) a classic group. An empty classic group is dropped and a consumer group made in its place,
-  whatever the policy. Otherwise ``validateOnlineUpgrade``: ``group.consumer.migration.policy``
-  must allow upgrades and the group must not have more members than ``group.consumer.max.size``;
-  else the heartbeat is answered GROUP_ID_NOT_FOUND (as is any other ConsumerGroupHeartbeat to a
-  classic group). ``convertToConsumerGroup``: members waiting in JoinGroup or SyncGroup are
-  answered REBALANCE_IN_PROGRESS; every member becomes a classic member of a consumer group at
-  group epoch = target epoch = the classic generation, Stable, with its last assignment as both
-  its assigned partitions and its target (``ConsumerGroup.fromClassicGroup``), and a session
-  timer of its own session timeout from now; then the heartbeat is handled by the consumer group.
+  0) a classic group. An empty classic group is dropped and a new consumer group (epoch 0) made
+  in its place, whatever the policy. Otherwise ``validateOnlineUpgrade``:
+  ``group.consumer.migration.policy`` must allow upgrades and the group must not have more
+  members than ``group.consumer.max.size``; else the heartbeat is answered GROUP_ID_NOT_FOUND (as
+  is any other ConsumerGroupHeartbeat to a classic group). ``convertToConsumerGroup``: members
+  waiting in JoinGroup or SyncGroup are answered REBALANCE_IN_PROGRESS; every member becomes a
+  classic member of a consumer group at group epoch = target epoch = the classic generation,
+  Stable, with its last assignment as both its assigned partitions and its target
+  (``ConsumerGroup.fromClassicGroup``), and a session timer of its own session timeout from now;
+  then the heartbeat is handled by the consumer group; a member without an assignment (it never
+  synced) joins it with no partitions (KAFKA-17733, in every release from 4.0.0; switch
+  ``upgrade_converts_unassigned_members``, off for 1eb7644's behaviour: the upgrade fails,
+  GROUP_ID_NOT_FOUND). The conversion
+  and the heartbeat are one write: a group that has not selected a protocol yet (its first
+  rebalance: ``fromClassicGroup`` reads the members' subscriptions under it, UNKNOWN_SERVER_ERROR)
+  or a heartbeat the consumer group refuses (GROUP_MAX_SIZE_REACHED) leaves the group classic;
+  only the REBALANCE_IN_PROGRESS answers already sent stand. Kafka's client takes both errors as
+  fatal (``AbstractHeartbeatRequestManager.onErrorResponse``), so a consumer-protocol member
+  that reaches a classic group in its first rebalance stops.
 - Downgrade (``convertToClassicGroup``): the consumer group marks ``downgrade_to`` when fencing
-  its last consumer-protocol member leaves only classic members (``sim.coordinator.consumer.classic_members``). The
-  classic group (``ClassicGroup.fromConsumerGroup``) is Stable at generation = the group epoch,
-  with every other member, its target assignment as its assignment, the protocol the members
-  vote for, and fresh sessions; then it prepares a rebalance, so every member rejoins.
-- A classic JoinGroup to an empty consumer group drops it and makes a classic group
-  (``maybeDeleteEmptyConsumerGroup``).
+  its last consumer-protocol member leaves only classic members, or when a classic static member
+  replaces it (``sim.coordinator.consumer.classic_members``). The classic group
+  (``ClassicGroup.fromConsumerGroup``) is Stable at generation = the group epoch, with every
+  other member (and the replacing one, with the replaced member's target), its target assignment
+  as its assignment, the protocol the members vote for, and fresh sessions; after a fencing it
+  then prepares a rebalance, so every member rejoins.
+- A classic JoinGroup to an empty consumer group drops it and makes a new classic group
+  (generation 0; ``maybeDeleteEmptyConsumerGroup``).
 
 Committed offsets belong to the group, not to its type: the store moves to the new core.
 Every conversion is recorded as a ``group_converted`` event (``classic->consumer`` or
@@ -42,6 +54,7 @@ from typing import Protocol
 import numpy as np
 
 from sim.config import AssignorCost, GroupConfig
+from sim.coordinator.behaviour import BrokerBehaviour
 from sim.coordinator.classic.group import ClassicGroup
 from sim.coordinator.classic.states import ClassicGroupState
 from sim.coordinator.consumer.classic_members import ConsumerGroupWithClassicMembers
@@ -100,7 +113,9 @@ class MigratingCoordinator:
         elide_heartbeats: bool = False,
         id_rng: np.random.Generator | None = None,
         default_assignor: str | None = None,
+        behaviour: BrokerBehaviour | None = None,
     ):
+        self._behaviour = behaviour
         self._config = config
         self._metadata = metadata
         self._assignor_cost = assignor_cost
@@ -117,6 +132,7 @@ class MigratingCoordinator:
                 default_assignor=default_assignor,
                 elide_heartbeats=elide_heartbeats,
                 id_rng=self._id_rng,
+                behaviour=behaviour,
             )
         )
 
@@ -200,7 +216,7 @@ class MigratingCoordinator:
                 return out + g.handle(now, sender, req)
             refusal = self._upgrade_refusal(c)
             if refusal is None:
-                return self._to_consumer(now, c) + self.group.handle(now, sender, req)
+                return self._to_consumer(now, sender, req, c)
         return c.answer_consumer_heartbeat(sender, req, refusal)
 
     def _upgrade_refusal(self, c: ClassicGroup) -> str | None:
@@ -222,21 +238,72 @@ class MigratingCoordinator:
             "default_assignor": self._default_assignor,
             "elide_heartbeats": self._elide,
             "id_rng": self._id_rng,
+            "behaviour": self._behaviour,
         }
 
-    def _to_consumer(self, now: float, c: ClassicGroup) -> list[tuple]:
-        """convertToConsumerGroup: members waiting in JoinGroup or SyncGroup are answered
-        REBALANCE_IN_PROGRESS, then the consumer group is made from the classic one."""
+    def _to_consumer(
+        self, now: float, sender: str, req: m.ConsumerGroupHeartbeatRequest, c: ClassicGroup
+    ) -> list[tuple]:
+        """convertToConsumerGroup, then the heartbeat in the consumer group, as one write that
+        succeeds or fails whole. Members waiting in JoinGroup or SyncGroup are answered
+        REBALANCE_IN_PROGRESS first, and stay answered whatever follows (those answers are not
+        records). A member without an assignment (it joined after the last SyncGroup, or the last
+        rebalance broke off in CompletingRebalance) joins the consumer group with no partitions
+        (KAFKA-17733, switch ``upgrade_converts_unassigned_members``; without it the heartbeat is
+        answered GROUP_ID_NOT_FOUND and the group stays classic). A group that has not selected a protocol yet (its first
+        rebalance, or its first since it was empty) makes ConsumerGroup.fromClassicGroup fail:
+        the heartbeat is answered UNKNOWN_SERVER_ERROR and the group stays classic. A heartbeat
+        the consumer group refuses (GROUP_MAX_SIZE_REACHED in a group already full) fails the
+        write as well: the answer is the refusal, and the group stays classic."""
         out = c.complete_pending_requests(m.REBALANCE_IN_PROGRESS)
+        behaviour = self._behaviour or BrokerBehaviour()
+        missing = c.members_without_assignment()
+        if missing and not behaviour.upgrade_converts_unassigned_members:
+            # before KAFKA-17733 fromClassicGroup cannot read an empty assignment
+            return out + c.answer_consumer_heartbeat(
+                sender,
+                req,
+                f"{missing} members without an assignment (ConsumerGroup.fromClassicGroup)",
+            )
+        if c.protocol is None:
+            # fromClassicGroup reads each member's subscription under the group's protocol, which
+            # a group in its first rebalance (or its first since it was empty) has not selected:
+            # an unexpected exception, answered UNKNOWN_SERVER_ERROR
+            return out + c.answer_consumer_heartbeat(
+                sender,
+                req,
+                "no protocol selected yet (ConsumerGroup.fromClassicGroup)",
+                m.UNKNOWN_SERVER_ERROR,
+            )
         g, made = ConsumerGroupWithClassicMembers.from_classic(c, now, **self._consumer_settings())
+        answer = g.handle(now, sender, req)
+        refused = next(
+            (
+                e[2].error
+                for e in answer
+                if e[0] == "send"
+                and e[1] == sender
+                and isinstance(e[2], m.ConsumerGroupHeartbeatResponse)
+                and e[2].error != m.NONE
+            ),
+            None,
+        )
+        if refused is not None:
+            # the write fails whole: only the refusal leaves, the classic group stays
+            return (
+                out
+                + [e for e in answer if e[0] == "send" and e[1] == sender]
+                + c.upgrade_failed(sender, refused)
+            )
         self.group = g
-        return out + made
+        return out + made + answer
 
     # ------------------------------------------------------------------ downgrade
 
     def _to_classic(self, now: float, g: ConsumerGroupWithClassicMembers) -> list[tuple]:
         """convertToClassicGroup: the member whose leave converts the group leaves it, and the
         classic group is made from the consumer group (it then prepares a rebalance)."""
+        replaced = g.downgrade_replaced_by is not None
         leaving, out = g.leave_for_downgrade()
         c, made = ClassicGroup.from_consumer(
             g,
@@ -245,6 +312,7 @@ class MigratingCoordinator:
             config=self._config,
             elide_heartbeats=self._elide,
             id_rng=self._id_rng,
+            rebalance=not replaced,
         )
         self.group = c
         out += made

@@ -74,6 +74,7 @@ class EventKind(StrEnum):
     OFFSET_FETCH_DROPPED = "offset_fetch_dropped"
     FIRST_RECORD = "first_record"
     REPROCESSED = "reprocessed"
+    OWNED_REPORT_BEFORE_CALLBACK = "owned_report_before_callback"
 
 
 def _fields(detail: str | None) -> dict[str, str]:
@@ -202,6 +203,32 @@ class AssignmentComputed(NamedTuple):
             return None
         epoch = f.get("epoch")
         return AssignmentComputed(f.get("assignor", ""), members, _int(epoch), cost)
+
+
+class OwnedReportBeforeCallback(NamedTuple):
+    """``owned_report_before_callback``: the partitions (topic, partition) a consumer-protocol
+    member processes but left out of the owned partitions its heartbeat reported."""
+
+    member_id: str
+    partitions: tuple[tuple[str, int], ...]
+
+    def encode(self) -> str:
+        names = ",".join(f"{topic}-{partition}" for topic, partition in self.partitions)
+        return f"member_id={self.member_id} partitions={names}"
+
+    @staticmethod
+    def decode(detail: str | None) -> OwnedReportBeforeCallback | None:
+        f = _fields(detail)
+        names = f.get("partitions")
+        if not names:
+            return None
+        parts = []
+        for name in names.split(","):
+            topic, _, partition = name.rpartition("-")
+            if not partition.isdigit():
+                return None
+            parts.append((topic, int(partition)))
+        return OwnedReportBeforeCallback(f.get("member_id", ""), tuple(parts))
 
 
 # the kinds whose detail names the member id they are about, as ``member_id=...``

@@ -8,6 +8,17 @@ generations going back).
 - the coordinator's generations only increase;
 - every partition is owned by a live processing member once the last fault is over (the run
   ended settled).
+
+Kafka's hazards are told apart from violations: what Kafka's own client and coordinator do, which
+a faithful run must reproduce, though it breaks the rule above. One is modelled:
+``assigned-callback report`` (issue 34): a consumer-protocol member sends a full heartbeat while
+onPartitionsAssigned runs, reporting ``currentAssignment`` (AbstractMembershipManager updates it
+only once the callbacks have run), which leaves out partitions it already processes; the
+coordinator takes them as released and gives them to another member, and the two own (and
+process) them at once until the first member's next reconciliation revokes them. An overlap
+whose earlier owner sent such a report for the partition while owning it (the client's
+``owned_report_before_callback`` event) is that hazard: it is counted
+(``check_run_with_hazards``), not reported as a violation.
 """
 
 from __future__ import annotations
@@ -19,8 +30,36 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sim.observe.events import DOWNGRADE, GroupConverted, member_id_of
+from sim.observe.events import DOWNGRADE, GroupConverted, OwnedReportBeforeCallback, member_id_of
 from sim.observe.recorder import table_rows
+
+
+class _Reports:
+    """When each client reported owning less than it processed (``owned_report_before_callback``):
+    (client, topic, partition) -> the instants, ascending."""
+
+    KINDS = ("owned_report_before_callback",)
+
+    def __init__(self, events: list[tuple]):
+        self.at: dict[tuple[str, str, int], list[float]] = defaultdict(list)
+        for t, kind, member, _gen, detail in events:
+            if kind != "owned_report_before_callback" or not member:
+                continue
+            report = OwnedReportBeforeCallback.decode(detail)
+            if report is not None:
+                for topic, partition in report.partitions:
+                    self.at[(member, topic, partition)].append(t)
+
+    def __bool__(self) -> bool:
+        return bool(self.at)
+
+    def reported(self, client: str, topic: str, partition: int, since: float, until: float) -> bool:
+        """Whether ``client`` left the partition out of a report in ``[since, until]``."""
+        times = self.at.get((client, topic, partition))
+        if not times:
+            return False
+        i = bisect.bisect_left(times, since)
+        return i < len(times) and times[i] <= until
 
 
 class _Zombies:
@@ -126,10 +165,48 @@ def check_run(
     events_t: pa.Table, intervals_t: pa.Table, *, settled: bool, cooperative: bool
 ) -> list[str]:
     """Violations (strings) of the run-level invariants."""
+    return check_run_with_hazards(events_t, intervals_t, settled=settled, cooperative=cooperative)[
+        0
+    ]
+
+
+def check_run_with_hazards(
+    events_t: pa.Table,
+    intervals_t: pa.Table,
+    *,
+    settled: bool,
+    cooperative: bool,
+    rates: dict[str, float] | None = None,
+) -> tuple[list[str], dict[str, float]]:
+    """(violations, hazards): the run-level invariants' violations, and Kafka's hazards counted
+    (see the module docstring): ``kafka_hazard_double_ownership_partition_s`` (partition-seconds
+    two members owned a partition at once through the hazard) and
+    ``kafka_hazard_records_processed_twice`` (records both processed meanwhile, with the topics'
+    production ``rates``)."""
     out: list[str] = []
     cols = ["t", "kind", "member", "generation", "detail"]
-    events = table_rows(events_t, cols, _Zombies.KINDS)
+    events = table_rows(events_t, cols, _Zombies.KINDS + _Reports.KINDS)
     zombies = _Zombies(events)
+    reports = _Reports(events)
+    owned_s = 0.0
+    twice = 0.0
+    rates = rates or {}
+
+    def owner_since(member: str, topic: str, partition: int, t: float) -> float | None:
+        """The start of ``member``'s owned row of the partition that covers ``t``."""
+        for s0, e0, mm in owned_rows.get((topic, partition), ()):
+            if mm == member and s0 <= t < e0:
+                return s0
+        return None
+
+    def hazard(members, topic: str, partition: int, t: float) -> bool:
+        if not reports:
+            return False
+        for mm in members:
+            since = owner_since(mm, topic, partition, t)
+            if since is not None and reports.reported(mm, topic, partition, since, t):
+                return True
+        return False
 
     last_gen = None
     for t, kind, _m, gen, _d in events:
@@ -139,14 +216,6 @@ def check_run(
             last_gen = gen
 
     icol = ["kind", "member", "topic", "partition", "start", "end"]
-    for _kind, member, topic, partition, s, _e in table_rows(
-        intervals_t, icol, ("double_processing",)
-    ):
-        members = (member or "").split(",")
-        if not any(zombies.zombie(mm, s) for mm in members):
-            out.append(
-                f"t={s:.6f}: {topic}-{partition} processed by {member} at once and none is a zombie"
-            )
     # Two owners at once: only the partitions whose owned rows overlap at all need the pairwise
     # look (with zombies) below; the table is sorted by partition, so they come in its order.
     owned_t = intervals_t.filter(pc.equal(intervals_t.column("kind"), "owned"))
@@ -156,6 +225,19 @@ def check_run(
         for _kind, member, topic, partition, s, e in table_rows(owned_t, icol, ("owned",)):
             if (topic, partition) in suspects:
                 owned[(topic, partition)].append((s, e, member))
+    owned_rows = owned
+    for _kind, member, topic, partition, s, e in table_rows(
+        intervals_t, icol, ("double_processing",)
+    ):
+        members = (member or "").split(",")
+        if any(zombies.zombie(mm, s) for mm in members):
+            continue
+        if hazard(members, topic, partition, s):
+            twice += (e - s) * rates.get(topic, 0.0)
+        else:
+            out.append(
+                f"t={s:.6f}: {topic}-{partition} processed by {member} at once and none is a zombie"
+            )
     for (topic, partition), rows in owned.items():
         if len(rows) < 2:
             continue
@@ -166,7 +248,11 @@ def check_run(
                     break
                 if member2 == member:
                     continue
-                if not (zombies.zombie(member, s2) or zombies.zombie(member2, s2)):
+                if zombies.zombie(member, s2) or zombies.zombie(member2, s2):
+                    continue
+                if hazard((member, member2), topic, partition, s2):
+                    owned_s += min(e, _e2) - s2
+                else:
                     out.append(
                         f"t={s2:.6f}: {topic}-{partition} owned by {member} and {member2} at once "
                         f"({'cooperative' if cooperative else 'eager'} group)"
@@ -176,4 +262,7 @@ def check_run(
             "the group did not settle after the last timeline action "
             "(some partition never got a live processing owner, or a rebalance never ended)"
         )
-    return out
+    return out, {
+        "kafka_hazard_double_ownership_partition_s": owned_s,
+        "kafka_hazard_records_processed_twice": twice,
+    }

@@ -131,6 +131,10 @@ METRICS: tuple[Metric, ...] = (
     Metric("records_reprocessed", "run", across_seeds=True),
     Metric("first_record_max_s", "run", across_seeds=True),
     Metric("episodes", "run", "long", across_seeds=True),
+    # Kafka's double-ownership hazard (sim.observe.invariants, run_scenario): counted, not a
+    # violation
+    Metric("kafka_hazard_double_ownership_partition_s", "run", across_seeds=True),
+    Metric("kafka_hazard_records_processed_twice", "run", across_seeds=True),
     Metric("formation_s", "run"),
     Metric("episodes_unsettled", "run", "long"),
     Metric("time_to_detect_max_s", "run"),

@@ -291,6 +291,7 @@ def builtin_dict(name: str, overrides: Mapping[str, str] | None = None) -> dict:
             "start_spread_s",
             "elide_heartbeats",
             "max_duration_s",
+            "kafka_version",
         ):
             dotted[key] = raw
         else:

@@ -25,6 +25,8 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
+from sim.config import KAFKA_VERSIONS
+
 T = TypeVar("T")
 
 
@@ -291,4 +293,7 @@ def faulty_scenario(
             "consumer_session_timeout_ms": session_ms,
             "consumer_min_session_timeout_ms": min(session_ms, 45000),
         }
+    # the group coordinator's release (sim.coordinator.behaviour), drawn last so that the
+    # draws above stay those of a schedule drawn before there was a choice
+    data["kafka_version"] = c.choice(list(KAFKA_VERSIONS))
     return data

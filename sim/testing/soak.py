@@ -5,8 +5,8 @@ and a simulation seed, drawn from a ``random.Random`` of its own, so it depends 
 replays exactly. ``check`` runs one and lists what is wrong with it (``problems``): an invariant
 violation (checked inside every run), no liveness (the group never settles once the faults are
 over) or a partition that does not end with exactly one owner. ``replay_toml`` is a schedule as a
-scenario file that replays it. The command is ``rebalance-sim soak`` (``experiments.cli.soak``),
-which also checks many schedules as Spark tasks (``experiments.engine.soak``).
+scenario file that replays it. The command is ``rebalance-sim soak`` (``rebalance_sim.cli.soak``),
+which also checks many schedules as Spark tasks (``rebalance_sim.lab.engine.soak``).
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ COORDINATOR_NOT_AVAILABLE = "COORDINATOR_NOT_AVAILABLE"
 # refusals around online migration between the protocols (sim.coordinator.consumer.classic_members, sim.coordinator.migration)
 GROUP_MAX_SIZE_REACHED = "GROUP_MAX_SIZE_REACHED"
 GROUP_ID_NOT_FOUND = "GROUP_ID_NOT_FOUND"
+UNKNOWN_SERVER_ERROR = "UNKNOWN_SERVER_ERROR"
 
 COORDINATOR = "coordinator"  # the coordinator's address on the simulated network
 
@@ -57,10 +58,14 @@ class JoinGroupResponse:
 
 @attrs.frozen(slots=True)
 class SyncGroupRequest:
+    """``protocol_name``: the protocol the member's JoinGroup response named (SyncGroup v5+;
+    None: not sent, nothing to check)."""
+
     member_id: str
     generation: int
     group_instance_id: str | None
     assignments: tuple[tuple[str, Assignment], ...] = ()
+    protocol_name: str | None = None
 
 
 @attrs.frozen(slots=True)

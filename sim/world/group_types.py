@@ -29,6 +29,7 @@ from sim.client.classic import Member
 from sim.client.consumer import ConsumerMember
 from sim.client.handoffs import Handoffs
 from sim.config import ConsumerConfig, SimConfig
+from sim.coordinator import behaviour
 from sim.coordinator.classic.group import ClassicGroup
 from sim.coordinator.classic.states import ClassicGroupState
 from sim.coordinator.consumer.group import ConsumerGroup
@@ -97,6 +98,7 @@ def new_group(w: RunWiring) -> MigratingCoordinator:
         assignor_cost=w.config.assignor_cost,
         elide_heartbeats=w.elide,
         id_rng=w.kernel.rng_for(COORDINATOR_RANK, stream=ID_STREAM),
+        behaviour=behaviour.of_config(w.config),
     )
 
 

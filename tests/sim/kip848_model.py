@@ -1,5 +1,7 @@
 """A reference model of Kafka's consumer-group coordinator (``GroupMetadataManager``, Kafka commit
-1eb7644) for differential tests of ``sim.coordinator.consumer.group``: written from Kafka's rules, one request
+1eb7644, and with ``kafka_version="4.3"`` the 4.1-4.3 changes: KAFKA-19233's epoch-0 rejoin,
+KIP-1263's assignment interval, KIP-1251's assignment epochs for commits, KAFKA-20442's
+assignment epoch of an empty group) for differential tests of ``sim.coordinator.consumer.group``: written from Kafka's rules, one request
 at a time, with its own data structures and nothing shared with the simulator's core but the
 server-side assignor.
 
@@ -127,9 +129,24 @@ class KafkaConsumerGroup:
     count of every topic. Timers are deadlines the caller fires (``due``, ``fire``)."""
 
     def __init__(
-        self, metadata, session_s: float = 45.0, interval_s: float = 5.0, assignor: str = "uniform"
+        self,
+        metadata,
+        session_s: float = 45.0,
+        interval_s: float = 5.0,
+        assignor: str = "uniform",
+        kafka_version: str = "4.0",
+        assignment_interval_s: float | None = None,
     ):
         self.metadata = metadata
+        self.later = kafka_version != "4.0"  # 4.3's rules
+        # group.consumer.assignment.interval.ms (KIP-1263): 1 s in 4.3, none before
+        self.assignment_interval_s = (
+            assignment_interval_s
+            if assignment_interval_s is not None
+            else (1.0 if self.later else 0.0)
+        )
+        self.last_assignment: float | None = None  # when the last target was computed
+        self.assigned_at: dict[str, dict] = {}  # KIP-1251: member -> partition -> epoch
         self.session_s = session_s
         self.interval_s = interval_s
         self.assignor = assignor
@@ -228,7 +245,12 @@ class KafkaConsumerGroup:
             self.subscription = subscription
         if bump:
             self.group_epoch += 1
-        if self.group_epoch > self.target_epoch:
+        delayed = (
+            self.last_assignment is not None
+            and now < self.last_assignment + self.assignment_interval_s
+        )
+        if self.group_epoch > self.target_epoch and not delayed:
+            self.last_assignment = now
             target = self._compute_target(updated, replaced)
         elif iid is not None and self.static.get(iid) is not None:
             target = self.target.get(self.static[iid], frozenset())
@@ -236,8 +258,10 @@ class KafkaConsumerGroup:
             target = self.target.get(updated.member_id, frozenset())
         # the records of this heartbeat, replayed: the member (its replacement) and its reconciliation
         if replaced is not None:
+            kept = self.assigned_at.get(replaced.member_id, {})
             self._remove(replaced.member_id)
             self.target[updated.member_id] = target
+            self.assigned_at[updated.member_id] = dict(kept)
         reconciled = updated
         if not (updated.state == STABLE and updated.epoch == self.target_epoch):
             reconciled = reconcile(
@@ -255,6 +279,11 @@ class KafkaConsumerGroup:
                 )
             else:
                 self.rebalances.pop(reconciled.member_id, None)
+        at = self.assigned_at.setdefault(reconciled.member_id, {})
+        for tp in set(at) - reconciled.assigned:
+            del at[tp]
+        for tp in reconciled.assigned - set(at):
+            at[tp] = reconciled.epoch
         if reconciled.member_id not in self.members:
             self.table.add(reconciled.member_id)
         self.members[reconciled.member_id] = reconciled
@@ -282,8 +311,10 @@ class KafkaConsumerGroup:
         return held
 
     def _epoch_ok(self, member: Member, req) -> bool:
-        """throwIfConsumerGroupMemberEpochIsInvalid."""
+        """throwIfConsumerGroupMemberEpochIsInvalid (4.3: epoch 0 returns early, KAFKA-19233)."""
         e = req.member_epoch
+        if e == 0 and self.later:
+            return True
         if e > member.epoch:
             return False
         if e < member.epoch:
@@ -361,6 +392,7 @@ class KafkaConsumerGroup:
         member = self.members.pop(mid)
         self.table.remove(mid)
         self.target.pop(mid, None)
+        self.assigned_at.pop(mid, None)
         if member.instance_id is not None and self.static.get(member.instance_id) == mid:
             del self.static[member.instance_id]
         self.sessions.pop(mid, None)
@@ -371,6 +403,23 @@ class KafkaConsumerGroup:
         self._remove(mid)
         self.subscription = self._subscription_now(self.members.values())
         self.group_epoch += 1
+        if not self.members and self.later:
+            self.target_epoch = self.group_epoch  # KAFKA-20442
+
+    def commit(self, member_id: str, epoch: int, partitions) -> str:
+        """ConsumerGroup.validateOffsetCommit's error for a commit of ``partitions`` at member
+        epoch ``epoch`` (4.3, KIP-1251: an older epoch passes for a partition assigned at or
+        before it)."""
+        member = self.members.get(member_id)
+        if member is None:
+            return m.UNKNOWN_MEMBER_ID
+        if epoch == member.epoch:
+            return m.NONE
+        if self.later and 0 <= epoch < member.epoch:
+            at = self.assigned_at.get(member_id, {})
+            if all(tp in at and at[tp] <= epoch for tp in partitions):
+                return m.NONE
+        return m.STALE_MEMBER_EPOCH
 
     def due(self, now: float) -> list[tuple[float, str, str]]:
         """(deadline, kind, member id) of the timers due by ``now``, in the order they fire."""

@@ -168,7 +168,7 @@ def test_impossible_scenarios_are_input_errors(data, field, words):
 def test_too_long_timeline_fails_fast_from_the_cli(capsys):
     """The CLI rejects a too-long rolling bounce at once with exit 2 and one line naming the field
     and the time it needs."""
-    from experiments.cli.main import main
+    from rebalance_sim.cli.main import main
 
     code = main(
         ["run", "rolling-bounce-dynamic", "--set", "members=300", "--set", "max_duration_s=3600"]

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from experiments.bench import sim as bench_sim
-from experiments.cli import bench, timeline
-from experiments.cli import run as run_cmd
+from rebalance_sim.cli import bench, timeline
+from rebalance_sim.cli import run as run_cmd
+from rebalance_sim.lab.bench import sim as bench_sim
 from sim import ConfigError
 from sim.scenario.builtins import BUILTINS, load_scenario
 

@@ -9,6 +9,7 @@ import pytest
 
 from assignors import TopicPartition
 from sim.config import AssignorCost, GroupConfig
+from sim.coordinator.behaviour import behaviour_for
 from sim.coordinator.consumer.group import ConsumerGroup
 from sim.coordinator.consumer.reconcile import next_member_assignment
 from sim.coordinator.consumer.states import ConsumerGroupState, MemberState
@@ -148,7 +149,11 @@ META = (0, {"t": 4})
 
 
 def coordinator(cost="zero", **group):
-    return ConsumerGroup(GroupConfig(**group), lambda: META, AssignorCost(mode=cost))
+    # these cases follow 1eb7644's tests: the 4.0 coordinator (4.3's switches:
+    # tests/sim/test_broker_behaviour.py)
+    return ConsumerGroup(
+        GroupConfig(**group), lambda: META, AssignorCost(mode=cost), behaviour=behaviour_for("4.0")
+    )
 
 
 def drive(g, now, effects):
@@ -258,7 +263,9 @@ def test_issue_36_two_joins_at_one_instant_one_partition():
     ids "c0" and "c1" fall in HashMap buckets 13 and 14: c0 comes first and its quota is the one
     partition.)"""
     meta = (0, {"t": 1})
-    g = ConsumerGroup(GroupConfig(), lambda: meta, AssignorCost(mode="zero"))
+    g = ConsumerGroup(
+        GroupConfig(), lambda: meta, AssignorCost(mode="zero"), behaviour=behaviour_for("4.0")
+    )
     out = []
     for c in ("c1", "c0"):
         out += g.handle(
@@ -347,7 +354,9 @@ def test_issue_36_a_retried_heartbeat_at_an_epoch_before_the_previous_one_is_fen
     epoch to 3 (CurrentAssignmentBuilder updates it on every transition), so its retried
     heartbeat at epoch 1, whose response was lost, is fenced as Kafka fences it."""
     meta = (0, {"t": 1, "u": 1})
-    g = ConsumerGroup(GroupConfig(), lambda: meta, AssignorCost(mode="zero"))
+    g = ConsumerGroup(
+        GroupConfig(), lambda: meta, AssignorCost(mode="zero"), behaviour=behaviour_for("4.0")
+    )
     t0, u0 = TopicPartition("t", 0), TopicPartition("u", 0)
 
     def beat(now, mid, epoch, owned=None, topics=None):

@@ -10,9 +10,11 @@ never goes back, the target covers every subscribed partition once."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 
 from sim.config import AssignorCost, GroupConfig
+from sim.coordinator.behaviour import behaviour_for
 from sim.coordinator.consumer.group import ConsumerGroup
 from sim.coordinator.consumer.states import MemberState
 from sim.wire import messages as m
@@ -36,13 +38,16 @@ class _Client:
 class _Run:
     """One sequence driven into the core and the model side by side."""
 
-    def __init__(self, case: dict):
+    def __init__(self, case: dict, kafka_version: str = "4.0"):
         self.topics = dict(case["topics"])
         self.version = 0
         self.timeout = case["rebalance_timeout_s"]
         meta = lambda: (self.version, dict(self.topics))  # noqa: E731
-        self.core = ConsumerGroup(GroupConfig(), meta, AssignorCost(mode="zero"))
-        self.model = KafkaConsumerGroup(lambda: dict(self.topics))
+        self.core = ConsumerGroup(
+            GroupConfig(), meta, AssignorCost(mode="zero"), behaviour=behaviour_for(kafka_version)
+        )
+        self.model = KafkaConsumerGroup(lambda: dict(self.topics), kafka_version=kafka_version)
+        self.commits = 0
         self.clients = {
             c: _Client(f"{c}-{case['salt']}", topics, static)
             for c, (topics, static) in case["clients"].items()
@@ -161,6 +166,19 @@ class _Run:
             mid: k.target.get(mid, frozenset()) for mid in k.members
         }
         assert g.static_members == k.static
+        # commits at the member's epoch and the one before, of what it reports owning and of
+        # what it was last assigned (KIP-1251 under 4.3)
+        for c in self.clients.values():
+            if not c.active or c.member_id not in g.members:
+                continue
+            for epoch in (c.epoch - 1, c.epoch):
+                for parts in (c.owned, c.assigned):
+                    self.commits += 1
+                    req = m.OffsetCommitRequest(
+                        c.member_id, epoch, None, len(parts), self.commits, tuple(sorted(parts))
+                    )
+                    (resp,) = [e[2] for e in g.handle(self.now, "x", req) if e[0] == "send"]
+                    assert resp.error == k.commit(c.member_id, epoch, parts), (c.member_id, epoch)
         # the core's own invariants
         held = [tp for mm in g.members.values() for tp in mm.assigned | mm.pending_revocation]
         assert len(held) == len(set(held))
@@ -184,8 +202,8 @@ class _Run:
         )
 
 
-def _play(case: dict) -> _Run:
-    run = _Run(case)
+def _play(case: dict, kafka_version: str = "4.0") -> _Run:
+    run = _Run(case, kafka_version)
     for kind, name, same_instant, topic in case["steps"]:
         if not same_instant:
             run.now += 0.25
@@ -211,9 +229,10 @@ def _play(case: dict) -> _Run:
     return run
 
 
-@given(heartbeat_sequences())
-def test_the_core_answers_every_heartbeat_as_kafka_does(case):
-    _play(case)
+@pytest.mark.parametrize("kafka_version", ["4.0", "4.3"])
+@given(case=heartbeat_sequences())
+def test_the_core_answers_every_heartbeat_as_kafka_does(kafka_version, case):
+    _play(case, kafka_version)
 
 
 def test_issue_36_sequences_answer_as_kafka_does():

@@ -13,6 +13,7 @@ import sim.coordinator.consumer.group as cg
 from assignors._java import modelled_hashmap_order
 from assignors.server import GroupSpec, get_server_assignor
 from sim.config import AssignorCost, GroupConfig
+from sim.coordinator.behaviour import behaviour_for
 from sim.wire import messages as m
 
 META = (0, {"t": 6, "u": 4, "v": 3})
@@ -49,7 +50,9 @@ def _reference(g: cg.ConsumerGroup, counts, current):
 @pytest.mark.parametrize("seed", range(10))
 def test_kept_inputs_give_the_from_scratch_target(seed, monkeypatch):
     rng = np.random.default_rng(seed)
-    g = cg.ConsumerGroup(GroupConfig(), lambda: META, AssignorCost(mode="zero"))
+    g = cg.ConsumerGroup(
+        GroupConfig(), lambda: META, AssignorCost(mode="zero"), behaviour=behaviour_for("4.0")
+    )  # a target per join (4.3 batches joins: tests/sim/test_broker_behaviour.py)
     checked = []
     real = cg.compute_target
 

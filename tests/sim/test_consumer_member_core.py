@@ -325,3 +325,35 @@ def test_a_fetch_whose_partitions_were_revoked_ends_with_an_event():
     out = mb.on_timer(at, ("fetch_timeout", seq), at)
     assert not mb.fetches
     assert [e for e in out if e[0] == "event" and e[1] == "offset_fetch_dropped"]
+
+
+def test_issue_34_a_full_heartbeat_during_the_assigned_callback_reports_the_old_assignment():
+    """Kafka's hazard (issue 34): the client reports ``currentAssignment``, updated only after the
+    callbacks (AbstractMembershipManager), so a full heartbeat sent while onPartitionsAssigned
+    runs (here the retry after a timed-out heartbeat) leaves out the partition the member already
+    fetches; the member names it in ``owned_report_before_callback``. A heartbeat that reports
+    nothing new (no owned partitions sent) names nothing."""
+    mb = member(assign_cost_ms=20000.0)
+    mb.start(0.0)
+    out = mb.handle(0.1, ok(mb, 1, frozenset(T[:1])))
+    out += run_timers(mb, 20.2)
+    sent(out)  # the acknowledgement
+    mb.handle(20.3, ok(mb, 1))
+    assert mb.state == ConsumerMemberState.STABLE
+    beat(mb)
+    out = mb.handle(25.4, ok(mb, 2, frozenset(T[:2])))
+    (commit,) = sent(out, m.OffsetCommitRequest)  # the auto-commit before reconciling
+    out += mb.handle(25.45, m.OffsetCommitResponse(m.NONE, commit.seq))
+    out += run_timers(mb, 25.5)  # the reconciliation goes on: onPartitionsAssigned(t-1) runs 20 s
+    assert T[1] in mb.owned and mb.current_assignment == frozenset(T[:1])
+    assert not [e for e in out if e[0] == "event" and e[1] == "owned_report_before_callback"]
+    regular = beat(mb)
+    (req,) = sent(regular)
+    assert req.owned_partitions is None
+    at = mb.timers[("hb_timeout",)]
+    out = mb.on_timer(at, ("hb_timeout",), at)  # no answer: the retry is a full heartbeat
+    out += beat(mb)
+    (full,) = sent(out)
+    assert full.owned_partitions == frozenset(T[:1]) and full.subscribed_topics == ("t",)
+    (event,) = [e for e in out if e[0] == "event" and e[1] == "owned_report_before_callback"]
+    assert event[4] == "member_id=c0-1 partitions=t-1"

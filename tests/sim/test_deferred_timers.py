@@ -9,6 +9,7 @@ import pytest
 import sim.compiled
 from sim import run_scenario
 from sim.config import AssignorCost, GroupConfig
+from sim.coordinator.behaviour import behaviour_for
 from sim.coordinator.consumer.group import ConsumerGroup
 from sim.scenario.builtins import load_scenario
 from sim.wire import messages as m
@@ -31,7 +32,9 @@ def _timers(effects):
 def _group_busy_from_60_to_70() -> ConsumerGroup:
     """a and b last heartbeat at 21 and 22 (sessions end at 66 and 67); c's join at 60 keeps the
     coordinator busy with the assignor until 70."""
-    g = ConsumerGroup(GroupConfig(), lambda: META, AssignorCost(mode="fixed:10"))
+    g = ConsumerGroup(
+        GroupConfig(), lambda: META, AssignorCost(mode="fixed:10"), behaviour=behaviour_for("4.0")
+    )  # a target per join
     _join(g, 0.0, "a")  # epoch 1, busy until 10
     g.on_timer(10.0, ("unblock",), 10.0)
     _join(g, 10.5, "b")  # epoch 2, busy until 20.5
@@ -81,7 +84,13 @@ def test_batches_give_the_same_run_as_one_kernel_timer_per_deferral(monkeypatch)
     coordinator did before batching): the same events and intervals, and batching did happen."""
     sc = load_scenario(
         "slow-assignor",
-        {"members": "6", "max_duration_s": "200", "consumer.group_protocol": "consumer"},
+        # 4.0: a computation per join keeps the coordinator busy through sessions' deadlines
+        {
+            "members": "6",
+            "max_duration_s": "200",
+            "consumer.group_protocol": "consumer",
+            "kafka_version": "4.0",
+        },
     )
     deferred = []
     batched = ConsumerGroup._defer

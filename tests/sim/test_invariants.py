@@ -75,3 +75,42 @@ def test_a_member_id_that_rejoined_is_a_zombie_only_until_it_syncs_again():
     assert _zombie_check(events, [("a", "t", 0, 0.0, 10.0), ("b", "t", 0, 7.0, 8.0)]) == [
         "t=7.000000: t-0 owned by a and b at once (cooperative group)"
     ]
+
+
+def test_issue_34_a_report_sent_during_the_assigned_callback_is_kafkas_hazard():
+    """Issue 34: a sends a full heartbeat at 2 s, during onPartitionsAssigned, reporting what it
+    owned before the callback (without t-0, which it has processed since 1 s); the coordinator
+    gives t-0 to b at 3 s, and a processes it until its next reconciliation at 5 s. That overlap
+    is Kafka's behaviour (AbstractMembershipManager updates currentAssignment after the
+    callbacks): counted as the hazard, not reported. The same overlap without the report, or
+    with a report of another partition, is a violation."""
+    from sim.observe.invariants import check_run_with_hazards
+
+    def run(events, owned):
+        rec = Recorder()
+        rec.events = [
+            (t, 0, i, kind, member, gen, detail)
+            for i, (t, kind, member, gen, detail) in enumerate(events)
+        ]
+        rec.intervals = [("owned", m, t, p, s, e) for m, t, p, s, e in owned]
+        rec.intervals += [("double_processing", "a,b", "t", 0, 3.0, 5.0)] if owned else []
+        return check_run_with_hazards(
+            rec.events_table("r"),
+            rec.intervals_table("r"),
+            settled=True,
+            cooperative=True,
+            rates={"t": 100.0},
+        )
+
+    owned = [("a", "t", 0, 1.0, 5.0), ("b", "t", 0, 3.0, 9.0)]
+    report = (2.0, "owned_report_before_callback", "a", 4, "member_id=A partitions=t-1,t-0")
+    violations, hazards = run([report], owned)
+    assert violations == []
+    assert hazards == {
+        "kafka_hazard_double_ownership_partition_s": 2.0,
+        "kafka_hazard_records_processed_twice": 200.0,
+    }
+    other = (2.0, "owned_report_before_callback", "a", 4, "member_id=A partitions=t-1")
+    for events in ([], [other]):
+        violations, hazards = run(events, owned)
+        assert len(violations) == 2 and set(hazards.values()) == {0.0}

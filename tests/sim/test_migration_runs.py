@@ -83,7 +83,9 @@ def test_refused_upgrade_is_fatal_for_the_client():
 
 def test_mixed_group_from_the_start_is_deterministic():
     """Members of both protocols from the start (member_overrides): the group takes the type of
-    the first member to join and converts as the others come; same seed, same events."""
+    the first member to join; the consumer-protocol members that come during its first
+    rebalance find no protocol selected yet, so the upgrade fails (ConsumerGroup.fromClassicGroup,
+    UNKNOWN_SERVER_ERROR) and Kafka's client takes the error as fatal; same seed, same events."""
     data = {
         "members": "6",
         "member_overrides.c001.group_protocol": "consumer",
@@ -93,4 +95,8 @@ def test_mixed_group_from_the_start_is_deterministic():
     b = run_scenario(load_scenario("crash", data), seed=4)
     assert a.summary["settled_at_end"] and not a.invariant_violations
     assert a.events.equals(b.events) and a.intervals.equals(b.intervals)
-    assert any(e["detail"].startswith("classic->consumer") for e in _events(a, "group_converted"))
+    refused = _events(a, "conversion_refused")
+    assert {e["member"] for e in refused} == {"c001", "c004"}
+    assert all("no protocol selected" in e["detail"] for e in refused)
+    assert {e["member"] for e in _events(a, "fatal")} == {"c001", "c004"}
+    assert not _events(a, "group_converted")

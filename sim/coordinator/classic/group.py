@@ -10,17 +10,32 @@ States (``ClassicGroupState``, in ``states``): Empty -> PreparingRebalance -> Co
 -> Stable, and Dead; ``_transition`` enters one only from its valid previous states.
 
 - PreparingRebalance is the JoinGroup barrier. It completes when every member has rejoined and
-  no MEMBER_ID_REQUIRED member is pending, or when the rebalance timeout (the largest
-  max.poll.interval.ms of the members) expires; dynamic members that did not rejoin are removed.
+  no MEMBER_ID_REQUIRED member is pending (checked as the rebalance starts, too:
+  maybeCompleteJoinElseSchedule), or when the rebalance timeout (the largest
+  max.poll.interval.ms of the members) expires; dynamic members that did not rejoin are removed,
+  and a leader that did not rejoin is replaced by the first joined member of the members map.
   From Empty the barrier first waits group.initial.rebalance.delay.ms, extended while new
-  members keep arriving (``InitialDelayedJoin``).
+  members keep arriving (``InitialDelayedJoin``); a LeaveGroup does not end that delay (the
+  group stays PreparingRebalance, even with no member left, until it ends), a session expiry
+  does when every member left has joined.
+- Kafka's members map is a ``java.util.HashMap``: its iteration order (``members_map``, the model
+  of ``assignors.java.JavaHashMap``) names the new leader when the leader leaves and decides a
+  tie in the protocol vote (the votes are a ``HashMap`` of protocol names too).
+- A member removed while its JoinGroup waits (LeaveGroup, expiry) is answered UNKNOWN_MEMBER_ID.
+  A new member can be expired while it waits, after the new member join timeout (5 minutes).
+- A member's assignment is what the last completed SyncGroup gave it; a new member has none, and
+  a rebalance that starts in CompletingRebalance resets every member's
+  (resetAndPropagateAssignmentWithError). An online upgrade carries these over
+  (``sim.coordinator.migration``).
 - CompletingRebalance waits for the leader's SyncGroup. Members that have not sent SyncGroup
   within the rebalance timeout are removed and a new rebalance starts (KAFKA-13213).
 - Heartbeats answer REBALANCE_IN_PROGRESS while preparing, UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION
   / FENCED_INSTANCE_ID for stale callers; a member whose session expires is removed.
 - Static members (KIP-345): a known group.instance.id rejoining with a new member id replaces the
-  old one (fenced); in Stable it gets its previous assignment without a rebalance. Static members
-  are removed only by session expiry (they never send LeaveGroup in this simulator).
+  old one (fenced); in Stable it gets its previous assignment without a rebalance when the
+  protocol the group would select is unchanged, whatever else changed in its subscription.
+  Static members are removed only by session expiry (they never send LeaveGroup in this
+  simulator).
 
 Idle heartbeat elision: a member whose heartbeat would only answer NONE in a Stable group is
 marked ``quiet`` (granted in a heartbeat response) and is considered alive without heartbeats.
@@ -37,6 +52,7 @@ import attrs
 import numpy as np
 
 from assignors import Assignment, Subscription
+from assignors.java import JavaHashMap, hashmap_insertion_order, java_sort_key, java_string_hash
 from sim.config import GroupConfig
 from sim.coordinator.classic.states import ClassicGroupState
 from sim.coordinator.offsets import OffsetStore
@@ -58,6 +74,13 @@ class MemberMeta:
     awaiting_join: bool = False
     awaiting_sync: bool = False
     assignment: Assignment = attrs.field(factory=Assignment)
+    # ClassicGroupMember.hasAssignment: set by a completed SyncGroup (even without partitions);
+    # a new member, or every member after a rebalance that broke off in CompletingRebalance
+    # (resetAndPropagateAssignmentWithError), has none
+    has_assignment: bool = False
+    # ClassicGroupMember.isNew: added by this rebalance, not yet answered its JoinGroup; it can
+    # be expired while it waits (hasSatisfiedHeartbeat)
+    is_new: bool = False
     last_heartbeat: float = 0.0
     quiet: bool = False
     hold_quiet: bool = False
@@ -87,6 +110,17 @@ def _disjoint_by_indices(lists) -> bool:
         return True
     keys = np.sort(np.concatenate(chunks))
     return not bool((keys[1:] == keys[:-1]).any())
+
+
+# GroupCoordinatorConfig.CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS: how long a new member's JoinGroup
+# may wait before the member is expired (addMemberThenRebalanceOrCompleteJoin)
+NEW_MEMBER_JOIN_TIMEOUT_S = 300.0
+
+
+def _members_map() -> JavaHashMap:
+    """The iteration order of ``ClassicGroup.members`` (a ``java.util.HashMap`` of member ids), which
+    names the leader after the leader leaves and the first member to vote."""
+    return JavaHashMap(java_string_hash, java_sort_key)
 
 
 class ConsumerGroupSource(Protocol):
@@ -128,6 +162,7 @@ class ClassicGroup:
         self.protocol: str | None = None
         self.leader: str | None = None
         self.members: dict[str, MemberMeta] = {}  # insertion order = join order
+        self.members_map = _members_map()  # Kafka's iteration order of the same member ids
         self.members_version = (
             0  # bumped whenever a member id is added or removed (cheap change test)
         )
@@ -158,12 +193,15 @@ class ClassicGroup:
         config: GroupConfig,
         elide_heartbeats: bool,
         id_rng: np.random.Generator | None,
+        rebalance: bool = True,
     ) -> tuple[ClassicGroup, list[tuple]]:
         """ClassicGroup.fromConsumerGroup, then prepareRebalance (GroupMetadataManager
         .convertToClassicGroup): a Stable group at generation = the consumer group's epoch, with
         every member but the one whose leave converts it, each with its target assignment as its
         assignment and a fresh session, the protocol the members vote for; then a rebalance, so
-        that every member rejoins. Returns the group and the effects of making it."""
+        that every member rejoins. Without ``rebalance`` (the conversion a classic static member
+        makes by replacing the last consumer-protocol one) it stays Stable. Returns the group and
+        the effects of making it."""
         c = cls(config, elide_heartbeats, id_rng, initial_state=ClassicGroupState.STABLE)
         c.offsets = consumer.offsets  # committed offsets belong to the group, not to its type
         c.input_rank = consumer.input_rank
@@ -172,6 +210,7 @@ class ClassicGroup:
         c._rebalance_open = consumer.rebalance_open
         for meta in consumer.classic_members_except(leaving_member_id, now):
             c.members[meta.member_id] = meta
+            c.members_map.put(meta.member_id)
             for name in meta.names():
                 c.protocol_counts[name] = c.protocol_counts.get(name, 0) + 1
             if meta.group_instance_id is not None:
@@ -189,7 +228,8 @@ class ClassicGroup:
             f"consumer->classic members={len(c.members)} "
             f"generation={c.generation} protocol={c.protocol}",
         )
-        c._prepare_rebalance(now, "downgrade of the group from consumer to classic")
+        if rebalance:
+            c._prepare_rebalance(now, "downgrade of the group from consumer to classic")
         return c, c._drain()
 
     @classmethod
@@ -203,10 +243,9 @@ class ClassicGroup:
     ) -> tuple[ClassicGroup, list[tuple]]:
         """A new classic group in the place of an empty consumer group, which is deleted (a
         classic JoinGroup to it, GroupMetadataManager.maybeDeleteEmptyConsumerGroup): its offsets
-        stay, and its generation goes on from the group epoch. Returns the group and the effects
-        of making it."""
+        stay (they are not the group's records), and it starts at generation 0 as any new group
+        (getOrMaybeCreateClassicGroup). Returns the group and the effects of making it."""
         c = cls(config, elide_heartbeats, id_rng)
-        c.generation = consumer.group_epoch
         c.offsets = consumer.offsets
         c.input_rank = consumer.input_rank
         c._event("group_converted", None, "consumer->classic empty")
@@ -216,6 +255,16 @@ class ClassicGroup:
     def rebalance_open(self) -> bool:
         """Whether a rebalance interval is open (it closes when the group is Stable or Empty)."""
         return self._rebalance_open
+
+    def upgrade_failed(self, sender: str, error: str) -> list[tuple]:
+        """The heartbeat that was converting this group was refused by the consumer group made
+        from it (``error``), so the conversion did not happen. Returns the effects."""
+        self._event("conversion_refused", sender, f"classic->consumer: the heartbeat got {error}")
+        return self._drain()
+
+    def members_without_assignment(self) -> int:
+        """How many members have no assignment (``MemberMeta.has_assignment``)."""
+        return sum(1 for mm in self.members.values() if not mm.has_assignment)
 
     def complete_pending_requests(self, error: str) -> list[tuple]:
         """completeAllJoinFutures and completeAllSyncFutures: every member waiting for its
@@ -232,18 +281,22 @@ class ClassicGroup:
         return self._drain()
 
     def answer_consumer_heartbeat(
-        self, sender: str, req: m.ConsumerGroupHeartbeatRequest, refusal: str | None
+        self,
+        sender: str,
+        req: m.ConsumerGroupHeartbeatRequest,
+        refusal: str | None,
+        error: str = m.GROUP_ID_NOT_FOUND,
     ) -> list[tuple]:
         """A ConsumerGroupHeartbeat the classic group does not take (the group is not converted):
-        GROUP_ID_NOT_FOUND, as Kafka answers one for a group of the other type; ``refusal`` is why
-        a join did not convert the group (``conversion_refused``), None for any other heartbeat.
-        Returns the effects."""
+        GROUP_ID_NOT_FOUND, as Kafka answers one for a group of the other type, or ``error``;
+        ``refusal`` is why a join did not convert the group (``conversion_refused``), None for any
+        other heartbeat. Returns the effects."""
         if refusal is not None:
             self._event("conversion_refused", sender, f"classic->consumer: {refusal}")
         self._reply(
             sender,
             m.ConsumerGroupHeartbeatResponse(
-                m.GROUP_ID_NOT_FOUND, req.member_id, req.member_epoch, correlation=req.correlation
+                error, req.member_id, req.member_epoch, correlation=req.correlation
             ),
         )
         return self._drain()
@@ -320,8 +373,9 @@ class ClassicGroup:
         elif kind == "pending" and key[1] in self.pending_members:
             self.pending_members.discard(key[1])
             self._event("member_removed", None, f"member_id={key[1]} reason=pending_expired")
-            if self.state == ClassicGroupState.PREPARING_REBALANCE:
-                self._maybe_complete_join(now)
+            # removePendingMemberAndUpdateClassicGroup: even during the initial delay
+            if self.state == ClassicGroupState.PREPARING_REBALANCE and self._all_joined():
+                self._complete_join(now)
         return self._drain()
 
     def on_control(self, now: float, sender: str, note) -> list[tuple]:
@@ -353,6 +407,10 @@ class ClassicGroup:
         for every dynamic member of a group, so dynamic members sort by their UUIDs alone."""
         return classic_member_id(default_client_id(instance_id), instance_id, self._id_rng)
 
+    def _kafka_order(self):
+        """The member ids in the order Kafka's members ``HashMap`` iterates them."""
+        return self.members_map.keys()
+
     def _await(self, meta: MemberMeta) -> None:
         """The member's JoinGroup now waits in the barrier (counted, so the check stays O(1))."""
         if not meta.awaiting_join:
@@ -361,6 +419,7 @@ class ClassicGroup:
 
     def _add_member(self, now: float, meta: MemberMeta) -> None:
         self.members[meta.member_id] = meta
+        self.members_map.put(meta.member_id)
         self.members_version += 1
         if meta.awaiting_join:
             self.n_awaiting += 1
@@ -373,18 +432,26 @@ class ClassicGroup:
         meta.last_heartbeat = now
         self._event("member_added", meta.client, f"member_id={meta.member_id}")
 
-    def _update_protocols(self, meta: MemberMeta, protocols) -> None:
+    def _update_member(self, meta: MemberMeta, req: m.JoinGroupRequest) -> None:
+        """ClassicGroup.updateMember: the protocols and both timeouts of the member's JoinGroup."""
+        meta.session_timeout_s = req.session_timeout_s
+        meta.rebalance_timeout_s = req.rebalance_timeout_s
         for name in meta.names():
             self.protocol_counts[name] -= 1
-        meta.protocols = protocols
+        meta.protocols = req.protocols
         for name in meta.names():
             self.protocol_counts[name] = self.protocol_counts.get(name, 0) + 1
 
     def _remove_member(self, now: float, member_id: str, reason: str) -> MemberMeta:
         meta = self.members.pop(member_id)
+        self.members_map.remove(member_id)
         self.members_version += 1
         if meta.awaiting_join:
+            # removeMemberAndUpdateClassicGroup, removeCurrentMemberFromClassicGroup: a JoinGroup
+            # that waits is answered before the member goes, so that a live client rejoins
+            meta.awaiting_join = False
             self.n_awaiting -= 1
+            self._reply(meta, m.JoinGroupResponse(m.UNKNOWN_MEMBER_ID))
         for name in meta.names():
             self.protocol_counts[name] -= 1
             if not self.protocol_counts[name]:
@@ -397,19 +464,21 @@ class ClassicGroup:
         self.pending_sync.discard(member_id)
         self.timers.pop(("expire", member_id), None)
         if self.leader == member_id:
-            self.leader = next(iter(self.members), None)
+            # ClassicGroup.remove: the first member id of the members HashMap
+            self.leader = next(self._kafka_order(), None)
         self._event("member_removed", meta.client, f"member_id={member_id} reason={reason}")
         return meta
 
-    def _supports(self, names: tuple[str, ...], existing: MemberMeta | None) -> bool:
-        """GroupMetadata.supportsProtocols: a joiner must share a protocol with every other member."""
+    def _supports(self, names: tuple[str, ...]) -> bool:
+        """ClassicGroup.supportsProtocols: one of the joiner's protocols must be supported by every
+        member, the joiner's own entry included when it is a member already (so a member cannot
+        move the group to a protocol it alone supports); an Empty group takes any."""
         if not names:
             return False
-        own = set(existing.names()) if existing is not None else set()
-        n = len(self.members) - (existing is not None)
-        if n == 0:
+        if self.state == ClassicGroupState.EMPTY:
             return True
-        return any(self.protocol_counts.get(name, 0) - (name in own) == n for name in names)
+        n = len(self.members)
+        return any(self.protocol_counts.get(name, 0) == n for name in names)
 
     def _schedule_expiry(self, meta: MemberMeta) -> None:
         self._timer(("expire", meta.member_id), meta.last_heartbeat + meta.session_timeout_s)
@@ -433,8 +502,11 @@ class ClassicGroup:
     def _prepare_rebalance(self, now: float, reason: str) -> None:
         """GroupCoordinator.prepareRebalance."""
         if self.state == ClassicGroupState.COMPLETING_REBALANCE:
-            # resetAndPropagateAssignmentError: members waiting in SyncGroup learn it now.
+            # resetAndPropagateAssignmentWithError: every member's assignment is reset, and
+            # members waiting in SyncGroup learn it now.
             for mm in self.members.values():
+                mm.assignment = Assignment()
+                mm.has_assignment = False
                 if mm.awaiting_sync:
                     mm.awaiting_sync = False
                     self._reply(mm, m.SyncGroupResponse(m.REBALANCE_IN_PROGRESS))
@@ -460,7 +532,12 @@ class ClassicGroup:
             )
         else:
             self._join_mode = "normal"
-            self._timer(("join",), now + self.rebalance_timeout_s)
+            if self._all_joined():
+                # maybeCompleteJoinElseSchedule: every member has joined already (the one whose
+                # JoinGroup started this rebalance was the last, or none is left)
+                self._complete_join(now)
+            else:
+                self._timer(("join",), now + self.rebalance_timeout_s)
 
     def _maybe_prepare_rebalance(self, now: float, reason: str) -> None:
         if self.state in (
@@ -502,19 +579,26 @@ class ClassicGroup:
         for mm in list(self.members.values()):
             if not mm.awaiting_join and mm.group_instance_id is None:
                 self._remove_member(now, mm.member_id, "not_rejoined")
-        joined = [mm for mm in self.members.values() if mm.awaiting_join]
-        if not joined:
-            # Nobody rejoined: the group empties (initNextGeneration with no members).
-            for mm in list(self.members.values()):
-                self._remove_member(now, mm.member_id, "not_rejoined")
+        if not self.members:
+            # initNextGeneration with no members: the group is empty
             self.generation += 1
             self.protocol = None
             self._transition(ClassicGroupState.EMPTY)
             self._close_rebalance()
             self._event("empty")
             return
-        if self.leader is None or not self.members[self.leader].awaiting_join:
-            self.leader = joined[0].member_id  # maybeElectNewJoinedLeader
+        assert self.leader is not None  # (a group with members has a leader)
+        if not self.members[self.leader].awaiting_join:
+            # maybeElectNewJoinedLeader: the first member of the members map that has joined
+            joined = next(
+                (mid for mid in self._kafka_order() if self.members[mid].awaiting_join), None
+            )
+            if joined is None:
+                # Only static members are left and none rejoined: the join phase is scheduled
+                # again until their sessions remove them (completeClassicGroupJoin).
+                self._timer(("join",), now + self.rebalance_timeout_s)
+                return
+            self.leader = joined
         self.generation += 1
         self.protocol = self._select_protocol()
         self._transition(ClassicGroupState.COMPLETING_REBALANCE)
@@ -528,6 +612,10 @@ class ClassicGroup:
         )
         for mm in self.members.values():
             self.pending_sync.add(mm.member_id)
+            mm.is_new = False
+            # completeClassicGroupJoin restarts every member's session, joined or not
+            mm.last_heartbeat = now
+            self._schedule_expiry(mm)
             if not mm.awaiting_join:
                 continue
             mm.awaiting_join = False
@@ -544,8 +632,6 @@ class ClassicGroup:
                     all_members if is_leader else (),
                 ),
             )
-            mm.last_heartbeat = now
-            self._schedule_expiry(mm)
         self._timer(("sync",), now + self.rebalance_timeout_s)
 
     def _subscription_of(self, mm: MemberMeta) -> Subscription:
@@ -555,20 +641,21 @@ class ClassicGroup:
         raise AssertionError("selected protocol not supported by a member")
 
     def _select_protocol(self) -> str:
-        """GroupMetadata.selectProtocol: candidates supported by all; each votes its favourite.
-        Ties (a HashMap order in Kafka) go to the leader's preference."""
+        """ClassicGroup.selectProtocol: the candidates are the protocols every member supports;
+        each member votes for its favourite candidate. The votes are a ``HashMap`` and the winner
+        is the first protocol with the most votes in its iteration order (``Stream.max`` keeps the
+        first of equals), so a tie goes to the protocol name that iterates first, not to anyone's
+        preference."""
         n = len(self.members)
         candidates = {name for name, c in self.protocol_counts.items() if c == n}
         votes: dict[str, int] = {}
-        for mm in self.members.values():
-            for name in mm.names():
+        for mid in self._kafka_order():
+            for name in self.members[mid].names():
                 if name in candidates:
                     votes[name] = votes.get(name, 0) + 1
                     break
         best = max(votes.values())
-        assert self.leader is not None  # (chosen once the join completes)
-        leader_pref = self.members[self.leader].names()
-        return min((name for name, v in votes.items() if v == best), key=leader_pref.index)
+        return next(name for name in hashmap_insertion_order(votes) if votes[name] == best)
 
     def _close_rebalance(self) -> None:
         if self._rebalance_open:
@@ -583,7 +670,7 @@ class ClassicGroup:
             return
         names = tuple(n for n, _ in req.protocols)
         existing = self.members.get(req.member_id)
-        if not self._supports(names, existing):
+        if not self._supports(names):
             self._reply(
                 client, m.JoinGroupResponse(m.INCONSISTENT_GROUP_PROTOCOL, member_id=req.member_id)
             )
@@ -604,18 +691,14 @@ class ClassicGroup:
             self._timer(("pending", req.member_id), None)
             self._add_and_rebalance(now, client, req, req.member_id, "new member joined")
             return
-        if existing is None:
-            self._reply(client, m.JoinGroupResponse(m.UNKNOWN_MEMBER_ID, member_id=req.member_id))
+        err = self._validate_member(req.member_id, req.group_instance_id)
+        if err is not None:
+            self._reply(client, m.JoinGroupResponse(err, member_id=req.member_id))
             return
-        if (
-            req.group_instance_id is not None
-            and self.static_members.get(req.group_instance_id) != req.member_id
-        ):
-            self._reply(client, m.JoinGroupResponse(m.FENCED_INSTANCE_ID, member_id=req.member_id))
-            return
+        assert existing is not None  # (validated)
         existing.client = client
         if self.state == ClassicGroupState.PREPARING_REBALANCE:
-            self._update_protocols(existing, req.protocols)
+            self._update_member(existing, req)
             self._await(existing)
             self._maybe_complete_join(now)
         elif self.state == ClassicGroupState.COMPLETING_REBALANCE:
@@ -641,13 +724,13 @@ class ClassicGroup:
                     ),
                 )
             else:
-                self._update_protocols(existing, req.protocols)
+                self._update_member(existing, req)
                 self._await(existing)
                 self._prepare_rebalance(now, f"member {client} changed its metadata")
         elif self.state == ClassicGroupState.STABLE:
             if existing.member_id == self.leader or existing.protocols != req.protocols:
                 # The leader's JoinGroup always forces a rebalance (metadata changes it noticed).
-                self._update_protocols(existing, req.protocols)
+                self._update_member(existing, req)
                 self._await(existing)
                 self._prepare_rebalance(
                     now, f"member {client} rejoined ({req.reason or 'metadata changed'})"
@@ -657,16 +740,23 @@ class ClassicGroup:
         else:  # EMPTY with a known member cannot happen: members are removed on the way to Empty.
             self._reply(client, m.JoinGroupResponse(m.UNKNOWN_MEMBER_ID, member_id=req.member_id))
 
-    def _join_response_for(self, mm: MemberMeta) -> m.JoinGroupResponse:
+    def _join_response_for(self, mm: MemberMeta, members: bool = False) -> m.JoinGroupResponse:
+        """The current generation, for a member that needs no rebalance; with ``members``, a
+        leader gets the member list as well (a static leader's rejoin, which skips the assignment,
+        KIP-814)."""
+        is_leader = mm.member_id == self.leader
         return m.JoinGroupResponse(
             m.NONE,
             self.generation,
             self.protocol,
             self.leader or "",
             mm.member_id,
-            (),
-            skip_assignment=mm.member_id == self.leader,
+            self._member_list() if members and is_leader else (),
+            skip_assignment=is_leader,
         )
+
+    def _member_list(self) -> tuple[tuple[str, Subscription], ...]:
+        return tuple((mm.member_id, self._subscription_of(mm)) for mm in self.members.values())
 
     def _add_and_rebalance(
         self, now: float, client: str, req: m.JoinGroupRequest, member_id: str, reason: str
@@ -680,7 +770,10 @@ class ClassicGroup:
             req.rebalance_timeout_s,
             awaiting_join=True,
         )
+        meta.is_new = True
         self._add_member(now, meta)
+        # addMemberThenRebalanceOrCompleteJoin: a new member's JoinGroup may wait this long
+        self._timer(("expire", member_id), now + NEW_MEMBER_JOIN_TIMEOUT_S)
         self._new_member_added = True
         if self.state == ClassicGroupState.PREPARING_REBALANCE:
             self._maybe_complete_join(now)
@@ -713,40 +806,54 @@ class ClassicGroup:
         # restarted member heartbeating for real until the end of the run
         old.hold_quiet = False
         old.last_heartbeat = now
+        old.is_new = False  # (replaceStaticMember makes a member that is not new)
         self.members[new_id] = old
+        self.members_map.remove(old_id)
+        self.members_map.put(new_id)
         self.members_version += 1
         self.static_members[iid] = new_id
         if self.leader == old_id:
             self.leader = new_id
-        if self.state == ClassicGroupState.STABLE and old.protocols == req.protocols:
-            # Same assignment, no rebalance; the member syncs and gets it back.
-            self._schedule_expiry(old)
-            self._reply(old, self._join_response_for(old))
+        self._schedule_expiry(old)
+        self._update_member(old, req)
+        if self.state == ClassicGroupState.STABLE and self._select_protocol() == self.protocol:
+            # updateStaticMemberThenRebalanceOrCompleteJoin: the protocol the group would select
+            # next is the one it has, so no rebalance, whatever else changed in the member's
+            # subscription; the member syncs and gets its assignment back.
+            self._reply(old, self._join_response_for(old, members=True))
             self._event("static_rejoin", client, f"member_id={new_id}")
+            return
+        self._await(old)
+        if self.state == ClassicGroupState.PREPARING_REBALANCE:
+            self._maybe_complete_join(now)
         else:
-            self._update_protocols(old, req.protocols)
-            self._await(old)
-            if self.state == ClassicGroupState.PREPARING_REBALANCE:
-                self._maybe_complete_join(now)
-            else:
-                self._prepare_rebalance(now, f"static member {client} rejoined")
+            self._prepare_rebalance(now, f"static member {client} rejoined")
 
     # ------------------------------------------------------------------ SyncGroup
 
-    def _check_member(self, mid: str, instance_id: str | None, generation: int) -> str | None:
-        mm = self.members.get(mid)
-        if mm is None:
-            if instance_id is not None and instance_id in self.static_members:
+    def _validate_member(self, mid: str, instance_id: str | None) -> str | None:
+        """ClassicGroup.validateMember: a static member's instance id first (unknown, or held by
+        another member id: fenced), then the member id."""
+        if instance_id is not None:
+            holder = self.static_members.get(instance_id)
+            if holder is None:
+                return m.UNKNOWN_MEMBER_ID
+            if holder != mid:
                 return m.FENCED_INSTANCE_ID
+        if mid not in self.members:
             return m.UNKNOWN_MEMBER_ID
-        if instance_id is not None and self.static_members.get(instance_id) != mid:
-            return m.FENCED_INSTANCE_ID
-        if generation != self.generation:
-            return m.ILLEGAL_GENERATION
         return None
+
+    def _check_member(self, mid: str, instance_id: str | None, generation: int) -> str | None:
+        err = self._validate_member(mid, instance_id)
+        if err is None and generation != self.generation:
+            return m.ILLEGAL_GENERATION
+        return err
 
     def _on_sync(self, now: float, client: str, req: m.SyncGroupRequest) -> None:
         err = self._check_member(req.member_id, req.group_instance_id, req.generation)
+        if err is None and req.protocol_name is not None and req.protocol_name != self.protocol:
+            err = m.INCONSISTENT_GROUP_PROTOCOL  # validateSyncGroup's isProtocolInconsistent
         if err is not None:
             self._reply(client, m.SyncGroupResponse(err))
             return
@@ -778,12 +885,17 @@ class ClassicGroup:
                         )
                     seen[tp] = mid
         for mid, mmx in self.members.items():
+            # setAndPropagateAssignment: a member the leader left out gets an empty assignment
             mmx.assignment = assignments.get(mid, Assignment())
+            mmx.has_assignment = True
         self.last_assigned_generation = self.generation
         for mmx in self.members.values():
             if mmx.awaiting_sync:
                 mmx.awaiting_sync = False
                 self._reply(mmx, m.SyncGroupResponse(m.NONE, mmx.assignment))
+                # propagateAssignment: the session restarts once the assignment is sent
+                mmx.last_heartbeat = now
+                self._schedule_expiry(mmx)
         self._transition(ClassicGroupState.STABLE)
         self._close_rebalance()
         self._event("stable", None, f"members={len(self.members)}")
@@ -807,13 +919,11 @@ class ClassicGroup:
     # ------------------------------------------------------------------ heartbeats, leave, commit
 
     def _on_heartbeat(self, now: float, client: str, req: m.HeartbeatRequest) -> None:
-        mm = self.members.get(req.member_id)
-        if mm is None:
-            err = (
-                m.FENCED_INSTANCE_ID
-                if (req.group_instance_id in self.static_members)
-                else m.UNKNOWN_MEMBER_ID
-            )
+        """classicGroupHeartbeatToClassicGroup: validateClassicGroupHeartbeat (the member, then
+        the generation) refuses without touching the member's session; otherwise the session
+        restarts and the answer is REBALANCE_IN_PROGRESS while preparing a rebalance."""
+        err = self._check_member(req.member_id, req.group_instance_id, req.generation)
+        if err is not None:
             self._reply(
                 client,
                 m.HeartbeatResponse(
@@ -821,28 +931,14 @@ class ClassicGroup:
                 ),
             )
             return
-        if (
-            req.group_instance_id is not None
-            and self.static_members.get(req.group_instance_id) != req.member_id
-        ):
-            self._reply(
-                client,
-                m.HeartbeatResponse(
-                    m.FENCED_INSTANCE_ID,
-                    received_at=now,
-                    member_id=req.member_id,
-                    generation=req.generation,
-                ),
-            )
-            return
+        mm = self.members[req.member_id]
         mm.client = client
         mm.last_heartbeat = now
-        if req.generation != self.generation:
-            err = m.ILLEGAL_GENERATION
-        elif self.state == ClassicGroupState.PREPARING_REBALANCE:
-            err = m.REBALANCE_IN_PROGRESS
-        else:
-            err = m.NONE
+        err = (
+            m.REBALANCE_IN_PROGRESS
+            if self.state == ClassicGroupState.PREPARING_REBALANCE
+            else m.NONE
+        )
         quiet = None
         if (
             err == m.NONE
@@ -865,47 +961,48 @@ class ClassicGroup:
         )
 
     def _on_session_expiry(self, now: float, member_id: str) -> None:
+        """expireClassicGroupMemberHeartbeat. ClassicGroupMember.hasSatisfiedHeartbeat: a new
+        member is expired even while its JoinGroup waits; any other member waiting in JoinGroup
+        or SyncGroup is kept."""
         mm = self.members.get(member_id)
-        if mm is None or mm.quiet or mm.awaiting_join or mm.awaiting_sync:
-            return  # MemberMetadata.shouldKeepAlive
-        if mm.last_heartbeat + mm.session_timeout_s > now:
-            self._schedule_expiry(mm)
+        if mm is None or mm.quiet:
             return
+        if not mm.is_new:
+            if mm.awaiting_join or mm.awaiting_sync:
+                return
+            if mm.last_heartbeat + mm.session_timeout_s > now:
+                self._schedule_expiry(mm)
+                return
         self._remove_member(now, member_id, "session_expired")
-        self._after_removal(now, f"member {mm.client} session expired")
+        self._after_removal(now, f"member {mm.client} session expired", expired=True)
 
-    def _after_removal(self, now: float, reason: str) -> None:
-        """GroupCoordinator.removeMemberAndUpdateGroup."""
+    def _after_removal(self, now: float, reason: str, expired: bool = False) -> None:
+        """What follows a member's removal: removeMemberAndUpdateClassicGroup (``expired``) or
+        classicGroupLeaveToClassicGroup. Stable or CompletingRebalance: a rebalance, complete at
+        once when every member left has joined (none left: the group empties). PreparingRebalance:
+        the join phase completes if every member has joined, except that a leave does not end the
+        initial delay (maybeCompleteJoinPhase) while an expiry does."""
         if self.state in (ClassicGroupState.STABLE, ClassicGroupState.COMPLETING_REBALANCE):
-            if self.members:
-                self._prepare_rebalance(now, reason)
-            else:
-                self._prepare_rebalance(now, reason)
-                self._complete_join(now)
+            self._prepare_rebalance(now, reason)
         elif self.state == ClassicGroupState.PREPARING_REBALANCE:
-            if not self.members and not self.pending_members:
-                self._complete_join(now)
+            if expired:
+                if self._all_joined():
+                    self._complete_join(now)
             else:
                 self._maybe_complete_join(now)
 
     def _on_leave(self, now: float, client: str, req: m.LeaveGroupRequest) -> None:
-        mm = self.members.get(req.member_id)
-        if mm is None:
-            if req.member_id in self.pending_members:
-                self.pending_members.discard(req.member_id)
-                self._reply(client, m.LeaveGroupResponse(m.NONE))
-                self._maybe_complete_join(now)
-                return
-            self._reply(client, m.LeaveGroupResponse(m.UNKNOWN_MEMBER_ID))
+        if req.member_id in self.pending_members:
+            self.pending_members.discard(req.member_id)
+            self._reply(client, m.LeaveGroupResponse(m.NONE))
+            self._maybe_complete_join(now)
             return
-        if (
-            req.group_instance_id is not None
-            and self.static_members.get(req.group_instance_id) != req.member_id
-        ):
-            self._reply(client, m.LeaveGroupResponse(m.FENCED_INSTANCE_ID))
+        err = self._validate_member(req.member_id, req.group_instance_id)
+        if err is not None:
+            self._reply(client, m.LeaveGroupResponse(err))
             return
-        self._reply(client, m.LeaveGroupResponse(m.NONE))
         self._remove_member(now, req.member_id, "left")
+        self._reply(client, m.LeaveGroupResponse(m.NONE))
         self._after_removal(now, f"member {client} left ({req.reason})")
 
     def _on_commit(self, now: float, client: str, req: m.OffsetCommitRequest) -> None:

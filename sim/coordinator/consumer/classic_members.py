@@ -29,18 +29,19 @@ and its protocols (assignor names with their subscriptions). The client is uncha
   SyncGroup (sync timer); either expiry fences it. A classic member has no consumer-protocol
   rebalance timer.
 - Offset commits of a classic member must carry its epoch as generation (ILLEGAL_GENERATION).
-- The downgrade check (``validateOnlineDowngradeWithFencedMember``): fencing (leave, session or
-  rebalance timeout) the last consumer-protocol member of a group of at least two members whose
-  others are all classic converts the group into a classic group when
-  ``group.consumer.migration.policy`` allows a downgrade and the rest fit in ``group.max.size``.
-  The core marks ``downgrade_to``; ``sim.coordinator.migration`` makes the classic group.
+- SyncGroup's protocol name must be the member's first protocol, the one its JoinGroup response
+  named (throwIfClassicProtocolUnmatched: INCONSISTENT_GROUP_PROTOCOL).
+- The downgrade checks: fencing (leave, session or rebalance timeout) the last consumer-protocol
+  member of a group of at least two members whose others are all classic
+  (``validateOnlineDowngradeWithFencedMember``), or a classic static member replacing it
+  (``validateOnlineDowngradeWithReplacedMemberId``), converts the group into a classic group when
+  ``group.consumer.migration.policy`` allows a downgrade and the members fit in
+  ``group.max.size``. The core marks ``downgrade_to`` (and ``downgrade_replaced_by``);
+  ``sim.coordinator.migration`` makes the classic group.
 
 Modelled here, not defined by Kafka: idle heartbeats of classic members are never elided while
-they are in a consumer group (every heartbeat is sent and answered). Not modelled: the downgrade
-Kafka makes when a classic static member replaces the last consumer-protocol static member
-(``validateOnlineDowngradeWithReplacedMemberId``): the group stays a consumer group of classic
-members until a consumer-protocol member is fenced; JoinGroup's protocol-type and SyncGroup's
-protocol-name checks (every client here uses the ``consumer`` protocol type).
+they are in a consumer group (every heartbeat is sent and answered). Not modelled: the protocol
+type checks of JoinGroup and SyncGroup (every client here uses the ``consumer`` protocol type).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ import numpy as np
 
 from assignors import Assignment, Subscription
 from sim.config import AssignorCost, GroupConfig
+from sim.coordinator.behaviour import BrokerBehaviour
 from sim.coordinator.classic.group import ClassicGroup, MemberMeta
 from sim.coordinator.consumer.group import ConsumerGroup
 from sim.coordinator.consumer.member import ClassicMemberMeta, ConsumerGroupMember
@@ -78,12 +80,18 @@ class ConsumerGroupWithClassicMembers(ConsumerGroup):
         default_assignor: str | None = None,
         elide_heartbeats: bool = False,
         id_rng: np.random.Generator | None = None,
+        behaviour: BrokerBehaviour | None = None,
     ):
-        super().__init__(config, metadata, assignor_cost, default_assignor, elide_heartbeats)
+        super().__init__(
+            config, metadata, assignor_cost, default_assignor, elide_heartbeats, behaviour
+        )
         self._id_rng = id_rng if id_rng is not None else np.random.default_rng(0)
         self.num_classic = 0  # ConsumerGroup.numClassicProtocolMembers
         self.classic_protocols: dict[str, int] = {}  # classicProtocolMembersSupportedProtocols
         self.downgrade_reason = ""
+        # the classic static member whose join replaced ``downgrade_to`` and converts the group
+        # (validateOnlineDowngradeWithReplacedMemberId); None for a downgrade by fencing
+        self.downgrade_replaced_by: str | None = None
 
     # ------------------------------------------------------------------ conversions (online migration)
 
@@ -99,6 +107,7 @@ class ConsumerGroupWithClassicMembers(ConsumerGroup):
         default_assignor: str | None,
         elide_heartbeats: bool,
         id_rng: np.random.Generator | None,
+        behaviour: BrokerBehaviour | None = None,
     ) -> tuple[ConsumerGroupWithClassicMembers, list[tuple]]:
         """ConsumerGroup.fromClassicGroup (GroupMetadataManager.convertToConsumerGroup, once the
         classic group has answered its waiting JoinGroup and SyncGroup requests): every member
@@ -106,7 +115,9 @@ class ConsumerGroupWithClassicMembers(ConsumerGroup):
         with its last assignment as both its assigned partitions and its target, and a session
         timer of its own session timeout from now. Returns the group and the effects of making
         it."""
-        g = cls(config, metadata, assignor_cost, default_assignor, elide_heartbeats, id_rng)
+        g = cls(
+            config, metadata, assignor_cost, default_assignor, elide_heartbeats, id_rng, behaviour
+        )
         g.offsets = classic.offsets  # committed offsets belong to the group, not to its type
         g.input_rank = classic.input_rank
         gen = classic.generation
@@ -171,13 +182,16 @@ class ConsumerGroupWithClassicMembers(ConsumerGroup):
         default_assignor: str | None,
         elide_heartbeats: bool,
         id_rng: np.random.Generator | None,
+        behaviour: BrokerBehaviour | None = None,
     ) -> tuple[ConsumerGroupWithClassicMembers, list[tuple]]:
         """A new consumer group in the place of an empty classic group, which is deleted (a
         ConsumerGroupHeartbeat that joins it, whatever the migration policy,
-        GroupMetadataManager.getOrMaybeCreateConsumerGroup): its offsets stay, and its group
-        epoch goes on from the generation. Returns the group and the effects of making it."""
-        g = cls(config, metadata, assignor_cost, default_assignor, elide_heartbeats, id_rng)
-        g.group_epoch = g.target_epoch = classic.generation
+        GroupMetadataManager.getOrMaybeCreateConsumerGroup): its offsets stay (they are not the
+        group's records), and it starts at group epoch 0 as any new consumer group. Returns the
+        group and the effects of making it."""
+        g = cls(
+            config, metadata, assignor_cost, default_assignor, elide_heartbeats, id_rng, behaviour
+        )
         g.offsets = classic.offsets
         g.input_rank = classic.input_rank
         g._event("group_converted", None, "classic->consumer empty")
@@ -203,18 +217,25 @@ class ConsumerGroupWithClassicMembers(ConsumerGroup):
                     classic.session_timeout_s,
                     mm.rebalance_timeout_s,
                     assignment=Assignment(sorted(self.target.get(mid, frozenset()))),
+                    has_assignment=True,
                     last_heartbeat=now,
                 )
             )
+        # in the order the consumer group's members map iterates them, which is the order
+        # fromConsumerGroup adds them (its first is the classic group's leader)
+        out.sort(key=lambda mm: self.map_order.tie(mm.member_id))
         return out
 
     def leave_for_downgrade(self) -> tuple[str, list[tuple]]:
         """The member whose leave (or fencing) converts the group into a classic group
         (``downgrade_to``) leaves it: its removal is recorded, and the group is left to be
-        converted (``ClassicGroup.from_consumer``). Returns its member id and the effects."""
+        converted (``ClassicGroup.from_consumer``). Returns its member id and the effects. (A
+        member replaced by a classic static member is gone already.)"""
         leaving = self.downgrade_to
         assert leaving is not None
         self.downgrade_to = None
+        if self.downgrade_replaced_by is not None:
+            return leaving, self._drain()
         mm = self.members[leaving]
         self._event(
             "member_removed", mm.client, f"member_id={leaving} reason={self.downgrade_reason}"
@@ -324,6 +345,29 @@ class ConsumerGroupWithClassicMembers(ConsumerGroup):
         self.downgrade_reason = reason
         return True
 
+    def _downgrade_on_replace(self, client: str, replaced: str) -> bool:
+        """validateOnlineDowngradeWithReplacedMemberId: a classic static member that replaces the
+        group's last consumer-protocol member converts the group when the policy allows a
+        downgrade and the group fits in ``group.max.size``; the classic group stays Stable (no
+        rebalance) with the joiner in the replaced member's place."""
+        if not self.config.downgrade_enabled:
+            self._event(
+                "conversion_refused",
+                client,
+                f"consumer->classic: group.consumer.migration.policy="
+                f"{self.config.consumer_migration_policy} member_id={replaced}",
+            )
+            return False
+        if len(self.members) > self.config.max_size:
+            self._event(
+                "conversion_refused",
+                client,
+                f"consumer->classic: {len(self.members)} members exceed group.max.size "
+                f"member_id={replaced}",
+            )
+            return False
+        return True
+
     # ------------------------------------------------------------------ timers
 
     def _on_other_timer(self, now: float, key: tuple) -> None:
@@ -374,6 +418,7 @@ class ConsumerGroupWithClassicMembers(ConsumerGroup):
             return
         sub = req.protocols[0][1]
         bump = None
+        replaces_last = None
         if iid is None:
             mm = self.members.get(mid)
             if mm is None:
@@ -384,6 +429,10 @@ class ConsumerGroupWithClassicMembers(ConsumerGroup):
                 if holder is None:
                     mm, bump = self._new_classic_member(now, client, mid, iid, sub, req)
                 else:
+                    # validateOnlineDowngradeWithReplacedMemberId reads the group before the
+                    # replacement: the one it replaces is its last consumer-protocol member
+                    if self.all_classic_except(holder):
+                        replaces_last = holder
                     # a new instance takes the static member's place (and its partitions)
                     mm = self._replace_static(now, client, self.members[holder], mid)
             elif holder is None:
@@ -423,10 +472,16 @@ class ConsumerGroupWithClassicMembers(ConsumerGroup):
             else:
                 self.assignor_members.retie(mm.member_id)
         self._reconcile(now, mm, frozenset(sub.owned_partitions))
-        # cancelConsumerGroupJoinTimeout, then the session and the sync timers
+        # cancelConsumerGroupJoinTimeout, then the session and the sync timers (none when the
+        # join converts the group: the classic group arms its own)
         self._timer(("classic_join", mm.member_id), None)
-        self._keep_alive(now, mm, client)
-        self._timer(("classic_sync", mm.member_id), now + req.rebalance_timeout_s)
+        if replaces_last is not None and self._downgrade_on_replace(client, replaces_last):
+            self.downgrade_to = replaces_last
+            self.downgrade_reason = "replaced"
+            self.downgrade_replaced_by = mm.member_id
+        else:
+            self._keep_alive(now, mm, client)
+            self._timer(("classic_sync", mm.member_id), now + req.rebalance_timeout_s)
         self._event(
             "classic_join",
             client,
@@ -484,6 +539,16 @@ class ConsumerGroupWithClassicMembers(ConsumerGroup):
         mm, err = self._classic_member(req.member_id, req.group_instance_id)
         if mm is not None and req.generation != mm.epoch:
             err = m.ILLEGAL_GENERATION  # throwIfGenerationIdUnmatched
+        elif (
+            mm is not None
+            and mm.classic is not None
+            and req.protocol_name is not None
+            and req.protocol_name != mm.classic.names()[0]
+        ):
+            # throwIfClassicProtocolUnmatched: the name its JoinGroup response gave, which is its
+            # first protocol (a member that joined the classic group before the upgrade may hold
+            # the name the classic group selected)
+            err = m.INCONSISTENT_GROUP_PROTOCOL
         elif (
             mm is not None
             and self.group_epoch > mm.epoch

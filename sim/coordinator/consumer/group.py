@@ -65,6 +65,7 @@ from collections.abc import Callable
 
 from assignors.server.kafka_time import server_kafka_ms
 from sim.config import AssignorCost, GroupConfig
+from sim.coordinator.behaviour import BrokerBehaviour
 from sim.coordinator.consumer.member import ConsumerGroupMember
 from sim.coordinator.consumer.members_order import MembersMapOrder
 from sim.coordinator.consumer.reconcile import builds_new_member, next_member_assignment
@@ -93,8 +94,14 @@ class ConsumerGroup:
         assignor_cost: AssignorCost | None = None,
         default_assignor: str | None = None,
         elide_heartbeats: bool = False,
+        behaviour: BrokerBehaviour | None = None,
     ):
         self.config = config
+        # what this Kafka release's coordinator does (sim.coordinator.behaviour; default 4.3's)
+        self.behaviour = behaviour or BrokerBehaviour()
+        # when the last target computation ended (KIP-1263: the next waits for the interval);
+        # None before the first
+        self.assignment_ended_at: float | None = None
         self.elide = elide_heartbeats
         self.quiet_epoch = 0  # bumped with the group epoch
         self.quiet: dict[str, None] = {}  # member ids eliding idle heartbeats
@@ -417,6 +424,13 @@ class ConsumerGroup:
                 freed.append(tp)
         if freed and self.awaited:
             self._released(now, freed)
+        if self.behaviour.assignment_epochs and assigned is not mm.assigned:
+            # KIP-1251: a partition's assignment epoch is the member epoch it was assigned at
+            at = mm.assigned_at
+            for tp in mm.assigned - assigned:
+                del at[tp]
+            for tp in assigned - mm.assigned:
+                at[tp] = mm.epoch
         for tp in new:
             holder = po.get(tp)
             if holder is not None and holder != mm.member_id:
@@ -436,6 +450,11 @@ class ConsumerGroup:
         self.group_epoch += 1
         self._wake_quiet(now)
         self._event("rebalance_start", None, f"group epoch {self.group_epoch}: {reason}")
+        if not self.members and self.behaviour.assignment_epoch_follows_empty_group:
+            # KAFKA-20442 (apache/kafka PR 22045): the last member gone, the target assignment
+            # epoch moves with the group epoch (an empty group at matching epochs)
+            self.target_epoch = self.group_epoch
+            self._event("target_epoch", None, f"epoch={self.target_epoch} group empty")
         if not self._rebalance_open:
             self._rebalance_open = True
             self.out.append(("open", "rebalance", None, None, None))
@@ -584,7 +603,15 @@ class ConsumerGroup:
             self._bump(now, bump)
         self._timer(("session", mm.member_id), now + self.config.consumer_session_timeout_s)
         if self.group_epoch > self.target_epoch:
-            self._compute_target(now)
+            if self._assignment_due(now):
+                self._compute_target(now)
+            else:
+                self._event(
+                    "assignment_delayed",
+                    client,
+                    f"target epoch {self.target_epoch} kept until "
+                    f"{self._assignment_next_at():.3f}s",
+                )
         if mm.member_id not in self.map_order:
             # the new member enters the group's members map once its heartbeat is handled
             if self.map_order.add(mm.member_id):
@@ -692,6 +719,7 @@ class ConsumerGroup:
             server_assignor=old.server_assignor,
         )
         assigned = old.assigned
+        assigned_at = dict(old.assigned_at)  # KIP-1251: its partitions keep their epochs
         target = self.target.get(old.member_id)
         self._remove(now, old, replaced=True)
         self._event(
@@ -702,6 +730,8 @@ class ConsumerGroup:
         self._changed[member_id] = None
         self.static_members[iid] = member_id
         self._set_holdings(now, new, assigned, _EMPTY)
+        if self.behaviour.assignment_epochs:
+            new.assigned_at = assigned_at
         if target is not None:
             self.target[member_id] = target
         self._touch(new)
@@ -713,6 +743,12 @@ class ConsumerGroup:
         member's, or below it unless it is the member's previous epoch sent with a subset of its
         partitions (the response that moved it on was lost), is fenced."""
         e = req.member_epoch
+        if e == m.JOIN_GROUP_MEMBER_EPOCH and self.behaviour.accepts_epoch0_rejoin:
+            # KAFKA-19233 (apache/kafka PR 21305): a member the group still has may rejoin with
+            # epoch 0 under its own id (after FENCED_MEMBER_EPOCH it released everything); it is
+            # then reconciled from what it reports owning. Before, it was fenced again and again.
+            self._event("member_rejoined", client, f"member_id={mm.member_id} known={mm.epoch}")
+            return True
         if e > mm.epoch or (
             e < mm.epoch
             and (
@@ -778,6 +814,19 @@ class ConsumerGroup:
 
     # ------------------------------------------------------------------ assignment and reconciliation
 
+    def _assignment_next_at(self) -> float:
+        """The instant from which a heartbeat may compute a new target (KIP-1263)."""
+        ended = self.assignment_ended_at
+        return -1.0 if ended is None else ended + self.behaviour.assignment_interval_s
+
+    def _assignment_due(self, now: float) -> bool:
+        """Whether a heartbeat that finds the target behind the group epoch computes it now.
+        KIP-1263 (KAFKA-20291, apache/kafka PR 21720): a group computes a new target only once
+        ``group.consumer.assignment.interval.ms`` has passed since its last computation ended
+        (the first computation is never delayed); until then its members reconcile towards the
+        last target. 4.0 computes at every heartbeat that finds it behind (an interval of 0)."""
+        return now >= self._assignment_next_at()
+
     def _compute_target(self, now: float) -> None:
         """GroupMetadataManager.updateTargetAssignment (TargetAssignmentBuilder): one call of the
         server-side assignor for the group epoch, inside the heartbeat that needs it. With an
@@ -811,6 +860,7 @@ class ConsumerGroup:
             None,
             AssignmentComputed(name, len(members), self.target_epoch, cost).encode(),
         )
+        self.assignment_ended_at = now + cost
         if cost > 0:
             self.busy_until = now + cost
             self._timer(("unblock",), self.busy_until)
@@ -966,15 +1016,52 @@ class ConsumerGroup:
     # ------------------------------------------------------------------ offset commits
 
     def _on_commit(self, now: float, client: str, req: m.OffsetCommitRequest) -> None:
-        """ConsumerGroup.validateOffsetCommit: the member epoch must be the member's current one."""
+        """ConsumerGroup.validateOffsetCommit: the member epoch must be the member's current one
+        (4.0); with assignment epochs (KIP-1251, KAFKA-20066) a consumer-protocol member's older
+        epoch is accepted for each partition it was assigned at or before that epoch.
+
+        Kafka answers a commit per partition; here the partitions that pass are committed and
+        the response carries STALE_MEMBER_EPOCH if any did not (the client fails the commit on
+        any partition's error, as Kafka's OffsetCommit handlers do)."""
         mm = self.members.get(req.member_id)
         if mm is None:
             err = m.UNKNOWN_MEMBER_ID
         elif req.generation != mm.epoch:
             # ConsumerGroup.validateMemberEpoch: a classic member's is a generation
-            err = m.ILLEGAL_GENERATION if mm.classic is not None else m.STALE_MEMBER_EPOCH
+            if mm.classic is not None:
+                err = m.ILLEGAL_GENERATION
+            elif self.behaviour.assignment_epochs and 0 <= req.generation < mm.epoch:
+                self._commit_by_assignment_epoch(mm, req, client)
+                return
+            else:
+                err = m.STALE_MEMBER_EPOCH
         else:
             err = m.NONE
         if err == m.NONE:
             self.offsets.commit(req.offsets, req.position_s, req.ahead)
+        self._reply(client, m.OffsetCommitResponse(err, req.seq))
+
+    def _commit_by_assignment_epoch(
+        self, mm: ConsumerGroupMember, req: m.OffsetCommitRequest, client: str
+    ) -> None:
+        """KIP-1251: commit each partition whose assignment epoch <= the commit's epoch (the
+        member still has it, so the commit's epoch <= its epoch holds too)."""
+        at, epoch = mm.assigned_at, req.generation
+
+        def passes(tp) -> bool:  # a partition the member no longer has is refused
+            assigned = at.get(tp)
+            return assigned is not None and assigned <= epoch
+
+        ok = [tp for tp in req.offsets if passes(tp)]
+        ahead = [(tp, pos) for tp, pos in req.ahead if passes(tp)]
+        refused = len(ok) < len(req.offsets) or len(ahead) < len(req.ahead)
+        if ok or ahead:
+            self.offsets.commit(ok, req.position_s, ahead)
+        self._event(
+            "commit_by_assignment_epoch",
+            client,
+            f"member_id={mm.member_id} sent={epoch} known={mm.epoch} "
+            f"accepted={len(ok)} refused={len(req.offsets) - len(ok)}",
+        )
+        err = m.STALE_MEMBER_EPOCH if refused else m.NONE
         self._reply(client, m.OffsetCommitResponse(err, req.seq))

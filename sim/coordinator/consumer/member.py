@@ -46,6 +46,9 @@ class ConsumerGroupMember:
     # this group: its session timeout and protocols (ConsumerGroupMember.classicMemberMetadata,
     # ``sim.coordinator.consumer.classic_members``); None for a consumer-protocol member
     classic: ClassicMemberMeta | None = None
+    # KIP-1251: the member epoch at which each assigned partition was assigned to it (kept only
+    # when the coordinator validates commits by assignment epochs)
+    assigned_at: dict = attrs.field(factory=dict)
     _spec: MemberSpec | None = None
 
     def reconciled_to(self, target_epoch: int) -> bool:
