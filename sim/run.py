@@ -8,7 +8,6 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable
 from importlib import metadata as importlib_metadata
 from typing import Any
 
@@ -19,6 +18,7 @@ import trio.testing
 
 from sim.config import ConfigError, to_flat_dict
 from sim.errors import InvariantViolation
+from sim.kernel.stop import StopToken
 from sim.kernel.tasks import DEFAULT_KERNEL, KERNELS
 from sim.observe.invariants import check_run_with_hazards
 from sim.observe.metrics import compute_metrics
@@ -94,7 +94,7 @@ def run_scenario(
     raise_on_violation: bool = True,
     max_wall_s: float | None = None,
     max_events: int | None = None,
-    should_stop: Callable[[], bool] | None = None,
+    stop: StopToken | None = None,
     kernel: str | None = None,
     check_settled: bool = False,
 ) -> RunResult:
@@ -112,8 +112,10 @@ def run_scenario(
     notes), or runs longer than ``max_wall_s`` seconds of wall time, stops cleanly where it is;
     its results and files are complete up to that instant and marked ``partial`` (summary keys
     ``partial`` and ``partial_reason``, and the runs row). Invariants that need the run's end
-    (every partition eventually owned) are not checked for a partial run. ``should_stop`` (polled
-    every few dozen batches; the CLI sets it on Ctrl-C) stops a run the same way.
+    (every partition eventually owned) are not checked for a partial run. ``stop``, a
+    ``sim.kernel.stop.StopToken`` for this run (its bounds are set from ``max_wall_s`` and
+    ``max_events``), lets the caller stop the run the same way from outside it (``request``: the
+    CLI's Ctrl-C), and tells it whether the simulation is running.
 
     ``kernel`` picks how the actors are run (``sim.kernel.tasks.KERNELS``): ``"tasks"``, each actor a
     trio task of its own, or ``"inline"``, the same actors called in the same order from the
@@ -139,8 +141,10 @@ def run_scenario(
         raise ConfigError("max_wall_s", f"{max_wall_s!r} is not a positive number of seconds")
     wall0 = time.perf_counter()
     with _without_cyclic_gc():
-        runner = Runner(scenario, seed, progress, max_wall_s, max_events, kernel)
-        runner.should_stop = should_stop
+        if stop is None:
+            stop = StopToken()
+        stop.max_wall_s, stop.max_events = max_wall_s, max_events
+        runner = Runner(scenario, seed, progress, stop, kernel)
         runner.check_settled = check_settled
         end, settled = runner.run()
         partial = bool(runner.partial_reason)

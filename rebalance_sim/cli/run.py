@@ -18,30 +18,15 @@ import time
 
 from assignors import AssignorError
 from sim import ConfigError, run_scenario
+from sim.observe.metrics import metrics_of
 from sim.scenario.builtins import BUILTINS, load_scenario
 
 from ..lab.outputs import OutputError, check_output_dir
 from ..lab.report.timeline import IMAGE_FORMATS
 from .options import add_kernel_option, kernel_error
 
-EPISODE_COLUMNS = [
-    ("episode", "#"),
-    ("start_s", "start s"),
-    ("rebalance_time_s", "rebalance s"),
-    ("rounds", "rounds"),
-    ("time_to_detect_s", "detect s"),
-    ("join_barrier_s", "join s"),
-    ("sync_s", "sync s"),
-    ("callbacks_s", "callbacks s"),
-    ("unassigned_partition_s", "unassigned p*s"),
-    ("unassigned_max_s", "max gap s"),
-    ("partitions_touched", "touched"),
-    ("stop_the_world_s", "stop-world s"),
-    ("double_processing_partition_s", "double p*s"),
-    ("records_reprocessed", "again recs"),
-    ("first_record_max_s", "1st rec s"),
-    ("peak_lag_records", "peak lag"),
-]
+# (episode metric, header) of the episode table, from the simulator's one list of metrics
+EPISODE_COLUMNS = [(m.name, m.header) for m in metrics_of("episode") if m.header is not None]
 
 
 def _fmt(v) -> str:
@@ -113,7 +98,7 @@ class _Stopper:
     """Ctrl-C and ``--max-wall`` for one run, acted on within about a second whatever the run's
     size. The wall time counts from the command's start (``started_at``: when ``rebalance-sim``'s
     ``main`` was entered, the parsing included). While the simulation runs, a stop ends it before
-    its next input (``sim.kernel.stop.request_stop``), and the result so far is kept; before it runs (loading, building the group) there is nothing to keep, and the stop is immediate;
+    its next input (the run's ``sim.kernel.stop.StopToken``), and the result so far is kept; before it runs (loading, building the group) there is nothing to keep, and the stop is immediate;
     if one step of the simulation outlasts ``ESCALATE_S`` after the stop, it is forced. Once the
     simulation is over, ``--max-wall`` no longer applies (its result is being built) and Ctrl-C
     interrupts at once. A second Ctrl-C interrupts at once."""
@@ -126,10 +111,9 @@ class _Stopper:
         self.started_at = time.monotonic() if started_at is None else started_at
 
     def __enter__(self) -> _Stopper:
-        from sim.kernel import stop
+        from sim.kernel.stop import StopToken
 
-        stop.clear_stop()
-        self.started = stop.started()
+        self.token = StopToken()  # the run's: handed to run_scenario
         if self.active:
             self.previous = (
                 signal.signal(signal.SIGINT, self._on_sigint),
@@ -143,22 +127,17 @@ class _Stopper:
         return self
 
     def __exit__(self, *exc) -> None:
-        from sim.kernel import stop
-
         if self.active:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGINT, self.previous[0])
             signal.signal(signal.SIGALRM, self.previous[1])
-        stop.clear_stop()
 
     def _stop(self, why: str, interrupted: bool) -> None:
-        from sim.kernel import stop
-
-        if stop.running():
+        if self.token.running:
             self.stopping = why
-            stop.request_stop(why)
+            self.token.request(why)
             signal.setitimer(signal.ITIMER_REAL, ESCALATE_S)
-        elif stop.started() == self.started:
+        elif not self.token.started:
             raise _StopNow(
                 f"{why} before the simulation started (loading the scenario, building the group)",
                 interrupted,
@@ -174,11 +153,9 @@ class _Stopper:
         self._stop("interrupted", True)
 
     def _on_alarm(self, signum, frame) -> None:
-        from sim.kernel import stop
-
         if self.stopping is None:
             self._stop(f"max_wall_s={self.max_wall:g} reached", False)
-        elif stop.running():  # one step of the simulation outlasted the stop
+        elif self.token.running:  # one step of the simulation outlasted the stop
             raise _StopNow(
                 f"{self.stopping}; one step of the simulation went on for more than "
                 f"{ESCALATE_S:g} s after that, so it was cut short without a result",
@@ -288,6 +265,7 @@ def cmd_run(args) -> int:
                 progress=not args.json,
                 raise_on_violation=False,
                 max_events=args.max_events,
+                stop=stopper.token,
                 kernel=args.kernel,
             )
     except _StopNow as e:

@@ -77,6 +77,7 @@ from sim.client.states import ClientState
 from sim.config import ConsumerConfig
 from sim.errors import IllegalTransition
 from sim.kernel.rng import LazyGenerator
+from sim.observe.events import FirstRecord, Reprocessed
 from sim.wire import messages as m
 
 OFFSET_TIMERS = ("fetch_timeout", "fetch_retry", "first_record")
@@ -605,7 +606,7 @@ class ConsumerClient(abc.ABC):
         elif kind == "first_record":
             _, seq, assigned_at, count = key
             self.first_pending.discard(seq)
-            self._event("first_record", f"count={count} after_s={now - assigned_at:.6f}")
+            self._event("first_record", FirstRecord(count, now - assigned_at).encode())
 
     def _on_offset_fetch(self, now: float, r: m.OffsetFetchResponse) -> None:
         """Positions from the committed offsets (auto.offset.reset where there is none); the lag
@@ -648,9 +649,7 @@ class ConsumerClient(abc.ABC):
                     agg[2] += rate
         for cause in sorted(again):
             records, n, rate = again[cause]
-            self._event(
-                "reprocessed", f"records={records:.6f} partitions={n} rate={rate:.6f} cause={cause}"
-            )
+            self._event("reprocessed", Reprocessed(records, n, rate, cause).encode())
         if fetched:
             # The first fetch returns as soon as records are there (fetch.min.bytes=1): one round
             # trip to the leader, modelled as the coordinator's; fetch.max.wait.ms when none are.

@@ -69,6 +69,7 @@ from sim.client.handoffs import Handoffs
 from sim.client.states import ClassicMemberState
 from sim.config import AssignorCost, ConsumerConfig
 from sim.kernel.rng import LazyGenerator
+from sim.observe.events import AssignmentComputed, Revoke
 from sim.wire import messages as m
 
 # AbstractCoordinator's JoinGroup request timeout: rebalance timeout plus this margin.
@@ -504,7 +505,7 @@ class Member(ConsumerClient):
             self._send_join(now)
         elif self.owned and self.protocol == EAGER:
             revoked = self._owned_tuple()
-            self._event("revoke", f"count={len(revoked)} eager")
+            self._event("revoke", Revoke(len(revoked), "eager").encode())
             cost = self.config.revoke_cost_ms / 1000.0 * len(revoked)
 
             def done(t, revoked=revoked):
@@ -518,7 +519,7 @@ class Member(ConsumerClient):
                 tp for tp in self.owned if tp.topic not in meta or tp.partition >= meta[tp.topic]
             )
             if gone:
-                self._event("revoke", f"count={len(gone)} topic deleted")
+                self._event("revoke", Revoke(len(gone), "topic deleted").encode())
                 self._set_owned(now, remove=gone)
             self._send_join(now)
 
@@ -757,7 +758,7 @@ class Member(ConsumerClient):
         if self.protocol == COOPERATIVE and r.protocol in self.assignors:
             self._validate_cooperative(subs, result)
         self._event(
-            "assignment_computed", f"assignor={r.protocol} members={len(subs)} cost={cost:.6f}s"
+            "assignment_computed", AssignmentComputed(r.protocol, len(subs), None, cost).encode()
         )
         assignments = tuple(sorted(result.items()))
         if cost > 0:
@@ -870,7 +871,7 @@ class Member(ConsumerClient):
             )
 
         if revoked and self.protocol == COOPERATIVE:
-            self._event("revoke", f"count={len(revoked)} cooperative")
+            self._event("revoke", Revoke(len(revoked), "cooperative").encode())
             if cfg.enable_auto_commit:
                 self._commit(now, "onPartitionsRevoked")
 

@@ -73,6 +73,7 @@ from sim.client.handoffs import Handoffs
 from sim.client.states import IN_GROUP, ConsumerMemberState
 from sim.config import AssignorCost, ConsumerConfig
 from sim.kernel.rng import LazyGenerator
+from sim.observe.events import OwnedReportBeforeCallback, Revoke
 from sim.wire import messages as m
 
 CLASSIC_RESPONSES = (
@@ -231,7 +232,7 @@ class ConsumerMember(ConsumerClient):
             self._transition(ConsumerMemberState.PREPARE_LEAVING)
             revoked = tuple(sorted(self.owned))
             position = self._position_s(now)
-            self._event("revoke", f"count={len(revoked)} leaving")
+            self._event("revoke", Revoke(len(revoked), "leaving").encode())
             self._set_owned(now, remove=revoked)
             cost = self.config.revoke_cost_ms / 1000.0 * len(revoked)
             if self.config.enable_auto_commit:
@@ -363,10 +364,11 @@ class ConsumerMember(ConsumerClient):
         reconciliation. The event names them for ``sim.observe.invariants``."""
         unreported = self.owned.difference(owned)
         if unreported:
-            names = ",".join(f"{tp[0]}-{tp[1]}" for tp in sorted(unreported))
             self._event(
                 "owned_report_before_callback",
-                f"member_id={self.member_id} partitions={names}",
+                OwnedReportBeforeCallback(
+                    self.member_id, tuple((tp[0], tp[1]) for tp in sorted(unreported))
+                ).encode(),
             )
 
     def _send_leave(self, now: float, reason: str) -> None:
@@ -669,7 +671,7 @@ class ConsumerMember(ConsumerClient):
         if revoked:
             # markPendingRevocationToPauseFetching (AbstractMembershipManager.maybeReconcile):
             # nothing more is fetched from what is revoked, before the commit that covers it
-            self._event("revoke", f"count={len(revoked)} consumer")
+            self._event("revoke", Revoke(len(revoked), "consumer").encode())
             self.revoking_at = self._position_s(now)
             self._set_owned(now, remove=revoked)
         if owned and self.config.enable_auto_commit:

@@ -47,16 +47,24 @@ import trio.testing
 
 from sim.compiled import mypyc_attr
 from sim.kernel.rng import LazyGenerator, SeedStreams
-from sim.kernel.stop import note_end, note_start, stop_requested
+from sim.kernel.stop import StopToken
 
 
-class MessageSink(Protocol):
-    """Where an actor's "send" effects go: the world's network (``sim.world.network``), which
-    the runner installs as ``Kernel.network``."""
+class EffectSink(Protocol):
+    """Where the effects that are not the kernel's own go (the kernel's own: timers and control
+    notes, which it queues): the world plugs one in (``Kernel.sink``), in the manner of trio's
+    instruments, so the kernel knows neither the network nor the recorder."""
 
     def send(
         self, sender: Actor, dest: str, msg: object, now: float, sent_at: float | None = None
-    ) -> None: ...
+    ) -> None:
+        """A "send" effect: put ``msg`` from ``sender`` on its way to ``dest``."""
+        ...
+
+    def record(self, now: float, rank: int, seq: int, effect: tuple) -> None:
+        """An "event", "open", "close" or "violation" effect of the actor of rank ``rank``;
+        ``seq`` is the actor's sequence number, advanced for each event (its tie-breaker)."""
+        ...
 
 
 YIELD_EVERY = 4096  # batches between yields to trio's scheduler
@@ -85,7 +93,7 @@ class Actor:
     def apply(self, now: float, effects: list[tuple]) -> None:
         """Carry out a core's effects (see ``sim.wire.messages``)."""
         k = self.kernel
-        rec = k.recorder
+        sink = k.sink
         io_only = True  # only messages, timers and control notes (see ``Kernel.dirty_on_io``)
         for eff in effects:
             op = eff[0]
@@ -93,33 +101,24 @@ class Actor:
                 if eff[2] is not None:
                     k.push(eff[2], self, self.name, "timer", (eff[1], eff[2]))
             elif op == "send":
-                k.network.send(self, eff[1], eff[2], now, eff[3] if len(eff) > 3 else None)
+                sink.send(self, eff[1], eff[2], now, eff[3] if len(eff) > 3 else None)
             elif op == "control":
                 k.push(now, self, eff[1], "control", eff[2])
             else:
                 io_only = False
-                if op == "event":
-                    self.seq += 1
-                    rec.events.append(
-                        (now, self.rank, self.seq, eff[1], eff[2], eff[3], eff[4])
-                    )  # rec.event
-                elif op == "open":
-                    rec.open(now, eff[1], eff[2], eff[3], eff[4])
-                elif op == "close":
-                    rec.close(now, eff[1], eff[2], eff[3], eff[4])
-                elif op == "violation":
-                    rec.violation(now, eff[1])
-                elif op == "settled_changed":
-                    pass  # only makes the run look again at whether it settled (below)
-                else:
-                    raise ValueError(f"unknown effect {eff!r}")
+                # "settled_changed" only makes the run look again at whether it settled (below)
+                if op != "settled_changed":
+                    if op == "event":
+                        self.seq += 1
+                    sink.record(now, self.rank, self.seq, eff)
         if effects and (k.dirty_on_io or not io_only):
             k.dirty = True
 
     def deliver_batch(self, now: float, items: list[tuple]) -> None:
         """Handle this actor's inputs of one batch (queue entries, see ``Kernel.push``) in key order."""
+        stop = self.kernel.stop
         for _t, rank, _seq, kind, sender, payload, _dest in items:
-            if stop_requested() is not None:
+            if stop.reason is not None:
                 return
             self.input_rank = rank
             self.deliver(now, kind, sender, payload)
@@ -143,12 +142,14 @@ def group_batch(entries: list[tuple]) -> dict[str, list]:
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Kernel:
     """The queue of timed inputs, and the inline kernel that delivers them by calling each
-    actor's ``deliver`` from its own task (see the module docstring)."""
+    actor's ``deliver`` from its own task (see the module docstring). ``sink`` takes the
+    effects that are not the kernel's own; ``stop`` is the run's stop token (a fresh one unless
+    given)."""
 
-    network: MessageSink  # set by the runner (unset until then)
+    sink: EffectSink  # plugged in by the world before the run (unset until then)
 
-    def __init__(self, seed: int, recorder, max_time: float):
-        self.recorder = recorder
+    def __init__(self, seed: int, max_time: float, stop: StopToken | None = None):
+        self.stop = StopToken() if stop is None else stop
         self.max_time = max_time
         self.streams = SeedStreams(seed)
         # The queue: a heap of the distinct times that have inputs, and each time's inputs (queue
@@ -171,7 +172,7 @@ class Kernel:
         self.delivered = 0  # inputs handed to actors (the unit of --max-events)
         self.after_batch: Callable[[float], bool] | None = None  # returns True to stop
         self.batch_dests: Iterable[str] = ()  # the names of the actors the last batch went to
-        self.stopped: str | None = None  # why it stopped on request (``request_stop``)
+        self.stopped: str | None = None  # why the stop token stopped it
 
     # ---- actors
 
@@ -237,10 +238,11 @@ class Kernel:
         clock = current if isinstance(current, trio.testing.MockClock) else None
         clock_at = self.now  # where trio's clock stands (moved only when other tasks may look)
         after_batch = self.after_batch
-        note_start()
+        stop = self.stop
+        stop.note_start()
         try:
             while times:
-                if stop_requested() is not None:
+                if stop.reason is not None:
                     break
                 t = times[0]
                 if t > self.max_time:
@@ -269,16 +271,18 @@ class Kernel:
                 else:
                     batch = group_batch(entries)
                     for dest, items in batch.items():
-                        if stop_requested() is not None:
+                        if stop.reason is not None:
                             break
                         actors[dest].deliver_batch(t, items)
                     self.batch_dests = batch
-                if stop_requested() is not None:
+                if stop.reason is not None:
                     break
                 if after_batch is not None and after_batch(t):
                     break
+                if stop.past_limits(self.delivered, self.batches) is not None:
+                    break
         finally:
-            note_end()
-            self.stopped = stop_requested()
+            stop.note_end()
+            self.stopped = stop.reason
             if clock is not None and self.now > clock_at:
                 clock.jump(self.now - clock_at)

@@ -1,54 +1,55 @@
-"""Stopping a run from outside the simulation: the command line's Ctrl-C and wall-time limit ask
-for it (``request_stop``, safe from a signal handler), and both kernels look before every input
-they deliver (``stop_requested``), so that a batch of a hundred thousand inputs stops within one
-of them; ``running`` and ``started`` tell the command line whether a kernel is delivering inputs
-now (a stop asked before or after that finds no kernel to stop).
+"""One run's stop token: the three ways a run ends before its world is done, in one object.
+
+A ``StopToken`` belongs to one run. Its holder asks it to stop (``request``: the command line's
+Ctrl-C and wall-time alarm, safe from a signal handler), and it carries the run's resource
+limits (``max_events`` simulation inputs delivered, ``max_wall_s`` seconds of wall time since the
+kernel started delivering). Both kernels look at ``reason`` before every input they deliver, so a
+batch of a hundred thousand inputs stops within one of them, and ask ``past_limits`` after every
+batch's bookkeeping (the run's ``after_batch``), so a partial run's prefix is consistent.
+``running`` and ``started`` tell the holder whether the run's kernel is delivering inputs now (a
+stop asked before or after that finds no kernel to stop).
 """
 
 from __future__ import annotations
 
-_stop_reason: str | None = None
-_running = False
-_started = 0  # kernels that started delivering inputs in this process
+import time
 
 
-def request_stop(reason: str) -> None:
-    """Ask the kernel that is running (or the next one) to stop before its next input; the run
-    then ends as a partial run (``Kernel.stopped`` says why). Safe to call from a signal handler."""
-    global _stop_reason
-    _stop_reason = reason
+class StopToken:
+    """Why one run should stop (``reason``, None while it should not), and its limits."""
 
+    def __init__(self, max_wall_s: float | None = None, max_events: int | None = None):
+        self.max_wall_s = max_wall_s
+        self.max_events = max_events
+        self.reason: str | None = None
+        self.running = False  # a kernel is delivering this run's inputs now
+        self.started = False  # the kernel started delivering (it may be over)
+        self._wall0 = time.monotonic()
 
-def clear_stop() -> None:
-    global _stop_reason
-    _stop_reason = None
+    def request(self, reason: str) -> None:
+        """Ask the run's kernel to stop before its next input; the run then ends as a partial
+        run (``Kernel.stopped`` says why). Safe to call from a signal handler."""
+        self.reason = reason
 
+    def past_limits(self, delivered: int, batches: int) -> str | None:
+        """Called by the kernel after each batch: the reason to stop when a limit is reached
+        (recorded as ``reason``), else None. The wall clock is read every 64 batches only."""
+        if self.max_events is not None and delivered >= self.max_events:
+            self.reason = f"max_events={self.max_events} reached"
+        elif (
+            self.max_wall_s is not None
+            and (batches & 63) == 0
+            and time.monotonic() - self._wall0 > self.max_wall_s
+        ):
+            self.reason = f"max_wall_s={self.max_wall_s:g} reached"
+        return self.reason
 
-def running() -> bool:
-    """Whether a kernel is delivering inputs now."""
-    return _running
+    def note_start(self) -> None:
+        """The kernel starts delivering inputs; the wall time counts from here."""
+        self.running = True
+        self.started = True
+        self._wall0 = time.monotonic()
 
-
-def started() -> int:
-    """How many kernels started delivering inputs in this process so far."""
-    return _started
-
-
-def stop_requested() -> str | None:
-    """Why ``request_stop`` asked the kernel to stop; None when it did not. (The kernels read it
-    through this call: a test of the global itself would let mypyc take it for None after the
-    first test in a loop, and a stop that lands later would then fail its type check.)"""
-    return _stop_reason
-
-
-def note_start() -> None:
-    """A kernel starts delivering inputs (``running``, ``started``)."""
-    global _running, _started
-    _running = True
-    _started += 1
-
-
-def note_end() -> None:
-    """The kernel that was delivering inputs has stopped."""
-    global _running
-    _running = False
+    def note_end(self) -> None:
+        """The kernel has stopped delivering inputs."""
+        self.running = False

@@ -19,7 +19,7 @@ import trio
 import trio.testing
 
 from sim.kernel.queue import YIELD_EVERY, Actor, Kernel, group_batch
-from sim.kernel.stop import note_end, note_start, stop_requested
+from sim.kernel.stop import StopToken
 
 
 class _Inbox:
@@ -51,8 +51,8 @@ class TaskKernel(Kernel):
     actor stay in its task. A scheduling round per change of actor instead of two (to the
     actor's task and back to a kernel task) per input handed."""
 
-    def __init__(self, seed: int, recorder, max_time: float):
-        super().__init__(seed, recorder, max_time)
+    def __init__(self, seed: int, max_time: float, stop: StopToken | None = None):
+        super().__init__(seed, max_time, stop)
         self._nursery: trio.Nursery | None = None
         self._inboxes: dict[str, _Inbox] = {}
         self._me = cast("trio.lowlevel.Task", None)  # the kernel's own task, set when it starts
@@ -83,8 +83,8 @@ class TaskKernel(Kernel):
         kernel's order; None when the run is over. Finishing a batch calls ``after_batch``."""
         if self._deferred:
             self._pass_deferred()  # (an actor's task: not inside trio's machinery)
-        stop = stop_requested()
-        if stop is not None:  # request_stop, looked at before every handoff
+        stop = self.stop.reason
+        if stop is not None:  # a stop asked from outside, looked at before every handoff
             self.stopped = stop
             return None
         handoffs = self._handoffs
@@ -94,6 +94,9 @@ class TaskKernel(Kernel):
             self._in_batch = False
             self.batch_dests = self._dests
             if self.after_batch is not None and self.after_batch(self.now):
+                return None
+            if self.stop.past_limits(self.delivered, self.batches) is not None:
+                self.stopped = self.stop.reason
                 return None
         times = self._times
         if not times:
@@ -211,7 +214,7 @@ class TaskKernel(Kernel):
         self._me = trio.lowlevel.current_task()
         failure: BaseException | None = None
         self._guard_signals()
-        note_start()
+        self.stop.note_start()
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -239,7 +242,7 @@ class TaskKernel(Kernel):
                 raise group.exceptions[0] from None
             raise
         finally:
-            note_end()
+            self.stop.note_end()
             for signum, handler in self._handlers.items():
                 signal.signal(signum, handler)
         if self._deferred:  # landed in trio's machinery after the last step

@@ -24,19 +24,14 @@ whose earlier owner sent such a report for the partition while owning it (the cl
 from __future__ import annotations
 
 import bisect
-import re
 from collections import defaultdict
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sim.observe.events import DOWNGRADE, GroupConverted, OwnedReportBeforeCallback, member_id_of
 from sim.observe.recorder import table_rows
-
-_MEMBER_ID = re.compile(r"member_id=(\S+)")
-
-
-_PARTITIONS = re.compile(r"partitions=(\S+)")
 
 
 class _Reports:
@@ -50,11 +45,10 @@ class _Reports:
         for t, kind, member, _gen, detail in events:
             if kind != "owned_report_before_callback" or not member:
                 continue
-            found = _PARTITIONS.search(detail or "")
-            if found:
-                for name in found.group(1).split(","):
-                    topic, _, partition = name.rpartition("-")
-                    self.at[(member, topic, int(partition))].append(t)
+            report = OwnedReportBeforeCallback.decode(detail)
+            if report is not None:
+                for topic, partition in report.partitions:
+                    self.at[(member, topic, partition)].append(t)
 
     def __bool__(self) -> bool:
         return bool(self.at)
@@ -102,20 +96,20 @@ class _Zombies:
         self.completed: list[tuple[float, int]] = []
         for i, (t, kind, member, gen, detail) in enumerate(events):
             if kind in ("sync_received", "assignment_received") and member:
-                mm = _MEMBER_ID.search(detail or "")
-                if mm:
-                    self.syncs[member].append((t, i, mm.group(1)))
+                member_id = member_id_of(detail)
+                if member_id is not None:
+                    self.syncs[member].append((t, i, member_id))
                     self.classic_sync[(member, i)] = kind == "sync_received"
             elif kind in ("member_removed", "member_fenced", "member_added"):
-                mm = _MEMBER_ID.search(detail or "")
-                if mm:
-                    (self.added if kind == "member_added" else self.removed)[mm.group(1)].append(
+                member_id = member_id_of(detail)
+                if member_id is not None:
+                    (self.added if kind == "member_added" else self.removed)[member_id].append(
                         (t, i)
                     )
             elif kind == "join_received" and member:
                 self.joined[member].append((t, gen))
             elif kind == "join_complete" or (
-                kind == "group_converted" and "consumer->classic" in (detail or "")
+                kind == "group_converted" and GroupConverted.decode(detail).direction == DOWNGRADE
             ):
                 # a downgrade makes a classic generation (the group epoch) that no member joined:
                 # a classic member behind it gets ILLEGAL_GENERATION from now on

@@ -31,18 +31,16 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-import re
 from collections import defaultdict
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from sim.config import SimConfig
+from sim.observe.events import FirstRecord, Reprocessed, Revoke, Trigger
 from sim.observe.recorder import ProcessingSpans, table_rows
-
-_COUNT = re.compile(r"count=(\d+)")
-
 
 # The event kinds the metrics read; every other event leaves them unchanged, so the events of a
 # run are read filtered to these (a 1,000-member deploy has 71,000-77,000 events, 10-23% of
@@ -72,10 +70,90 @@ def _pct(values: np.ndarray, q: float) -> float | None:
     return float(np.percentile(values, q, method="inverted_cdf"))
 
 
-_DURATION = re.compile(r"duration_s=([0-9.eE+-]+)")
-_REPROCESSED = re.compile(r"records=([0-9.eE+-]+) partitions=\d+ rate=([0-9.eE+-]+) cause=(\w+)")
-_AFTER = re.compile(r"after_s=([0-9.eE+-]+)")
 REPROCESS_CAUSES = ("crash", "failed_commit", "fenced", "zombie", "uncommitted")
+
+
+class Metric(NamedTuple):
+    """One metric: its column (``name``), whether it is an episode's (``compute_metrics``'s
+    episode rows) or a run's (its summary), its Spark type, the header ``rebalance-sim run``
+    shows it under in the episode table (None: not shown), and whether a sweep summarises it
+    across seeds (``experiments.engine.aggregate``)."""
+
+    name: str
+    scope: str  # "episode" or "run"
+    type: str = "double"  # Spark's: "double", "long", "string" or "boolean"
+    header: str | None = None
+    across_seeds: bool = False
+
+
+# Every metric, defined once: the episode table, the run summary and the sweep's aggregation
+# read this list (tests/sim/test_events.py checks it against what compute_metrics returns). The
+# episode metrics come in the order the episode table shows them, the run metrics a sweep
+# summarises in the order of its columns.
+METRICS: tuple[Metric, ...] = (
+    Metric("episode", "episode", "long", "#"),
+    Metric("start_s", "episode", header="start s"),
+    Metric("rebalance_time_s", "episode", header="rebalance s"),
+    Metric("rounds", "episode", "long", "rounds"),
+    Metric("time_to_detect_s", "episode", header="detect s"),
+    Metric("join_barrier_s", "episode", header="join s"),
+    Metric("sync_s", "episode", header="sync s"),
+    Metric("callbacks_s", "episode", header="callbacks s"),
+    Metric("unassigned_partition_s", "episode", header="unassigned p*s"),
+    Metric("unassigned_max_s", "episode", header="max gap s"),
+    Metric("partitions_touched", "episode", "long", "touched"),
+    Metric("stop_the_world_s", "episode", header="stop-world s"),
+    Metric("double_processing_partition_s", "episode", header="double p*s"),
+    Metric("records_reprocessed", "episode", header="again recs"),
+    Metric("first_record_max_s", "episode", header="1st rec s"),
+    Metric("peak_lag_records", "episode", header="peak lag"),
+    Metric("triggers", "episode", "string"),
+    Metric("end_s", "episode"),
+    Metric("settled", "episode", "boolean"),
+    Metric("generations", "episode", "string"),
+    Metric("callbacks_max_member_s", "episode"),
+    Metric("members_revoking", "episode", "long"),
+    Metric("partitions_revoked", "episode", "long"),
+    Metric("unassigned_p50_s", "episode"),
+    Metric("unassigned_p99_s", "episode"),
+    Metric("throughput_loss_records", "episode"),
+    Metric("lag_recovery_s", "episode"),
+    *(Metric(f"records_reprocessed_{c}", "episode") for c in REPROCESS_CAUSES),
+    Metric("rebalance_time_total_s", "run", across_seeds=True),
+    Metric("rebalance_time_max_s", "run", across_seeds=True),
+    Metric("rounds_total", "run", "long", across_seeds=True),
+    Metric("unassigned_partition_s", "run", across_seeds=True),
+    Metric("unassigned_max_s", "run", across_seeds=True),
+    Metric("throughput_loss_records", "run", across_seeds=True),
+    Metric("stop_the_world_s", "run", across_seeds=True),
+    Metric("peak_lag_records", "run", across_seeds=True),
+    Metric("double_processing_partition_s", "run", across_seeds=True),
+    Metric("records_reprocessed", "run", across_seeds=True),
+    Metric("first_record_max_s", "run", across_seeds=True),
+    Metric("episodes", "run", "long", across_seeds=True),
+    # Kafka's double-ownership hazard (sim.observe.invariants, run_scenario): counted, not a
+    # violation
+    Metric("kafka_hazard_double_ownership_partition_s", "run", across_seeds=True),
+    Metric("kafka_hazard_records_processed_twice", "run", across_seeds=True),
+    Metric("formation_s", "run"),
+    Metric("episodes_unsettled", "run", "long"),
+    Metric("time_to_detect_max_s", "run"),
+    Metric("join_barrier_total_s", "run"),
+    Metric("sync_total_s", "run"),
+    Metric("callbacks_total_s", "run"),
+    Metric("partitions_revoked_total", "run", "long"),
+    Metric("unassigned_p99_s", "run"),
+    Metric("partitions_touched", "run", "long"),
+    Metric("lag_recovery_max_s", "run"),
+    *(Metric(f"records_reprocessed_{c}", "run") for c in REPROCESS_CAUSES),
+)
+
+
+def metrics_of(scope: str) -> tuple[Metric, ...]:
+    """The metrics of ``scope`` ("episode" or "run"), in ``METRICS``'s order."""
+    return tuple(m for m in METRICS if m.scope == scope)
+
+
 # A paused member's progress is handed on with the cause "zombie" (sim.client.classic: it becomes one
 # when it resumes); what its partitions' next owner processes again from the committed offset up
 # to that progress is the paused member's uncommitted work, taken from it: ``fenced``. ``zombie``
@@ -107,8 +185,8 @@ def _episodes_windows(events, last_t: float) -> list[dict]:
         for _, kind, member, _g, detail in events[i:j]:
             if kind == "trigger":
                 label = f"{detail}" + (f" [{member}]" if member else "")
-                mm = _DURATION.search(detail or "")
-                until = t + (float(mm.group(1)) if mm else 0.0)
+                duration_s = Trigger.decode(detail).duration_s
+                until = t + (duration_s or 0.0)
                 if open_ep is None:
                     open_ep = {
                         "start": t,
@@ -178,13 +256,13 @@ def compute_metrics(
     first_records = []  # (t, seconds after assignment)
     for t, kind, _m, _g, detail in events:
         if kind == "reprocessed":
-            mm = _REPROCESSED.search(detail or "")
-            if mm:
-                reprocessed.append((t, float(mm.group(1)), float(mm.group(2)), mm.group(3)))
+            rp = Reprocessed.decode(detail)
+            if rp is not None:
+                reprocessed.append((t, rp.records, rp.rate, rp.cause))
         elif kind == "first_record":
-            mm = _AFTER.search(detail or "")
-            if mm:
-                first_records.append((t, float(mm.group(1))))
+            fr = FirstRecord.decode(detail)
+            if fr is not None:
+                first_records.append((t, fr.after_s))
 
     # their instants, to find an episode's rows by bisection (None: not in time order)
     rp_t = _instants([r[0] for r in reprocessed])
@@ -260,9 +338,9 @@ def compute_metrics(
                     sync_s += t - join_at
                     join_at = None
             elif kind == "revoke":
-                mm = _COUNT.search(detail or "")
-                if mm:
-                    revoked += int(mm.group(1))
+                rv = Revoke.decode(detail)
+                if rv is not None:
+                    revoked += rv.partitions
                 revoking_members.add(member)
         # unassigned windows clipped to the episode
         if ua_start.size:

@@ -58,6 +58,22 @@ class Recorder:
     def event(self, t, rank, seq, kind, member, generation, detail) -> None:
         self.events.append((t, rank, seq, kind, member, generation, detail))
 
+    def record(self, t: float, rank: int, seq: int, effect: tuple) -> None:
+        """One recording effect of the actor of rank ``rank`` (``sim.wire.messages``): an
+        "event" (with its sequence number ``seq``), an interval's "open" or "close", or an
+        invariant "violation". The kernel's ``EffectSink.record``."""
+        op = effect[0]
+        if op == "event":
+            self.events.append((t, rank, seq, effect[1], effect[2], effect[3], effect[4]))
+        elif op == "open":
+            self.open(t, effect[1], effect[2], effect[3], effect[4])
+        elif op == "close":
+            self.close(t, effect[1], effect[2], effect[3], effect[4])
+        elif op == "violation":
+            self.violations.append((t, effect[1]))
+        else:
+            raise ValueError(f"unknown effect {effect!r}")
+
     def open(self, t, kind, member, topic, partition) -> None:
         key = (kind, member, topic, partition)
         if key in self._open:

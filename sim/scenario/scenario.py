@@ -48,22 +48,13 @@ from typing import Any
 import attrs
 import numpy as np
 
-from sim.config import ConfigError, SimConfig, build, field_key, sim_config_from_dict
+from sim.config import ConfigError, SimConfig, field_key, sim_config_from_dict
 from sim.scenario.actions import (
     ACTION_NAMES,
-    ROLES,
-    AddMembers,
-    AddPartitions,
-    Crash,
-    CreateTopic,
-    DelaySpike,
-    DeleteTopic,
-    NetworkPartition,
-    PacketLoss,
-    Pause,
-    RemoveMembers,
-    RollingRestart,
+    Action,
+    TimelineContext,
     action_from_dict,
+    name_span,
 )
 
 # The seed-sequence spawn key of the timeline's jitter draws: apart from every actor's stream
@@ -81,12 +72,14 @@ class Scenario:
     """
 
     config: SimConfig
-    timeline: tuple = attrs.field(
+    timeline: tuple[Action, ...] = attrs.field(
         default=(), converter=lambda v: tuple(sorted(v, key=lambda a: a.at_s))
     )
     name: str = "custom"
     description: str = ""
-    resolved_timeline: tuple = attrs.field(init=False, default=(), eq=False, repr=False)
+    resolved_timeline: tuple[Action, ...] = attrs.field(
+        init=False, default=(), eq=False, repr=False
+    )
     _ends: tuple = attrs.field(init=False, default=(), eq=False, repr=False)
 
     def __attrs_post_init__(self):
@@ -95,20 +88,17 @@ class Scenario:
         max_duration_s, overrides must be valid consumer configs.
         (Indexes in messages are positions in the time-sorted timeline.)"""
         cfg = self.config
-        if cfg.members == 0 and not any(
-            isinstance(a, AddMembers) and a.count for a in self.timeline
-        ):
+        if cfg.members == 0 and not any(a.members_added() for a in self.timeline):
             raise ConfigError(
                 "members",
                 "0: the group needs at least 1 member (or an add_members action that starts some)",
             )
-        topics = {t.name for t in cfg.topics}
         initial, width = member_names(cfg, self.timeline)
         ever = set(initial) | {
             f"c{i:0{width}d}"
             for i in range(
                 len(initial),
-                len(initial) + sum(a.count for a in self.timeline if isinstance(a, AddMembers)),
+                len(initial) + sum(a.members_added() for a in self.timeline),
             )
         }
         for where, names in (
@@ -120,13 +110,9 @@ class Scenario:
                     raise ConfigError(
                         f"{where}.{name}",
                         f"no member is called {name!r} in this scenario "
-                        f"(members: {_span(sorted(ever))})",
+                        f"(members: {name_span(sorted(ever))})",
                     )
-        members = set(initial)  # every member started by then (literal names must be one of them)
-        in_group = list(
-            initial
-        )  # by name: started, not yet removed or crashed (roles resolve here)
-        next_index = len(initial)
+        ctx = TimelineContext(cfg, initial, width)
         resolved = []
         ends = []
         for i, a in enumerate(self.timeline):
@@ -136,71 +122,8 @@ class Scenario:
                     f"{a.at_s:g}{f' + {a.jitter_s:g} (jitter_s)' if a.jitter_s else ''}"
                     f" is beyond max_duration_s ({cfg.max_duration_s:g})",
                 )
-            where = f"timeline[{i}]"
-            if isinstance(a, Crash | Pause | NetworkPartition) or (
-                isinstance(a, DelaySpike | PacketLoss) and a.member is not None
-            ):
-                name = self._resolve(
-                    a.member,
-                    a,
-                    f"{where}.member",
-                    members,
-                    in_group,
-                    leader_ok=isinstance(a, Crash | Pause),
-                )
-                a = attrs.evolve(a, member=name)
-                if isinstance(a, Crash) and name in in_group:
-                    in_group.remove(name)
-            elif isinstance(a, RemoveMembers | RollingRestart) and a.members is not None:
-                names = tuple(
-                    self._resolve(t, a, f"{where}.members", members, in_group, leader_ok=False)
-                    for t in a.members
-                )
-                a = attrs.evolve(a, members=names)
-            if isinstance(a, RemoveMembers):
-                gone = (
-                    list(a.members)
-                    if a.members is not None
-                    else (in_group[-a.count :] if a.count else [])
-                )
-                in_group = [n for n in in_group if n not in set(gone)]
-            end = a.at_s + a.jitter_s  # the latest instant a seed can put it at
-            if isinstance(a, Pause | NetworkPartition | DelaySpike | PacketLoss):
-                end += a.duration_s
-            if isinstance(a, RollingRestart):
-                end += a.duration_s(len(a.members) if a.members is not None else len(in_group))
-            ends.append(end)
-            if isinstance(a, AddMembers):
-                new = [f"c{j:0{width}d}" for j in range(next_index, next_index + a.count)]
-                next_index += a.count
-                for name in new[:1]:  # they all share the overrides
-                    try:
-                        consumer = cfg.consumer_for(name, a.overrides)
-                    except ConfigError as e:
-                        raise e.under(f"timeline[{i}].overrides") from None
-                    cfg.check_consumer(consumer, f"timeline[{i}].overrides")
-                members.update(new)
-                in_group.extend(new)
-            if isinstance(a, AddPartitions | DeleteTopic) and a.topic not in topics:
-                raise ConfigError(
-                    f"timeline[{i}].topic",
-                    f"{a.topic!r} is not a topic at t={a.at_s:g} ({', '.join(sorted(topics)) or 'none'})",
-                )
-            if isinstance(a, CreateTopic):
-                if a.topic in topics:
-                    raise ConfigError(
-                        f"timeline[{i}].topic", f"{a.topic!r} already exists at t={a.at_s:g}"
-                    )
-                topics.add(a.topic)
-            if isinstance(a, DeleteTopic):
-                topics.discard(a.topic)
-            if isinstance(a, RollingRestart) and a.assignors is not None:
-                try:
-                    build(
-                        type(cfg.consumer), {"partition_assignment_strategy": list(a.assignors)}, ""
-                    )
-                except ConfigError as e:
-                    raise ConfigError(f"timeline[{i}].assignors", e.reason) from None
+            a = a.validate(ctx, f"timeline[{i}]")
+            ends.append(a.latest_end(ctx))
             resolved.append(a)
         object.__setattr__(self, "resolved_timeline", tuple(resolved))
         object.__setattr__(self, "_ends", tuple(ends))
@@ -215,35 +138,6 @@ class Scenario:
                 f"max_duration_s >= {math.ceil(needed)} or leave it out (it then grows with the "
                 "timeline)",
             )
-
-    @staticmethod
-    def _resolve(target, action, field: str, members: set, in_group: list, leader_ok: bool) -> str:
-        at = f"t={action.at_s:g}"
-        if isinstance(target, int):
-            if -len(in_group) <= target < len(in_group):
-                return in_group[target]
-            raise ConfigError(
-                field,
-                f"{target} is not a member index at {at} ({len(in_group):,} member(s) by then"
-                f"{': ' + _span(in_group) if in_group else ''})",
-            )
-        if target in ROLES:
-            if target == "leader":
-                if leader_ok:
-                    return target
-                raise ConfigError(
-                    field, "'leader' is resolved during the run; only crash and pause accept it"
-                )
-            if not in_group:
-                raise ConfigError(field, f"{target!r}: no member is in the group at {at}")
-            return in_group[{"first": 0, "middle": len(in_group) // 2, "last": -1}[target]]
-        if target not in members:
-            raise ConfigError(
-                field,
-                f"{target!r} is not a member at {at} (members by then: "
-                f"{_span(sorted(members))}; or use a role: first, middle, last, leader, or an index)",
-            )
-        return target
 
     def end_of_timeline(self) -> float:
         """When the last action's last step happens (a rolling restart's last start, a pause's end)."""
@@ -275,10 +169,7 @@ class Scenario:
         return (
             cfg.consumer.group_protocol == protocol
             or any(cfg.consumer_for(n).group_protocol == protocol for n in cfg.member_overrides)
-            or any(
-                isinstance(a, RollingRestart) and a.group_protocol == protocol
-                for a in self.timeline
-            )
+            or any(a.protocol_after() == protocol for a in self.timeline)
         )
 
     def timeline_for_seed(self, seed: int) -> tuple:
@@ -292,7 +183,7 @@ class Scenario:
         )
         draws = rng.random(len(timeline))
         moved = [
-            attrs.evolve(a, at_s=a.at_s + float(u) * a.jitter_s) if a.jitter_s else a
+            a.moved(a.at_s + float(u) * a.jitter_s) if a.jitter_s else a
             for a, u in zip(timeline, draws, strict=True)
         ]
         return tuple(sorted(moved, key=lambda a: a.at_s))
@@ -362,15 +253,9 @@ class Scenario:
         return attrs.evolve(self, config=config)
 
 
-def _span(names: list[str]) -> str:
-    if len(names) <= 4:
-        return ", ".join(names) or "none"
-    return f"{names[0]} .. {names[-1]}"
-
-
 def member_names(config: SimConfig, timeline) -> tuple[list[str], int]:
     """Names of the initial members and the zero-padded width used for every member name."""
-    added = sum(a.count for a in timeline if isinstance(a, AddMembers))
+    added = sum(a.members_added() for a in timeline)
     width = max(3, len(str(config.members + added - 1)))
     return [f"c{i:0{width}d}" for i in range(config.members)], width
 

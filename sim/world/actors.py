@@ -27,29 +27,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-import attrs
-
 from sim.client.base import ConsumerClient
 from sim.config import ConsumerConfig
 from sim.coordinator.migration import MigratingCoordinator
 from sim.kernel.queue import Actor, Kernel
 from sim.kernel.rng import LazyGenerator
-from sim.scenario.actions import (
-    AddMembers,
-    AddPartitions,
-    Crash,
-    CrashLeader,
-    CreateTopic,
-    DelaySpike,
-    DeleteTopic,
-    NetworkPartition,
-    PacketLoss,
-    Pause,
-    RemoveMembers,
-    RollingRestart,
-    action_to_dict,
-    resolved_name,
-)
+from sim.scenario.actions import Action, CrashLeader
 from sim.wire import messages as m
 
 # What a MemberActor is handed (``sim.world.group_types.core_factory``): it builds the core for one start
@@ -162,41 +145,46 @@ class Director(Actor):
     """Plays the timeline: each action is a timer of its own; rolling restarts and pauses
     schedule their later steps as further timers."""
 
-    def __init__(self, kernel: Kernel, world: WorldControl, timeline: tuple):
+    def __init__(self, kernel: Kernel, world: WorldControl, timeline: tuple[Action, ...]):
         super().__init__(kernel, "director")
         self.world = world
         self.timeline = timeline
         self.pending = 0
         for i, action in enumerate(timeline):
-            self._later(action.at_s, ("action", i))
+            self.later(action.at_s, ("action", i))
 
     def crash_leader_at(self, at: float, phase: str) -> None:
         """A watched phase was reached: crash the leader at ``at``."""
         self.pending -= 1
-        self._later(at, ("crash_leader", phase))
+        self.later(at, ("crash_leader", phase))
 
     def drop_watch(self, now: float, phase: str) -> None:
         self.pending -= 1
-        self.kernel.recorder.event(
+        self.kernel.sink.record(
             now,
             self.rank,
             self.next_seq(),
-            "watch_dropped",
-            None,
-            None,
-            f"crash_leader phase={phase}: the group settled without reaching it",
+            (
+                "event",
+                "watch_dropped",
+                None,
+                None,
+                f"crash_leader phase={phase}: the group settled without reaching it",
+            ),
         )
 
-    def _later(self, at: float, what: tuple) -> None:
+    def later(self, at: float, what: tuple) -> None:
         self.pending += 1
         self.kernel.push(at, self, self.name, "timer", what)
 
-    def _note(self, member: str, note) -> None:
+    def note(self, member: str, note) -> None:
         self.kernel.push(self.kernel.now, self, member, "control", note)
         self.kernel.dirty = True
 
-    def _trigger(self, now: float, member: str | None, detail: str) -> None:
-        self.kernel.recorder.event(now, self.rank, self.next_seq(), "trigger", member, None, detail)
+    def trigger(self, now: float, member: str | None, detail: str) -> None:
+        self.kernel.sink.record(
+            now, self.rank, self.next_seq(), ("event", "trigger", member, None, detail)
+        )
         self.kernel.dirty = True
 
     def deliver(self, now: float, kind: str, sender: str, payload: Any) -> None:
@@ -204,97 +192,45 @@ class Director(Actor):
         what = payload[0]
         w = self.world
         if what == "action":
-            self._run_action(now, payload[1], self.timeline[payload[1]])
+            self.timeline[payload[1]].play(self, now)
         elif what == "resume":
-            self._note(payload[1], ("resume",))
+            self.note(payload[1], ("resume",))
         elif what == "stop":
             name, graceful = payload[1], payload[2]
-            self._trigger(now, name, f"rolling_restart stop {'graceful' if graceful else 'crash'}")
-            self._note(name, ("close",) if graceful else ("crash",))
+            self.trigger(now, name, f"rolling_restart stop {'graceful' if graceful else 'crash'}")
+            self.note(name, ("close",) if graceful else ("crash",))
         elif what == "start":
             name, extra = payload[1], payload[2]
-            self._trigger(now, name, "rolling_restart start")
+            self.trigger(now, name, "rolling_restart start")
             w.start_member(self, name, extra)
         elif what == "crash_leader":
             leader = w.leader()
             if leader is None:
-                self._trigger(now, None, f"crash_leader phase={payload[1]}: no leader")
+                self.trigger(now, None, f"crash_leader phase={payload[1]}: no leader")
             else:
                 member_id, client = leader
-                self._trigger(now, client, f"crash_leader phase={payload[1]} member_id={member_id}")
-                self._note(client, ("crash",))
+                self.trigger(now, client, f"crash_leader phase={payload[1]} member_id={member_id}")
+                self.note(client, ("crash",))
         elif what == "link_fault":
             for name in w.member_names(alive_only=True) if payload[1] is None else [payload[1]]:
-                self._note(name, "link_fault")
+                self.note(name, "link_fault")
+
+    # ---- the Stage an action is played on (sim.scenario.actions.Stage)
+
+    def alive_members(self) -> list[str]:
+        return self.world.member_names(alive_only=True)
+
+    def next_member_name(self) -> str:
+        return self.world.next_member_name()
+
+    def start_member(self, name: str, extra: dict, spread: bool = False) -> None:
+        self.world.start_member(self, name, extra, spread)
+
+    def watch(self, action: CrashLeader) -> None:
+        self.pending += 1  # until the watch fires or is dropped (WorldControl.watch)
+        self.world.watch(action)
 
     def leader_client(self) -> str | None:
         """The client (member name) of the group's leader now, if there is one."""
         leader = self.world.leader()
         return None if leader is None else leader[1]
-
-    def _run_action(self, now: float, index: int, a) -> None:
-        w = self.world
-        desc = " ".join(
-            f"{k}={v}"
-            for k, v in action_to_dict(a).items()
-            if k != "at_s" and v not in (None, {}, [])
-        )
-        if isinstance(a, Crash | Pause) and a.member == "leader":
-            client = self.leader_client()
-            if client is None:
-                self._trigger(now, None, f"{desc}: no leader")
-                return
-            desc = f"{desc} ({client})"
-            a = attrs.evolve(a, member=client)
-        if isinstance(a, AddMembers):
-            for _ in range(a.count):
-                name = w.next_member_name()
-                self._trigger(now, name, desc)
-                w.start_member(self, name, a.overrides, spread=True)
-        elif isinstance(a, RemoveMembers):
-            alive = w.member_names(alive_only=True)
-            names = (
-                [resolved_name(n) for n in a.members]
-                if a.members is not None
-                else (alive[-a.count :] if a.count else [])
-            )
-            for name in names:
-                self._trigger(now, name, desc)
-                self._note(name, ("close",))
-        elif isinstance(a, Crash):
-            self._trigger(now, resolved_name(a.member), desc)
-            self._note(resolved_name(a.member), ("crash",))
-        elif isinstance(a, CrashLeader):
-            self.pending += 1  # until the watch fires or is dropped (WorldControl.watch)
-            w.watch(a)
-        elif isinstance(a, Pause):
-            self._trigger(now, resolved_name(a.member), desc)
-            self._note(resolved_name(a.member), ("pause",))
-            self._later(now + a.duration_s, ("resume", a.member))
-        elif isinstance(a, RollingRestart):
-            names = (
-                [resolved_name(n) for n in a.members]
-                if a.members is not None
-                else w.member_names(alive_only=True)
-            )
-            extra: dict[str, Any] = {}
-            if a.assignors is not None:
-                extra["partition_assignment_strategy"] = list(a.assignors)
-            if a.static is not None:
-                extra["static"] = a.static
-            if a.group_protocol is not None:
-                extra["group_protocol"] = a.group_protocol
-            self._trigger(now, None, desc)
-            for i, batch in enumerate(a.batches(names)):
-                t_stop = now + i * (a.down_s + a.gap_s)
-                for name in batch:
-                    self._later(t_stop, ("stop", name, a.graceful))
-                    self._later(t_stop + a.down_s, ("start", name, extra))
-        elif isinstance(a, AddPartitions | CreateTopic | DeleteTopic):
-            self._trigger(now, None, desc)
-            for name in w.member_names(alive_only=True):
-                self._note(name, "metadata_changed")
-        elif isinstance(a, NetworkPartition | DelaySpike | PacketLoss):
-            self._trigger(now, None if a.member is None else resolved_name(a.member), desc)
-            self._later(now, ("link_fault", a.member))
-            self._later(now + a.duration_s, ("link_fault", a.member))

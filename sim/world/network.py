@@ -10,33 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import attrs
-
 from sim.config import NetworkConfig
-from sim.wire.faults import BOTH, TO_COORDINATOR
+from sim.wire.faults import LinkFault
 from sim.wire.messages import COORDINATOR
-
-
-@attrs.frozen
-class LinkFault:
-    """During [start, end): a cut (``extra_s`` None) or an added delay on member<->coordinator
-    links of ``member`` (None = every member) in ``direction``."""
-
-    start: float
-    end: float
-    member: str | None
-    direction: str = BOTH
-    extra_s: float | None = None
-    loss: float | None = None  # a loss window: drop with this probability instead
-
-    def applies(self, member: str, to_coordinator: bool, t: float) -> bool:
-        if not (self.start <= t < self.end):
-            return False
-        if self.member is not None and self.member != member:
-            return False
-        if self.direction == BOTH:
-            return True
-        return (self.direction == TO_COORDINATOR) == to_coordinator
 
 
 class Network:

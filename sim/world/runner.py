@@ -8,7 +8,6 @@ from __future__ import annotations
 import bisect
 import sys
 import time
-from collections.abc import Callable
 
 import trio
 import trio.testing
@@ -16,18 +15,10 @@ import trio.testing
 from sim.client.handoffs import Handoffs
 from sim.config import ConfigError
 from sim.coordinator.migration import GroupCore
+from sim.kernel.stop import StopToken
 from sim.kernel.tasks import DEFAULT_KERNEL, KERNELS
 from sim.observe.recorder import Recorder
-from sim.scenario.actions import (
-    AddPartitions,
-    CrashLeader,
-    CreateTopic,
-    DelaySpike,
-    DeleteTopic,
-    NetworkPartition,
-    PacketLoss,
-    resolved_name,
-)
+from sim.scenario.actions import CrashLeader
 from sim.scenario.scenario import Scenario, member_names
 from sim.wire import messages as m
 from sim.world.actors import CoordinatorActor, Director, MemberActor
@@ -39,7 +30,7 @@ from sim.world.group_types import (
     core_factory,
     new_group,
 )
-from sim.world.network import LinkFault, Network
+from sim.world.network import Network
 
 TAIL_S = 1.0
 
@@ -60,27 +51,23 @@ class MetadataHistory:
         self.deleted: dict[tuple[str, int], float] = {}
         self.rates = {t.name: t.rate for t in scenario.config.topics}
         for a in timeline:
-            if isinstance(a, AddPartitions):
-                old = current.get(a.topic, 0)
-                current[a.topic] = old + a.count
-                for p in range(old, old + a.count):
-                    self.created[(a.topic, p)] = a.at_s
-            elif isinstance(a, CreateTopic):
-                current[a.topic] = a.partitions
-                self.rates[a.topic] = a.rate
-                for p in range(a.partitions):
-                    self.created[(a.topic, p)] = a.at_s
-            elif isinstance(a, DeleteTopic):
-                for p in range(current.pop(a.topic, 0)):
-                    self.deleted[(a.topic, p)] = a.at_s
-            else:
-                continue
-            self.times.append(a.at_s)
-            self.states.append(dict(current))
+            if a.change_metadata(current, self.created, self.deleted, self.rates):
+                self.times.append(a.at_s)
+                self.states.append(dict(current))
 
     def at(self, t: float) -> tuple[int, dict[str, int]]:
         i = bisect.bisect_right(self.times, t) - 1
         return i, self.states[i]
+
+
+class WorldSink:
+    """The kernel's ``EffectSink`` in a run: "send" effects go to the network, the recorded ones
+    (events, intervals, violations) to the recorder. Their methods are taken as they are, so an
+    effect costs the kernel no call more than it would calling them itself."""
+
+    def __init__(self, network: Network, recorder: Recorder):
+        self.send = network.send
+        self.record = recorder.record
 
 
 class Runner:
@@ -89,8 +76,7 @@ class Runner:
         scenario: Scenario,
         seed: int,
         progress: bool,
-        max_wall_s: float | None = None,
-        max_events: int | None = None,
+        stop: StopToken | None = None,
         kernel: str = DEFAULT_KERNEL,
     ):
         self.scenario = scenario
@@ -100,23 +86,11 @@ class Runner:
         self.recorder = Recorder()
         self.timeline = scenario.timeline_for_seed(seed)  # each action at its instant for this seed
         self.world = MetadataHistory(scenario, self.timeline)
-        self.kernel = KERNELS[kernel](seed, self.recorder, self.config.max_duration_s)
-        faults = []
-        for a in self.timeline:
-            if isinstance(a, NetworkPartition):
-                faults.append(
-                    LinkFault(a.at_s, a.at_s + a.duration_s, resolved_name(a.member), a.direction)
-                )
-            elif isinstance(a, DelaySpike):
-                faults.append(
-                    LinkFault(a.at_s, a.at_s + a.duration_s, a.member, "both", a.extra_ms / 1000.0)
-                )
-            elif isinstance(a, PacketLoss):
-                faults.append(
-                    LinkFault(a.at_s, a.at_s + a.duration_s, a.member, "both", loss=a.probability)
-                )
+        self.stop = StopToken() if stop is None else stop
+        self.kernel = KERNELS[kernel](seed, self.config.max_duration_s, self.stop)
+        faults = [f for a in self.timeline if (f := a.link_fault()) is not None]
         self.network = Network(self.kernel, self.config.network, faults)
-        self.kernel.network = self.network
+        self.kernel.sink = WorldSink(self.network, self.recorder)
         self.elide = self.config.elide_heartbeats and not self.network.lossy()
         created = self.world.created
         self.handoffs = Handoffs(lambda tp: created.get((tp.topic, tp.partition), 0.0))
@@ -158,10 +132,7 @@ class Runner:
         for name in initial:
             self.start_member(self.director, name, {}, spread=True)
         self.kernel.after_batch = self._after_batch
-        self.max_wall_s = max_wall_s
-        self.max_events = max_events
         self.partial_reason = ""
-        self._wall0 = time.monotonic()
         self.settled = False
         self._probe: MemberActor | None = None
         self._dead_probe: tuple[MemberActor, str] | None = None
@@ -169,7 +140,6 @@ class Runner:
         self._tty = progress and sys.stderr.isatty()
         self._progress_every_s = 1.0 if self._tty else 15.0
         self._timeline_end_s = scenario.needed_duration_s()
-        self.should_stop: Callable[[], bool] | None = None
 
     @property
     def coordinator(self) -> GroupCore:
@@ -436,31 +406,17 @@ class Runner:
                 # inputs of this instant are still queued: look again after them (with dirty_on_io
                 # off nothing else may make the run look again)
                 k.dirty = True
-        if done:
-            return True
-        # resource bounds, checked after the batch's bookkeeping so the prefix is consistent
-        if self.max_events is not None and k.delivered >= self.max_events:
-            self.partial_reason = f"max_events={self.max_events} reached at simulated t={t:.3f}s"
-            return True
-        if (
-            self.max_wall_s is not None
-            and (k.batches & 63) == 0
-            and time.monotonic() - self._wall0 > self.max_wall_s
-        ):
-            self.partial_reason = f"max_wall_s={self.max_wall_s:g} reached at simulated t={t:.3f}s"
-            return True
-        if self.should_stop is not None and (k.batches & 63) == 0 and self.should_stop():
-            self.partial_reason = f"interrupted at simulated t={t:.3f}s"
-            return True
-        return False
+        # (the resource bounds are the stop token's, checked by the kernel after this returns)
+        return done
 
     # ---- the run
 
     def run(self) -> tuple[float, bool]:
         clock = trio.testing.MockClock(autojump_threshold=0)
         trio.run(self.kernel.run, clock=clock)
-        # stopped from outside the run (sim.kernel.stop.request_stop: the CLI's Ctrl-C, --max-wall)
-        if self.kernel.stopped and not self.partial_reason:
+        # stopped by the run's stop token: a limit (max_events, max_wall_s) or a request from
+        # outside the run (the CLI's Ctrl-C, --max-wall)
+        if self.kernel.stopped:
             self.partial_reason = f"{self.kernel.stopped} at simulated t={self.kernel.now:.3f}s"
         if self._tty:
             print(file=sys.stderr)

@@ -36,8 +36,20 @@ class _World:
         self.watched.append(action)
 
 
+class _Sink:
+    """Records what the director records; it sends nothing."""
+
+    def __init__(self, recorder: Recorder):
+        self.recorder = recorder
+        self.record = recorder.record
+
+    def send(self, sender, dest, msg, now, sent_at=None):
+        raise AssertionError("the director sends no message")
+
+
 def _play(world: WorldControl, timeline: tuple) -> tuple[Kernel, Director]:
-    kernel = Kernel(0, Recorder(), 1e9)
+    kernel = Kernel(0, 1e9)
+    kernel.sink = _Sink(Recorder())
     director = Director(kernel, world, timeline)
     for i, action in enumerate(timeline):
         director.deliver(action.at_s, "timer", director.name, ("action", i))
@@ -54,7 +66,7 @@ def test_the_director_plays_a_timeline_through_world_control():
     )
     assert [(name, spread) for name, _, spread in world.started] == [("n1", True), ("n2", True)]
     assert world.watched == [watch] and director.pending == 1  # the watch, until it fires
-    triggers = [row for row in kernel.recorder.events if row[3] == "trigger"]
+    triggers = [row for row in kernel.sink.recorder.events if row[3] == "trigger"]
     assert [(row[4], row[6]) for row in triggers] == [
         ("n1", "action=add_members count=2"),
         ("n2", "action=add_members count=2"),
@@ -66,6 +78,6 @@ def test_the_director_plays_a_timeline_through_world_control():
 def test_a_leader_crash_without_a_leader_is_recorded_as_such():
     world = _World(leader=None)
     kernel, director = _play(world, (Crash(at_s=2.0, member="leader"),))
-    (trigger,) = [row for row in kernel.recorder.events if row[3] == "trigger"]
+    (trigger,) = [row for row in kernel.sink.recorder.events if row[3] == "trigger"]
     assert trigger[4] is None and trigger[6] == "action=crash member=leader: no leader"
     assert director.leader_client() is None

@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from sim.kernel.queue import Actor, Kernel
 from sim.kernel.rng import RNG_BLOCK, seed_states
+from sim.kernel.stop import StopToken
+from sim.kernel.tasks import KERNELS
 
 
 def _numpy_stream(seed: int, key: tuple[int, ...]) -> np.random.Generator:
@@ -27,7 +29,7 @@ def test_an_actor_stream_is_numpys_spawned_child(seed, rank, stream):
     # rng_for promises what SeedSequence(seed).spawn would give (and, with a stream, that child's
     # own child): the same bit generator state, hence the same draws
     key = (rank,) if stream is None else (rank, stream)
-    got = Kernel(seed, None, 1e9).rng_for(rank, stream)
+    got = Kernel(seed, 1e9).rng_for(rank, stream)
     want = _numpy_stream(seed, key)
     assert got.bit_generator.state == want.bit_generator.state
     assert got.standard_normal(5).tolist() == want.standard_normal(5).tolist()
@@ -48,7 +50,7 @@ def test_seed_states_refuses_keys_beyond_32_bits():
 
 
 def test_streams_of_many_actors_are_built_block_by_block_and_stay_distinct():
-    k = Kernel(3, None, 1e9)
+    k = Kernel(3, 1e9)
     firsts = [k.rng_for(r).random() for r in range(RNG_BLOCK + 5)]
     assert len(set(firsts)) == len(firsts)
     assert set(k.streams._seed_states) == {(None, 0), (None, 1)}
@@ -73,7 +75,7 @@ def test_one_batch_per_instant_in_key_order_and_the_clock_follows():
     seen_clock: list = []
 
     async def main():
-        k = Kernel(0, None, 100.0)
+        k = Kernel(0, 100.0)
         a, b = _Echo(k, "a", log), _Echo(k, "b", log)
         k.push(2.0, b, "a", "msg", "ping")
         k.push(1.0, b, "b", "msg", "x")
@@ -157,36 +159,41 @@ class _Stopper(Actor):
         self.at = at
 
     def deliver(self, now, kind, sender, payload):
-        from sim.kernel import stop
-
         _Stopper.count += 1
         if _Stopper.count == self.at:
-            stop.request_stop("asked")
+            self.kernel.stop.request("asked")
 
 
 @pytest.mark.parametrize("same_actor", [False, True])
 def test_a_stop_asked_from_outside_acts_before_the_next_input_of_a_batch(same_actor):
-    """A stop (``request_stop``) is looked at before every input, inside one batch too: a batch
-    of 5,000 inputs, to 5,000 actors or to one, stops right after the input during which it was
-    asked; the kernel says why, and the next kernel runs normally."""
-    from sim.kernel import stop
+    """A stop (``StopToken.request``) is looked at before every input, inside one batch too: a
+    batch of 5,000 inputs, to 5,000 actors or to one, stops right after the input during which it
+    was asked; the kernel says why, and its token says the kernel ran and is no longer running."""
 
-    def run_batch() -> tuple[Kernel, int]:
+    def run_batch(k: Kernel) -> int:
         _Stopper.count = 0
-        k = Kernel(0, None, 100.0)
         actors = [_Stopper(k, f"m{i}", at=100) for i in range(1 if same_actor else 5000)]
         for i in range(5000):
             k.push(1.0, actors[0], actors[i % len(actors)].name, "msg", i)
         trio.run(k.run, clock=trio.testing.MockClock())
-        return k, _Stopper.count
+        return _Stopper.count
 
-    stop.clear_stop()
-    try:
-        k, delivered = run_batch()
-        assert delivered == 100 and k.stopped == "asked" and not stop.running()
-        stop.clear_stop()
-        k, delivered = run_batch()  # (its 100th input asks again; a fresh kernel starts delivering)
-        assert delivered == 100
-    finally:
-        stop.clear_stop()
-    assert stop.started() >= 2
+    token = StopToken()
+    assert not token.started
+    k = Kernel(0, 100.0, token)
+    assert run_batch(k) == 100 and k.stopped == "asked"
+    assert token.started and not token.running and token.reason == "asked"
+
+
+@pytest.mark.parametrize("kernel", sorted(KERNELS))
+def test_the_stop_token_limits_inputs_delivered(kernel):
+    """A token's ``max_events`` stops the run after the batch that reaches it (both kernels), and
+    the kernel says why."""
+    k = KERNELS[kernel](0, 100.0, StopToken(max_events=3))
+    log: list = []
+    a = _Echo(k, "a", log)
+    for i in range(10):
+        k.push(float(i), a, "a", "msg", i)
+    trio.run(k.run, clock=trio.testing.MockClock())
+    assert [p for _n, _a, _s, p, _r in log] == [0, 1, 2]
+    assert k.stopped == "max_events=3 reached" and k.delivered == 3

@@ -118,7 +118,7 @@ class _Echo(Actor):
 
 def _ping_pong(kernel_class, until=10.0, max_time=100.0):
     log: list = []
-    k = kernel_class(0, None, max_time)
+    k = kernel_class(0, max_time)
     a, b = _Echo(k, "a", log, "b", until), _Echo(k, "b", log, "a", until)
     k.push(1.0, b, "a", "msg", "ping")
     k.push(1.0, a, "b", "msg", "x")  # one instant, two actors: ordered by sender rank (a, then b)
@@ -162,7 +162,7 @@ def test_under_the_task_kernel_each_actor_is_a_trio_task_of_its_own():
 @pytest.mark.parametrize("cls", [Kernel, TaskKernel])
 def test_an_actor_created_during_the_run_is_handed_its_inputs(cls):
     log: list = []
-    k = cls(0, None, 10.0)
+    k = cls(0, 10.0)
     a = _Echo(k, "a", log)
     k.push(1.0, a, "a", "msg", "spawn")
     trio.run(k.run, clock=trio.testing.MockClock())
@@ -180,7 +180,7 @@ def test_a_failure_in_an_actor_is_raised_as_it_is(cls):
     """A bug in an actor (or in the run's bookkeeping between batches) surfaces as the exception
     itself, not wrapped in an exception group, and nothing more is delivered after it."""
     log: list = []
-    k = cls(0, None, 10.0)
+    k = cls(0, 10.0)
     a = _Echo(k, "a", log)
     k.push(1.0, a, "a", "msg", "boom")
     k.push(2.0, a, "a", "msg", "late")
@@ -269,7 +269,7 @@ def test_a_callers_signal_handler_never_raises_in_trios_scheduler(where, signum,
     previous = signal.signal(signum, handler)
     try:
         log: list = []
-        k = TaskKernel(0, None, 100.0)
+        k = TaskKernel(0, 100.0)
         a = _Interrupter(k, "a", log)
         k.push(1.0, a, "a", "msg", (where, signum))
         k.push(2.0, a, "a", "msg", ("later", signum))

@@ -31,25 +31,14 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from sim.observe.metrics import metrics_of
+
 from ..atomic import atomic_write_bytes
 
-# The per-run metrics summarised across seeds: (summary column, Spark type).
-METRICS: tuple[tuple[str, str], ...] = (
-    ("rebalance_time_total_s", "double"),
-    ("rebalance_time_max_s", "double"),
-    ("rounds_total", "long"),
-    ("unassigned_partition_s", "double"),
-    ("unassigned_max_s", "double"),
-    ("throughput_loss_records", "double"),
-    ("stop_the_world_s", "double"),
-    ("peak_lag_records", "double"),
-    ("double_processing_partition_s", "double"),
-    ("records_reprocessed", "double"),
-    ("first_record_max_s", "double"),
-    ("episodes", "long"),
-    # Kafka's double-ownership hazard (sim.observe.invariants): counted, not a violation
-    ("kafka_hazard_double_ownership_partition_s", "double"),
-    ("kafka_hazard_records_processed_twice", "double"),
+# The per-run metrics summarised across seeds: (summary column, Spark type), from the
+# simulator's one list of metrics.
+METRICS: tuple[tuple[str, str], ...] = tuple(
+    (m.name, m.type) for m in metrics_of("run") if m.across_seeds
 )
 # Extra per-run columns kept in the runs table (not summarised).
 EXTRA: tuple[tuple[str, str], ...] = (
@@ -182,10 +171,12 @@ def assignment_time(events_df, episodes_df):
     assignor under the consumer group protocol."""
     from pyspark.sql import functions as F
 
+    from sim.observe.events import ASSIGNMENT_COST_PATTERN
+
     ev = events_df.where(F.col("kind").isin(*ASSIGNMENT_EVENTS)).select(
         "run_id",
         "t",
-        F.regexp_extract("detail", r"cost=([0-9.eE+-]+)s", 1).cast("double").alias("cost_s"),
+        F.regexp_extract("detail", ASSIGNMENT_COST_PATTERN, 1).cast("double").alias("cost_s"),
     )
     ep = episodes_df.select("run_id", "episode", "start_s", "end_s").where(F.col("episode") > 0)
     joined = ev.join(ep, (ev.run_id == ep.run_id) & (ev.t >= ep.start_s) & (ev.t <= ep.end_s))

@@ -76,6 +76,7 @@ from sim.coordinator.consumer.target import (
     compute_target,
 )
 from sim.coordinator.offsets import OffsetStore
+from sim.observe.events import AssignmentComputed
 from sim.wire import messages as m
 
 _EMPTY: frozenset = frozenset()
@@ -857,7 +858,7 @@ class ConsumerGroup:
         self._event(
             "target_assignment",
             None,
-            f"assignor={name} members={len(members)} epoch={self.target_epoch} cost={cost:.6f}s",
+            AssignmentComputed(name, len(members), self.target_epoch, cost).encode(),
         )
         self.assignment_ended_at = now + cost
         if cost > 0:
