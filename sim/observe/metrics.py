@@ -77,7 +77,7 @@ class Metric(NamedTuple):
     """One metric: its column (``name``), whether it is an episode's (``compute_metrics``'s
     episode rows) or a run's (its summary), its Spark type, the header ``rebalance-sim run``
     shows it under in the episode table (None: not shown), and whether a sweep summarises it
-    across seeds (``experiments.engine.aggregate``)."""
+    across seeds (``rebalance_sim.lab.engine.aggregate``)."""
 
     name: str
     scope: str  # "episode" or "run"
