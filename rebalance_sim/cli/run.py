@@ -109,6 +109,9 @@ class _Stopper:
         self.stopping: str | None = None  # the stop asked of the running simulation
         self.active = threading.current_thread() is threading.main_thread()
         self.started_at = time.monotonic() if started_at is None else started_at
+        # set by the command once the scenario is loaded: run_scenario builds the group next
+        self.building = False
+        self.before_start: _StopNow | None = None  # a stop that came while it was built
 
     def __enter__(self) -> _Stopper:
         from sim.kernel.stop import StopToken
@@ -138,10 +141,18 @@ class _Stopper:
             self.token.request(why)
             signal.setitimer(signal.ITIMER_REAL, ESCALATE_S)
         elif not self.token.started:
-            raise _StopNow(
+            stop = _StopNow(
                 f"{why} before the simulation started (loading the scenario, building the group)",
                 interrupted,
             )
+            if not self.building:
+                raise stop
+            # Building the group runs compiled code, which must not see an exception raised by a
+            # signal handler (the process aborts): the kernel stops before its first input and
+            # the command says so as soon as run_scenario returns.
+            self.before_start = stop
+            self.stopping = why
+            self.token.request(why)
         elif interrupted:
             raise KeyboardInterrupt  # the simulation is over: its result is being built
         # --max-wall once the simulation is over: its result is being built
@@ -259,6 +270,7 @@ def cmd_run(args) -> int:
             except (OSError, ValueError, TypeError, KeyError, RecursionError, MemoryError) as e:
                 print(f"rebalance-sim run: {args.scenario}: {_one_line(e)}", file=sys.stderr)
                 return EXIT_BAD_INPUT
+            stopper.building = True
             result = run_scenario(
                 scenario,
                 seed=args.seed,
@@ -268,6 +280,8 @@ def cmd_run(args) -> int:
                 stop=stopper.token,
                 kernel=args.kernel,
             )
+            if stopper.before_start is not None:
+                raise stopper.before_start
     except _StopNow as e:
         print(f"rebalance-sim run: {e}", file=sys.stderr)
         return EXIT_INTERRUPTED if e.interrupted else EXIT_PARTIAL

@@ -118,7 +118,7 @@ class Actor:
         """Handle this actor's inputs of one batch (queue entries, see ``Kernel.push``) in key order."""
         stop = self.kernel.stop
         for _t, rank, _seq, kind, sender, payload, _dest in items:
-            if stop.reason is not None:
+            if stop.requested():
                 return
             self.input_rank = rank
             self.deliver(now, kind, sender, payload)
@@ -242,7 +242,7 @@ class Kernel:
         stop.note_start()
         try:
             while times:
-                if stop.reason is not None:
+                if stop.requested():
                     break
                 t = times[0]
                 if t > self.max_time:
@@ -271,11 +271,11 @@ class Kernel:
                 else:
                     batch = group_batch(entries)
                     for dest, items in batch.items():
-                        if stop.reason is not None:
+                        if stop.requested():
                             break
                         actors[dest].deliver_batch(t, items)
                     self.batch_dests = batch
-                if stop.reason is not None:
+                if stop.requested():
                     break
                 if after_batch is not None and after_batch(t):
                     break

@@ -31,6 +31,13 @@ class StopToken:
         run (``Kernel.stopped`` says why). Safe to call from a signal handler."""
         self.reason = reason
 
+    def requested(self) -> bool:
+        """Whether the run should stop before its next input. Read through this method, not the
+        attribute: a signal handler or another thread sets ``reason`` between two reads, and the
+        compiled kernel, once it has seen ``reason`` None, would take it as None for good (the
+        type narrowed) and fail on the string."""
+        return self.reason is not None
+
     def past_limits(self, delivered: int, batches: int) -> str | None:
         """Called by the kernel after each batch: the reason to stop when a limit is reached
         (recorded as ``reason``), else None. The wall clock is read every 64 batches only."""

@@ -423,19 +423,35 @@ def test_max_wall_counts_from_the_commands_start(capsys):
     )
 
 
-def test_a_step_that_outlasts_a_stop_is_cut_short(monkeypatch):
+def test_a_step_that_outlasts_a_stop_is_cut_short():
     """Once a stop is asked of a running simulation, a step that goes on for another second is
     cut short (a single assignment of a huge group would otherwise hold the stop)."""
     from rebalance_sim.cli import run as run_cmd
-    from sim.kernel import stop
 
-    monkeypatch.setattr(stop, "_running", True)  # as inside Kernel.run
     t0 = time.monotonic()
-    with pytest.raises(run_cmd._StopNow) as e, run_cmd._Stopper(0.2):
+    with pytest.raises(run_cmd._StopNow) as e, run_cmd._Stopper(0.2) as stopper:
+        stopper.token.note_start()  # as inside Kernel.run
         time.sleep(10)  # one long step
     assert 1.0 <= time.monotonic() - t0 < 3.0
     assert "max_wall_s=0.2 reached; one step of the simulation went on" in str(e.value)
-    assert stop._stop_reason is None  # cleared for the next run
+    assert stopper.token.requested()  # the run's token: the next run has a token of its own
+
+
+def test_max_wall_while_the_group_is_built_stops_before_the_first_input():
+    """A stop that comes while run_scenario builds the group (compiled code, which must not see an
+    exception raised by a signal handler) is asked of the kernel, which stops before its first
+    input; the command then says it came before the simulation started."""
+    from rebalance_sim.cli import run as run_cmd
+
+    with pytest.raises(run_cmd._StopNow) as e, run_cmd._Stopper(0.2) as stopper:
+        stopper.building = True
+        time.sleep(0.5)  # the alarm comes while "building"
+        assert stopper.token.requested() and stopper.before_start is not None
+        raise stopper.before_start
+    assert str(e.value) == (
+        "max_wall_s=0.2 reached before the simulation started (loading the scenario, building "
+        "the group)"
+    )
 
 
 def test_ctrl_c_and_max_wall_act_within_a_second_in_a_big_group(tmp_path):
