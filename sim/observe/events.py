@@ -179,6 +179,12 @@ class FirstRecord(NamedTuple):
 # what the sweep's aggregation reads ``AssignmentComputed.cost_s`` with (Spark's
 # ``regexp_extract``, group 1), kept beside its ``encode`` so that the two change together
 ASSIGNMENT_COST_PATTERN = r"cost=([0-9.eE+-]+)s"
+# what the capacity plan's limits read with Spark (``regexp_extract``, group 1): the partition
+# count of ``assign``, ``revoke`` and ``partitions_lost`` (``Revoke.encode``; the clients write
+# ``count=N`` first for all three), and the reason of ``member_removed`` (``member_id=ID
+# reason=WHY``, written by both coordinators)
+COUNT_PATTERN = r"count=(\d+)"
+REMOVAL_REASON_PATTERN = r"reason=(\w+)"
 
 
 class AssignmentComputed(NamedTuple):

@@ -86,3 +86,26 @@ def test_the_metrics_registry_is_what_compute_metrics_returns():
     run_names = {m.name for m in metrics_of("run")}
     assert set(summary) <= run_names and run_names <= set(result.summary)
     assert len(run_names) == len(metrics_of("run"))  # one row per run metric
+
+
+def test_the_spark_patterns_read_what_the_runs_write():
+    """``COUNT_PATTERN`` and ``REMOVAL_REASON_PATTERN`` (the capacity plan reads details with them
+    in Spark) find the partition count and the removal reason in the details a run records."""
+    import re
+
+    from sim.observe.events import COUNT_PATTERN, REMOVAL_REASON_PATTERN
+
+    result = run_scenario(load_scenario("crash", {"members": "6"}), seed=1)
+    rows = result.events.to_pylist()
+    counted = [r for r in rows if r["kind"] in ("assign", "revoke")]
+    removed = [r for r in rows if r["kind"] == "member_removed"]
+    assert counted and removed
+    for r in counted:
+        match = re.search(COUNT_PATTERN, r["detail"])
+        assert match is not None and int(match.group(1)) > 0
+        if r["kind"] == "revoke":
+            decoded = Revoke.decode(r["detail"])
+            assert decoded is not None and decoded.partitions == int(match.group(1))
+    for r in removed:
+        match = re.search(REMOVAL_REASON_PATTERN, r["detail"])
+        assert match is not None and match.group(1) == "session_expired"

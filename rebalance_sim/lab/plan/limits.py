@@ -42,6 +42,8 @@ def crossings(spark, work, run_ids: Sequence[str]):
     import pandas as pd
     from pyspark.sql import functions as F
 
+    from sim.observe.events import COUNT_PATTERN, REMOVAL_REASON_PATTERN
+
     from ..engine.store import read_table
 
     run_ids = list(run_ids)
@@ -52,8 +54,8 @@ def crossings(spark, work, run_ids: Sequence[str]):
         .select("run_id", "t", "kind", "member", "detail")
         .join(points, "run_id")
         .withColumn("phase", F.when(F.col("t") >= F.col("fault_at_s"), "fault").otherwise("cold"))
-        .withColumn("count", F.regexp_extract("detail", r"count=(\d+)", 1))
-        .withColumn("reason", F.regexp_extract("detail", r"reason=(\w+)", 1))
+        .withColumn("count", F.regexp_extract("detail", COUNT_PATTERN, 1))
+        .withColumn("reason", F.regexp_extract("detail", REMOVAL_REASON_PATTERN, 1))
     )
     crashed = ev.where(F.col("kind") == "crash").select("run_id", "member").distinct()
     expired = (
