@@ -56,7 +56,9 @@ def test_suite_is_deterministic(suite_rows):
 def test_clean_rerun_passes_and_worsened_baseline_fails(tmp_path, capsys, suite_rows, monkeypatch):
     """Against its own baseline the suite passes; after one baseline value is edited it exits 1,
     naming the metric, the run and both values, and still writes its plots."""
-    monkeypatch.setattr(ci, "run_suite", lambda progress=True, kernel=None: suite_rows)
+    monkeypatch.setattr(
+        ci, "run_suite", lambda progress=True, kernel=None, kafka_version=None: suite_rows
+    )
     assert ci.run(_args(tmp_path, "--update-baseline")) == 0
     assert ci.run(_args(tmp_path)) == 0
     assert (tmp_path / "ci" / "rebalance_time_max_s.png").exists()
@@ -79,6 +81,8 @@ def test_clean_rerun_passes_and_worsened_baseline_fails(tmp_path, capsys, suite_
 
 def test_missing_baseline_is_a_clear_error(tmp_path, capsys, suite_rows, monkeypatch):
     """Without a baseline the command says how to create one and exits 2."""
-    monkeypatch.setattr(ci, "run_suite", lambda progress=True, kernel=None: suite_rows)
+    monkeypatch.setattr(
+        ci, "run_suite", lambda progress=True, kernel=None, kafka_version=None: suite_rows
+    )
     assert ci.run(_args(tmp_path)) == 2
     assert "--update-baseline" in capsys.readouterr().err
