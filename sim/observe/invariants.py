@@ -209,11 +209,15 @@ def check_run_with_hazards(
         return False
 
     last_gen = None
-    for t, kind, _m, gen, _d in events:
+    for t, kind, _m, gen, detail in events:
         if kind == "join_complete":
             if last_gen is not None and gen <= last_gen:
                 out.append(f"t={t:.6f}: generation went from {last_gen} to {gen}")
             last_gen = gen
+        elif kind == "group_converted" and GroupConverted.decode(detail).rest.startswith("empty"):
+            # a group of the other type made in place of an empty one is a new group: Kafka
+            # deletes the empty group and the new one counts its generations from the start
+            last_gen = None
 
     icol = ["kind", "member", "topic", "partition", "start", "end"]
     # Two owners at once: only the partitions whose owned rows overlap at all need the pairwise

@@ -26,6 +26,10 @@ SEEDS = {
     # rebalancing after a member left: the conversion must bump the epoch (the converted group
     # has no subscription metadata), or the leaver's partition stays without an owner (681)
     "migration-static-upgrade-681.toml": 27441,
+    # the last members of a consumer group left, then a classic member joined: Kafka makes a new
+    # classic group in place of the empty one, counting generations from the start, which the
+    # generations check took for a generation going back (soak --seed 0, schedule 174)
+    "migration-new-group-after-empty-174.toml": 26545,
 }
 
 
