@@ -22,10 +22,6 @@ from tests.sim import golden
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
-# A sample of soak schedules (crashes, pauses, partitions, loss, lognormal latency and drops)
-# besides every built-in at golden.SIZES under both protocols.
-SOAK = golden.SOAK_SAMPLE
-
 
 def _other_build(pure: bool) -> dict:
     """``golden.build_runs`` in a process of its own, on the source (``pure``) or the build."""
@@ -33,7 +29,12 @@ def _other_build(pure: bool) -> dict:
     if pure:
         env[sim.compiled.PURE_ENV] = "1"
     proc = subprocess.run(
-        [sys.executable, str(Path(golden.__file__)), "--build-runs", json.dumps(list(SOAK))],
+        [
+            sys.executable,
+            str(Path(golden.__file__)),
+            "--build-runs",
+            json.dumps(list(golden.SOAK_SAMPLE)),
+        ],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -57,7 +58,7 @@ def test_the_compiled_build_gives_the_same_bytes_as_the_source(this_build):
     assert not compiled["kernel_module"].endswith(".py")
     assert pure["status"].startswith("pure Python")
     assert pure["kernel_module"].endswith(".py")
-    assert len(compiled["runs"]) == 11 * 2 * len(golden.SIZES) + len(SOAK)
+    assert len(compiled["runs"]) == 11 * 2 * len(golden.SIZES) + len(golden.SOAK_SAMPLE)
     assert sum(rows for rows, _ in pure["runs"].values()) > 0
     differ = [case for case in pure["runs"] if pure["runs"][case] != compiled["runs"][case]]
     assert not differ, f"the compiled build and the source differ on {differ}"
