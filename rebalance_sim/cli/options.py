@@ -4,13 +4,20 @@
 and ``soak`` (``sim.kernel``). Both give the same results, so the choice is not part of a run's
 id: a sweep resumed with the other kernel reuses the runs already complete.
 
+``--max-memory SIZE``: the resident memory at which a simulation stops as a partial run (``run``,
+``soak``), by default ``MEMORY_SHARE`` of what the machine (or the container's memory limit)
+has, so that a run that would outgrow the machine ends with one line rather than being killed.
+
 ``--master``, ``--conf``, ``--no-ship``, ``--spark-timeout``: where ``sweep`` and ``experiment``
 run Spark (``rebalance_sim.lab.engine.spark``)."""
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 
+from sim.kernel.stop import format_bytes
 from sim.kernel.tasks import DEFAULT_KERNEL, KERNELS
 
 from .common import err
@@ -37,6 +44,68 @@ def kernel_error(command: str, args) -> int | None:
         file=sys.stderr,
     )
     return 2
+
+
+MEMORY_SHARE = 0.8  # of the machine's memory: --max-memory's default
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*(?:([kmgt])(?:i?b)?|b)?\s*$", re.IGNORECASE)
+_UNITS = {None: 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """``1G``, ``512M``, ``1.5GiB``, ``2000000`` (bytes): binary units. Raises ``ValueError``."""
+    m = _SIZE.match(text)
+    if m is None:
+        raise ValueError(f"{text!r} is not a size such as 800M or 2G")
+    value = int(float(m.group(1)) * _UNITS[m.group(2).lower() if m.group(2) else None])
+    if value < 1:
+        raise ValueError(f"{text!r} must be more than 0 bytes")
+    return value
+
+
+def machine_memory() -> int | None:
+    """The memory this process may use: the machine's, or less under a cgroup's limit."""
+    sizes = []
+    try:
+        sizes.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        pass
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < 1 << 60:
+            sizes.append(int(text))
+    return min(sizes) if sizes else None
+
+
+def add_memory_option(parser) -> None:
+    total = machine_memory()
+    default = f"{MEMORY_SHARE * 100:.0f}%% of this machine's memory" + (
+        f", {format_bytes(total * MEMORY_SHARE)}" if total else ""
+    )
+    parser.add_argument(
+        "--max-memory",
+        metavar="SIZE",
+        default=None,
+        help=f"stop when the process's resident memory reaches SIZE (e.g. 2G, 800M); results are "
+        f"kept and marked partial (exit 3) (default {default})",
+    )
+
+
+def max_memory_bytes(command: str, args) -> int | None:
+    """``--max-memory`` in bytes (its default when not given; None when the machine's memory is
+    unknown); prints one line and raises ``SystemExit(2)`` on a bad size."""
+    text = getattr(args, "max_memory", None)
+    if text is None:
+        total = machine_memory()
+        return int(total * MEMORY_SHARE) if total else None
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        print(f"rebalance-sim {command}: --max-memory: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def add_spark_options(p) -> None:

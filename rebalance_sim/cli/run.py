@@ -19,11 +19,12 @@ import time
 from assignors import AssignorError
 from sim import ConfigError, run_scenario
 from sim.observe.metrics import metrics_of
+from sim.run import FINISH_GRACE_S, RECORD_LEVELS
 from sim.scenario.builtins import BUILTINS, load_scenario
 
 from ..lab.outputs import OutputError, check_output_dir
 from ..lab.report.timeline import IMAGE_FORMATS
-from .options import add_kernel_option, kernel_error
+from .options import add_kernel_option, add_memory_option, kernel_error, max_memory_bytes
 
 # (episode metric, header) of the episode table, from the simulator's one list of metrics
 EPISODE_COLUMNS = [(m.name, m.header) for m in metrics_of("episode") if m.header is not None]
@@ -100,8 +101,9 @@ class _Stopper:
     ``main`` was entered, the parsing included). While the simulation runs, a stop ends it before
     its next input (the run's ``sim.kernel.stop.StopToken``), and the result so far is kept; before it runs (loading, building the group) there is nothing to keep, and the stop is immediate;
     if one step of the simulation outlasts ``ESCALATE_S`` after the stop, it is forced. Once the
-    simulation is over, ``--max-wall`` no longer applies (its result is being built) and Ctrl-C
-    interrupts at once. A second Ctrl-C interrupts at once."""
+    simulation is over, its result is built in phases that look at the token between them: Ctrl-C
+    cuts them at once, ``--max-wall`` ``FINISH_GRACE_S`` after its time (what was built is kept,
+    marked partial). A second Ctrl-C interrupts at once."""
 
     def __init__(self, max_wall: float | None, started_at: float | None = None):
         self.max_wall = max_wall
@@ -117,6 +119,11 @@ class _Stopper:
         from sim.kernel.stop import StopToken
 
         self.token = StopToken()  # the run's: handed to run_scenario
+        if self.max_wall is not None:
+            self.token.finish_by(
+                self.started_at + self.max_wall + FINISH_GRACE_S,
+                f"max_wall_s={self.max_wall:g} reached",
+            )
         if self.active:
             self.previous = (
                 signal.signal(signal.SIGINT, self._on_sigint),
@@ -153,9 +160,9 @@ class _Stopper:
             self.before_start = stop
             self.stopping = why
             self.token.request(why)
-        elif interrupted:
-            raise KeyboardInterrupt  # the simulation is over: its result is being built
-        # --max-wall once the simulation is over: its result is being built
+        else:  # the simulation is over: its result is being built, in phases that look at
+            self.stopping = why
+            self.token.cut(why)
 
     def _on_sigint(self, signum, frame) -> None:
         if self.interrupted:
@@ -215,9 +222,10 @@ def check_run_dir(out: str) -> bool:
     return existed
 
 
-def write_run_dir(out: str, result) -> None:
-    """The run's three files, written into a directory built beside ``out`` and swapped in
-    whole: ``out`` holds either the previous run's files or this run's, never a mix."""
+def write_run_dir(out: str, result, bare: bool = False) -> None:
+    """The run's three files (``bare``: only ``runs.parquet``), written into a directory built
+    beside ``out`` and swapped in whole: ``out`` holds either the previous run's files or this
+    run's, never a mix."""
     from pathlib import Path
 
     from sim.observe.recorder import write_parquet_atomic
@@ -228,7 +236,8 @@ def write_run_dir(out: str, result) -> None:
         for name, table in zip(
             RUN_FILES, (result.events, result.intervals, result.runs), strict=True
         ):
-            write_parquet_atomic(table, str(tmp / name))
+            if name == "runs.parquet" or not bare:
+                write_parquet_atomic(table, str(tmp / name))
 
 
 def cmd_run(args) -> int:
@@ -253,6 +262,9 @@ def cmd_run(args) -> int:
         return EXIT_BAD_INPUT
     if kernel_error("run", args) is not None:
         return EXIT_BAD_INPUT
+    memory = max_memory_bytes("run", args)
+    # what the command needs: the files it writes, or only the metrics it prints
+    record = args.record or ("all" if args.out else "none")
     existed = True
     if args.out:
         try:  # before the simulation: a long run must not be lost to an unwritable --out
@@ -279,6 +291,8 @@ def cmd_run(args) -> int:
                 max_events=args.max_events,
                 stop=stopper.token,
                 kernel=args.kernel,
+                record=record,
+                max_memory_bytes=memory,
             )
             if stopper.before_start is not None:
                 raise stopper.before_start
@@ -317,7 +331,7 @@ def cmd_run(args) -> int:
     sys.stdout.flush()  # the result is out before its files are written (or fail to be)
     if args.out:
         try:
-            write_run_dir(args.out, result)
+            write_run_dir(args.out, result, bare=record == "none")
         except OSError as e:
             why = os.strerror(e.errno) if e.errno else _one_line(e)
             print(
@@ -330,9 +344,12 @@ def cmd_run(args) -> int:
                     os.rmdir(args.out)
             return EXIT_BAD_INPUT
         if not args.json:
-            print(
-                f"\nwrote {os.path.join(args.out, 'events.parquet')}, intervals.parquet, runs.parquet"
+            wrote = (
+                os.path.join(args.out, "runs.parquet")
+                if record == "none"
+                else f"{os.path.join(args.out, 'events.parquet')}, intervals.parquet, runs.parquet"
             )
+            print(f"\nwrote {wrote}")
     if stopper.interrupted:
         kept = f" in {args.out}" if args.out else " above"
         print(
@@ -360,7 +377,8 @@ def register(subparsers) -> None:
         epilog="examples:\n  rebalance-sim run scale-out --set members=12 --set assignor=range\n"
         "  rebalance-sim run crash --set consumer.session_timeout_ms=10000 --json\n"
         "  rebalance-sim run my-scenario.toml --seed 3 --out out/run1\n"
-        "  rebalance-sim run crash --set members=2000 --max-wall 60\n\n"
+        "  rebalance-sim run crash --set members=2000 --max-wall 60\n"
+        "  rebalance-sim run rolling-bounce-dynamic --set members=2000 --max-memory 2G\n\n"
         "exit status: 0 ok, 1 invariant violations, 2 bad input, 3 partial (a bound was hit), "
         "4 internal error, 130 interrupted by Ctrl-C (partial result kept)",
     )
@@ -385,6 +403,16 @@ def register(subparsers) -> None:
         type=int,
         metavar="N",
         help="stop after N simulation inputs (messages, timers); results marked partial (exit 3)",
+    )
+    add_memory_option(p)
+    p.add_argument(
+        "--record",
+        choices=RECORD_LEVELS,
+        default=None,
+        help="what the run keeps: 'all' events and intervals; 'episodes', only the rows its "
+        "metrics read (a large group's JoinGroup/SyncGroup traffic is not held); 'none', no "
+        "tables (with --out, only runs.parquet). The metrics are the same (default: all with "
+        "--out, else none)",
     )
     add_kernel_option(p)
     p.set_defaults(func=cmd_run)

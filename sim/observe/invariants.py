@@ -30,8 +30,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sim.observe.events import DOWNGRADE, GroupConverted, OwnedReportBeforeCallback, member_id_of
+from sim.observe.events import GroupConverted, OwnedReportBeforeCallback
 from sim.observe.recorder import table_rows
+from sim.observe.zombies import ZOMBIE_KINDS, ZombieTracker, tracker_from_rows
+
+# the events the check that generations only increase reads
+_GENERATION_KINDS = ("join_complete", "group_converted")
+# every event kind the invariants read from a run's events (the zombie check's are fed to its
+# tracker as the run goes)
+INVARIANT_EVENT_KINDS = (*_GENERATION_KINDS, "owned_report_before_callback")
 
 
 class _Reports:
@@ -60,83 +67,6 @@ class _Reports:
             return False
         i = bisect.bisect_left(times, since)
         return i < len(times) and times[i] <= until
-
-
-class _Zombies:
-    """Answers "was this client a zombie at time t?" from the events.
-
-    A zombie holds a stale generation without knowing it (KIP-341): the coordinator removed or
-    fenced the member id it last synced with (after that id last joined: under the consumer
-    protocol a client rejoins under its own id), or the group completed a generation that the
-    client never joined (a static member that missed the join barrier stays in the group but is
-    left out of the new generation). The second rule is the classic protocol's: it applies to a
-    client whose last assignment came from SyncGroup (a group that migrates between the
-    protocols has consumer-protocol clients, which never join a classic generation). A conversion
-    into a classic group counts as a completed generation (``sim.coordinator.migration``)."""
-
-    # the events it reads (check_run hands it only these)
-    KINDS = (
-        "sync_received",
-        "assignment_received",
-        "member_added",
-        "member_removed",
-        "member_fenced",
-        "join_received",
-        "join_complete",
-        "group_converted",
-    )
-
-    def __init__(self, events: list[tuple]):
-        # (t, event index) orders events of one instant as they were recorded
-        self.syncs: dict[str, list[tuple[float, int, str]]] = defaultdict(list)
-        self.classic_sync: dict[tuple[str, int], bool] = {}  # (client, event index): from SyncGroup
-        self.added: dict[str, list[tuple[float, int]]] = defaultdict(list)
-        self.removed: dict[str, list[tuple[float, int]]] = defaultdict(list)
-        self.joined: dict[str, list[tuple[float, int]]] = defaultdict(list)
-        self.completed: list[tuple[float, int]] = []
-        for i, (t, kind, member, gen, detail) in enumerate(events):
-            if kind in ("sync_received", "assignment_received") and member:
-                member_id = member_id_of(detail)
-                if member_id is not None:
-                    self.syncs[member].append((t, i, member_id))
-                    self.classic_sync[(member, i)] = kind == "sync_received"
-            elif kind in ("member_removed", "member_fenced", "member_added"):
-                member_id = member_id_of(detail)
-                if member_id is not None:
-                    (self.added if kind == "member_added" else self.removed)[member_id].append(
-                        (t, i)
-                    )
-            elif kind == "join_received" and member:
-                self.joined[member].append((t, gen))
-            elif kind == "join_complete" or (
-                kind == "group_converted" and GroupConverted.decode(detail).direction == DOWNGRADE
-            ):
-                # a downgrade makes a classic generation (the group epoch) that no member joined:
-                # a classic member behind it gets ILLEGAL_GENERATION from now on
-                self.completed.append((t, gen))
-
-    def zombie(self, client: str, t: float) -> bool:
-        syncs = self.syncs.get(client, [])
-        i = bisect.bisect_right(syncs, (t, float("inf"))) - 1
-        if i < 0:
-            return False
-        synced_t, synced_i, member_id = syncs[i]
-        # the removals of that member id since it last joined before the sync
-        adds = self.added.get(member_id, [])
-        k = bisect.bisect_left(adds, (synced_t, synced_i)) - 1
-        since = adds[k] if k >= 0 else (float("-inf"), -1)
-        removals = self.removed.get(member_id, [])
-        r = bisect.bisect_right(removals, since)
-        if r < len(removals) and removals[r][0] <= t:
-            return True
-        if not self.classic_sync[(client, synced_i)]:
-            return False
-        j = bisect.bisect_right(self.completed, (t, float("inf"))) - 1
-        if j < 0:
-            return False
-        joins = self.joined.get(client, [])
-        k = bisect.bisect_right(joins, (t, float("inf"))) - 1
-        return k < 0 or joins[k][1] < self.completed[j][1]
 
 
 def _overlapping(owned: pa.Table) -> set[tuple[str, int]]:
@@ -177,16 +107,19 @@ def check_run_with_hazards(
     settled: bool,
     cooperative: bool,
     rates: dict[str, float] | None = None,
+    zombies: ZombieTracker | None = None,
 ) -> tuple[list[str], dict[str, float]]:
     """(violations, hazards): the run-level invariants' violations, and Kafka's hazards counted
     (see the module docstring): ``kafka_hazard_double_ownership_partition_s`` (partition-seconds
     two members owned a partition at once through the hazard) and
     ``kafka_hazard_records_processed_twice`` (records both processed meanwhile, with the topics'
-    production ``rates``)."""
+    production ``rates``). ``zombies``: the run's ``ZombieTracker`` when it was fed as the run went
+    (``Recorder.zombies``); None reads the zombie-check events from ``events_t``."""
     out: list[str] = []
     cols = ["t", "kind", "member", "generation", "detail"]
-    events = table_rows(events_t, cols, _Zombies.KINDS + _Reports.KINDS)
-    zombies = _Zombies(events)
+    if zombies is None:
+        zombies = tracker_from_rows(table_rows(events_t, cols, ZOMBIE_KINDS))
+    events = table_rows(events_t, cols, _GENERATION_KINDS + _Reports.KINDS)
     reports = _Reports(events)
     owned_s = 0.0
     twice = 0.0

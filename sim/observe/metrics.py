@@ -32,6 +32,7 @@ import bisect
 import itertools
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -221,9 +222,11 @@ def compute_metrics(
     config: SimConfig,
     rates: dict[str, float],
     processing_union: tuple[np.ndarray, np.ndarray] | None = None,
+    check: Callable[[], None] | None = None,
 ) -> tuple[list[dict], dict]:
     """(episodes, summary) for one run. Both hold only JSON types. ``processing_union``: the
-    ``ProcessingSpans(...).union()`` of these intervals when the caller has it already."""
+    ``ProcessingSpans(...).union()`` of these intervals when the caller has it already. ``check``
+    is called before each episode (a run's deadline: it raises to stop)."""
     events = table_rows(
         events_t, ["t", "kind", "member", "generation", "detail"], METRIC_EVENT_KINDS
     )
@@ -304,6 +307,8 @@ def compute_metrics(
     ev_t = np.array([e[0] for e in events], dtype=float)
     episodes = []
     for idx, w in enumerate(windows):
+        if check is not None:
+            check()
         s, e = w["start"], w["end"]
         lo = np.searchsorted(ev_t, s, side="left")
         hi = np.searchsorted(ev_t, e, side="right")

@@ -19,6 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from sim.observe.zombies import ZOMBIE_KINDS, ZombieTracker
+
 EVENTS_SCHEMA = pa.schema(
     [
         ("run_id", pa.string()),
@@ -46,17 +48,49 @@ INTERVAL_KINDS = ("owned", "unassigned", "rebalance", "paused", "stalled", "doub
 
 
 class Recorder:
-    """Collects rows during a run."""
+    """Collects rows during a run.
 
-    def __init__(self):
+    ``keep_kinds``: the kinds of event kept as rows (None: every kind). The events a run's
+    metrics and invariants read are a small share of a large group's events (the classic
+    protocol's JoinGroup and SyncGroup traffic is every member's in every generation), so a run
+    that writes no events file keeps only those (``sim.run``'s ``record``). The events the zombie
+    check reads (``sim.observe.zombies``) go to ``zombies`` as they happen, an instant at a time,
+    whether they are kept or not."""
+
+    def __init__(self, keep_kinds: frozenset[str] | None = None):
         self.events: list[tuple] = []  # (t, rank, seq, kind, member, generation, detail)
         self._open: dict[tuple, float] = {}  # (kind, member, topic, partition) -> start
         self.intervals: list[tuple] = []  # (kind, member, topic, partition, start, end)
         self.violations: list[tuple[float, str]] = []
         self.processing_union: tuple[np.ndarray, np.ndarray] | None = None  # set by finish()
+        self._keep_all = keep_kinds is None
+        self._keep: frozenset[str] = frozenset() if keep_kinds is None else keep_kinds
+        self.zombies = ZombieTracker()
+        self._zombie_kinds = frozenset(ZOMBIE_KINDS)
+        self._instant = -math.inf  # the instant whose zombie-check events are in ``_pending``
+        self._pending: list[tuple] = []  # (rank, seq, kind, member, generation, detail)
+        self.dropped = 0  # events not kept
 
     def event(self, t, rank, seq, kind, member, generation, detail) -> None:
-        self.events.append((t, rank, seq, kind, member, generation, detail))
+        if kind in self._zombie_kinds:
+            if t != self._instant:
+                self._to_zombies(t)
+            self._pending.append((rank, seq, kind, member, generation, detail))
+        if self._keep_all or kind in self._keep:
+            self.events.append((t, rank, seq, kind, member, generation, detail))
+        else:
+            self.dropped += 1
+
+    def _to_zombies(self, t: float) -> None:
+        """Hand the pending instant's events to the zombie tracker in table order; ``t`` is the
+        next instant."""
+        if self._pending:
+            self._pending.sort(key=_rank_seq)
+            self.zombies.feed(self._instant, [row[2:] for row in self._pending])
+            self._pending = []
+        if t < self._instant:
+            self.violations.append((t, f"an event at t={t} came after one at t={self._instant}"))
+        self._instant = t
 
     def record(self, t: float, rank: int, seq: int, effect: tuple) -> None:
         """One recording effect of the actor of rank ``rank`` (``sim.wire.messages``): an
@@ -64,7 +98,7 @@ class Recorder:
         invariant "violation". The kernel's ``EffectSink.record``."""
         op = effect[0]
         if op == "event":
-            self.events.append((t, rank, seq, effect[1], effect[2], effect[3], effect[4]))
+            self.event(t, rank, seq, effect[1], effect[2], effect[3], effect[4])
         elif op == "open":
             self.open(t, effect[1], effect[2], effect[3], effect[4])
         elif op == "close":
@@ -73,6 +107,10 @@ class Recorder:
             self.violations.append((t, effect[1]))
         else:
             raise ValueError(f"unknown effect {effect!r}")
+
+    def open_intervals(self) -> dict[tuple, float]:
+        """The intervals open now: (kind, member, topic, partition) -> start."""
+        return self._open
 
     def open(self, t, kind, member, topic, partition) -> None:
         key = (kind, member, topic, partition)
@@ -101,6 +139,7 @@ class Recorder:
         ``partitions_alive`` maps each partition that should have had an owner to the time span
         during which it existed and was subscribed.
         """
+        self._to_zombies(self._instant)
         for (kind, member, topic, partition), start in sorted(self._open.items(), key=_open_key):
             if end > start:
                 self.intervals.append((kind, member, topic, partition, start, end))
@@ -154,6 +193,10 @@ def table_rows(table: pa.Table, columns, kinds: tuple[str, ...] | None = None) -
     if kinds is not None:
         table = table.filter(pc.is_in(table.column("kind"), value_set=pa.array(kinds, pa.string())))
     return list(zip(*[table.column(c).to_pylist() for c in columns], strict=True))
+
+
+def _rank_seq(row: tuple) -> tuple:
+    return (row[0], row[1])
 
 
 def _open_key(item):

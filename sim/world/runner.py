@@ -78,12 +78,13 @@ class Runner:
         progress: bool,
         stop: StopToken | None = None,
         kernel: str = DEFAULT_KERNEL,
+        keep_kinds: frozenset[str] | None = None,
     ):
         self.scenario = scenario
         self.config = scenario.config
         self.seed = seed
         self.progress = progress
-        self.recorder = Recorder()
+        self.recorder = Recorder(keep_kinds)  # None: every event kind
         self.timeline = scenario.timeline_for_seed(seed)  # each action at its instant for this seed
         self.world = MetadataHistory(scenario, self.timeline)
         self.stop = StopToken() if stop is None else stop

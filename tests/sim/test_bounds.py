@@ -48,3 +48,37 @@ def test_bad_bounds_are_config_errors(kw):
     with pytest.raises(ConfigError) as info:
         run_scenario(scenario([]), **kw)
     assert info.value.field == next(iter(kw))
+
+
+def test_max_memory_stops_the_run_and_says_what_it_held():
+    """A run past its memory bound stops as a partial run whose reason names the bound, the
+    resident memory and the rows it held, with its metrics computed on what it simulated."""
+    from sim.scenario.builtins import load_scenario
+
+    sc = load_scenario("rolling-bounce-dynamic", {"members": "6"})  # thousands of batches
+    part = run_scenario(sc, seed=3, max_memory_bytes=1)
+    reason = part.summary["partial_reason"]
+    assert part.summary["partial"] and reason.startswith("max_memory=1 reached (")
+    assert "resident" in reason and "events and" in reason and "intervals" in reason
+    assert part.episodes and part.events.num_rows > 0
+    with pytest.raises(ConfigError) as info:
+        run_scenario(sc, max_memory_bytes=0)
+    assert info.value.field == "max_memory_bytes"
+
+
+def test_a_deadline_past_the_kernel_cuts_the_result_where_it_is():
+    """Once the kernel is over, the phases that build the result stop at a deadline: the result is
+    partial, says which phase was cut, and has no metrics (``StopToken.finish_by``)."""
+    from sim.kernel.stop import StopToken
+
+    sc = scenario([{"action": "add_members", "at_s": 30}])
+    stop = StopToken()
+    stop.finish_by(0.0, "max_wall_s=1 reached")
+    cut = run_scenario(sc, seed=3, stop=stop, raise_on_violation=False)
+    assert cut.summary["partial"]
+    assert cut.summary["partial_reason"] == (
+        "max_wall_s=1 reached while closing the intervals: the result has no metrics"
+    )
+    assert cut.episodes == [] and "rebalance_time_total_s" not in cut.summary
+    full = run_scenario(sc, seed=3)
+    assert cut.summary["events_delivered"] == full.summary["events_delivered"]
