@@ -13,11 +13,10 @@ run Spark (``rebalance_sim.lab.engine.spark``)."""
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 
-from sim.kernel.stop import format_bytes
+from sim.kernel.stop import MEMORY_SHARE, format_bytes, machine_memory
 from sim.kernel.tasks import DEFAULT_KERNEL, KERNELS
 
 from .common import err
@@ -46,7 +45,6 @@ def kernel_error(command: str, args) -> int | None:
     return 2
 
 
-MEMORY_SHARE = 0.8  # of the machine's memory: --max-memory's default
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*(?:([kmgt])(?:i?b)?|b)?\s*$", re.IGNORECASE)
 _UNITS = {None: 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
@@ -60,24 +58,6 @@ def parse_size(text: str) -> int:
     if value < 1:
         raise ValueError(f"{text!r} must be more than 0 bytes")
     return value
-
-
-def machine_memory() -> int | None:
-    """The memory this process may use: the machine's, or less under a cgroup's limit."""
-    sizes = []
-    try:
-        sizes.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        pass
-    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            with open(path) as f:
-                text = f.read().strip()
-        except OSError:
-            continue
-        if text.isdigit() and int(text) < 1 << 60:
-            sizes.append(int(text))
-    return min(sizes) if sizes else None
 
 
 def add_memory_option(parser) -> None:

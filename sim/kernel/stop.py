@@ -33,6 +33,30 @@ def resident_bytes() -> int:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+# The share of the machine's memory a run may take by default (``rebalance-sim run``'s
+# ``--max-memory``; a sweep's runs share it among the machine's cores).
+MEMORY_SHARE = 0.8
+
+
+def machine_memory() -> int | None:
+    """The memory this process may use: the machine's, or less under a cgroup's limit (None when
+    neither is known)."""
+    sizes = []
+    try:
+        sizes.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        pass
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < 1 << 60:
+            sizes.append(int(text))
+    return min(sizes) if sizes else None
+
+
 def format_bytes(n: float) -> str:
     """``n`` bytes as a short figure in binary units (``1.5G``, ``800M``), as ``--max-memory`` takes
     them."""

@@ -46,7 +46,9 @@ if TYPE_CHECKING:  # imported where used: reading a store needs neither at impor
     import pyarrow as pa
 
 TABLES = ("events", "intervals", "episodes", "runs", "points")
-COMPLETE_STATUSES = ("ok", "violations")
+# a partial run (stopped by its memory bound) is complete: rerunning it on the same machine
+# would stop again; it is reported with the failures
+COMPLETE_STATUSES = ("ok", "violations", "partial")
 COMMIT_SCHEMA = (
     "run_id string, model string, status string, wall_s double, error string, "
     "committed_at string, files string, batch string"

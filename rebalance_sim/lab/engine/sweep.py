@@ -532,9 +532,9 @@ def check_aggregate(specs: Sequence[RunSpec], status, runs) -> None:
 
 
 def report_failures(status, stream=None) -> int:
-    """Print failed and violating runs; returns the number of failed runs."""
+    """Print failed, violating and partial runs; returns the number of failed runs."""
     stream = stream or sys.stderr
-    bad = status[status["status"].isin(["failed", "violations"])]
+    bad = status[status["status"].isin(["failed", "violations", "partial"])]
     for row in bad.itertuples():
         print(f"  {row.status}: {row.run_id}: {row.error}", file=stream)
     return int((status["status"] == "failed").sum())

@@ -27,10 +27,18 @@ def run_one(spec: RunSpec) -> tuple[str, str, dict]:
     import pyarrow as pa
 
     from sim import run_scenario
+    from sim.kernel.stop import MEMORY_SHARE, machine_memory
 
     scenario = load_run_scenario(spec)
+    total = machine_memory()
     result = run_scenario(
-        scenario, seed=spec.seed, raise_on_violation=False, kernel=spec.kernel or None
+        scenario,
+        seed=spec.seed,
+        raise_on_violation=False,
+        kernel=spec.kernel or None,
+        # a run that would outgrow the machine stops as a partial run instead of taking the
+        # executor down: its share of the machine's memory, each core running a task
+        max_memory_bytes=int(total * MEMORY_SHARE / (os.cpu_count() or 1)) if total else None,
     )
     runs = result.runs
     point = {"run_id": spec.run_id, "seed": spec.seed, **dict(spec.point), "spec": spec.to_json()}
@@ -42,6 +50,8 @@ def run_one(spec: RunSpec) -> tuple[str, str, dict]:
         "points": pa.Table.from_pylist([point]),
     }
     violations = list(result.invariant_violations or [])
+    if result.summary.get("partial"):
+        return "partial", f"stopped early: {result.summary['partial_reason']}", tables
     if violations:
         return (
             "violations",
