@@ -74,18 +74,14 @@ def add_memory_option(parser) -> None:
     )
 
 
-def max_memory_bytes(command: str, args) -> int | None:
+def max_memory_bytes(args) -> int | None:
     """``--max-memory`` in bytes (its default when not given; None when the machine's memory is
-    unknown); prints one line and raises ``SystemExit(2)`` on a bad size."""
+    unknown). Raises ``ValueError`` on a bad size."""
     text = getattr(args, "max_memory", None)
     if text is None:
         total = machine_memory()
         return int(total * MEMORY_SHARE) if total else None
-    try:
-        return parse_size(text)
-    except ValueError as e:
-        print(f"rebalance-sim {command}: --max-memory: {e}", file=sys.stderr)
-        raise SystemExit(2) from None
+    return parse_size(text)
 
 
 def add_spark_options(p) -> None:

@@ -262,7 +262,11 @@ def cmd_run(args) -> int:
         return EXIT_BAD_INPUT
     if kernel_error("run", args) is not None:
         return EXIT_BAD_INPUT
-    memory = max_memory_bytes("run", args)
+    try:
+        memory = max_memory_bytes(args)
+    except ValueError as e:
+        print(f"rebalance-sim run: --max-memory: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     # what the command needs: the files it writes, or only the metrics it prints
     record = args.record or ("all" if args.out else "none")
     existed = True

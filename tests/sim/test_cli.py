@@ -52,6 +52,8 @@ def test_overrides_set_parameters_and_fields():
         (["crash", "--set", "colour=blue"], "unknown parameter of crash"),
         (["crash", "--set", "consumer.session_timeout_ms=5000"], "group.min.session.timeout.ms"),
         (["missing.toml"], "no such scenario file"),
+        (["crash", "--max-memory", "12Q"], "--max-memory: '12Q' is not a size"),
+        (["crash", "--max-memory", "0M"], "--max-memory: '0M' must be more than 0 bytes"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(args, needle, capsys):
@@ -363,3 +365,52 @@ def test_max_wall_stops_a_long_run(capsys):
     assert data["summary"]["partial"] and "max_wall_s=0.2" in data["summary"]["partial_reason"]
     assert data["invariant_violations"] == []
     assert "PARTIAL:" in captured.err
+
+
+def test_max_memory_stops_with_one_line_naming_what_grew(tmp_path, capsys):
+    """--max-memory stops a run as partial (exit 3) with one line saying what the run held."""
+    out = tmp_path / "run"
+    argv = ["run", "rolling-bounce-dynamic", "--max-memory", "1M", "--out", str(out)]
+    assert cli(argv) == 3
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("PARTIAL:")]
+    assert len(lines) == 1 and "max_memory=1M reached (" in lines[0]
+    assert "resident) at simulated t=" in lines[0] and " events and " in lines[0]
+    assert (out / "events.parquet").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "files", "record"),
+    [
+        ([], ["events.parquet", "intervals.parquet", "runs.parquet"], "all"),
+        (
+            ["--record", "episodes"],
+            ["events.parquet", "intervals.parquet", "runs.parquet"],
+            "episodes",
+        ),
+        (["--record", "none"], ["runs.parquet"], "none"),
+    ],
+)
+def test_record_chooses_what_out_holds(tmp_path, capsys, argv, files, record):
+    """With --out a run keeps every row unless --record says otherwise; the summary is the same."""
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "run"
+    assert cli(["run", "crash", "--json", "--out", str(out), *argv]) == 0
+    summary = json.loads(capsys.readouterr().out)["summary"]
+    assert sorted(p.name for p in out.iterdir()) == files
+    row = pq.read_table(out / "runs.parquet").to_pylist()[0]
+    assert row["record"] == record
+    assert row["summary.rebalance_time_total_s"] == summary["rebalance_time_total_s"]
+
+
+def test_a_stop_after_the_simulation_cuts_the_result_building():
+    """Ctrl-C once the simulation is over asks the phases that build its result to stop (they look
+    at the token between them) instead of raising into them; --max-wall sets their deadline."""
+    stopper = run_cmd._Stopper(30.0)
+    with stopper:
+        stopper.token.note_start()
+        stopper.token.note_end()
+        stopper._on_sigint(2, None)
+        assert stopper.token.cut_reason == "interrupted" and stopper.interrupted
+        with pytest.raises(Exception, match="interrupted while computing the metrics"):
+            stopper.token.check("computing the metrics")
