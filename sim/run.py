@@ -22,7 +22,12 @@ from sim.kernel.stop import RunCut, StopToken
 from sim.kernel.tasks import DEFAULT_KERNEL, KERNELS
 from sim.observe.invariants import INVARIANT_EVENT_KINDS, check_run_with_hazards
 from sim.observe.metrics import METRIC_EVENT_KINDS, compute_metrics
-from sim.observe.recorder import EVENTS_SCHEMA, INTERVALS_SCHEMA, write_parquet_atomic
+from sim.observe.recorder import (
+    EVENTS_SCHEMA,
+    INTERVALS_SCHEMA,
+    EventStream,
+    write_parquet_atomic,
+)
 from sim.scenario.actions import action_to_dict
 from sim.scenario.scenario import Scenario
 from sim.world.runner import Runner, release_world
@@ -166,6 +171,7 @@ def run_scenario(
     check_settled: bool = False,
     record: str = "all",
     max_memory_bytes: int | None = None,
+    events_path: str | os.PathLike | None = None,
 ) -> RunResult:
     """Run ``scenario`` with ``seed`` in virtual time and measure it.
 
@@ -204,6 +210,8 @@ def run_scenario(
     kernel = DEFAULT_KERNEL if kernel is None else kernel
     if record not in RECORD_LEVELS:
         raise ConfigError("record", f"{record!r} is not one of {', '.join(RECORD_LEVELS)}")
+    if events_path is not None and record != "all":
+        raise ConfigError("events_path", f"writes every event: record={record!r} keeps fewer")
     if kernel not in KERNELS:
         raise ConfigError("kernel", f"{kernel!r} is not one of {', '.join(sorted(KERNELS))}")
     if max_events is not None and (
@@ -229,13 +237,28 @@ def run_scenario(
         stop.max_wall_s, stop.max_events = max_wall_s, max_events
         if max_memory_bytes is not None:
             stop.max_memory_bytes = max_memory_bytes
-        runner = Runner(
-            scenario, seed, progress, stop, kernel, None if record == "all" else KEPT_FOR_EPISODES
-        )
-        runner.check_settled = check_settled
-        end, settled = runner.run()
-        wall = time.perf_counter() - wall0
         run_id = run_id_for(scenario, seed)
+        stream = None if events_path is None else EventStream(os.fspath(events_path), run_id)
+        try:
+            runner = Runner(
+                scenario,
+                seed,
+                progress,
+                stop,
+                kernel,
+                None if record == "all" and stream is None else KEPT_FOR_EPISODES,
+                stream,
+            )
+            runner.check_settled = check_settled
+            end, settled = runner.run()
+            if stream is not None:
+                runner.recorder.write_streamed()
+                stream.close()
+        except BaseException:
+            if stream is not None:
+                stream.abort()
+            raise
+        wall = time.perf_counter() - wall0
         messages, dropped, delivered = (
             runner.network.sent,
             runner.network.dropped,
@@ -305,7 +328,8 @@ def run_scenario(
     if out_dir is not None:
         out = os.fspath(out_dir)
         if record != "none":
-            write_parquet_atomic(events, os.path.join(out, "events.parquet"))
+            if events_path is None:  # else the events are in that file
+                write_parquet_atomic(events, os.path.join(out, "events.parquet"))
             write_parquet_atomic(intervals, os.path.join(out, "intervals.parquet"))
         write_parquet_atomic(runs, os.path.join(out, "runs.parquet"))
     if violations and raise_on_violation:

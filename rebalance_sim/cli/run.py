@@ -11,10 +11,12 @@ import contextlib
 import json
 import math
 import os
+import shutil
 import signal
 import sys
 import threading
 import time
+from pathlib import Path
 
 from assignors import AssignorError
 from sim import ConfigError, run_scenario
@@ -22,6 +24,7 @@ from sim.observe.metrics import metrics_of
 from sim.run import FINISH_GRACE_S, RECORD_LEVELS
 from sim.scenario.builtins import BUILTINS, load_scenario
 
+from ..lab.atomic import staging_directory
 from ..lab.outputs import OutputError, check_output_dir
 from ..lab.report.timeline import IMAGE_FORMATS
 from .options import add_kernel_option, add_memory_option, kernel_error, max_memory_bytes
@@ -193,8 +196,6 @@ def check_run_dir(out: str) -> bool:
     """Check ``--out`` before the run: a directory that is new, empty, or holds only a previous
     run's files (which this run replaces, whole); returns whether it existed. Raises
     ``OutputError``."""
-    from pathlib import Path
-
     p = Path(out)
     existed = p.exists()
     if existed and p.is_dir():
@@ -222,22 +223,30 @@ def check_run_dir(out: str) -> bool:
     return existed
 
 
-def write_run_dir(out: str, result, bare: bool = False) -> None:
+def write_run_dir(out: str, result, bare: bool = False, stage: Path | None = None) -> None:
     """The run's three files (``bare``: only ``runs.parquet``), written into a directory built
     beside ``out`` and swapped in whole: ``out`` holds either the previous run's files or this
-    run's, never a mix."""
-    from pathlib import Path
-
+    run's, never a mix. ``stage``: that directory, made before the run, which holds the events
+    file the run wrote as it went."""
     from sim.observe.recorder import write_parquet_atomic
 
-    from ..lab.atomic import atomic_directory
+    from ..lab.atomic import atomic_directory, swap_in
 
-    with atomic_directory(Path(out)) as tmp:
+    def write(tmp: Path) -> None:
         for name, table in zip(
             RUN_FILES, (result.events, result.intervals, result.runs), strict=True
         ):
+            if name == "events.parquet" and stage is not None:
+                continue  # written as the run went
             if name == "runs.parquet" or not bare:
                 write_parquet_atomic(table, str(tmp / name))
+
+    if stage is None:
+        with atomic_directory(Path(out)) as tmp:
+            write(tmp)
+    else:
+        write(stage)
+        swap_in(stage, Path(out))
 
 
 def cmd_run(args) -> int:
@@ -276,6 +285,24 @@ def cmd_run(args) -> int:
         except OutputError as e:
             print(f"rebalance-sim run: {e}", file=sys.stderr)
             return EXIT_BAD_INPUT
+    stage = None
+    if args.out and record == "all":
+        # every event goes to its file as the run goes, in the directory that then takes the
+        # place of --out (so the run's memory does not grow with its events)
+        try:
+            stage = staging_directory(Path(args.out))
+        except OSError as e:
+            print(f"rebalance-sim run: --out {args.out}: {_one_line(e)}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    try:
+        return _simulate(args, record, memory, existed, stage)
+    finally:
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)  # gone already if it became --out
+
+
+def _simulate(args, record: str, memory: int | None, existed: bool, stage: Path | None) -> int:
+    """``cmd_run`` once its options are checked: simulate, print, write."""
     try:
         with _Stopper(args.max_wall, getattr(args, "started_at", None)) as stopper:
             try:
@@ -297,6 +324,7 @@ def cmd_run(args) -> int:
                 kernel=args.kernel,
                 record=record,
                 max_memory_bytes=memory,
+                events_path=None if stage is None else stage / "events.parquet",
             )
             if stopper.before_start is not None:
                 raise stopper.before_start
@@ -335,7 +363,7 @@ def cmd_run(args) -> int:
     sys.stdout.flush()  # the result is out before its files are written (or fail to be)
     if args.out:
         try:
-            write_run_dir(args.out, result, bare=record == "none")
+            write_run_dir(args.out, result, bare=record == "none", stage=stage)
         except OSError as e:
             why = os.strerror(e.errno) if e.errno else _one_line(e)
             print(

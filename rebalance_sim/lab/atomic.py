@@ -59,23 +59,36 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-@contextmanager
-def atomic_directory(path: Path) -> Iterator[Path]:
-    """Yield a temporary directory beside ``path``; on success it replaces ``path`` whole."""
+def staging_directory(path: Path) -> Path:
+    """A new temporary directory beside ``path``, with the mode ``os.mkdir`` would give, to be
+    ``swap_in``'d in place of ``path`` (or removed)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    os.chmod(tmp, dir_mode())  # mkdtemp makes it 0700
+    return tmp
+
+
+def swap_in(tmp: Path, path: Path) -> None:
+    """Put the directory ``tmp`` in place of ``path`` (whose previous contents go)."""
+    path = Path(path)
+    if path.exists():
+        old = path.with_name(f".{path.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(path, old)
+        os.replace(tmp, path)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, path)
+
+
+@contextmanager
+def atomic_directory(path: Path) -> Iterator[Path]:
+    """Yield a temporary directory beside ``path``; on success it replaces ``path`` whole."""
+    tmp = staging_directory(path)
     try:
-        os.chmod(tmp, dir_mode())  # mkdtemp makes it 0700
         yield tmp
-        if path.exists():
-            old = path.with_name(f".{path.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(path, old)
-            os.replace(tmp, path)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, path)
+        swap_in(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -47,6 +47,49 @@ INTERVALS_SCHEMA = pa.schema(
 INTERVAL_KINDS = ("owned", "unassigned", "rebalance", "paused", "stalled", "double_processing")
 
 
+# Events held before they are written to a stream: a row group of the file.
+STREAM_CHUNK_ROWS = 1 << 18
+
+
+class EventStream:
+    """An events file written as the run goes, a row group at a time, through a temporary file
+    that ``close`` renames into place (``abort`` deletes it): the file is whole or absent."""
+
+    def __init__(self, path: str, run_id: str):
+        self.path = path
+        self.run_id = run_id
+        self.rows = 0
+        directory = os.path.dirname(os.path.abspath(path))
+        os.makedirs(directory, exist_ok=True)
+        fd, self._tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".parquet", dir=directory)
+        mask = os.umask(0o022)
+        os.umask(mask)
+        os.fchmod(fd, 0o666 & ~mask)
+        os.close(fd)
+        self._writer: pq.ParquetWriter | None = pq.ParquetWriter(
+            self._tmp, EVENTS_SCHEMA, compression="zstd", write_statistics=True
+        )
+
+    def write(self, rows: list[tuple]) -> None:
+        """Rows ``(t, rank, seq, kind, member, generation, detail)`` in table order."""
+        if self._writer is not None:
+            self._writer.write_table(_table(rows, _EVENT_ROW, self.run_id, EVENTS_SCHEMA))
+            self.rows += len(rows)
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+            os.replace(self._tmp, self.path)
+
+    def abort(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        if os.path.exists(self._tmp):
+            os.unlink(self._tmp)
+
+
 class Recorder:
     """Collects rows during a run.
 
@@ -57,8 +100,12 @@ class Recorder:
     check reads (``sim.observe.zombies``) go to ``zombies`` as they happen, an instant at a time,
     whether they are kept or not."""
 
-    def __init__(self, keep_kinds: frozenset[str] | None = None):
+    def __init__(self, keep_kinds: frozenset[str] | None = None, stream: EventStream | None = None):
         self.events: list[tuple] = []  # (t, rank, seq, kind, member, generation, detail)
+        # every event goes to ``stream`` (a file) as the run goes; ``events`` keeps ``keep_kinds``
+        self._stream = stream
+        self._streamed: list[tuple] = []  # the events not yet written, all before ``_stream_t``
+        self._stream_t = -math.inf
         self._open: dict[tuple, float] = {}  # (kind, member, topic, partition) -> start
         self.intervals: list[tuple] = []  # (kind, member, topic, partition, start, end)
         self.violations: list[tuple[float, str]] = []
@@ -76,10 +123,26 @@ class Recorder:
             if t != self._instant:
                 self._to_zombies(t)
             self._pending.append((rank, seq, kind, member, generation, detail))
+        row = (t, rank, seq, kind, member, generation, detail)
+        if self._stream is not None:
+            if t != self._stream_t:
+                # every row held is of an earlier instant: they are final, in table order once
+                # sorted
+                if len(self._streamed) >= STREAM_CHUNK_ROWS:
+                    self.write_streamed()
+                self._stream_t = t
+            self._streamed.append(row)
         if self._keep_all or kind in self._keep:
-            self.events.append((t, rank, seq, kind, member, generation, detail))
+            self.events.append(row)
         else:
             self.dropped += 1
+
+    def write_streamed(self) -> None:
+        """Write the events held for the stream (every event of the run so far)."""
+        if self._stream is not None and self._streamed:
+            self._streamed.sort()
+            self._stream.write(self._streamed)
+            self._streamed = []
 
     def _to_zombies(self, t: float) -> None:
         """Hand the pending instant's events to the zombie tracker in table order; ``t`` is the
@@ -140,6 +203,7 @@ class Recorder:
         during which it existed and was subscribed.
         """
         self._to_zombies(self._instant)
+        self.write_streamed()
         for (kind, member, topic, partition), start in sorted(self._open.items(), key=_open_key):
             if end > start:
                 self.intervals.append((kind, member, topic, partition, start, end))

@@ -17,7 +17,7 @@ from sim.config import ConfigError
 from sim.coordinator.migration import GroupCore
 from sim.kernel.stop import StopToken
 from sim.kernel.tasks import DEFAULT_KERNEL, KERNELS
-from sim.observe.recorder import Recorder
+from sim.observe.recorder import EventStream, Recorder
 from sim.scenario.actions import CrashLeader
 from sim.scenario.scenario import Scenario, member_names
 from sim.wire import messages as m
@@ -79,12 +79,13 @@ class Runner:
         stop: StopToken | None = None,
         kernel: str = DEFAULT_KERNEL,
         keep_kinds: frozenset[str] | None = None,
+        stream: EventStream | None = None,
     ):
         self.scenario = scenario
         self.config = scenario.config
         self.seed = seed
         self.progress = progress
-        self.recorder = Recorder(keep_kinds)  # None: every event kind
+        self.recorder = Recorder(keep_kinds, stream)  # None: every event kind
         self.timeline = scenario.timeline_for_seed(seed)  # each action at its instant for this seed
         self.world = MetadataHistory(scenario, self.timeline)
         self.stop = StopToken() if stop is None else stop
