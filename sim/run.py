@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Iterable
 from importlib import metadata as importlib_metadata
 from typing import Any
 
@@ -172,6 +173,7 @@ def run_scenario(
     record: str = "all",
     max_memory_bytes: int | None = None,
     events_path: str | os.PathLike | None = None,
+    keep_kinds: Iterable[str] = (),
 ) -> RunResult:
     """Run ``scenario`` with ``seed`` in virtual time and measure it.
 
@@ -246,7 +248,7 @@ def run_scenario(
                 progress,
                 stop,
                 kernel,
-                None if record == "all" and stream is None else KEPT_FOR_EPISODES,
+                None if record == "all" and stream is None else KEPT_FOR_EPISODES | set(keep_kinds),
                 stream,
             )
             runner.check_settled = check_settled

@@ -161,6 +161,7 @@ def per_run(runs_df, windows_df):
 # The events that carry one assignment computation's simulated cost (``cost=...s``): the classic
 # leader's (``sim.client.classic``) and the consumer protocol coordinator's target assignment
 # (``sim.coordinator.consumer.group``).
+# the events ``assignment_time`` reads (a sweep keeps them: rebalance_sim.lab.engine.task)
 ASSIGNMENT_EVENTS = ("assignment_computed", "target_assignment")
 
 

@@ -20,6 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+# the events the limits read (a sweep keeps them: rebalance_sim.lab.engine.task)
+LIMIT_EVENTS = ("poll_timeout", "member_removed", "crash", "assign", "revoke")
+
 REBALANCE_TIMEOUT_REASONS = (
     "not_rejoined",
     "not_synced",
@@ -50,7 +53,7 @@ def crossings(spark, work, run_ids: Sequence[str]):
     points = read_table(spark, work, "points", run_ids).select("run_id", "fault_at_s")
     ev = (
         read_table(spark, work, "events", run_ids)
-        .where(F.col("kind").isin("poll_timeout", "member_removed", "crash", "assign", "revoke"))
+        .where(F.col("kind").isin(*LIMIT_EVENTS))
         .select("run_id", "t", "kind", "member", "detail")
         .join(points, "run_id")
         .withColumn("phase", F.when(F.col("t") >= F.col("fault_at_s"), "fault").otherwise("cold"))
