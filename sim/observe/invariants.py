@@ -33,6 +33,10 @@ import pyarrow.compute as pc
 from sim.observe.events import DOWNGRADE, GroupConverted, OwnedReportBeforeCallback, member_id_of
 from sim.observe.recorder import table_rows
 
+# The run-level violation of a run that ended unsettled; a sweep that expects a run not to settle
+# (a bounded run of a group that loops) tells it from the others by this prefix.
+NOT_SETTLED = "the group did not settle after the last timeline action"
+
 
 class _Reports:
     """When each client reported owning less than it processed (``owned_report_before_callback``):
@@ -263,7 +267,7 @@ def check_run_with_hazards(
                     )
     if not settled:
         out.append(
-            "the group did not settle after the last timeline action "
+            f"{NOT_SETTLED} "
             "(some partition never got a live processing owner, or a rebalance never ended)"
         )
     return out, {
