@@ -204,7 +204,7 @@ def violation_lines(
     if unsettled:
         out.append(
             f"{len(unsettled)} run(s) ended unsettled at their time limit, as their grid "
-            "expects (a group Kafka keeps from settling; see the page); no other violation"
+            "expects, with no other violation (a group Kafka keeps from settling; see the page)"
         )
     return out
 

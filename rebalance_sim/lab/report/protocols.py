@@ -618,6 +618,10 @@ def versions_table(points, ends):
         values = p[col].astype(float)
         return values.where(~none)
 
+    def count(col):
+        # a median of counts, across an odd number of seeds in every scale: a count
+        return p[col].astype(float).round().astype("Int64")
+
     return pd.DataFrame(
         {
             "scenario": p["scenario"],
@@ -633,9 +637,9 @@ def versions_table(points, ends):
             HUMAN["records_reprocessed"]: measured(REPROCESSED),
             "assignments": p["assignments_median"].astype(float),
             "assignment s": p["leader_assign_s_median"].astype(float),
-            "group epochs": p["group_epochs"].astype(float),
-            "target computations": p["targets"].astype(float),
-            "fenced heartbeats": p["fenced"].astype(float),
+            "group epochs": count("group_epochs"),
+            "target computations": count("targets"),
+            "fenced heartbeats": count("fenced"),
             HAZARD_LABEL: p[HAZARD].astype(float),
         }
     ).reset_index(drop=True)
