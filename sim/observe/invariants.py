@@ -40,6 +40,10 @@ _GENERATION_KINDS = ("join_complete", "group_converted")
 # tracker as the run goes)
 INVARIANT_EVENT_KINDS = (*_GENERATION_KINDS, "owned_report_before_callback")
 
+# The run-level violation of a run that ended unsettled; a sweep that expects a run not to settle
+# (a bounded run of a group that loops) tells it from the others by this prefix.
+NOT_SETTLED = "the group did not settle after the last timeline action"
+
 
 class _Reports:
     """When each client reported owning less than it processed (``owned_report_before_callback``):
@@ -196,7 +200,7 @@ def check_run_with_hazards(
                     )
     if not settled:
         out.append(
-            "the group did not settle after the last timeline action "
+            f"{NOT_SETTLED} "
             "(some partition never got a live processing owner, or a rebalance never ended)"
         )
     return out, {

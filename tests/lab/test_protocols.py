@@ -70,6 +70,33 @@ def test_grid_runs_every_protocol_on_every_scenario(protocols_report):
     assert pd.read_csv(out / "protocols.csv")["fault counted"].all()
 
 
+def test_the_bounded_cell_shows_40s_loop_and_43_settling(protocols_report):
+    """The smoke grid's slow-assignor cell is bounded: under Kafka 4.0 its group is still
+    unsettled at the bound (its members fenced again and again) and the experiment still exits
+    0, counting that run apart; under 4.3 the group settles. The page says how long 4.0's ran
+    and how far it went, in versions.csv's numbers."""
+    code, out, html = protocols_report
+    assert code == 0
+    ((label, members, bound_s),) = SCALES["smoke"].versions_bounded
+    versions = pd.read_csv(out / "versions.csv")
+    cell = versions[(versions["scenario"] == label) & (versions["members"] == members)]
+    old, new = (cell[cell["Kafka"].astype(str) == v].iloc[0] for v in ("4.0", "4.3"))
+    assert old["settled"] == 0 and new["settled"] == new["seeds"]
+    assert old["time limit s"] == new["time limit s"] == bound_s
+    assert old["fenced heartbeats"] > 0 and old["group epochs"] > members
+    assert pd.isna(old["formation s"]) and new["formation s"] < bound_s
+    assert (
+        f"under Kafka 4.0's group coordinator the group did not settle in {num(bound_s)} s" in html
+    )
+    start = html.index(f"{label} at {members:,} members under the consumer protocol")
+    sentence = html[start : html.index("</p>", start)]
+    assert f"{num(old['fenced heartbeats'])} heartbeats" in sentence
+    assert f"{num(old['group epochs'])} group epochs" in sentence
+    assert f"forms in {num(new['formation s'])} s" in sentence
+    assert "1 run(s) ended unsettled at their time limit, as their grid expects" in html
+    assert "broke an invariant" not in html
+
+
 def test_first_screen_answers_with_the_tables_numbers(protocols_report):
     """Before any table, one sentence per scenario quotes the consumer protocol's, classic
     cooperative's and classic eager's unassigned partition-seconds and time to settle at the
@@ -238,6 +265,31 @@ def test_the_large_scale_runs_the_consumer_protocol_at_10000_members_under_43(tm
         assert kafka_cost == (p["scenario"] != "slow-assignor")
 
 
+@pytest.mark.parametrize("name", ["default", "large", "smoke"])
+def test_only_the_bounded_cells_4_0_runs_may_end_unsettled(tmp_path, name):
+    """A bounded cell of the 4.0-vs-4.3 grid runs to its bound under both releases, and only its
+    4.0 runs are declared as possibly ending unsettled; every other run of every grid keeps the
+    scenario's own time limit and must settle."""
+    from rebalance_sim.lab.catalog.protocols import protocol_specs
+
+    scale = SCALES[name]
+    bounds = {(label, members): bound_s for label, members, bound_s in scale.versions_bounded}
+    assert set(bounds) <= set(scale.versions)
+    if name == "default":
+        assert bounds == {("slow-assignor", 20): 600.0}
+    specs = protocol_specs(scale, tmp_path)
+    for spec in specs:
+        point = dict(spec.point)
+        cell = (point["scenario"], point["members"])
+        limits = [o for o in spec.overrides if o.startswith("max_duration_s=")]
+        if point["grid"] == "versions" and cell in bounds:
+            bound_s = bounds[cell]
+            assert limits == ([] if bound_s is None else [f"max_duration_s={bound_s:.1f}"])
+            assert spec.may_end_unsettled == (point["kafka_version"] == "4.0")
+        else:
+            assert not limits and not spec.may_end_unsettled, point
+
+
 def test_versions_sentences_quote_the_table():
     """Each (scenario, size) with both releases gets one sentence with the table's numbers; a
     release whose group had not formed when the action came is said so."""
@@ -259,3 +311,36 @@ def test_versions_sentences_quote_the_table():
     assert "settles in 6 s against 9 s" in first
     assert "3,000 s under 4.0" in second or "3000 s under 4.0" in second
     assert "under 4.0 the group had not formed" in second
+
+
+def test_versions_sentence_of_a_group_that_never_settled():
+    """A release under which no seed settled is said so with its time limit and how far its group
+    went; the other release's formation and settling are quoted from the same table."""
+    from rebalance_sim.lab.report.protocols import versions_sentences
+
+    nan = float("nan")
+    table = pd.DataFrame(
+        {
+            "scenario": ["slow-assignor", "slow-assignor"],
+            "members": [20, 20],
+            "Kafka": ["4.0", "4.3"],
+            "seeds": [3, 3],
+            "settled": [0, 3],
+            "time limit s": [600.0, 600.0],
+            "formation s": [nan, 47.4],
+            "rebalance s": [nan, 29.7],
+            "unassigned partition-s": [nan, 10.2],
+            "assignments": [nan, 1.0],
+            "group epochs": [48.0, 22.0],
+            "target computations": [29.0, 3.0],
+            "fenced heartbeats": [110566.0, 0.0],
+        }
+    )
+    (line,) = versions_sentences(table)
+    assert line.startswith(
+        "slow-assignor at 20 members under the consumer protocol: under Kafka 4.0's group "
+        "coordinator the group did not settle in 600 s (none of 3 seeds; a median run went "
+        "through 48 group epochs and 29 target computations, and the coordinator fenced "
+        "110,566 heartbeats)"
+    )
+    assert "the group forms in 47.4 s and slow-assignor settles in 29.7 s, with 3 target" in line

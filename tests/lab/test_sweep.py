@@ -736,3 +736,30 @@ def test_a_remote_outputs_batches_are_checked_by_listing_them(
     assert problems[second].startswith(f"points/batch={second}/") and problems[second].endswith(
         ": missing"
     )
+
+
+def test_only_a_declared_unsettled_end_is_not_a_violation():
+    """A run whose only violation is ending unsettled is counted apart where its spec declares
+    it may (``may_end_unsettled``, which survives the JSON an executor gets); the same violation
+    in an undeclared run, or any other violation in a declared one, is still broken."""
+    from rebalance_sim.lab.engine.grid import RunSpec
+    from rebalance_sim.lab.engine.sweep import judge_violations
+    from sim.observe.invariants import NOT_SETTLED
+
+    def spec(run_id, declared):
+        return RunSpec("slow-assignor", (), 0, (), run_id, may_end_unsettled=declared)
+
+    declared = spec("a", True)
+    assert RunSpec.from_json(declared.to_json(), "a").may_end_unsettled
+    assert "may_end_unsettled" not in spec("b", False).to_json()
+    unsettled = f"{NOT_SETTLED} (some partition never got a live processing owner, ...)"
+    other = "t=1.000000: events-0 owned by c001 and c002 at once (eager group)"
+    specs = [declared, spec("b", False), spec("c", True), spec("d", True), spec("e", False)]
+    expected, broken = judge_violations(
+        specs, {"a": [unsettled], "b": [unsettled], "c": [other, unsettled]}
+    )
+    assert [s.run_id for s in expected] == ["a"]
+    assert [(s.run_id, texts) for s, texts in broken] == [
+        ("b", [unsettled]),
+        ("c", [other, unsettled]),
+    ]

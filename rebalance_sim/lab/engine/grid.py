@@ -64,6 +64,12 @@ class RunSpec:
     # the simulation kernel (``--kernel``; "" for the default): how the run is computed, not
     # which run it is (both kernels give the same results), so not part of its identity
     kernel: str = attrs.field(default="", eq=False)
+    # whether the grid expects this run may end unsettled at its time limit (``max_duration_s``):
+    # a group Kafka's coordinator keeps from settling, whose run is bounded on purpose. Its
+    # "did not settle" violation is then its outcome, not a failure; any other violation still
+    # is one (``rebalance_sim.lab.engine.sweep.judge_violations``). How the run is judged, not
+    # which run it is, so not part of its identity.
+    may_end_unsettled: bool = attrs.field(default=False, eq=False)
 
     def to_json(self) -> str:
         d = {
@@ -75,6 +81,8 @@ class RunSpec:
         }
         if self.kernel:
             d["kernel"] = self.kernel
+        if self.may_end_unsettled:
+            d["may_end_unsettled"] = True
         return json.dumps(d, sort_keys=True)
 
     @classmethod
@@ -88,6 +96,7 @@ class RunSpec:
             run_id,
             source=d.get("source", ""),
             kernel=d.get("kernel", ""),
+            may_end_unsettled=d.get("may_end_unsettled", False),
         )
 
 

@@ -531,10 +531,50 @@ def check_aggregate(specs: Sequence[RunSpec], status, runs) -> None:
     )
 
 
-def report_failures(status, stream=None) -> int:
-    """Print failed, violating and partial runs; returns the number of failed runs."""
+def report_failures(status, stream=None, violations: bool = True) -> int:
+    """Print failed and partial runs, and violating ones unless ``violations`` is false (the
+    caller judges them, ``judge_violations``); returns the number of failed runs."""
     stream = stream or sys.stderr
-    bad = status[status["status"].isin(["failed", "violations", "partial"])]
+    shown = ["failed", "partial", "violations"] if violations else ["failed", "partial"]
+    bad = status[status["status"].isin(shown)]
     for row in bad.itertuples():
         print(f"  {row.status}: {row.run_id}: {row.error}", file=stream)
     return int((status["status"] == "failed").sum())
+
+
+def run_violations(spark, work, run_ids: Sequence[str]) -> dict[str, list[str]]:
+    """The invariant violations of every complete run of ``run_ids`` that has any (computed now
+    or reused), from the runs table: run id -> the simulator's texts."""
+    from pyspark.sql import functions as F
+
+    from .store import read_table
+
+    rows = (
+        read_table(spark, work, "runs", run_ids)
+        .where(F.col("`summary.invariant_violations`") > 0)
+        .select("run_id", "violations")
+        .collect()
+    )
+    return {r["run_id"]: json.loads(r["violations"]) for r in rows}
+
+
+def judge_violations(
+    specs: Sequence[RunSpec], violations: dict[str, list[str]]
+) -> tuple[list[RunSpec], list[tuple[RunSpec, list[str]]]]:
+    """(unsettled as expected, broken): the runs whose only violation is ending unsettled where
+    their spec expects it (``RunSpec.may_end_unsettled``), and every other run with violations,
+    with its texts. A run that is expected not to settle but breaks another invariant is
+    broken."""
+    from sim.observe.invariants import NOT_SETTLED
+
+    expected: list[RunSpec] = []
+    broken: list[tuple[RunSpec, list[str]]] = []
+    for spec in specs:
+        texts = violations.get(spec.run_id)
+        if not texts:
+            continue
+        if spec.may_end_unsettled and all(t.startswith(NOT_SETTLED) for t in texts):
+            expected.append(spec)
+        else:
+            broken.append((spec, texts))
+    return expected, broken
