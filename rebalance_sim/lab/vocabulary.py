@@ -46,3 +46,21 @@ DEPLOY_BATCH = "25%"
 # of the jitter's period.
 BUILTIN_FAULT_S = 60.0
 BUILTIN_JITTER_S = 15.0
+
+
+# The events the lab's tables and pages read from a sweep's runs, beyond those the simulator's
+# metrics and invariants read (``sim.run.KEPT_FOR_EPISODES``). A sweep stores these and drops the
+# rest (rebalance_sim.lab.engine.task): a large group's JoinGroup/SyncGroup or reconciliation
+# traffic is most of its events and no page reads it. A page that reads another kind adds it here.
+ASSIGNMENT_EVENTS = ("assignment_computed", "target_assignment")  # the time spent assigning
+LIMIT_EVENTS = ("poll_timeout", "member_removed", "crash", "assign", "revoke")  # a plan's limits
+# the protocols page's 4.0 fencing loop: target computations, fenced heartbeats, and the events
+# that carry the group epoch as it moves (its highest)
+LOOP_EVENTS = (
+    "target_assignment",
+    "fenced_epoch",
+    "member_added",
+    "member_removed",
+    "member_fenced",
+)
+STORED_EVENT_KINDS = tuple(dict.fromkeys(ASSIGNMENT_EVENTS + LIMIT_EVENTS + LOOP_EVENTS))

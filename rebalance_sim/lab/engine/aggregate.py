@@ -34,6 +34,7 @@ import pyarrow.csv as pacsv
 from sim.observe.metrics import metrics_of
 
 from ..atomic import atomic_write_bytes
+from ..vocabulary import ASSIGNMENT_EVENTS
 
 # The per-run metrics summarised across seeds: (summary column, Spark type), from the
 # simulator's one list of metrics.
@@ -161,8 +162,6 @@ def per_run(runs_df, windows_df):
 # The events that carry one assignment computation's simulated cost (``cost=...s``): the classic
 # leader's (``sim.client.classic``) and the consumer protocol coordinator's target assignment
 # (``sim.coordinator.consumer.group``).
-# the events ``assignment_time`` reads (a sweep keeps them: rebalance_sim.lab.engine.task)
-ASSIGNMENT_EVENTS = ("assignment_computed", "target_assignment")
 
 
 def assignment_time(events_df, episodes_df):

@@ -29,8 +29,7 @@ def run_one(spec: RunSpec) -> tuple[str, str, dict]:
     from sim import run_scenario
     from sim.kernel.stop import MEMORY_SHARE, machine_memory
 
-    from ..plan.limits import LIMIT_EVENTS
-    from .aggregate import ASSIGNMENT_EVENTS
+    from ..vocabulary import STORED_EVENT_KINDS
 
     scenario = load_run_scenario(spec)
     total = machine_memory()
@@ -39,11 +38,10 @@ def run_one(spec: RunSpec) -> tuple[str, str, dict]:
         seed=spec.seed,
         raise_on_violation=False,
         kernel=spec.kernel or None,
-        # the events the lab reads: the metrics' and invariants', the assignment time's and the
-        # plan's limits' (a large group's JoinGroup/SyncGroup traffic, most of its events, is
-        # neither held nor stored)
+        # the events the lab reads: the metrics' and invariants', and its pages' (a large
+        # group's JoinGroup/SyncGroup traffic, most of its events, is neither held nor stored)
         record="episodes",
-        keep_kinds=ASSIGNMENT_EVENTS + LIMIT_EVENTS,
+        keep_kinds=STORED_EVENT_KINDS,
         # a run that would outgrow the machine stops as a partial run instead of taking the
         # executor down: its share of the machine's memory, each core running a task
         max_memory_bytes=int(total * MEMORY_SHARE / (os.cpu_count() or 1)) if total else None,

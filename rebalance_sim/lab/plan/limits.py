@@ -20,8 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-# the events the limits read (a sweep keeps them: rebalance_sim.lab.engine.task)
-LIMIT_EVENTS = ("poll_timeout", "member_removed", "crash", "assign", "revoke")
+from ..vocabulary import LIMIT_EVENTS
 
 REBALANCE_TIMEOUT_REASONS = (
     "not_rejoined",

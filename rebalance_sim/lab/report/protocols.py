@@ -22,6 +22,7 @@ from ..vocabulary import (
     COOPERATIVE,
     DEPLOY_BATCH,
     EAGER,
+    LOOP_EVENTS,
     MIGRATION,
     MIGRATION_FROM,
     PROTOCOLS,
@@ -567,7 +568,7 @@ def run_ends(results: Results, run_ids: Sequence[str]):
 
     loops = (
         results.raw("events")
-        .where(F.col("run_id").isin(ids))
+        .where(F.col("run_id").isin(ids) & F.col("kind").isin(*LOOP_EVENTS))
         .groupBy("run_id")
         .agg(
             F.max("generation").cast("double").alias("group_epochs"),
