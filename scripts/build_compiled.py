@@ -67,6 +67,7 @@ MODULES = (
     "world/actors",
     "world/group_types",
     "observe/recorder",
+    "observe/zombies",
 )
 GROUP = f"{PACKAGE}._compiled"  # the shared library: sim/_compiled__mypyc<suffix>
 MANIFEST = ROOT / PACKAGE / "_compiled.json"

@@ -139,14 +139,14 @@ def tracker_from_rows(rows) -> ZombieTracker:
     tracker = ZombieTracker()
     kinds = set(ZOMBIE_KINDS)
     batch: list[tuple] = []
-    at = None
+    at = 0.0
     for t, kind, member, gen, detail in rows:
         if kind not in kinds:
             continue
-        if t != at:
-            if batch:
-                tracker.feed(at, batch)
-            batch, at = [], t
+        if batch and t != at:
+            tracker.feed(at, batch)
+            batch = []
+        at = t
         batch.append((kind, member, gen, detail))
     if batch:
         tracker.feed(at, batch)
