@@ -341,7 +341,8 @@ class ProcessingSpans:
         self.tps = list(tp_ix)
         self.tp_index = tp_ix
         # the gaps between each member's holes: (-inf, first hole), ..., (last hole, inf)
-        gap_start, gap_end, first_gap, gaps = [], [], [], []
+        gap_start, gap_end, first_gap = [], [], []
+        hole_starts, hole_ends = [], []
         for member in self.members:
             first_gap.append(len(gap_start))
             prev = -math.inf
@@ -352,16 +353,35 @@ class ProcessingSpans:
                 prev = he
             gap_start.append(prev)
             gap_end.append(math.inf)
-            gaps.append(len(holes) + 1)
+            hole_starts.append(np.array([h[0] for h in holes], dtype=float))
+            hole_ends.append(np.array([h[1] for h in holes], dtype=float))
         row_member = np.array(rows_member, dtype=np.int64)
-        per_row = np.array(gaps, dtype=np.int64)[row_member] if row_member.size else row_member
+        row_start = np.array(rows_start, dtype=float)
+        row_end = np.array(rows_end, dtype=float)
+        # Each row against only the gaps it can overlap: gap k (between holes k - 1 and k) can
+        # when hole k starts after the row starts and hole k - 1 ends before the row ends. Every
+        # other gap leaves nothing, so the spans are those of every row against every gap of its
+        # member, in the same order, without the rows x gaps arrays (an eager one-at-a-time
+        # restart gives each member rows and holes in proportion to the group).
+        low = np.zeros(row_member.size, dtype=np.int64)
+        high = np.zeros(row_member.size, dtype=np.int64)
+        by_member = np.argsort(row_member, kind="stable")
+        bounds = np.searchsorted(row_member[by_member], np.arange(len(self.members) + 1))
+        for mi in range(len(self.members)):
+            rows = by_member[bounds[mi] : bounds[mi + 1]]
+            if rows.size:
+                low[rows] = np.searchsorted(hole_starts[mi], row_start[rows], side="right")
+                high[rows] = np.searchsorted(hole_ends[mi], row_end[rows], side="left")
+        per_row = np.maximum(high - low + 1, 0)
         row = np.repeat(np.arange(row_member.size), per_row)
         within = np.arange(row.size) - np.repeat(np.cumsum(per_row) - per_row, per_row)
-        gap = np.array(first_gap, dtype=np.int64)[row_member][row] + within if row.size else row
-        start = np.maximum(
-            np.array(rows_start, dtype=float)[row], np.array(gap_start, dtype=float)[gap]
+        gap = (
+            np.array(first_gap, dtype=np.int64)[row_member][row] + low[row] + within
+            if row.size
+            else row
         )
-        end = np.minimum(np.array(rows_end, dtype=float)[row], np.array(gap_end, dtype=float)[gap])
+        start = np.maximum(row_start[row], np.array(gap_start, dtype=float)[gap])
+        end = np.minimum(row_end[row], np.array(gap_end, dtype=float)[gap])
         keep = end > start
         self.member = row_member[row][keep]
         self.tp = np.array(rows_tp, dtype=np.int64)[row][keep]
