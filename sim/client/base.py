@@ -151,6 +151,14 @@ class ConsumerClient(abc.ABC):
         self.name = name
         self.rank = rank  # the client's rank in the kernel's tie order
         self.config = config
+        # The config's durations in seconds, read once: they are properties of the config
+        # (milliseconds / 1000, the same floats), read at every heartbeat, request and poll.
+        self.heartbeat_interval_s = config.heartbeat_interval_s
+        self.request_timeout_s = config.request_timeout_s
+        self.retry_backoff_s = config.retry_backoff_s
+        self.auto_commit_interval_s = config.auto_commit_interval_s
+        self.session_timeout_s = config.session_timeout_s
+        self.max_poll_interval_s = config.max_poll_interval_s
         self.topics = tuple(topics)
         self.instance_id = name if config.static else None
         self.elide = elide_heartbeats
@@ -451,20 +459,20 @@ class ConsumerClient(abc.ABC):
         seq = self._send_commit(now, offsets, cast(float, position_s))  # (given with ``offsets``)
         deadline = now + (self.config.default_api_timeout_s if timeout_s is None else timeout_s)
         self.sync_commit = [seq, then, deadline, offsets, position_s, label, 0]
-        self._timer(("sync_commit", seq), now + self.config.request_timeout_s)
+        self._timer(("sync_commit", seq), now + self.request_timeout_s)
 
     def _sync_commit_answered(self, now: float, error: str) -> None:
         sc = self.sync_commit
         assert sc is not None  # (answered or timed out: one is waiting)
         seq, then, deadline, _offsets, _pos, label, _retries = sc
         self._timer(("sync_commit", seq), None)
-        if error in RETRIABLE_COMMIT_ERRORS and now + self.config.retry_backoff_s < deadline:
+        if error in RETRIABLE_COMMIT_ERRORS and now + self.retry_backoff_s < deadline:
             self._event("commit_failed", f"{label}: {error} (retried)")
             if sc[6] == 0:
                 # stuck, not a routine round trip: the poll thread counts as stalled from now on
                 self._stall_open()
             sc[6] += 1
-            self._timer(("sync_commit_retry", seq), now + self.config.retry_backoff_s)
+            self._timer(("sync_commit_retry", seq), now + self.retry_backoff_s)
             return
         self._advance(now)
         self._end_sync_commit()
@@ -492,7 +500,7 @@ class ConsumerClient(abc.ABC):
             self._sync_commit_answered(now, refused)
             return
         sc[0] = self._send_commit(now, sc[3], sc[4])
-        self._timer(("sync_commit", sc[0]), now + self.config.request_timeout_s)
+        self._timer(("sync_commit", sc[0]), now + self.request_timeout_s)
 
     def _commit_async(self, now: float) -> None:
         """commitAsync(): sent and never retried; a failure only shows in its callback."""
@@ -577,7 +585,7 @@ class ConsumerClient(abc.ABC):
         self._send(m.OffsetFetchRequest(self.member_id, partitions, self.fetch_seq))
         # NetworkClient: a request unanswered within request.timeout.ms fails; the consumer
         # retries the fetch of committed offsets after retry.backoff.ms.
-        self._timer(("fetch_timeout", self.fetch_seq), now + self.config.request_timeout_s)
+        self._timer(("fetch_timeout", self.fetch_seq), now + self.request_timeout_s)
 
     def _offset_timer(self, now: float, key: tuple) -> None:
         """The OffsetFetch timeout and retry, and the first records of new partitions."""
@@ -600,7 +608,7 @@ class ConsumerClient(abc.ABC):
             elif kind == "fetch_timeout":
                 self._event("offset_fetch_failed", "request timed out")
                 self.fetches[key[1]] = pending  # keep settled() false during the backoff
-                self._timer(("fetch_retry", key[1]), now + self.config.retry_backoff_s)
+                self._timer(("fetch_retry", key[1]), now + self.retry_backoff_s)
             else:
                 self._send_fetch(now, assigned_at, still)
         elif kind == "first_record":
@@ -744,8 +752,8 @@ class ConsumerClient(abc.ABC):
         self._after_busy = then
         self._stall_open()
         self._timer(("callback",), now + cost_s)
-        if self.hb_enabled and cost_s > self.config.max_poll_interval_s:
-            self._timer(("poll_timeout",), now + self.config.max_poll_interval_s)
+        if self.hb_enabled and cost_s > self.max_poll_interval_s:
+            self._timer(("poll_timeout",), now + self.max_poll_interval_s)
 
     def _callback_done(self, now: float) -> None:
         self._advance(now)

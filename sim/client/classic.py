@@ -368,7 +368,7 @@ class Member(ConsumerClient):
             self.out.append(("control", m.COORDINATOR, m.Unquiet(self.member_id, None, hold=False)))
         if (
             self.hb_enabled
-            and paused_for >= self.config.max_poll_interval_s
+            and paused_for >= self.max_poll_interval_s
             and self.state != ClassicMemberState.UNJOINED
         ):
             self._poll_timeout(now)
@@ -452,7 +452,7 @@ class Member(ConsumerClient):
             self._send(req)
             self._timer(
                 ("prepare_commit",),
-                now + min(self.config.request_timeout_s, self.config.max_poll_interval_s),
+                now + min(self.request_timeout_s, self.max_poll_interval_s),
             )
             return
         if prepare_commit:
@@ -467,7 +467,7 @@ class Member(ConsumerClient):
             self._stall_open()
             self._timer(
                 ("prepare_commit",),
-                now + min(self.config.request_timeout_s, self.config.max_poll_interval_s),
+                now + min(self.request_timeout_s, self.max_poll_interval_s),
             )
             return
         self._enter_preparing()
@@ -560,8 +560,8 @@ class Member(ConsumerClient):
             self.member_id,
             self.instance_id,
             self._subscriptions(),
-            self.config.session_timeout_s,
-            self.config.max_poll_interval_s,
+            self.session_timeout_s,
+            self.max_poll_interval_s,
             self.join_reason,
         )
         self._send(req)
@@ -570,8 +570,8 @@ class Member(ConsumerClient):
             ("join_timeout",),
             now
             + max(
-                self.config.request_timeout_s,
-                self.config.max_poll_interval_s + JOIN_TIMEOUT_MARGIN_S,
+                self.request_timeout_s,
+                self.max_poll_interval_s + JOIN_TIMEOUT_MARGIN_S,
             ),
         )
 
@@ -598,7 +598,7 @@ class Member(ConsumerClient):
             # Heartbeat.failHeartbeat: retry after the backoff
             self.hb_in_flight = 0
             self._event("heartbeat_failed", "request timed out")
-            self._timer(("hb",), now + self.config.retry_backoff_s)
+            self._timer(("hb",), now + self.retry_backoff_s)
         elif kind == "callback":
             self._callback_done(now)
         elif kind == "poll_timeout":
@@ -718,7 +718,7 @@ class Member(ConsumerClient):
         if r.error != m.NONE:
             self._transition(ClassicMemberState.UNJOINED)
             self._request_rejoin(f"JoinGroup: {r.error}")
-            self._timer(("retry",), now + self.config.retry_backoff_s)
+            self._timer(("retry",), now + self.retry_backoff_s)
             return
         self.member_id = r.member_id
         self.generation = r.generation
@@ -793,7 +793,7 @@ class Member(ConsumerClient):
                 protocol_name=self.group_protocol,
             )
         )
-        self._timer(("sync_timeout",), now + self.config.request_timeout_s)
+        self._timer(("sync_timeout",), now + self.request_timeout_s)
 
     def _on_sync_response(self, now: float, r: m.SyncGroupResponse) -> None:
         if self.state != ClassicMemberState.COMPLETING_REBALANCE or not self.sync_in_flight:
@@ -910,7 +910,7 @@ class Member(ConsumerClient):
     # irregular (a retry, a late response, a resume) starts a new anchor.
 
     def _hb_at(self, n: int) -> float:
-        return self.hb_anchor + n * self.config.heartbeat_interval_s
+        return self.hb_anchor + n * self.heartbeat_interval_s
 
     def _enable_heartbeats(self, now: float) -> None:
         self.hb_enabled = True
@@ -920,7 +920,7 @@ class Member(ConsumerClient):
         if self.config.heartbeat_phase == "random":
             # A model choice, not Kafka's: long-lived groups drift apart, so the first heartbeat
             # after a SyncGroup comes anywhere within one interval (the member's own stream).
-            self.hb_anchor = now - float(self._poll_rng.random()) * self.config.heartbeat_interval_s
+            self.hb_anchor = now - float(self._poll_rng.random()) * self.heartbeat_interval_s
         self._timer(("hb",), self._hb_at(1))
 
     def _send_heartbeat(self, now: float) -> None:
@@ -934,7 +934,7 @@ class Member(ConsumerClient):
         self.hb_in_flight += 1
         self.last_hb_sent = now
         self._send(m.HeartbeatRequest(self.member_id, self.generation, self.instance_id))
-        self._timer(("hb_timeout",), now + self.config.request_timeout_s)
+        self._timer(("hb_timeout",), now + self.request_timeout_s)
         self._timer(("hb",), self._hb_at(self.hb_n))
 
     def _on_heartbeat_response(self, now: float, r: m.HeartbeatResponse) -> None:
@@ -984,7 +984,7 @@ class Member(ConsumerClient):
     def _elided_k(self, now: float) -> int:
         """How many elided heartbeats were due by ``now`` (the k-th at ``_hb_at(hb_n - 1 + k)``)."""
         base = self.hb_n - 1
-        k = max(0, math.floor((now - self.quiet_phase) / self.config.heartbeat_interval_s))
+        k = max(0, math.floor((now - self.quiet_phase) / self.heartbeat_interval_s))
         while self._hb_at(base + k + 1) <= now:
             k += 1
         while k > 0 and self._hb_at(base + k) > now:
@@ -1025,7 +1025,7 @@ class Member(ConsumerClient):
                 m.HeartbeatRequest(self.member_id, self.generation, self.instance_id),
                 sent_at=in_flight,
             )
-            self._timer(("hb_timeout",), in_flight + self.config.request_timeout_s)
+            self._timer(("hb_timeout",), in_flight + self.request_timeout_s)
         self._timer(("hb",), self._hb_at(self.hb_n))
         nxt = self._settle_elided_commits(now)
         if nxt is None:
@@ -1064,7 +1064,7 @@ class Member(ConsumerClient):
         nxt, self.commit_next = self.commit_next, None
         if nxt is None:
             return None
-        interval = self.config.auto_commit_interval_s
+        interval = self.auto_commit_interval_s
         if nxt > now:
             return nxt
         k = math.floor((now - nxt) / interval)
@@ -1098,7 +1098,7 @@ class Member(ConsumerClient):
 
     def _arm_commit(self, now: float) -> None:
         if not self.quiet and self.alive and self.config.enable_auto_commit:
-            self._timer(("commit",), now + self.config.auto_commit_interval_s)
+            self._timer(("commit",), now + self.auto_commit_interval_s)
 
     def _commit(self, now: float, why: str) -> None:
         """Commit offsets of owned partitions (ConsumerCoordinator.sendOffsetCommitRequest)."""

@@ -200,7 +200,7 @@ class ConsumerMember(ConsumerClient):
         )
         self._join(now)
         if self.config.enable_auto_commit:
-            self._timer(("commit",), now + self.config.auto_commit_interval_s)
+            self._timer(("commit",), now + self.auto_commit_interval_s)
         return self._drain()
 
     def crash(self, now: float) -> list[Effect]:
@@ -289,7 +289,7 @@ class ConsumerMember(ConsumerClient):
         if self.paused_at is None:
             return []
         paused_for = self._leave_pause(now)
-        if paused_for >= self.config.max_poll_interval_s and self.state in IN_GROUP:
+        if paused_for >= self.max_poll_interval_s and self.state in IN_GROUP:
             self._poll_timeout(now)
         elif ("hb",) in self.timers and self.timers[("hb",)] <= now:
             self._timer(("hb",), now)  # overdue: the background thread sends at once
@@ -327,7 +327,7 @@ class ConsumerMember(ConsumerClient):
             self.epoch,
             self.instance_id,
             rack_id=self.config.rack if full else None,
-            rebalance_timeout_s=self.config.max_poll_interval_s if full else None,
+            rebalance_timeout_s=self.max_poll_interval_s if full else None,
             subscribed_topics=self.topics if full else None,
             owned_partitions=owned if (full or owned != self.sent_owned) else None,
             server_assignor=self.config.group_remote_assignor if full else None,
@@ -353,7 +353,7 @@ class ConsumerMember(ConsumerClient):
             # each send); long-lived groups drift, so the next one comes anywhere within one interval.
             wait *= float(self._poll_rng.random())
         self._timer(("hb",), sent + wait)
-        self._timer(("hb_timeout",), sent + self.config.request_timeout_s)
+        self._timer(("hb_timeout",), sent + self.request_timeout_s)
 
     def _report_before_callback(self, owned: frozenset) -> None:
         """Kafka's hazard of issue 34: during a reconciliation the report of owned partitions is
@@ -387,7 +387,7 @@ class ConsumerMember(ConsumerClient):
         self.hb_in_flight = 0
         self.hb_enabled = False
         self.leave_in_flight = True
-        self._timer(("leave_timeout",), now + self.config.request_timeout_s)
+        self._timer(("leave_timeout",), now + self.request_timeout_s)
 
     def _leave_answered(self, now: float) -> None:
         self.leave_in_flight = False
@@ -434,7 +434,7 @@ class ConsumerMember(ConsumerClient):
             return
         else:
             self.send_full = True
-            self._timer(("hb",), now + self.config.retry_backoff_s)
+            self._timer(("hb",), now + self.retry_backoff_s)
             return
         if self.hb_due and self.state in IN_GROUP:
             self._send_heartbeat(now)
@@ -544,7 +544,7 @@ class ConsumerMember(ConsumerClient):
         due = self.commit_due
         if due is None or not self.quiet:
             return
-        interval = self.config.auto_commit_interval_s
+        interval = self.auto_commit_interval_s
         ticks = schedule_through(due, interval, now, 0 <= self.rank <= self.input_rank)
         if ticks:
             self.commit_due = ticks[-1] + interval
@@ -678,7 +678,7 @@ class ConsumerMember(ConsumerClient):
             # auto-commit before the reconciliation (ConsumerMembershipManager.signalReconciliationStarted)
             # CommitRequestManager.maybeAutoCommitSyncBeforeRevocation: retried on a timeout or
             # a retriable error until the rebalance timeout (max.poll.interval.ms) has passed
-            self.rec_commit_deadline = now + self.config.max_poll_interval_s
+            self.rec_commit_deadline = now + self.max_poll_interval_s
             self._send_rec_commit(now)
         else:
             self._revoke_and_assign(now)
@@ -722,16 +722,14 @@ class ConsumerMember(ConsumerClient):
             offsets, position = self._owned_tuple(), self._position_s(now)
         # (revoking_at is set whenever partitions are being revoked)
         self.rec_commit = self._send_commit(now, offsets, cast(float, position))
-        self._timer(
-            ("rec_commit",), min(now + self.config.request_timeout_s, self.rec_commit_deadline)
-        )
+        self._timer(("rec_commit",), min(now + self.request_timeout_s, self.rec_commit_deadline))
 
     def _rec_commit_failed(self, now: float, error: str, retriable: bool) -> None:
         """The commit before a reconciliation failed: retry it (after retry.backoff.ms) while the
         deadline allows, else reconcile anyway, as Kafka does."""
-        if retriable and now + self.config.retry_backoff_s < self.rec_commit_deadline:
+        if retriable and now + self.retry_backoff_s < self.rec_commit_deadline:
             self.rec_commit = -1  # a retry is due: responses to earlier attempts no longer count
-            self._timer(("rec_commit_retry",), now + self.config.retry_backoff_s)
+            self._timer(("rec_commit_retry",), now + self.retry_backoff_s)
             return
         self.rec_commit = None
         self._timer(("rec_commit",), None)
@@ -859,7 +857,7 @@ class ConsumerMember(ConsumerClient):
             self.hb_in_flight = 0
             self.send_full = True
             self._event("heartbeat_failed", "request timed out")
-            self._timer(("hb",), now + self.config.retry_backoff_s)
+            self._timer(("hb",), now + self.retry_backoff_s)
         elif kind == "callback":
             self._callback_done(now)
         elif kind == "poll_timeout":
@@ -882,7 +880,7 @@ class ConsumerMember(ConsumerClient):
                 else:
                     self._wake(now)
                     self._commit(now)
-            self._timer(("commit",), now + self.config.auto_commit_interval_s)
+            self._timer(("commit",), now + self.auto_commit_interval_s)
         elif kind == "rec_commit" and self.rec_commit is not None and self.rec_commit >= 0:
             self._rec_commit_failed(now, "request timed out", retriable=True)
         elif (

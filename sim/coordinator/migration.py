@@ -188,6 +188,16 @@ class MigratingCoordinator:
     def on_timer(self, now: float, key: tuple, at: float) -> list[tuple]:
         return self._after(now, self.group.on_timer(now, key, at))
 
+    def superseded(self, key: tuple, at: float) -> bool:
+        """Whether the timer ``key`` due ``at`` was re-armed or cancelled since, so that
+        ``on_timer`` would return no effects (most of the coordinator's timers: a member's session
+        expiry is re-armed at each heartbeat). A consumer group's deferred batches and a
+        conversion under way are left to ``on_timer``."""
+        g = self.group
+        if g.timers.get(key) == at or key[0] == "deferred":
+            return False
+        return not (isinstance(g, ConsumerGroupWithClassicMembers) and g.downgrade_to is not None)
+
     def on_control(self, now: float, sender: str, note) -> list[tuple]:
         g = self.group
         if isinstance(g, ClassicGroup) and isinstance(note, m.Quiet):

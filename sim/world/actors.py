@@ -71,6 +71,8 @@ class CoordinatorActor(Actor):
         if kind == "msg":
             effects = self.core.handle(now, sender, payload)
         elif kind == "timer":
+            if self.core.superseded(payload[0], payload[1]):
+                return  # re-armed or cancelled since: the core would return no effects
             effects = self.core.on_timer(now, payload[0], payload[1])
         else:
             effects = self.core.on_control(now, sender, payload)
@@ -98,6 +100,11 @@ class MemberActor(Actor):
         core = self.core
         if core is not None:
             core.input_rank = self.input_rank  # ties at one instant are ordered by sender rank
+            if kind == "timer" and core.paused_at is None:
+                # the commonest input first; a third of them superseded or cancelled since
+                if core.timers.get(payload[0]) == payload[1]:
+                    self.apply(now, core.on_timer(now, payload[0], payload[1]))
+                return
         if kind == "control" and isinstance(payload, tuple):
             op = payload[0]
             if op == "start":
