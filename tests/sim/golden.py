@@ -30,6 +30,10 @@ SIZES = ((5, 0), (24, 1))
 # Soak schedules (crashes, pauses, partitions, loss, lognormal latency and drops) that
 # tests/sim/test_compiled.py runs on both builds besides the built-ins.
 SOAK_SAMPLE = range(0, 40, 5)
+# Runs the other build's side of tests/sim/test_compiled.py leaves out: Kafka 4.0's fencing loop at
+# 24 members (11 million events; minutes on the Python source). The loop at 5 members, on both
+# builds, covers the same code; this build still replays the recorded digest of this one.
+THIS_BUILD_ONLY = frozenset({"slow-assignor consumer members=24 seed=1"})
 # Settings that select today's behaviour once the defaults move (see the module docstring).
 # A built-in that sets one of these itself (``slow-assignor``'s ``assignor_cost``) keeps its own.
 PINNED: dict[str, str] = {"assignor_cost": "zero", "kafka_version": "4.0"}
@@ -111,7 +115,7 @@ def digest(result, events_path) -> list:
     return [pq.ParquetFile(events_path).metadata.num_rows, h.hexdigest()]
 
 
-def compute() -> dict[str, list]:
+def compute(skip=frozenset()) -> dict[str, list]:
     from sim.scenario.builtins import BUILTINS, builtin_dict, load_scenario
 
     out: dict[str, list] = {}
@@ -123,13 +127,13 @@ def compute() -> dict[str, list]:
                 overrides = {"members": str(members), **pinned}
                 if protocol == "consumer":
                     overrides["consumer.group_protocol"] = "consumer"
-                out[f"{name} {protocol} members={members} seed={seed}"] = run(
-                    load_scenario(name, overrides), seed
-                )
+                key = f"{name} {protocol} members={members} seed={seed}"
+                if key not in skip:
+                    out[key] = run(load_scenario(name, overrides), seed)
     return out
 
 
-def build_runs(soak_indices) -> dict:
+def build_runs(soak_indices, skip=frozenset()) -> dict:
     """What ``tests/sim/test_compiled.py`` compares between the two builds, from the build this
     process imports: the built-ins' digests (``compute``), some soak schedules' digests, and what a
     finished run leaves to the cyclic collector (``sim.world.runner.release_world`` frees the rest
@@ -142,7 +146,7 @@ def build_runs(soak_indices) -> dict:
     from sim.scenario.builtins import load_scenario
     from sim.testing import soak
 
-    runs = compute()
+    runs = compute(skip)
     for index in soak_indices:
         data, seed = soak.schedule(0, index)
         runs[f"soak 0 schedule {index}"] = run(
@@ -166,7 +170,12 @@ def build_runs(soak_indices) -> dict:
 if __name__ == "__main__":
     sys.path.insert(0, str(HERE.parent.parent))
     if "--build-runs" in sys.argv:  # the other build's side of tests/sim/test_compiled.py
-        print(json.dumps(build_runs(json.loads(sys.argv[-1]))))
+        at = sys.argv.index("--build-runs")
+        print(
+            json.dumps(
+                build_runs(json.loads(sys.argv[at + 1]), frozenset(json.loads(sys.argv[at + 2])))
+            )
+        )
         sys.exit(0)
     runs = compute()
     if "--write" in sys.argv:
