@@ -58,14 +58,7 @@ class EventStream:
     def __init__(self, path: str, run_id: str):
         self.path = path
         self.run_id = run_id
-        self.rows = 0
-        directory = os.path.dirname(os.path.abspath(path))
-        os.makedirs(directory, exist_ok=True)
-        fd, self._tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".parquet", dir=directory)
-        mask = os.umask(0o022)
-        os.umask(mask)
-        os.fchmod(fd, 0o666 & ~mask)
-        os.close(fd)
+        self._tmp = _temp_parquet_beside(path)
         self._writer: pq.ParquetWriter | None = pq.ParquetWriter(
             self._tmp, EVENTS_SCHEMA, compression="zstd", write_statistics=True
         )
@@ -74,7 +67,6 @@ class EventStream:
         """Rows ``(t, rank, seq, kind, member, generation, detail)`` in table order."""
         if self._writer is not None:
             self._writer.write_table(_table(rows, _EVENT_ROW, self.run_id, EVENTS_SCHEMA))
-            self.rows += len(rows)
 
     def close(self) -> None:
         if self._writer is not None:
@@ -116,7 +108,6 @@ class Recorder:
         self._zombie_kinds = frozenset(ZOMBIE_KINDS)
         self._instant = -math.inf  # the instant whose zombie-check events are in ``_pending``
         self._pending: list[tuple] = []  # (rank, seq, kind, member, generation, detail)
-        self.dropped = 0  # events not kept
 
     def event(self, t, rank, seq, kind, member, generation, detail) -> None:
         if kind in self._zombie_kinds:
@@ -134,8 +125,6 @@ class Recorder:
             self._streamed.append(row)
         if self._keep_all or kind in self._keep:
             self.events.append(row)
-        else:
-            self.dropped += 1
 
     def write_streamed(self) -> None:
         """Write the events held for the stream (every event of the run so far)."""
@@ -507,8 +496,9 @@ def derive_shared(tp, alive_start, alive_end, mine) -> list[tuple]:
     return rows
 
 
-def write_parquet_atomic(table: pa.Table, path: str) -> None:
-    """Write ``table`` to ``path`` through a temporary file and ``os.replace``."""
+def _temp_parquet_beside(path: str) -> str:
+    """A new empty temporary file in ``path``'s directory (made if missing), to be renamed to
+    ``path``."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".parquet", dir=directory)
@@ -517,6 +507,12 @@ def write_parquet_atomic(table: pa.Table, path: str) -> None:
     os.umask(mask)
     os.fchmod(fd, 0o666 & ~mask)
     os.close(fd)
+    return tmp
+
+
+def write_parquet_atomic(table: pa.Table, path: str) -> None:
+    """Write ``table`` to ``path`` through a temporary file and ``os.replace``."""
+    tmp = _temp_parquet_beside(path)
     try:
         pq.write_table(table, tmp, compression="zstd", write_statistics=True)
         os.replace(tmp, path)
